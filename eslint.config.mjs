@@ -1,0 +1,37 @@
+// Lint rules that keep the layers honest: imports only point inward, and `vscode` lives only in
+// src/extension. See docs/architecture.md.
+import tseslint from 'typescript-eslint';
+
+const layer = (files, forbidden, message) => ({
+  files,
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      { patterns: forbidden.map((group) => ({ group: [group], message })) },
+    ],
+  },
+});
+
+const vscodeOnlyInExtension = { group: ['vscode'], message: "'vscode' may only be imported under src/extension" };
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'out/**', 'node_modules/**', '.tools/**', 'native/build/**'] },
+  {
+    files: ['**/*.ts'],
+    languageOptions: { parser: tseslint.parser },
+    plugins: { '@typescript-eslint': tseslint.plugin },
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [vscodeOnlyInExtension] }],
+    },
+  },
+  layer(
+    ['src/core/**/*.ts'],
+    ['vscode', '**/store/**', '**/agents/**', '**/lifecycle/**', '**/launcher/**', '**/cli/**', '**/extension/**', 'node:fs', 'node:child_process', 'node:net', 'better-sqlite3'],
+    'src/core is pure: no I/O, no outer layer',
+  ),
+  layer(['src/store/**/*.ts'], ['vscode', '**/agents/**', '**/lifecycle/**', '**/launcher/**', '**/cli/**', '**/extension/**'], 'src/store may only use src/core'),
+  layer(['src/agents/**/*.ts'], ['vscode', '**/store/**', '**/lifecycle/**', '**/launcher/**', '**/cli/**', '**/extension/**'], 'src/agents may only use src/core'),
+  layer(['src/lifecycle/**/*.ts'], ['vscode', '**/launcher/**', '**/cli/**', '**/extension/**'], 'src/lifecycle may use core, store and agents'),
+  layer(['src/launcher/**/*.ts'], ['vscode', '**/lifecycle/**', '**/cli/**', '**/extension/**'], 'src/launcher may use core and store'),
+  layer(['src/cli/**/*.ts'], ['vscode', '**/extension/**'], 'the CLI never imports the extension'),
+);

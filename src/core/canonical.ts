@@ -1,0 +1,89 @@
+// The one module that turns documents into bytes and bytes into digests (contract §3).
+// Canonical JSON is RFC 8785 (JCS), implemented by the `canonicalize` package; this module only
+// narrows the value domain (no floats, safe integers, plain objects, no lone surrogates) so that
+// every document has exactly one byte form.
+import { createHash } from 'node:crypto';
+import canonicalize from 'canonicalize';
+
+export type CanonicalValue =
+  | null
+  | boolean
+  | number
+  | string
+  | readonly CanonicalValue[]
+  | { readonly [key: string]: CanonicalValue | undefined };
+
+export class CanonicalDomainError extends Error {
+  constructor(readonly path: string, readonly problem: string) {
+    super(`not canonicalisable at ${path || '(root)'}: ${problem}`);
+    this.name = 'CanonicalDomainError';
+  }
+}
+
+export const ZERO_DIGEST = 'sha256:' + '0'.repeat(64);
+const DIGEST_PATTERN = /^sha256:[0-9a-f]{64}$/;
+
+export function isDigest(value: unknown): value is string {
+  return typeof value === 'string' && DIGEST_PATTERN.test(value);
+}
+
+/** Throws CanonicalDomainError unless `value` is inside the project's JSON value domain. */
+export function assertCanonicalDomain(value: unknown, path = ''): asserts value is CanonicalValue {
+  if (value === null || typeof value === 'boolean') return;
+  if (typeof value === 'number') {
+    if (!Number.isSafeInteger(value)) throw new CanonicalDomainError(path, `number ${value} is not a safe integer`);
+    return;
+  }
+  if (typeof value === 'string') {
+    if (!value.isWellFormed()) throw new CanonicalDomainError(path, 'lone surrogate in string');
+    return;
+  }
+  if (Array.isArray(value)) {
+    value.forEach((item, index) => {
+      if (item === undefined) throw new CanonicalDomainError(`${path}[${index}]`, 'undefined array element');
+      assertCanonicalDomain(item, `${path}[${index}]`);
+    });
+    return;
+  }
+  if (typeof value === 'object') {
+    const proto = Object.getPrototypeOf(value);
+    if (proto !== Object.prototype && proto !== null) throw new CanonicalDomainError(path, 'not a plain object');
+    for (const [key, item] of Object.entries(value)) {
+      if (!key.isWellFormed()) throw new CanonicalDomainError(path, 'lone surrogate in key');
+      // Absent optional fields are written as `undefined` by builders; JSON drops them, and so do we.
+      if (item === undefined) continue;
+      assertCanonicalDomain(item, `${path}.${key}`);
+    }
+    return;
+  }
+  throw new CanonicalDomainError(path, `unsupported type ${typeof value}`);
+}
+
+/** RFC 8785 canonical text of `value`. */
+export function canonicalJson(value: unknown): string {
+  assertCanonicalDomain(value);
+  const text = canonicalize(value);
+  if (text === undefined) throw new CanonicalDomainError('', 'value has no JSON form');
+  return text;
+}
+
+/** "sha256:" + hex of the UTF-8 bytes of `text`. Used for "hash what was stored". */
+export function digestText(text: string): string {
+  return 'sha256:' + createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+/** Digest of a document: the digest of its canonical bytes. */
+export function digestDocument(value: unknown): string {
+  return digestText(canonicalJson(value));
+}
+
+/** Hex digits of a digest, without the algorithm prefix. */
+export function digestHex(digest: string): string {
+  if (!isDigest(digest)) throw new CanonicalDomainError('', `not a digest: ${digest}`);
+  return digest.slice('sha256:'.length);
+}
+
+/** Derived identifiers (operation ids) hash a domain-separated string; kept here so one module hashes. */
+export function derivedHex(domain: string, input: string): string {
+  return createHash('sha256').update(`${domain}\n${input}`, 'utf8').digest('hex');
+}

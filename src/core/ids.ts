@@ -1,0 +1,41 @@
+// Grammars of the identifiers the contract fixes (§1). Everything that accepts an id from outside
+// checks it here first: ids end up in file names, commands and guidance text.
+export const AGENTS = ['codex', 'claude', 'gemini'] as const;
+export type Agent = (typeof AGENTS)[number];
+
+export const TODO_ID_PATTERN = /^[a-z0-9][a-z0-9_-]{2,63}$/;
+export const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+/** Turn ids share the session grammar. */
+export const TURN_ID_PATTERN = SESSION_ID_PATTERN;
+export const CAPTURE_ID_PATTERN = /^cap_[0-9a-f]{24}$/;
+
+export const isAgent = (value: unknown): value is Agent =>
+  typeof value === 'string' && (AGENTS as readonly string[]).includes(value);
+export const isTodoId = (value: unknown): value is string => typeof value === 'string' && TODO_ID_PATTERN.test(value);
+export const isSessionId = (value: unknown): value is string =>
+  typeof value === 'string' && SESSION_ID_PATTERN.test(value);
+export const isTurnId = isSessionId;
+export const isCaptureId = (value: unknown): value is string =>
+  typeof value === 'string' && CAPTURE_ID_PATTERN.test(value);
+
+/** The holder of a lease: `<agent>:<session>`. */
+export type Owner = `${Agent}:${string}`;
+export const ownerOf = (agent: Agent, session: string): Owner => `${agent}:${session}`;
+
+/** `#todo:<id>` in prompt text binds that Todo. The first well-formed mention wins. */
+const TODO_MENTION = /#todo:([a-z0-9][a-z0-9_-]{2,63})(?![a-z0-9_-])/;
+export function todoMentionedIn(prompt: string): string | undefined {
+  return TODO_MENTION.exec(prompt)?.[1];
+}
+
+/** A Todo id derived from a title when the user gives none: lower-case words joined by '-'. */
+export function todoIdFromTitle(title: string): string {
+  const slug = title
+    .toLowerCase()
+    .normalize('NFKD')
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 48)
+    .replace(/-+$/, '');
+  return slug.length >= 3 ? slug : `todo-${slug || 'x'}`.slice(0, 64);
+}

@@ -1,0 +1,137 @@
+// Every reason code of the contract (§2, §7) in one table of data: what it means, the facts it
+// names, and the exact command that recovers. Guidance text is rendered from here and nowhere else;
+// docs/recovery.md has one section per code (a test keeps the two in step).
+
+export const REASON_CODES = [
+  'lease_held',
+  'lease_expired_hold',
+  'no_turn',
+  'unknown_todo',
+  'todo_not_open',
+  'session_holds_other',
+  'capture_released',
+  'not_live_bound',
+  'ready_corrupted',
+  'store_unavailable',
+  'precondition_changed',
+  'lease_fenced',
+  'transcript_missing',
+] as const;
+export type ReasonCode = (typeof REASON_CODES)[number];
+
+/** Facts a guidance message may name. Only what is known is shown. */
+export interface GuidanceFacts {
+  readonly todo?: string | undefined;
+  readonly heldTodo?: string | undefined;
+  readonly holder?: string | undefined;
+  readonly epoch?: number | undefined;
+  readonly expiresAt?: string | undefined;
+  readonly capture?: string | undefined;
+  readonly status?: string | undefined;
+  readonly agent?: string | undefined;
+  readonly detail?: string | undefined;
+}
+
+interface ReasonEntry {
+  /** A conflict between agents: with `turnkeeper.onConflict=block` it stops the prompt instead of riding along. */
+  readonly conflict: boolean;
+  /** One sentence: what happened, with the facts filled in. */
+  readonly explain: (facts: GuidanceFacts) => string;
+  /** The exact command (or action) that recovers. */
+  readonly recover: (facts: GuidanceFacts) => string;
+}
+
+const q = (value: string | number | undefined, fallback = '<todo>'): string =>
+  value === undefined ? fallback : String(value);
+
+export const REASONS: Readonly<Record<ReasonCode, ReasonEntry>> = {
+  lease_held: {
+    conflict: true,
+    explain: (f) =>
+      `Todo ${q(f.todo)} is leased to ${q(f.holder, 'another agent')} (epoch ${q(f.epoch, '?')}) until ${q(f.expiresAt, '?')}. This turn did not claim it; work on something else or wait.`,
+    recover: (f) => `turnkeeper status   # if the holder is gone for good: turnkeeper release ${q(f.todo)} --force --reason "<why>"`,
+  },
+  lease_expired_hold: {
+    conflict: true,
+    explain: (f) =>
+      `Todo ${q(f.todo)} is still held by ${q(f.holder, 'another agent')} (epoch ${q(f.epoch, '?')}); its lease expired at ${q(f.expiresAt, '?')} but expiry is a hold, not a release. Nothing was taken over automatically.`,
+    recover: (f) => `turnkeeper release ${q(f.todo)} --force --reason "take over from ${q(f.holder, 'holder')}"   # then send the prompt again`,
+  },
+  no_turn: {
+    conflict: false,
+    explain: (f) =>
+      `The prompt names Todo ${q(f.todo)}, but ${q(f.agent, 'the agent')} gave this hook no Turn id, so no capture can be bound (a claim without a Turn could not be replayed safely).`,
+    recover: () => `export TURNKEEPER_TURN=<unique-turn-id>   # or start the agent through Turnkeeper, which sets it`,
+  },
+  unknown_todo: {
+    conflict: false,
+    explain: (f) => `Todo ${q(f.todo)} does not exist in this workspace.`,
+    recover: (f) => `turnkeeper todo add "<title>" --id ${q(f.todo)}   # or: turnkeeper todo list`,
+  },
+  todo_not_open: {
+    conflict: false,
+    explain: (f) => `Todo ${q(f.todo)} is ${q(f.status, 'not open')}; only open Todos can be claimed.`,
+    recover: () => `turnkeeper todo list   # pick an open Todo, or add a new one: turnkeeper todo add "<title>"`,
+  },
+  session_holds_other: {
+    conflict: true,
+    explain: (f) =>
+      `This session already holds Todo ${q(f.heldTodo)} (capture ${q(f.capture, '?')}, epoch ${q(f.epoch, '?')}); one session works on one Todo at a time, so ${q(f.todo)} was not claimed.`,
+    recover: (f) => `turnkeeper todo done ${q(f.heldTodo)}   # or: turnkeeper release ${q(f.heldTodo)} --force --reason "switch"; then prompt again`,
+  },
+  capture_released: {
+    conflict: true,
+    explain: (f) =>
+      `Capture ${q(f.capture, '?')} of Todo ${q(f.todo)} (epoch ${q(f.epoch, '?')}) was released; a released capture never comes back.`,
+    recover: (f) => `start a new turn that names #todo:${q(f.todo)} (it acquires a new lease), or: turnkeeper show ${q(f.capture, '<captureId>')}`,
+  },
+  not_live_bound: {
+    conflict: true,
+    explain: (f) =>
+      `TURNKEEPER_CAPTURE=${q(f.capture, '?')} is set, but no committed launch ties that capture to this session: the environment was copied or is stale.`,
+    recover: (f) => `unset TURNKEEPER_CAPTURE TURNKEEPER_TURN   # or resume it properly: turnkeeper resume ${q(f.capture, '<captureId>')}`,
+  },
+  ready_corrupted: {
+    conflict: false,
+    explain: (f) =>
+      `The stored ready capture ${q(f.capture, '?')} no longer matches its digest; it is not re-rendered or re-claimed.`,
+    recover: (f) => `turnkeeper verify && turnkeeper show ${q(f.capture, '<captureId>')}   # then: turnkeeper release ${q(f.todo)} --force --reason "ready capture corrupted"`,
+  },
+  store_unavailable: {
+    conflict: false,
+    explain: (f) =>
+      `The Turnkeeper store could not be used (${q(f.detail, 'locked or unreadable')}); nothing was claimed and the prompt goes on without context.`,
+    recover: () => `turnkeeper doctor   # then send the prompt again`,
+  },
+  precondition_changed: {
+    conflict: false,
+    explain: (f) =>
+      `The workspace changed since capture ${q(f.capture, '?')} was taken (${q(f.detail, 'git HEAD or status differs')}).`,
+    recover: (f) => `turnkeeper resume ${q(f.capture, '<captureId>')} --accept-drift`,
+  },
+  lease_fenced: {
+    conflict: false,
+    explain: (f) =>
+      `This session's lease on Todo ${q(f.todo)} (epoch ${q(f.epoch, '?')}) was released or taken over; writes from this session are refused so an evicted agent cannot keep editing.`,
+    recover: (f) => `turnkeeper status   # then start a new turn that names #todo:${q(f.todo)}`,
+  },
+  transcript_missing: {
+    conflict: false,
+    explain: (f) =>
+      `The agent's transcript for capture ${q(f.capture, '?')} is gone, so ${q(f.agent, 'the agent')} cannot resume that session.`,
+    recover: (f) => `turnkeeper release ${q(f.todo)} --force --reason "transcript lost"   # then start a new turn that names #todo:${q(f.todo)}`,
+  },
+};
+
+export const isReasonCode = (value: unknown): value is ReasonCode =>
+  typeof value === 'string' && (REASON_CODES as readonly string[]).includes(value);
+
+/** Guidance text: the reason code in brackets, the facts, the exact recovering command. */
+export function renderGuidance(code: ReasonCode, facts: GuidanceFacts): string {
+  const entry = REASONS[code];
+  return [
+    `Turnkeeper [${code}]: ${entry.explain(facts)}`,
+    `Recover: ${entry.recover(facts)}`,
+    `See docs/recovery.md#${code}`,
+  ].join('\n');
+}

@@ -1,0 +1,279 @@
+// `turnkeeper hook`: the decision table of contract §2, in order, for one hook payload.
+// Fail closed on authority (no claim without every check passing), fail open for the agent (the
+// result is at most one JSON object on stdout, and the process always exits 0).
+import { realpathSync } from 'node:fs';
+import { buildCapture, type Binding } from '../core/capture';
+import { digestText } from '../core/canonical';
+import { isCaptureId, isTodoId, isTurnId, ownerOf, todoMentionedIn, type Agent, type Owner } from '../core/ids';
+import { isFenced, isoTime } from '../core/lease';
+import { REASONS, renderGuidance, type GuidanceFacts, type ReasonCode } from '../core/reasons';
+import { blockOutput, contextOutput, denyToolOutput, type HookOutput } from '../agents/output';
+import { InvalidHookInput, isWriteTool, parseHookInput, type HookEvent } from '../agents/payload';
+import type { Authority } from '../store/authority';
+import { faultPoint } from '../store/faults';
+import { storePath, type Env } from '../store/location';
+import { openSqliteAuthority, SchemaTooNewError, StoreUnavailableError } from '../store/sqlite';
+import { hookBusyTimeoutMs, isTurnedOff, leaseTtlSeconds, onConflict } from './settings';
+import { goalOf, preconditionsOf } from './workspace';
+
+/** lastHookAt is proof of life, not an audit trail: refreshing it at most this often keeps replays read-only. */
+export const SESSION_TOUCH_INTERVAL_MS = 15_000;
+
+export interface HookRun {
+  /** '' or exactly one JSON object followed by a newline. */
+  readonly stdout: string;
+  readonly stderr: readonly string[];
+}
+
+export interface HookOptions {
+  readonly env: Env;
+  readonly agent?: Agent | undefined;
+  readonly now?: () => number;
+  /** Lets tests and the extension share an open store; the CLI opens one per process. */
+  readonly openStore?: (create: boolean) => Promise<Authority | undefined>;
+}
+
+const NOTHING: HookRun = { stdout: '', stderr: [] };
+
+export async function runHook(raw: string | Buffer, options: HookOptions): Promise<HookRun> {
+  const { env } = options;
+  if (isTurnedOff(env)) return NOTHING;
+  const stderr: string[] = [];
+  const emit = (output: HookOutput | undefined): HookRun => ({ stdout: output ? JSON.stringify(output) + '\n' : '', stderr });
+
+  let request: HookRequest;
+  try {
+    request = readRequest(raw, options);
+  } catch (error) {
+    if (error instanceof InvalidHookInput) return { stdout: '', stderr: [`turnkeeper: ${error.message}; ignored`] };
+    throw error;
+  }
+
+  const now = options.now ?? Date.now;
+  // A claim may create the database; nothing else does (an unused workspace stays untouched).
+  const mayCreate = request.boundTodo !== undefined || request.envCapture !== undefined;
+  let store: Authority | undefined;
+  try {
+    store = await (options.openStore ?? defaultOpener(env))(mayCreate);
+    if (!store) return NOTHING;
+    const decider = new HookDecider(store, request, env, now, stderr);
+    return emit(await decider.decide());
+  } catch (error) {
+    const unavailable = error instanceof StoreUnavailableError || error instanceof SchemaTooNewError;
+    stderr.push(`turnkeeper: ${unavailable ? '' : 'internal error: '}${(error as Error).message}`);
+    if (!unavailable || !isContextEvent(request.event) || !mayCreate) return emit(undefined);
+    return emit(guidanceOutput(request, env, 'store_unavailable', { todo: request.boundTodo, detail: (error as Error).message }));
+  } finally {
+    if (!options.openStore) store?.close();
+  }
+}
+
+const defaultOpener =
+  (env: Env) =>
+  (create: boolean): Promise<Authority | undefined> =>
+    openSqliteAuthority({ path: storePath(env), create, busyTimeoutMs: hookBusyTimeoutMs(env) });
+
+interface HookRequest {
+  readonly event: HookEvent;
+  readonly owner: Owner;
+  readonly goal: string;
+  readonly cwd: string;
+  readonly boundTodo: string | undefined;
+  readonly binding: Binding;
+  readonly turn: string | undefined;
+  readonly envCapture: string | undefined;
+}
+
+const isContextEvent = (event: HookEvent): boolean => event.kind === 'session_start' || event.kind === 'prompt';
+
+/** Validates everything that comes from outside (payload and environment) before any store is opened. */
+function readRequest(raw: string | Buffer, options: HookOptions): HookRequest {
+  const { env } = options;
+  const event = parseHookInput(raw, options.agent);
+  const envTodo = optionalEnv(env, 'TURNKEEPER_TODO', isTodoId);
+  const envTurn = optionalEnv(env, 'TURNKEEPER_TURN', isTurnId);
+  const envCapture = optionalEnv(env, 'TURNKEEPER_CAPTURE', isCaptureId);
+  let cwd: string;
+  let goal: string;
+  try {
+    cwd = realpathSync(event.cwd);
+    goal = goalOf(cwd);
+  } catch {
+    throw new InvalidHookInput(`cwd ${JSON.stringify(event.cwd)} does not exist`);
+  }
+  // Only prompts bind (contract §2 "Binding"); SessionStart never has a Turn.
+  const mentioned = event.kind === 'prompt' ? todoMentionedIn(event.prompt ?? '') : undefined;
+  const boundTodo = event.kind === 'prompt' ? (mentioned ?? envTodo) : undefined;
+  const binding: Binding = mentioned !== undefined ? 'prompt' : envCapture !== undefined ? 'launch' : 'env';
+  const turn = event.kind === 'session_start' ? undefined : (event.turn ?? envTurn);
+  return { event, owner: ownerOf(event.agent, event.session), goal, cwd, boundTodo, binding, turn, envCapture };
+}
+
+function optionalEnv(env: Env, name: string, valid: (value: string) => boolean): string | undefined {
+  const value = env[name];
+  if (value === undefined || value === '') return undefined;
+  if (!valid(value)) throw new InvalidHookInput(`${name} is outside its grammar`);
+  return value;
+}
+
+function guidanceOutput(request: HookRequest, env: Env, code: ReasonCode, facts: GuidanceFacts): HookOutput {
+  const text = renderGuidance(code, { agent: request.event.agent, ...facts });
+  if (REASONS[code].conflict && request.event.kind === 'prompt' && onConflict(env) === 'block') return blockOutput(request.event.agent, text);
+  return contextOutput(request.event.eventName, text);
+}
+
+class HookDecider {
+  /** Set when the store refused a write in this run: later writes are skipped instead of waiting again. */
+  private writesUnavailable: Error | undefined;
+
+  constructor(
+    private readonly store: Authority,
+    private readonly request: HookRequest,
+    private readonly env: Env,
+    private readonly now: () => number,
+    private readonly stderr: string[],
+  ) {}
+
+  async decide(): Promise<HookOutput | undefined> {
+    await this.touchSession();
+    const { event } = this.request;
+    switch (event.kind) {
+      case 'pre_tool':
+        return this.fence();
+      case 'post_tool':
+      case 'stop':
+        await this.renew();
+        return undefined;
+      case 'session_start':
+      case 'prompt':
+        return this.context();
+    }
+  }
+
+  private async touchSession(): Promise<void> {
+    const { event, owner, goal, cwd } = this.request;
+    try {
+      await this.store.touchSession(
+        { owner, agent: event.agent, session: event.session, goal, cwd, transcriptPath: event.transcriptPath ?? null },
+        this.now(),
+        SESSION_TOUCH_INTERVAL_MS,
+      );
+    } catch (error) {
+      if (!(error instanceof StoreUnavailableError)) throw error;
+      this.writesUnavailable = error;
+      this.stderr.push(`turnkeeper: could not record proof of life: ${error.message}`);
+    }
+  }
+
+  private guidance(code: ReasonCode, facts: GuidanceFacts): HookOutput {
+    return guidanceOutput(this.request, this.env, code, facts);
+  }
+
+  /** Rules 3–7 for context events. */
+  private async context(): Promise<HookOutput | undefined> {
+    const { envCapture, boundTodo, owner, event } = this.request;
+    // Rule 3: an agent Turnkeeper launched names its capture; accept it only if the launch is live.
+    if (envCapture !== undefined) {
+      const capture = await this.store.getCapture(envCapture);
+      const live =
+        capture !== undefined &&
+        capture.agent === event.agent &&
+        capture.session === event.session &&
+        (await this.store.hasCommittedLaunch(envCapture));
+      if (!live) return this.guidance('not_live_bound', { capture: envCapture, todo: capture?.todo });
+      const lease = await this.store.leaseOfCapture(envCapture);
+      if (!lease || lease.status !== 'active' || lease.owner !== owner) {
+        return this.guidance('capture_released', { capture: envCapture, todo: capture.todo, epoch: lease?.epoch });
+      }
+      return this.present(envCapture, lease.todo);
+    }
+    // Rule 4: the session already holds a lease: present its stored ready capture, claim nothing.
+    const held = await this.store.activeLeaseOfOwner(owner);
+    if (held) {
+      if (boundTodo !== undefined && (boundTodo !== held.todo || this.request.goal !== held.goal)) {
+        await this.recordRefusal('session_holds_other', { held: held.todo });
+        return this.guidance('session_holds_other', { todo: boundTodo, heldTodo: held.todo, capture: held.capture, epoch: held.epoch });
+      }
+      return this.present(held.capture, held.todo);
+    }
+    // Rule 7: nothing bound, nothing held.
+    if (boundTodo === undefined) return undefined;
+    // Rule 5: a claim needs a Turn, or it could not be replayed.
+    if (this.request.turn === undefined) {
+      await this.recordRefusal('no_turn', {});
+      return this.guidance('no_turn', { todo: boundTodo });
+    }
+    return this.claim(boundTodo, this.request.turn);
+  }
+
+  /** Rule 6. */
+  private async claim(todo: string, turn: string): Promise<HookOutput> {
+    const { event, owner, goal, cwd, binding } = this.request;
+    if (this.writesUnavailable) return this.guidance('store_unavailable', { todo, detail: this.writesUnavailable.message });
+    const capture = buildCapture({ goal, todo, agent: event.agent, session: event.session, turn, cwd, binding });
+    const result = await this.store.claim(
+      { capture, owner, preconditions: preconditionsOf(goal), ttlSeconds: leaseTtlSeconds(this.env) },
+      this.now(),
+    );
+    faultPoint('claim.after_commit');
+    switch (result.kind) {
+      case 'acquired':
+      case 'replayed':
+        return this.present(result.lease.capture, todo);
+      case 'unknown_todo':
+        return this.guidance('unknown_todo', { todo });
+      case 'todo_not_open':
+        return this.guidance('todo_not_open', { todo, status: result.status });
+      case 'capture_released':
+        return this.guidance('capture_released', { todo, capture: result.capture, epoch: result.epoch });
+      case 'lease_held':
+      case 'lease_expired_hold':
+        return this.guidance(result.kind, {
+          todo,
+          holder: result.holder.owner,
+          epoch: result.holder.epoch,
+          expiresAt: isoTime(result.holder.expiresAt),
+        });
+    }
+  }
+
+  /** Presents the stored bytes after checking their digest; a mismatch is never repaired. */
+  private async present(captureId: string, todo: string): Promise<HookOutput> {
+    const ready = await this.store.readReady(captureId);
+    if (!ready || digestText(ready.presentation) !== ready.readyDigest) {
+      return this.guidance('ready_corrupted', { capture: captureId, todo });
+    }
+    return contextOutput(this.request.event.eventName, ready.presentation);
+  }
+
+  private async recordRefusal(reason: ReasonCode, detail: Record<string, string>): Promise<void> {
+    if (this.writesUnavailable) return;
+    const { goal, boundTodo, owner } = this.request;
+    try {
+      await this.store.appendReceipt({ kind: 'claim_refused', goal, todo: boundTodo, owner, detail: { reason, ...detail } }, this.now());
+    } catch (error) {
+      if (!(error instanceof StoreUnavailableError)) throw error;
+      this.stderr.push(`turnkeeper: refusal not recorded: ${error.message}`);
+    }
+  }
+
+  /** Fencing: an evicted session may not keep writing. */
+  private async fence(): Promise<HookOutput | undefined> {
+    const { event, owner } = this.request;
+    if (!isWriteTool(event.agent, event.toolName)) return undefined;
+    const latest = await this.store.latestLeaseOfOwner(owner);
+    if (!latest || !isFenced(latest.lease, latest.currentEpoch)) return undefined;
+    const text = renderGuidance('lease_fenced', { todo: latest.lease.todo, epoch: latest.lease.epoch, agent: event.agent });
+    return denyToolOutput(event.agent, event.eventName, text);
+  }
+
+  private async renew(): Promise<void> {
+    if (this.writesUnavailable) return;
+    try {
+      await this.store.renew(this.request.owner, this.now(), leaseTtlSeconds(this.env));
+    } catch (error) {
+      if (!(error instanceof StoreUnavailableError)) throw error;
+      this.stderr.push(`turnkeeper: lease not renewed: ${error.message}`);
+    }
+  }
+}

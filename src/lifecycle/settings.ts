@@ -1,0 +1,41 @@
+// Settings the hook reads from its environment and from $TURNKEEPER_HOME (which the VS Code
+// extension writes). Files are read only when a value is needed, to keep the replay path short.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DEFAULT_LEASE_TTL_SECONDS } from '../core/lease';
+import { turnkeeperHome, type Env } from '../store/location';
+
+/** Contract §2 rule 1: env TURNKEEPER=off, or a file named `off` in TURNKEEPER_HOME. */
+export const isTurnedOff = (env: Env): boolean => env.TURNKEEPER === 'off' || existsSync(join(turnkeeperHome(env), 'off'));
+
+export function leaseTtlSeconds(env: Env): number {
+  const fromEnv = Number(env.TURNKEEPER_LEASE_TTL);
+  if (Number.isSafeInteger(fromEnv) && fromEnv > 0) return fromEnv;
+  const fromFile = readHomeConfig(env).leaseTtlSeconds;
+  return typeof fromFile === 'number' && Number.isSafeInteger(fromFile) && fromFile > 0 ? fromFile : DEFAULT_LEASE_TTL_SECONDS;
+}
+
+export type OnConflict = 'context' | 'block';
+export function onConflict(env: Env): OnConflict {
+  const value = env.TURNKEEPER_ON_CONFLICT ?? readHomeConfig(env).onConflict;
+  return value === 'block' ? 'block' : 'context';
+}
+
+/** How long a hook waits for a locked store before it gives up with [store_unavailable]. */
+export function hookBusyTimeoutMs(env: Env): number {
+  const value = Number(env.TURNKEEPER_BUSY_TIMEOUT_MS);
+  return Number.isSafeInteger(value) && value >= 0 ? value : 2500;
+}
+
+interface HomeConfig {
+  readonly onConflict?: unknown;
+  readonly leaseTtlSeconds?: unknown;
+}
+function readHomeConfig(env: Env): HomeConfig {
+  try {
+    const value: unknown = JSON.parse(readFileSync(join(turnkeeperHome(env), 'config.json'), 'utf8'));
+    return typeof value === 'object' && value !== null ? (value as HomeConfig) : {};
+  } catch {
+    return {};
+  }
+}

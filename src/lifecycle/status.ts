@@ -1,0 +1,71 @@
+// The status snapshot shared by `turnkeeper status` and the extension's views (contract §8).
+import { captureState, type CaptureState } from '../core/capture';
+import { digestText } from '../core/canonical';
+import { isExpired, isoTime, type Lease } from '../core/lease';
+import type { Authority } from '../store/authority';
+
+export interface LeaseView {
+  readonly goal: string;
+  readonly todo: string;
+  readonly owner: string;
+  readonly capture: string;
+  readonly epoch: number;
+  readonly version: number;
+  readonly status: 'active' | 'released';
+  readonly expiresAt: string;
+}
+
+export interface CaptureView {
+  readonly id: string;
+  readonly goal: string;
+  readonly todo: string;
+  readonly agent: string;
+  readonly session: string;
+  readonly turn: string | null;
+  readonly state: CaptureState;
+  readonly originalDigest: string;
+  readonly readyDigest: string | null;
+}
+
+export interface StatusSnapshot {
+  readonly leases: LeaseView[];
+  readonly captures: CaptureView[];
+}
+
+export const leaseView = (lease: Lease): LeaseView => ({
+  goal: lease.goal,
+  todo: lease.todo,
+  owner: lease.owner,
+  capture: lease.capture,
+  epoch: lease.epoch,
+  version: lease.version,
+  status: lease.status,
+  expiresAt: isoTime(lease.expiresAt),
+});
+
+export async function statusSnapshot(store: Authority, now: number): Promise<StatusSnapshot> {
+  const leases = await store.listLeases();
+  const leaseByCapture = new Map(leases.map((lease) => [lease.capture, lease]));
+  const captures: CaptureView[] = [];
+  for (const capture of await store.listCaptures()) {
+    const lease = leaseByCapture.get(capture.id);
+    const ready = await store.readReady(capture.id);
+    captures.push({
+      id: capture.id,
+      goal: capture.goal,
+      todo: capture.todo,
+      agent: capture.agent,
+      session: capture.session,
+      turn: capture.turn,
+      state: captureState({
+        turn: capture.turn,
+        leaseStatus: lease?.status,
+        leaseExpired: lease !== undefined && isExpired(lease, now),
+        readyIntact: ready !== undefined && digestText(ready.presentation) === ready.readyDigest,
+      }),
+      originalDigest: capture.originalDigest,
+      readyDigest: ready?.readyDigest ?? null,
+    });
+  }
+  return { leases: leases.map(leaseView), captures };
+}

@@ -1,0 +1,147 @@
+// The store interface: everything the lifecycle, the CLI and the extension need from an authority.
+// SQLite implements it today; a PostgreSQL authority for teams implements the same interface and must
+// pass the same conformance suite (test/integration/authority.conformance.ts). Methods are async so
+// that a networked authority fits without changing callers.
+import type { BuiltCapture } from '../core/capture';
+import type { ChainReport } from '../core/receipts';
+import type { Lease } from '../core/lease';
+import type { Agent, Owner } from '../core/ids';
+import type { Preconditions } from '../core/ready';
+import type { ReceiptFields } from '../core/receipts';
+
+export type TodoStatus = 'open' | 'done' | 'blocked';
+export const TODO_STATUSES: readonly TodoStatus[] = ['open', 'done', 'blocked'];
+
+export interface Todo {
+  readonly goal: string;
+  readonly id: string;
+  readonly title: string;
+  readonly body: string;
+  readonly status: TodoStatus;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export interface StoredCapture {
+  readonly id: string;
+  readonly goal: string;
+  readonly todo: string;
+  readonly agent: Agent;
+  readonly session: string;
+  /** null for legacy or imported captures: readable, never executable. */
+  readonly turn: string | null;
+  readonly cwd: string;
+  readonly binding: string;
+  readonly canonical: string;
+  readonly originalDigest: string;
+  readonly op: string | null;
+  readonly createdAt: number;
+}
+
+export interface StoredReady {
+  readonly capture: string;
+  readonly canonical: string;
+  /** The exact bytes the hooks present. */
+  readonly presentation: string;
+  readonly readyDigest: string;
+}
+
+export interface ClaimInput {
+  readonly capture: BuiltCapture;
+  readonly owner: Owner;
+  readonly preconditions: Preconditions;
+  readonly ttlSeconds: number;
+}
+
+export type ClaimResult =
+  | { readonly kind: 'acquired'; readonly lease: Lease; readonly ready: StoredReady }
+  | { readonly kind: 'replayed'; readonly lease: Lease; readonly ready: StoredReady | undefined }
+  | { readonly kind: 'unknown_todo' }
+  | { readonly kind: 'todo_not_open'; readonly status: TodoStatus }
+  | { readonly kind: 'capture_released'; readonly capture: string; readonly epoch: number }
+  | { readonly kind: 'lease_held' | 'lease_expired_hold'; readonly holder: Lease };
+
+export type RenewResult = { readonly kind: 'renewed'; readonly lease: Lease } | { readonly kind: 'skipped'; readonly why: string };
+
+export interface ReleaseRequest {
+  readonly goal: string;
+  readonly todo: string;
+  readonly by?: Owner | undefined;
+  readonly force: boolean;
+  readonly reason?: string | undefined;
+}
+export type ReleaseResult =
+  | { readonly kind: 'released'; readonly lease: Lease }
+  | { readonly kind: 'refused'; readonly why: 'no_active_lease' | 'not_owner' | 'force_needs_reason'; readonly lease?: Lease | undefined };
+
+export interface SessionRecord {
+  readonly owner: Owner;
+  readonly agent: Agent;
+  readonly session: string;
+  readonly goal: string;
+  readonly cwd: string;
+  readonly transcriptPath: string | null;
+  readonly firstHookAt: number;
+  readonly lastHookAt: number;
+}
+
+export interface ReceiptRow {
+  readonly seq: number;
+  readonly doc: string;
+  readonly hash: string | null;
+}
+
+export interface StoreHealth {
+  readonly path: string;
+  readonly schemaVersion: number;
+  readonly integrity: string;
+  readonly journalMode: string;
+  readonly receipts: number;
+}
+
+export class TodoExistsError extends Error {
+  constructor(readonly goal: string, readonly todo: string) {
+    super(`Todo ${todo} already exists in ${goal}`);
+    this.name = 'TodoExistsError';
+  }
+}
+
+export interface Authority {
+  addTodo(todo: { goal: string; id: string; title: string; body: string }, now: number): Promise<Todo>;
+  getTodo(goal: string, id: string): Promise<Todo | undefined>;
+  listTodos(goal?: string): Promise<Todo[]>;
+  /** Marking a Todo done or blocked also releases its active lease (one transaction). */
+  setTodoStatus(goal: string, id: string, status: TodoStatus, now: number): Promise<{ todo: Todo; released?: Lease } | undefined>;
+
+  activeLeaseOfOwner(owner: Owner): Promise<Lease | undefined>;
+  /** The Owner's most recent lease in any status, with the Todo's highest epoch: what fencing needs. */
+  latestLeaseOfOwner(owner: Owner): Promise<{ lease: Lease; currentEpoch: number } | undefined>;
+  leaseOfCapture(captureId: string): Promise<Lease | undefined>;
+  readReady(captureId: string): Promise<StoredReady | undefined>;
+  getCapture(captureId: string): Promise<StoredCapture | undefined>;
+  /** Whether a `launch_committed` receipt names this capture (contract §2 rule 3). */
+  hasCommittedLaunch(captureId: string): Promise<boolean>;
+
+  /** Capture + lease + ready capture + receipts in one write transaction, or a typed refusal. */
+  claim(input: ClaimInput, now: number): Promise<ClaimResult>;
+  renew(owner: Owner, now: number, ttlSeconds: number): Promise<RenewResult>;
+  release(request: ReleaseRequest, now: number): Promise<ReleaseResult>;
+  appendReceipt(fields: ReceiptFields, now: number): Promise<{ seq: number; hash: string }>;
+
+  /** Proof of life; writes only when the stored time is older than `minIntervalMs`. */
+  touchSession(
+    record: Omit<SessionRecord, 'firstHookAt' | 'lastHookAt'>,
+    now: number,
+    minIntervalMs: number,
+  ): Promise<void>;
+  getSession(owner: Owner): Promise<SessionRecord | undefined>;
+  listSessions(): Promise<SessionRecord[]>;
+
+  listLeases(): Promise<Lease[]>;
+  listCaptures(): Promise<StoredCapture[]>;
+  /** Newest first, `limit` rows with seq < `beforeSeq` (all when undefined). */
+  receipts(page: { beforeSeq?: number | undefined; limit: number }): Promise<ReceiptRow[]>;
+  verifyChain(): Promise<ChainReport>;
+  health(): Promise<StoreHealth>;
+  close(): void;
+}

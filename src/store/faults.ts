@@ -1,0 +1,19 @@
+// Deterministic fault points for crash tests (in the manner of SQLite's own test harness).
+// Production never arms them: only the test-only variable TURNKEEPER_TEST_FAULT does, naming one
+// point and an action, e.g. `claim.inside_transaction=kill`.
+export const FAULT_POINTS = [
+  'claim.before_transaction',
+  'claim.inside_transaction',
+  'claim.after_commit',
+] as const;
+export type FaultPoint = (typeof FAULT_POINTS)[number];
+
+const armed = process.env.TURNKEEPER_TEST_FAULT;
+
+export function faultPoint(point: FaultPoint): void {
+  if (armed === undefined) return;
+  const [name, action] = armed.split('=');
+  if (name !== point) return;
+  if (action === 'kill') process.kill(process.pid, 'SIGKILL');
+  if (action === 'throw') throw new Error(`fault injected at ${point}`);
+}

@@ -1,0 +1,51 @@
+// Forward-only migrations; the schema version lives in PRAGMA user_version (contract §4).
+// A database written by a newer Turnkeeper is refused, never rewritten.
+export const MIGRATIONS: readonly string[] = [
+  // v1
+  `
+  CREATE TABLE todos (
+    goal TEXT NOT NULL, id TEXT NOT NULL, title TEXT NOT NULL, body TEXT NOT NULL DEFAULT '',
+    status TEXT NOT NULL CHECK (status IN ('open', 'done', 'blocked')),
+    created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+    PRIMARY KEY (goal, id)
+  ) WITHOUT ROWID;
+
+  CREATE TABLE captures (
+    id TEXT PRIMARY KEY, goal TEXT NOT NULL, todo TEXT NOT NULL, agent TEXT NOT NULL, session TEXT NOT NULL,
+    turn TEXT, cwd TEXT NOT NULL, binding TEXT NOT NULL, doc TEXT NOT NULL, original_digest TEXT NOT NULL,
+    op TEXT UNIQUE, created_at INTEGER NOT NULL
+  );
+
+  CREATE TABLE leases (
+    goal TEXT NOT NULL, todo TEXT NOT NULL, epoch INTEGER NOT NULL, owner TEXT NOT NULL, capture TEXT NOT NULL,
+    version INTEGER NOT NULL, status TEXT NOT NULL CHECK (status IN ('active', 'released')),
+    acquired_at INTEGER NOT NULL, renewed_at INTEGER NOT NULL, expires_at INTEGER NOT NULL,
+    released_at INTEGER, release_reason TEXT,
+    PRIMARY KEY (goal, todo, epoch)
+  );
+  -- The database itself refuses two active holders, whatever the code above it does.
+  CREATE UNIQUE INDEX leases_one_active_per_todo ON leases (goal, todo) WHERE status = 'active';
+  CREATE UNIQUE INDEX leases_one_active_per_owner ON leases (owner) WHERE status = 'active';
+  CREATE INDEX leases_by_owner ON leases (owner, acquired_at);
+  CREATE INDEX leases_by_capture ON leases (capture);
+
+  CREATE TABLE ready_captures (
+    capture TEXT PRIMARY KEY REFERENCES captures (id), doc TEXT NOT NULL,
+    presentation TEXT NOT NULL, ready_digest TEXT NOT NULL
+  );
+
+  CREATE TABLE sessions (
+    owner TEXT PRIMARY KEY, agent TEXT NOT NULL, session TEXT NOT NULL, goal TEXT NOT NULL, cwd TEXT NOT NULL,
+    transcript_path TEXT, first_hook_at INTEGER NOT NULL, last_hook_at INTEGER NOT NULL
+  );
+
+  CREATE TABLE receipts (seq INTEGER PRIMARY KEY, doc TEXT NOT NULL, hash TEXT);
+  CREATE TABLE receipt_head (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL, hash TEXT NOT NULL);
+  -- Lookup aid for "last receipts of this Todo"; the chain itself is only the receipts table.
+  CREATE TABLE receipt_index (seq INTEGER PRIMARY KEY, goal TEXT NOT NULL, todo TEXT, capture TEXT, kind TEXT NOT NULL);
+  CREATE INDEX receipt_index_by_capture ON receipt_index (capture, kind);
+  CREATE INDEX receipt_index_by_todo ON receipt_index (goal, todo, seq);
+  `,
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.length;

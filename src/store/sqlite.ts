@@ -1,0 +1,602 @@
+// The SQLite authority (contract §4): better-sqlite3 13 (Node-API), WAL, synchronous=FULL,
+// busy_timeout, every write in BEGIN IMMEDIATE. Claim decisions come from the pure core; this file
+// only reads state, asks the core, and writes the outcome atomically.
+import { mkdirSync, existsSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type BetterSqlite3 from 'better-sqlite3';
+import { buildReceipt, parseReceipt, walkChain, type ReceiptFields } from '../core/receipts';
+import { decideClaim, decideRelease, decideRenewal, acquiredLease, type Lease } from '../core/lease';
+import { buildReadyCapture, type HistoryEntry } from '../core/ready';
+import type { Agent, Owner } from '../core/ids';
+import { MIGRATIONS, SCHEMA_VERSION } from './schema';
+import { faultPoint } from './faults';
+import {
+  TodoExistsError,
+  type Authority,
+  type ClaimInput,
+  type ClaimResult,
+  type ReceiptRow,
+  type ReleaseRequest,
+  type ReleaseResult,
+  type RenewResult,
+  type SessionRecord,
+  type StoreHealth,
+  type StoredCapture,
+  type StoredReady,
+  type Todo,
+  type TodoStatus,
+} from './authority';
+
+export class StoreUnavailableError extends Error {
+  constructor(readonly detail: string, options?: { cause?: unknown }) {
+    super(`store unavailable: ${detail}`, options);
+    this.name = 'StoreUnavailableError';
+  }
+}
+
+export class SchemaTooNewError extends Error {
+  constructor(readonly found: number, readonly supported: number) {
+    super(
+      `this database has schema version ${found}, but this Turnkeeper understands up to ${supported}; ` +
+        'upgrade Turnkeeper (the database was not changed)',
+    );
+    this.name = 'SchemaTooNewError';
+  }
+}
+
+export interface OpenOptions {
+  readonly path: string;
+  /** When false and the file does not exist, nothing is created and `openSqliteAuthority` returns undefined. */
+  readonly create: boolean;
+  readonly busyTimeoutMs?: number;
+}
+
+const HISTORY_LENGTH = 5;
+/** SQLite result codes that mean "cannot use the store now", as opposed to a bug. */
+const UNAVAILABLE_CODES = /^SQLITE_(BUSY|LOCKED|IOERR|CANTOPEN|CORRUPT|NOTADB|FULL|READONLY|PERM|PROTOCOL)/;
+
+let DatabaseClass: typeof BetterSqlite3 | undefined;
+async function loadDriver(): Promise<typeof BetterSqlite3> {
+  // Loaded on first open so that `TURNKEEPER=off` and invalid input never touch the native module.
+  DatabaseClass ??= ((await import('better-sqlite3')) as unknown as { default: typeof BetterSqlite3 }).default;
+  return DatabaseClass;
+}
+
+export async function openSqliteAuthority(options: OpenOptions): Promise<SqliteAuthority | undefined> {
+  if (!options.create && !existsSync(options.path)) return undefined;
+  const Database = await loadDriver();
+  try {
+    if (options.create) mkdirSync(dirname(options.path), { recursive: true, mode: 0o700 });
+    const db = new Database(options.path, { fileMustExist: !options.create, timeout: options.busyTimeoutMs ?? 5000 });
+    try {
+      if ((db.pragma('journal_mode', { simple: true }) as string) !== 'wal') db.pragma('journal_mode = WAL');
+      db.pragma('synchronous = FULL');
+      db.pragma('foreign_keys = ON');
+      migrate(db);
+    } catch (error) {
+      db.close();
+      throw error;
+    }
+    return new SqliteAuthority(db, options.path);
+  } catch (error) {
+    throw asStoreError(error);
+  }
+}
+
+function migrate(db: BetterSqlite3.Database): void {
+  const current = db.pragma('user_version', { simple: true }) as number;
+  if (current > SCHEMA_VERSION) throw new SchemaTooNewError(current, SCHEMA_VERSION);
+  if (current === SCHEMA_VERSION) return;
+  db.transaction(() => {
+    // Re-read under the write lock: another process may have migrated while we waited.
+    const locked = db.pragma('user_version', { simple: true }) as number;
+    if (locked > SCHEMA_VERSION) throw new SchemaTooNewError(locked, SCHEMA_VERSION);
+    for (let version = locked; version < SCHEMA_VERSION; version += 1) db.exec(MIGRATIONS[version]!);
+    db.pragma(`user_version = ${SCHEMA_VERSION}`);
+  }).immediate();
+}
+
+export function asStoreError(error: unknown): unknown {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && UNAVAILABLE_CODES.test(code)) {
+    return new StoreUnavailableError(`${code}: ${(error as Error).message}`, { cause: error });
+  }
+  return error;
+}
+
+interface LeaseRowRaw {
+  goal: string;
+  todo: string;
+  epoch: number;
+  owner: string;
+  capture: string;
+  version: number;
+  status: 'active' | 'released';
+  acquired_at: number;
+  renewed_at: number;
+  expires_at: number;
+}
+const toLease = (row: LeaseRowRaw): Lease => ({
+  goal: row.goal,
+  todo: row.todo,
+  epoch: row.epoch,
+  owner: row.owner as Owner,
+  capture: row.capture,
+  version: row.version,
+  status: row.status,
+  acquiredAt: row.acquired_at,
+  renewedAt: row.renewed_at,
+  expiresAt: row.expires_at,
+});
+
+interface TodoRowRaw {
+  goal: string;
+  id: string;
+  title: string;
+  body: string;
+  status: TodoStatus;
+  created_at: number;
+  updated_at: number;
+}
+const toTodo = (row: TodoRowRaw): Todo => ({
+  goal: row.goal,
+  id: row.id,
+  title: row.title,
+  body: row.body,
+  status: row.status,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+});
+
+interface CaptureRowRaw {
+  id: string;
+  goal: string;
+  todo: string;
+  agent: Agent;
+  session: string;
+  turn: string | null;
+  cwd: string;
+  binding: string;
+  doc: string;
+  original_digest: string;
+  op: string | null;
+  created_at: number;
+}
+const toCapture = (row: CaptureRowRaw): StoredCapture => ({
+  id: row.id,
+  goal: row.goal,
+  todo: row.todo,
+  agent: row.agent,
+  session: row.session,
+  turn: row.turn,
+  cwd: row.cwd,
+  binding: row.binding,
+  canonical: row.doc,
+  originalDigest: row.original_digest,
+  op: row.op,
+  createdAt: row.created_at,
+});
+
+interface SessionRowRaw {
+  owner: string;
+  agent: Agent;
+  session: string;
+  goal: string;
+  cwd: string;
+  transcript_path: string | null;
+  first_hook_at: number;
+  last_hook_at: number;
+}
+const toSession = (row: SessionRowRaw): SessionRecord => ({
+  owner: row.owner as Owner,
+  agent: row.agent,
+  session: row.session,
+  goal: row.goal,
+  cwd: row.cwd,
+  transcriptPath: row.transcript_path,
+  firstHookAt: row.first_hook_at,
+  lastHookAt: row.last_hook_at,
+});
+
+const LEASE_COLUMNS = 'goal, todo, epoch, owner, capture, version, status, acquired_at, renewed_at, expires_at';
+
+export class SqliteAuthority implements Authority {
+  constructor(
+    private readonly db: BetterSqlite3.Database,
+    readonly path: string,
+  ) {}
+
+  private guard<T>(work: () => T): Promise<T> {
+    try {
+      return Promise.resolve(work());
+    } catch (error) {
+      return Promise.reject(asStoreError(error));
+    }
+  }
+
+  /** Runs `work` in BEGIN IMMEDIATE: every write of this store goes through here. */
+  private write<T>(work: () => T): Promise<T> {
+    return this.guard(() => this.db.transaction(work).immediate());
+  }
+
+  private appendInTransaction(fields: ReceiptFields, now: number): { seq: number; hash: string } {
+    const head = this.db.prepare('SELECT seq, hash FROM receipt_head WHERE id = 1').get() as
+      | { seq: number; hash: string }
+      | undefined;
+    const receipt = buildReceipt(head, fields, now);
+    const seq = receipt.document.seq;
+    this.db.prepare('INSERT INTO receipts (seq, doc, hash) VALUES (?, ?, ?)').run(seq, receipt.text, receipt.hash);
+    this.db
+      .prepare('INSERT INTO receipt_head (id, seq, hash) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash')
+      .run(seq, receipt.hash);
+    this.db
+      .prepare('INSERT INTO receipt_index (seq, goal, todo, capture, kind) VALUES (?, ?, ?, ?, ?)')
+      .run(seq, fields.goal, fields.todo ?? null, fields.capture ?? null, fields.kind);
+    return { seq, hash: receipt.hash };
+  }
+
+  addTodo(todo: { goal: string; id: string; title: string; body: string }, now: number): Promise<Todo> {
+    return this.write(() => {
+      const exists = this.db.prepare('SELECT 1 FROM todos WHERE goal = ? AND id = ?').get(todo.goal, todo.id);
+      if (exists) throw new TodoExistsError(todo.goal, todo.id);
+      this.db
+        .prepare('INSERT INTO todos (goal, id, title, body, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
+        .run(todo.goal, todo.id, todo.title, todo.body, 'open', now, now);
+      this.appendInTransaction({ kind: 'todo_added', goal: todo.goal, todo: todo.id }, now);
+      return { ...todo, status: 'open' as const, createdAt: now, updatedAt: now };
+    });
+  }
+
+  getTodo(goal: string, id: string): Promise<Todo | undefined> {
+    return this.guard(() => {
+      const row = this.db.prepare('SELECT * FROM todos WHERE goal = ? AND id = ?').get(goal, id) as TodoRowRaw | undefined;
+      return row && toTodo(row);
+    });
+  }
+
+  listTodos(goal?: string): Promise<Todo[]> {
+    return this.guard(() => {
+      const rows = (
+        goal === undefined
+          ? this.db.prepare('SELECT * FROM todos ORDER BY goal, created_at, id').all()
+          : this.db.prepare('SELECT * FROM todos WHERE goal = ? ORDER BY created_at, id').all(goal)
+      ) as TodoRowRaw[];
+      return rows.map(toTodo);
+    });
+  }
+
+  setTodoStatus(goal: string, id: string, status: TodoStatus, now: number): Promise<{ todo: Todo; released?: Lease } | undefined> {
+    return this.write(() => {
+      const row = this.db.prepare('SELECT * FROM todos WHERE goal = ? AND id = ?').get(goal, id) as TodoRowRaw | undefined;
+      if (!row) return undefined;
+      this.db.prepare('UPDATE todos SET status = ?, updated_at = ? WHERE goal = ? AND id = ?').run(status, now, goal, id);
+      this.appendInTransaction({ kind: 'todo_status_changed', goal, todo: id, detail: { from: row.status, to: status } }, now);
+      let released: Lease | undefined;
+      if (status !== 'open') {
+        const active = this.activeLeaseOfTodo(goal, id);
+        if (active) released = this.releaseInTransaction(active, `todo_${status}`, now, false);
+      }
+      return { todo: toTodo({ ...row, status, updated_at: now }), ...(released ? { released } : {}) };
+    });
+  }
+
+  private activeLeaseOfTodo(goal: string, todo: string): Lease | undefined {
+    const row = this.db
+      .prepare(`SELECT ${LEASE_COLUMNS} FROM leases WHERE goal = ? AND todo = ? AND status = 'active'`)
+      .get(goal, todo) as LeaseRowRaw | undefined;
+    return row && toLease(row);
+  }
+
+  private releaseInTransaction(lease: Lease, reason: string, now: number, forced: boolean, by?: string): Lease {
+    this.db
+      .prepare(`UPDATE leases SET status = 'released', released_at = ?, release_reason = ? WHERE goal = ? AND todo = ? AND epoch = ?`)
+      .run(now, reason, lease.goal, lease.todo, lease.epoch);
+    this.appendInTransaction(
+      {
+        kind: 'lease_released',
+        goal: lease.goal,
+        todo: lease.todo,
+        capture: lease.capture,
+        owner: lease.owner,
+        lease: { epoch: lease.epoch, version: lease.version },
+        detail: { reason, forced, ...(by ? { by } : {}) },
+      },
+      now,
+    );
+    return { ...lease, status: 'released' };
+  }
+
+  activeLeaseOfOwner(owner: Owner): Promise<Lease | undefined> {
+    return this.guard(() => {
+      const row = this.db
+        .prepare(`SELECT ${LEASE_COLUMNS} FROM leases WHERE owner = ? AND status = 'active'`)
+        .get(owner) as LeaseRowRaw | undefined;
+      return row && toLease(row);
+    });
+  }
+
+  latestLeaseOfOwner(owner: Owner): Promise<{ lease: Lease; currentEpoch: number } | undefined> {
+    return this.guard(() => {
+      const row = this.db
+        .prepare(`SELECT ${LEASE_COLUMNS} FROM leases WHERE owner = ? ORDER BY acquired_at DESC, epoch DESC LIMIT 1`)
+        .get(owner) as LeaseRowRaw | undefined;
+      if (!row) return undefined;
+      const current = this.db.prepare('SELECT MAX(epoch) AS epoch FROM leases WHERE goal = ? AND todo = ?').get(row.goal, row.todo) as {
+        epoch: number;
+      };
+      return { lease: toLease(row), currentEpoch: current.epoch };
+    });
+  }
+
+  leaseOfCapture(captureId: string): Promise<Lease | undefined> {
+    return this.guard(() => {
+      const row = this.db.prepare(`SELECT ${LEASE_COLUMNS} FROM leases WHERE capture = ?`).get(captureId) as LeaseRowRaw | undefined;
+      return row && toLease(row);
+    });
+  }
+
+  readReady(captureId: string): Promise<StoredReady | undefined> {
+    return this.guard(() => this.readReadySync(captureId));
+  }
+
+  private readReadySync(captureId: string): StoredReady | undefined {
+    const row = this.db
+      .prepare('SELECT capture, doc, presentation, ready_digest FROM ready_captures WHERE capture = ?')
+      .get(captureId) as { capture: string; doc: string; presentation: string; ready_digest: string } | undefined;
+    return row && { capture: row.capture, canonical: row.doc, presentation: row.presentation, readyDigest: row.ready_digest };
+  }
+
+  getCapture(captureId: string): Promise<StoredCapture | undefined> {
+    return this.guard(() => {
+      const row = this.db.prepare('SELECT * FROM captures WHERE id = ?').get(captureId) as CaptureRowRaw | undefined;
+      return row && toCapture(row);
+    });
+  }
+
+  hasCommittedLaunch(captureId: string): Promise<boolean> {
+    return this.guard(
+      () => this.db.prepare(`SELECT 1 FROM receipt_index WHERE capture = ? AND kind = 'launch_committed' LIMIT 1`).get(captureId) !== undefined,
+    );
+  }
+
+  claim(input: ClaimInput, now: number): Promise<ClaimResult> {
+    faultPoint('claim.before_transaction');
+    return this.write((): ClaimResult => {
+      const { capture, owner } = input;
+      const doc = capture.document;
+      const recordedRow = this.db
+        .prepare(`SELECT c.id AS capture, l.epoch AS epoch, l.status AS status FROM captures c JOIN leases l ON l.capture = c.id WHERE c.op = ?`)
+        .get(capture.op) as { capture: string; epoch: number; status: 'active' | 'released' } | undefined;
+      const refuse = (detail: Record<string, string | number>, extra: Partial<ReceiptFields> = {}): void => {
+        this.appendInTransaction({ kind: 'claim_refused', goal: doc.goal, todo: doc.todo, owner, op: capture.op, detail, ...extra }, now);
+      };
+
+      if (!recordedRow) {
+        const todo = this.db.prepare('SELECT * FROM todos WHERE goal = ? AND id = ?').get(doc.goal, doc.todo) as TodoRowRaw | undefined;
+        if (!todo) {
+          refuse({ reason: 'unknown_todo' });
+          return { kind: 'unknown_todo' };
+        }
+        if (todo.status !== 'open') {
+          refuse({ reason: 'todo_not_open', status: todo.status });
+          return { kind: 'todo_not_open', status: todo.status };
+        }
+      }
+      const active = this.activeLeaseOfTodo(doc.goal, doc.todo);
+      const last = this.db.prepare('SELECT MAX(epoch) AS epoch FROM leases WHERE goal = ? AND todo = ?').get(doc.goal, doc.todo) as {
+        epoch: number | null;
+      };
+      const decision = decideClaim(
+        {
+          active,
+          lastEpoch: last.epoch ?? 0,
+          recorded: recordedRow && { capture: recordedRow.capture, epoch: recordedRow.epoch, leaseStatus: recordedRow.status },
+        },
+        { owner, capture: capture.captureId, op: capture.op },
+        now,
+      );
+
+      switch (decision.kind) {
+        case 'replay': {
+          const lease = this.db.prepare(`SELECT ${LEASE_COLUMNS} FROM leases WHERE capture = ?`).get(decision.capture) as LeaseRowRaw;
+          return { kind: 'replayed', lease: toLease(lease), ready: this.readReadySync(decision.capture) };
+        }
+        case 'refuse':
+          if (decision.reason === 'capture_released') {
+            refuse({ reason: 'capture_released' }, { capture: recordedRow?.capture, lease: undefined });
+            return { kind: 'capture_released', capture: recordedRow!.capture, epoch: decision.epoch };
+          }
+          refuse(
+            { reason: decision.reason, holder: decision.holder.owner, holderEpoch: decision.holder.epoch },
+            { capture: capture.captureId },
+          );
+          return { kind: decision.reason, holder: decision.holder };
+        case 'acquire':
+          break;
+      }
+
+      const todo = this.db.prepare('SELECT * FROM todos WHERE goal = ? AND id = ?').get(doc.goal, doc.todo) as TodoRowRaw;
+      const history = this.historyOf(doc.goal, doc.todo);
+      const lease = acquiredLease({ goal: doc.goal, todo: doc.todo, owner, capture: capture.captureId, epoch: decision.epoch }, now, input.ttlSeconds);
+      const ready = buildReadyCapture({
+        capture: capture.captureId,
+        originalDigest: capture.originalDigest,
+        lease: { owner, epoch: lease.epoch },
+        todo: { id: todo.id, title: todo.title, body: todo.body },
+        goal: doc.goal,
+        history,
+        preconditions: input.preconditions,
+      });
+      this.db
+        .prepare(
+          'INSERT INTO captures (id, goal, todo, agent, session, turn, cwd, binding, doc, original_digest, op, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        )
+        .run(capture.captureId, doc.goal, doc.todo, doc.agent, doc.session, doc.turn, doc.cwd, doc.binding, capture.canonical, capture.originalDigest, capture.op, now);
+      this.db
+        .prepare(`INSERT INTO leases (${LEASE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+        .run(lease.goal, lease.todo, lease.epoch, lease.owner, lease.capture, lease.version, lease.status, lease.acquiredAt, lease.renewedAt, lease.expiresAt);
+      this.db
+        .prepare('INSERT INTO ready_captures (capture, doc, presentation, ready_digest) VALUES (?, ?, ?, ?)')
+        .run(capture.captureId, ready.canonical, ready.presentation, ready.readyDigest);
+      const common = { goal: doc.goal, todo: doc.todo, capture: capture.captureId, owner, op: capture.op };
+      const leaseRef = { epoch: lease.epoch, version: lease.version };
+      this.appendInTransaction({ kind: 'capture_bound', ...common, detail: { originalDigest: capture.originalDigest, turn: doc.turn, binding: doc.binding } }, now);
+      this.appendInTransaction({ kind: 'lease_acquired', ...common, lease: leaseRef, detail: { expiresAt: new Date(lease.expiresAt).toISOString() } }, now);
+      this.appendInTransaction({ kind: 'ready_written', ...common, lease: leaseRef, detail: { readyDigest: ready.readyDigest } }, now);
+      faultPoint('claim.inside_transaction');
+      return {
+        kind: 'acquired',
+        lease,
+        ready: { capture: capture.captureId, canonical: ready.canonical, presentation: ready.presentation, readyDigest: ready.readyDigest },
+      };
+    });
+  }
+
+  private historyOf(goal: string, todo: string): HistoryEntry[] {
+    const rows = this.db
+      .prepare('SELECT r.doc AS doc FROM receipt_index i JOIN receipts r ON r.seq = i.seq WHERE i.goal = ? AND i.todo = ? ORDER BY i.seq DESC LIMIT ?')
+      .all(goal, todo, HISTORY_LENGTH) as { doc: string }[];
+    const entries: HistoryEntry[] = [];
+    for (const { doc } of rows.reverse()) {
+      const receipt = parseReceipt(doc);
+      if (!receipt) continue;
+      entries.push({ seq: receipt.seq, kind: receipt.kind, at: receipt.at, owner: receipt.owner, epoch: receipt.lease?.epoch });
+    }
+    return entries;
+  }
+
+  renew(owner: Owner, now: number, ttlSeconds: number): Promise<RenewResult> {
+    return this.guard(() => {
+      // Decide on a plain read first: most tool events are within the renewal interval and write nothing.
+      const read = this.db.prepare(`SELECT ${LEASE_COLUMNS} FROM leases WHERE owner = ? AND status = 'active'`).get(owner) as LeaseRowRaw | undefined;
+      if (!read) return { kind: 'skipped', why: 'no_active_lease' } as RenewResult;
+      const first = decideRenewal(toLease(read), owner, now, ttlSeconds);
+      if (first.kind === 'skip') return { kind: 'skipped', why: first.why } as RenewResult;
+      return this.db
+        .transaction((): RenewResult => {
+          const row = this.db.prepare(`SELECT ${LEASE_COLUMNS} FROM leases WHERE owner = ? AND status = 'active'`).get(owner) as LeaseRowRaw | undefined;
+          if (!row) return { kind: 'skipped', why: 'no_active_lease' };
+          const decision = decideRenewal(toLease(row), owner, now, ttlSeconds);
+          if (decision.kind === 'skip') return { kind: 'skipped', why: decision.why };
+          const lease = decision.lease;
+          this.db
+            .prepare('UPDATE leases SET version = ?, renewed_at = ?, expires_at = ? WHERE goal = ? AND todo = ? AND epoch = ? AND status = ?')
+            .run(lease.version, lease.renewedAt, lease.expiresAt, lease.goal, lease.todo, lease.epoch, 'active');
+          this.appendInTransaction(
+            {
+              kind: 'lease_renewed',
+              goal: lease.goal,
+              todo: lease.todo,
+              capture: lease.capture,
+              owner,
+              lease: { epoch: lease.epoch, version: lease.version },
+              detail: { expiresAt: new Date(lease.expiresAt).toISOString() },
+            },
+            now,
+          );
+          return { kind: 'renewed', lease };
+        })
+        .immediate();
+    });
+  }
+
+  release(request: ReleaseRequest, now: number): Promise<ReleaseResult> {
+    return this.write((): ReleaseResult => {
+      const active = this.activeLeaseOfTodo(request.goal, request.todo);
+      const decision = decideRelease(active, request);
+      if (decision.kind === 'refuse') return { kind: 'refused', why: decision.why, lease: active };
+      const reason = request.reason?.trim() || 'released by owner';
+      return { kind: 'released', lease: this.releaseInTransaction(decision.lease, reason, now, request.force && request.by !== active?.owner, request.by) };
+    });
+  }
+
+  appendReceipt(fields: ReceiptFields, now: number): Promise<{ seq: number; hash: string }> {
+    return this.write(() => this.appendInTransaction(fields, now));
+  }
+
+  touchSession(record: Omit<SessionRecord, 'firstHookAt' | 'lastHookAt'>, now: number, minIntervalMs: number): Promise<void> {
+    return this.guard(() => {
+      const current = this.db.prepare('SELECT last_hook_at, transcript_path FROM sessions WHERE owner = ?').get(record.owner) as
+        | { last_hook_at: number; transcript_path: string | null }
+        | undefined;
+      const transcriptChanged = record.transcriptPath !== null && current?.transcript_path !== record.transcriptPath;
+      if (current && now - current.last_hook_at < minIntervalMs && !transcriptChanged) return;
+      this.db
+        .transaction(() => {
+          this.db
+            .prepare(
+              `INSERT INTO sessions (owner, agent, session, goal, cwd, transcript_path, first_hook_at, last_hook_at)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+               ON CONFLICT (owner) DO UPDATE SET last_hook_at = MAX(last_hook_at, excluded.last_hook_at),
+                 transcript_path = COALESCE(excluded.transcript_path, transcript_path), cwd = excluded.cwd`,
+            )
+            .run(record.owner, record.agent, record.session, record.goal, record.cwd, record.transcriptPath, now, now);
+        })
+        .immediate();
+    });
+  }
+
+  getSession(owner: Owner): Promise<SessionRecord | undefined> {
+    return this.guard(() => {
+      const row = this.db.prepare('SELECT * FROM sessions WHERE owner = ?').get(owner) as SessionRowRaw | undefined;
+      return row && toSession(row);
+    });
+  }
+
+  listSessions(): Promise<SessionRecord[]> {
+    return this.guard(() => (this.db.prepare('SELECT * FROM sessions ORDER BY last_hook_at DESC').all() as SessionRowRaw[]).map(toSession));
+  }
+
+  listLeases(): Promise<Lease[]> {
+    return this.guard(() =>
+      (this.db.prepare(`SELECT ${LEASE_COLUMNS} FROM leases ORDER BY acquired_at DESC, epoch DESC`).all() as LeaseRowRaw[]).map(toLease),
+    );
+  }
+
+  listCaptures(): Promise<StoredCapture[]> {
+    return this.guard(() => (this.db.prepare('SELECT * FROM captures ORDER BY created_at DESC, id').all() as CaptureRowRaw[]).map(toCapture));
+  }
+
+  receipts(page: { beforeSeq?: number | undefined; limit: number }): Promise<ReceiptRow[]> {
+    return this.guard(
+      () =>
+        this.db
+          .prepare('SELECT seq, doc, hash FROM receipts WHERE seq < ? ORDER BY seq DESC LIMIT ?')
+          .all(page.beforeSeq ?? Number.MAX_SAFE_INTEGER, page.limit) as ReceiptRow[],
+    );
+  }
+
+  verifyChain() {
+    return this.guard(() => {
+      // A read transaction gives one consistent snapshot of rows and head while hooks keep writing.
+      return this.db.transaction(() => {
+        const head = this.db.prepare('SELECT seq, hash FROM receipt_head WHERE id = 1').get() as { seq: unknown; hash: unknown } | undefined;
+        const rows = this.db.prepare('SELECT seq, doc, hash FROM receipts ORDER BY seq').raw().iterate() as IterableIterator<[number, unknown, unknown]>;
+        return walkChain(mapRows(rows), head);
+      })();
+    });
+  }
+
+  health(): Promise<StoreHealth> {
+    return this.guard(() => ({
+      path: this.path,
+      schemaVersion: this.db.pragma('user_version', { simple: true }) as number,
+      integrity: this.db.pragma('integrity_check', { simple: true }) as string,
+      journalMode: this.db.pragma('journal_mode', { simple: true }) as string,
+      receipts: (this.db.prepare('SELECT COUNT(*) AS n FROM receipts').get() as { n: number }).n,
+    }));
+  }
+
+  /** Test and tooling access to the raw connection (tamper tests, benchmarks). */
+  get connection(): BetterSqlite3.Database {
+    return this.db;
+  }
+
+  close(): void {
+    this.db.close();
+  }
+}
+
+function* mapRows(rows: Iterable<[number, unknown, unknown]>) {
+  for (const [seq, doc, hash] of rows) yield { seq, doc, hash };
+}

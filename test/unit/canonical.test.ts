@@ -1,0 +1,88 @@
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { canonicalJson, CanonicalDomainError, digestDocument, digestText } from '../../src/core/canonical';
+import { buildCapture, captureIdOf, claimOperationId } from '../../src/core/capture';
+
+// The project's value domain: no floats, safe integers, well-formed strings, plain objects.
+const domainValue = fc.letrec((tie) => ({
+  value: fc.oneof(
+    { depthSize: 'small' },
+    fc.constant(null),
+    fc.boolean(),
+    fc.maxSafeInteger(),
+    fc.string({ unit: 'grapheme' }),
+    fc.array(tie('value'), { maxLength: 4 }),
+    fc.dictionary(fc.string({ unit: 'grapheme', maxLength: 6 }), tie('value'), { maxKeys: 4, noNullPrototype: true }),
+  ),
+})).value;
+
+/** Rebuilds every object of `value` with its keys inserted in a shuffled order. */
+function shuffleKeys(value: unknown, seed: number): unknown {
+  if (Array.isArray(value)) return value.map((item, index) => shuffleKeys(item, seed + index));
+  if (value === null || typeof value !== 'object') return value;
+  const entries = Object.entries(value);
+  entries.sort((a, b) => ((a[0].length * 31 + seed) % 7) - ((b[0].length * 17 + seed) % 5));
+  if (seed % 2 === 1) entries.reverse();
+  return Object.fromEntries(entries.map(([key, item]) => [key, shuffleKeys(item, seed + 1)]));
+}
+
+describe('canonical JSON (RFC 8785 over the project domain)', () => {
+  it('is independent of key insertion order', () => {
+    fc.assert(
+      fc.property(domainValue, fc.nat(1000), (value, seed) => {
+        expect(canonicalJson(shuffleKeys(value, seed))).toBe(canonicalJson(value));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('is injective: distinct values never share a canonical text (round trip recovers the value)', () => {
+    fc.assert(
+      fc.property(domainValue, domainValue, (a, b) => {
+        const ta = canonicalJson(a);
+        const tb = canonicalJson(b);
+        expect(JSON.parse(ta)).toStrictEqual(a);
+        if (ta === tb) expect(a).toStrictEqual(b);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('matches the RFC 8785 ordering and escaping on a known vector', () => {
+    expect(canonicalJson({ b: 1, a: [true, null, 'é\u0007'], '\u20ac': 2, '\r': 3 })).toBe('{"\\r":3,"a":[true,null,"é\\u0007"],"b":1,"€":2}');
+  });
+
+  it('refuses values outside the domain with a typed error', () => {
+    for (const bad of [1.5, Number.MAX_SAFE_INTEGER + 2, NaN, '\ud800', { k: '\udc00x' }, [undefined], new Date(0), () => 1]) {
+      expect(() => canonicalJson(bad)).toThrow(CanonicalDomainError);
+    }
+    // Control: the same shapes inside the domain pass.
+    expect(canonicalJson([1, Number.MAX_SAFE_INTEGER, 'ok', { k: 'x' }])).toBe('[1,9007199254740991,"ok",{"k":"x"}]');
+  });
+
+  it('digests the canonical bytes', () => {
+    expect(digestDocument({ b: 2, a: 1 })).toBe(digestText('{"a":1,"b":2}'));
+    expect(digestText('')).toBe('sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
+  });
+});
+
+describe('capture ids', () => {
+  const fields = { goal: '/repo', todo: 'fix-login', agent: 'codex', session: 's1', turn: 't1', cwd: '/repo/src', binding: 'prompt' } as const;
+
+  it('derives capture id and op from the original digest, as the contract spells out', () => {
+    const built = buildCapture(fields);
+    expect(built.canonical).toBe(
+      '{"agent":"codex","binding":"prompt","cwd":"/repo/src","goal":"/repo","schema":"turnkeeper.capture/v1","session":"s1","todo":"fix-login","turn":"t1"}',
+    );
+    expect(built.originalDigest).toBe(digestText(built.canonical));
+    expect(built.captureId).toBe('cap_' + built.originalDigest.slice(7, 31));
+    expect(built.captureId).toBe(captureIdOf(built.originalDigest));
+    expect(built.op).toBe(claimOperationId(built.originalDigest));
+    expect(built.op).toMatch(/^op_[0-9a-f]{32}$/);
+  });
+
+  it('rebuilds the same document for the same Turn and Todo, and a different one for another Turn', () => {
+    expect(buildCapture({ ...fields }).op).toBe(buildCapture(fields).op);
+    expect(buildCapture({ ...fields, turn: 't2' }).op).not.toBe(buildCapture(fields).op);
+  });
+});

@@ -1,0 +1,118 @@
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { buildReceipt, walkChain, BREAK_KINDS, type StoredReceiptRow } from '../../src/core/receipts';
+import { digestText } from '../../src/core/canonical';
+
+interface Table {
+  rows: { seq: number; doc: unknown; hash: unknown }[];
+  head: { seq: number; hash: string } | undefined;
+}
+
+function chain(length: number): Table {
+  const rows: Table['rows'] = [];
+  let head: Table['head'];
+  for (let i = 0; i < length; i += 1) {
+    const receipt = buildReceipt(head, { kind: 'lease_renewed', goal: '/repo', todo: 'fix-login', lease: { epoch: 1, version: i + 1 } }, 1_700_000_000_000 + i);
+    rows.push({ seq: receipt.document.seq, doc: receipt.text, hash: receipt.hash });
+    head = { seq: receipt.document.seq, hash: receipt.hash };
+  }
+  return { rows, head };
+}
+
+const walk = (table: Table) => walkChain(table.rows as StoredReceiptRow[], table.head);
+
+type Mutation =
+  | { kind: 'edit'; index: number; rehash: boolean }
+  | { kind: 'delete'; index: number }
+  | { kind: 'swap'; a: number; b: number }
+  | { kind: 'truncate'; keep: number }
+  | { kind: 'drop_hash'; index: number }
+  | { kind: 'garbage'; index: number };
+
+function mutate(table: Table, m: Mutation): Table {
+  const rows = table.rows.map((row) => ({ ...row }));
+  switch (m.kind) {
+    case 'edit': {
+      const row = rows[m.index]!;
+      row.doc = (row.doc as string).replace('"version":', '"version":1');
+      if (m.rehash) row.hash = digestText(row.doc as string);
+      break;
+    }
+    case 'delete':
+      rows.splice(m.index, 1);
+      break;
+    case 'swap': {
+      // Reordering: the contents of two rows trade places, the seq column stays.
+      const a = rows[m.a]!;
+      const b = rows[m.b]!;
+      [a.doc, b.doc, a.hash, b.hash] = [b.doc, a.doc, b.hash, a.hash];
+      break;
+    }
+    case 'truncate':
+      rows.length = m.keep;
+      break;
+    case 'drop_hash':
+      rows[m.index]!.hash = null;
+      break;
+    case 'garbage':
+      rows[m.index]!.doc = '{"not": json';
+      break;
+  }
+  return { rows, head: table.head };
+}
+
+const mutation = (length: number): fc.Arbitrary<Mutation> =>
+  fc.oneof(
+    fc.record({ kind: fc.constant('edit' as const), index: fc.nat(length - 1), rehash: fc.boolean() }),
+    fc.record({ kind: fc.constant('delete' as const), index: fc.nat(length - 1) }),
+    fc
+      .tuple(fc.nat(length - 1), fc.nat(length - 1))
+      .filter(([a, b]) => a !== b)
+      .map(([a, b]) => ({ kind: 'swap' as const, a, b })),
+    fc.record({ kind: fc.constant('truncate' as const), keep: fc.nat(length - 1) }),
+    fc.record({ kind: fc.constant('drop_hash' as const), index: fc.nat(length - 1) }),
+    fc.record({ kind: fc.constant('garbage' as const), index: fc.nat(length - 1) }),
+  );
+
+describe('receipt chain walk', () => {
+  it('verifies an untouched chain (the control for every mutation below)', () => {
+    for (const length of [0, 1, 2, 17]) expect(walk(chain(length))).toStrictEqual({ ok: true, verified: length, breaks: [] });
+  });
+
+  it('names every edit, deletion, reordering or truncation', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 2, max: 20 }).chain((length) => fc.tuple(fc.constant(length), mutation(length))),
+        ([length, m]) => {
+          const report = walk(mutate(chain(length), m));
+          expect(report.ok).toBe(false);
+          expect(report.breaks.length).toBeGreaterThan(0);
+          for (const item of report.breaks) expect(BREAK_KINDS).toContain(item.kind);
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('names the specific break where it is unambiguous', () => {
+    const base = chain(5);
+    expect(walk(mutate(base, { kind: 'edit', index: 2, rehash: false })).breaks).toStrictEqual([{ seq: 3, kind: 'content_altered' }]);
+    expect(walk(mutate(base, { kind: 'edit', index: 2, rehash: true })).breaks).toStrictEqual([{ seq: 4, kind: 'link_broken' }]);
+    expect(walk(mutate(base, { kind: 'edit', index: 4, rehash: true })).breaks).toStrictEqual([{ seq: 5, kind: 'head_mismatch' }]);
+    expect(walk(mutate(base, { kind: 'delete', index: 1 })).breaks).toStrictEqual([{ seq: 2, kind: 'missing' }]);
+    expect(walk(mutate(base, { kind: 'truncate', keep: 3 })).breaks).toStrictEqual([{ seq: 5, kind: 'head_mismatch' }]);
+    expect(walk(mutate(base, { kind: 'drop_hash', index: 0 })).breaks).toStrictEqual([{ seq: 1, kind: 'hash_missing' }]);
+    expect(walk(mutate(base, { kind: 'garbage', index: 3 })).breaks).toContainEqual({ seq: 4, kind: 'content_altered' });
+  });
+
+  it('reads rows of any type without crashing', () => {
+    const rows: StoredReceiptRow[] = [
+      { seq: 1, doc: Buffer.from('x'), hash: 42 },
+      { seq: 2, doc: null, hash: undefined },
+      { seq: 3, doc: '[]', hash: digestText('[]') },
+    ];
+    const report = walkChain(rows, { seq: 'x', hash: null });
+    expect(report.ok).toBe(false);
+    expect(report.breaks.map((b) => b.kind)).toContain('content_altered');
+  });
+});
