@@ -2,7 +2,7 @@
 // external: esbuild cannot bundle .node files, they are loaded from node_modules or copied beside
 // the bundle when packaging.
 import { build } from 'esbuild';
-import { chmodSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync } from 'node:fs';
 
 const common = {
   bundle: true,
@@ -15,5 +15,8 @@ const common = {
   logLevel: 'warning',
 };
 
-await build({ ...common, entryPoints: ['src/cli/main.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node' } });
+await build({ ...common, entryPoints: ['src/cli/main.ts'], outfile: 'dist/turnkeeper.js' });
+// dist/cli.js (the package bin) enables the compile cache, then loads the bundle.
+mkdirSync('dist', { recursive: true });
+copyFileSync('src/cli/launcher.cjs', 'dist/cli.js');
 chmodSync('dist/cli.js', 0o755);

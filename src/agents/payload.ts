@@ -1,6 +1,7 @@
 // Hook payloads of the three agents: validation (zod) and normalisation into one HookEvent.
 // Agents add fields over time, so unknown fields pass; the fields we use are checked strictly.
-import { z } from 'zod';
+// zod/mini: the same validators as classic zod, tree-shaken; the hook pays for every byte it loads.
+import * as z from 'zod/mini';
 import { isSessionId, type Agent } from '../core/ids';
 
 /** Hook input larger than this is refused unread (contract §2 rule 2). */
@@ -37,25 +38,32 @@ export class InvalidHookInput extends Error {
   }
 }
 
-const wellFormed = z.string().refine((text) => text.isWellFormed(), 'lone surrogate');
-const pathString = wellFormed
-  .refine((text) => !text.includes('\0'), 'NUL byte in path')
-  .refine((text) => text.startsWith('/'), 'not an absolute path')
-  .refine((text) => text.length <= 4096, 'path too long');
-const idString = z.string().refine(isSessionId, 'id outside its grammar');
+const wellFormed = (maxLength: number) =>
+  z.string().check(
+    z.maxLength(maxLength),
+    z.refine((text) => text.isWellFormed(), 'lone surrogate'),
+  );
+const pathString = z.string().check(
+  z.maxLength(4096, 'path too long'),
+  z.refine((text) => text.isWellFormed(), 'lone surrogate'),
+  z.refine((text) => !text.includes('\0'), 'NUL byte in path'),
+  z.refine((text) => text.startsWith('/'), 'not an absolute path'),
+);
+const idString = z.string().check(z.refine(isSessionId, 'id outside its grammar'));
+const ANY_LENGTH = MAX_HOOK_INPUT_BYTES;
 
 const payloadSchema = z.looseObject({
-  hook_event_name: z.string().max(64),
+  hook_event_name: z.string().check(z.maxLength(64)),
   session_id: idString,
   cwd: pathString,
-  transcript_path: pathString.nullish(),
-  turn_id: idString.nullish(),
-  prompt_id: idString.nullish(),
-  prompt: wellFormed.nullish(),
-  tool_name: wellFormed.max(256).nullish(),
-  model: wellFormed.nullish(),
-  permission_mode: wellFormed.nullish(),
-  timestamp: wellFormed.nullish(),
+  transcript_path: z.nullish(pathString),
+  turn_id: z.nullish(idString),
+  prompt_id: z.nullish(idString),
+  prompt: z.nullish(wellFormed(ANY_LENGTH)),
+  tool_name: z.nullish(wellFormed(256)),
+  model: z.nullish(wellFormed(256)),
+  permission_mode: z.nullish(wellFormed(256)),
+  timestamp: z.nullish(wellFormed(256)),
 });
 type Payload = z.infer<typeof payloadSchema>;
 

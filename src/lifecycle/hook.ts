@@ -9,7 +9,7 @@ import { isFenced, isoTime } from '../core/lease';
 import { REASONS, renderGuidance, type GuidanceFacts, type ReasonCode } from '../core/reasons';
 import { blockOutput, contextOutput, denyToolOutput, type HookOutput } from '../agents/output';
 import { InvalidHookInput, isWriteTool, parseHookInput, type HookEvent } from '../agents/payload';
-import type { Authority } from '../store/authority';
+import type { Authority, SessionTouch } from '../store/authority';
 import { faultPoint } from '../store/faults';
 import { storePath, type Env } from '../store/location';
 import { openSqliteAuthority, SchemaTooNewError, StoreUnavailableError } from '../store/sqlite';
@@ -61,6 +61,7 @@ export async function runHook(raw: string | Buffer, options: HookOptions): Promi
   } catch (error) {
     const unavailable = error instanceof StoreUnavailableError || error instanceof SchemaTooNewError;
     stderr.push(`turnkeeper: ${unavailable ? '' : 'internal error: '}${(error as Error).message}`);
+    if (env.TURNKEEPER_DEBUG) stderr.push(String((error as Error).cause instanceof Error ? ((error as Error).cause as Error).stack : (error as Error).stack));
     if (!unavailable || !isContextEvent(request.event) || !mayCreate) return emit(undefined);
     return emit(guidanceOutput(request, env, 'store_unavailable', { todo: request.boundTodo, detail: (error as Error).message }));
   } finally {
@@ -125,6 +126,8 @@ function guidanceOutput(request: HookRequest, env: Env, code: ReasonCode, facts:
 class HookDecider {
   /** Set when the store refused a write in this run: later writes are skipped instead of waiting again. */
   private writesUnavailable: Error | undefined;
+  /** Whether a write of this run already carried the proof of life (one write lock per hook). */
+  private touched = false;
 
   constructor(
     private readonly store: Authority,
@@ -135,29 +138,32 @@ class HookDecider {
   ) {}
 
   async decide(): Promise<HookOutput | undefined> {
-    await this.touchSession();
-    const { event } = this.request;
-    switch (event.kind) {
+    const output = await this.decideEvent();
+    if (!this.touched && !this.writesUnavailable) await this.touchSession();
+    return output;
+  }
+
+  private decideEvent(): Promise<HookOutput | undefined> {
+    switch (this.request.event.kind) {
       case 'pre_tool':
         return this.fence();
       case 'post_tool':
       case 'stop':
-        await this.renew();
-        return undefined;
+        return this.renew().then(() => undefined);
       case 'session_start':
       case 'prompt':
         return this.context();
     }
   }
 
-  private async touchSession(): Promise<void> {
+  private get sessionTouch(): SessionTouch {
     const { event, owner, goal, cwd } = this.request;
+    return { owner, agent: event.agent, session: event.session, goal, cwd, transcriptPath: event.transcriptPath ?? null };
+  }
+
+  private async touchSession(): Promise<void> {
     try {
-      await this.store.touchSession(
-        { owner, agent: event.agent, session: event.session, goal, cwd, transcriptPath: event.transcriptPath ?? null },
-        this.now(),
-        SESSION_TOUCH_INTERVAL_MS,
-      );
+      await this.store.touchSession(this.sessionTouch, this.now(), SESSION_TOUCH_INTERVAL_MS);
     } catch (error) {
       if (!(error instanceof StoreUnavailableError)) throw error;
       this.writesUnavailable = error;
@@ -209,12 +215,12 @@ class HookDecider {
   /** Rule 6. */
   private async claim(todo: string, turn: string): Promise<HookOutput> {
     const { event, owner, goal, cwd, binding } = this.request;
-    if (this.writesUnavailable) return this.guidance('store_unavailable', { todo, detail: this.writesUnavailable.message });
     const capture = buildCapture({ goal, todo, agent: event.agent, session: event.session, turn, cwd, binding });
     const result = await this.store.claim(
-      { capture, owner, preconditions: preconditionsOf(goal), ttlSeconds: leaseTtlSeconds(this.env) },
+      { capture, owner, preconditions: preconditionsOf(goal), ttlSeconds: leaseTtlSeconds(this.env), session: this.sessionTouch },
       this.now(),
     );
+    this.touched = true;
     faultPoint('claim.after_commit');
     switch (result.kind) {
       case 'acquired':
@@ -250,7 +256,8 @@ class HookDecider {
     if (this.writesUnavailable) return;
     const { goal, boundTodo, owner } = this.request;
     try {
-      await this.store.appendReceipt({ kind: 'claim_refused', goal, todo: boundTodo, owner, detail: { reason, ...detail } }, this.now());
+      await this.store.appendReceipt({ kind: 'claim_refused', goal, todo: boundTodo, owner, detail: { reason, ...detail } }, this.now(), this.sessionTouch);
+      this.touched = true;
     } catch (error) {
       if (!(error instanceof StoreUnavailableError)) throw error;
       this.stderr.push(`turnkeeper: refusal not recorded: ${error.message}`);

@@ -51,7 +51,11 @@ export interface ClaimInput {
   readonly owner: Owner;
   readonly preconditions: Preconditions;
   readonly ttlSeconds: number;
+  /** Proof of life recorded in the same transaction, so a hook takes the write lock once. */
+  readonly session?: SessionTouch | undefined;
 }
+
+export type SessionTouch = Omit<SessionRecord, 'firstHookAt' | 'lastHookAt'>;
 
 export type ClaimResult =
   | { readonly kind: 'acquired'; readonly lease: Lease; readonly ready: StoredReady }
@@ -126,14 +130,10 @@ export interface Authority {
   claim(input: ClaimInput, now: number): Promise<ClaimResult>;
   renew(owner: Owner, now: number, ttlSeconds: number): Promise<RenewResult>;
   release(request: ReleaseRequest, now: number): Promise<ReleaseResult>;
-  appendReceipt(fields: ReceiptFields, now: number): Promise<{ seq: number; hash: string }>;
+  appendReceipt(fields: ReceiptFields, now: number, session?: SessionTouch): Promise<{ seq: number; hash: string }>;
 
   /** Proof of life; writes only when the stored time is older than `minIntervalMs`. */
-  touchSession(
-    record: Omit<SessionRecord, 'firstHookAt' | 'lastHookAt'>,
-    now: number,
-    minIntervalMs: number,
-  ): Promise<void>;
+  touchSession(record: SessionTouch, now: number, minIntervalMs: number): Promise<void>;
   getSession(owner: Owner): Promise<SessionRecord | undefined>;
   listSessions(): Promise<SessionRecord[]>;
 

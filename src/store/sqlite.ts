@@ -20,6 +20,7 @@ import {
   type ReleaseResult,
   type RenewResult,
   type SessionRecord,
+  type SessionTouch,
   type StoreHealth,
   type StoredCapture,
   type StoredReady,
@@ -52,6 +53,27 @@ export interface OpenOptions {
 }
 
 const HISTORY_LENGTH = 5;
+/**
+ * SQLite's built-in busy handler backs off to 100 ms sleeps, so under contention (64 hooks at once on
+ * two cores) a waiter keeps missing the moments the lock is free and starves past its deadline. We let
+ * SQLite wait only this long per attempt and retry with short random sleeps until our own deadline.
+ */
+const SQLITE_BUSY_SLICE_MS = 20;
+const sleepBuffer = new Int32Array(new SharedArrayBuffer(4));
+const sleepSync = (ms: number): void => void Atomics.wait(sleepBuffer, 0, 0, ms);
+
+function immediateWithRetry<T>(db: BetterSqlite3.Database, work: () => T, timeoutMs: number): T {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return db.transaction(work).immediate();
+    } catch (error) {
+      const busy = (error as { code?: string }).code === 'SQLITE_BUSY';
+      if (!busy || Date.now() >= deadline) throw error;
+      sleepSync(1 + Math.random() * 4);
+    }
+  }
+}
 /** SQLite result codes that mean "cannot use the store now", as opposed to a bug. */
 const UNAVAILABLE_CODES = /^SQLITE_(BUSY|LOCKED|IOERR|CANTOPEN|CORRUPT|NOTADB|FULL|READONLY|PERM|PROTOCOL)/;
 
@@ -67,33 +89,38 @@ export async function openSqliteAuthority(options: OpenOptions): Promise<SqliteA
   const Database = await loadDriver();
   try {
     if (options.create) mkdirSync(dirname(options.path), { recursive: true, mode: 0o700 });
-    const db = new Database(options.path, { fileMustExist: !options.create, timeout: options.busyTimeoutMs ?? 5000 });
+    // SQLite's own busy handler only covers short waits; `write` retries BEGIN IMMEDIATE itself.
+    const db = new Database(options.path, { fileMustExist: !options.create, timeout: SQLITE_BUSY_SLICE_MS });
     try {
       if ((db.pragma('journal_mode', { simple: true }) as string) !== 'wal') db.pragma('journal_mode = WAL');
       db.pragma('synchronous = FULL');
       db.pragma('foreign_keys = ON');
-      migrate(db);
+      migrate(db, options.busyTimeoutMs ?? 5000);
     } catch (error) {
       db.close();
       throw error;
     }
-    return new SqliteAuthority(db, options.path);
+    return new SqliteAuthority(db, options.path, options.busyTimeoutMs ?? 5000);
   } catch (error) {
     throw asStoreError(error);
   }
 }
 
-function migrate(db: BetterSqlite3.Database): void {
+function migrate(db: BetterSqlite3.Database, busyTimeoutMs: number): void {
   const current = db.pragma('user_version', { simple: true }) as number;
   if (current > SCHEMA_VERSION) throw new SchemaTooNewError(current, SCHEMA_VERSION);
   if (current === SCHEMA_VERSION) return;
-  db.transaction(() => {
-    // Re-read under the write lock: another process may have migrated while we waited.
-    const locked = db.pragma('user_version', { simple: true }) as number;
-    if (locked > SCHEMA_VERSION) throw new SchemaTooNewError(locked, SCHEMA_VERSION);
-    for (let version = locked; version < SCHEMA_VERSION; version += 1) db.exec(MIGRATIONS[version]!);
-    db.pragma(`user_version = ${SCHEMA_VERSION}`);
-  }).immediate();
+  immediateWithRetry(
+    db,
+    () => {
+      // Re-read under the write lock: another process may have migrated while we waited.
+      const locked = db.pragma('user_version', { simple: true }) as number;
+      if (locked > SCHEMA_VERSION) throw new SchemaTooNewError(locked, SCHEMA_VERSION);
+      for (let version = locked; version < SCHEMA_VERSION; version += 1) db.exec(MIGRATIONS[version]!);
+      db.pragma(`user_version = ${SCHEMA_VERSION}`);
+    },
+    busyTimeoutMs,
+  );
 }
 
 export function asStoreError(error: unknown): unknown {
@@ -204,6 +231,7 @@ export class SqliteAuthority implements Authority {
   constructor(
     private readonly db: BetterSqlite3.Database,
     readonly path: string,
+    private readonly busyTimeoutMs: number,
   ) {}
 
   private guard<T>(work: () => T): Promise<T> {
@@ -216,7 +244,11 @@ export class SqliteAuthority implements Authority {
 
   /** Runs `work` in BEGIN IMMEDIATE: every write of this store goes through here. */
   private write<T>(work: () => T): Promise<T> {
-    return this.guard(() => this.db.transaction(work).immediate());
+    return this.guard(() => this.immediate(work));
+  }
+
+  private immediate<T>(work: () => T): T {
+    return immediateWithRetry(this.db, work, this.busyTimeoutMs);
   }
 
   private appendInTransaction(fields: ReceiptFields, now: number): { seq: number; hash: string } {
@@ -363,6 +395,7 @@ export class SqliteAuthority implements Authority {
     faultPoint('claim.before_transaction');
     return this.write((): ClaimResult => {
       const { capture, owner } = input;
+      if (input.session) this.upsertSession(input.session, now);
       const doc = capture.document;
       const recordedRow = this.db
         .prepare(`SELECT c.id AS capture, l.epoch AS epoch, l.status AS status FROM captures c JOIN leases l ON l.capture = c.id WHERE c.op = ?`)
@@ -472,8 +505,7 @@ export class SqliteAuthority implements Authority {
       if (!read) return { kind: 'skipped', why: 'no_active_lease' } as RenewResult;
       const first = decideRenewal(toLease(read), owner, now, ttlSeconds);
       if (first.kind === 'skip') return { kind: 'skipped', why: first.why } as RenewResult;
-      return this.db
-        .transaction((): RenewResult => {
+      return this.immediate((): RenewResult => {
           const row = this.db.prepare(`SELECT ${LEASE_COLUMNS} FROM leases WHERE owner = ? AND status = 'active'`).get(owner) as LeaseRowRaw | undefined;
           if (!row) return { kind: 'skipped', why: 'no_active_lease' };
           const decision = decideRenewal(toLease(row), owner, now, ttlSeconds);
@@ -495,8 +527,7 @@ export class SqliteAuthority implements Authority {
             now,
           );
           return { kind: 'renewed', lease };
-        })
-        .immediate();
+      });
     });
   }
 
@@ -510,29 +541,32 @@ export class SqliteAuthority implements Authority {
     });
   }
 
-  appendReceipt(fields: ReceiptFields, now: number): Promise<{ seq: number; hash: string }> {
-    return this.write(() => this.appendInTransaction(fields, now));
+  appendReceipt(fields: ReceiptFields, now: number, session?: SessionTouch): Promise<{ seq: number; hash: string }> {
+    return this.write(() => {
+      if (session) this.upsertSession(session, now);
+      return this.appendInTransaction(fields, now);
+    });
   }
 
-  touchSession(record: Omit<SessionRecord, 'firstHookAt' | 'lastHookAt'>, now: number, minIntervalMs: number): Promise<void> {
+  private upsertSession(record: SessionTouch, now: number): void {
+    this.db
+      .prepare(
+        `INSERT INTO sessions (owner, agent, session, goal, cwd, transcript_path, first_hook_at, last_hook_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (owner) DO UPDATE SET last_hook_at = MAX(last_hook_at, excluded.last_hook_at),
+           transcript_path = COALESCE(excluded.transcript_path, transcript_path), cwd = excluded.cwd`,
+      )
+      .run(record.owner, record.agent, record.session, record.goal, record.cwd, record.transcriptPath, now, now);
+  }
+
+  touchSession(record: SessionTouch, now: number, minIntervalMs: number): Promise<void> {
     return this.guard(() => {
       const current = this.db.prepare('SELECT last_hook_at, transcript_path FROM sessions WHERE owner = ?').get(record.owner) as
         | { last_hook_at: number; transcript_path: string | null }
         | undefined;
       const transcriptChanged = record.transcriptPath !== null && current?.transcript_path !== record.transcriptPath;
       if (current && now - current.last_hook_at < minIntervalMs && !transcriptChanged) return;
-      this.db
-        .transaction(() => {
-          this.db
-            .prepare(
-              `INSERT INTO sessions (owner, agent, session, goal, cwd, transcript_path, first_hook_at, last_hook_at)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-               ON CONFLICT (owner) DO UPDATE SET last_hook_at = MAX(last_hook_at, excluded.last_hook_at),
-                 transcript_path = COALESCE(excluded.transcript_path, transcript_path), cwd = excluded.cwd`,
-            )
-            .run(record.owner, record.agent, record.session, record.goal, record.cwd, record.transcriptPath, now, now);
-        })
-        .immediate();
+      this.immediate(() => this.upsertSession(record, now));
     });
   }
 

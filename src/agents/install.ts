@@ -1,0 +1,495 @@
+// Installs Turnkeeper's hook into each agent's own JSON config (contract §8).
+//
+// Users keep comments, other hooks and their own formatting in these files, and `uninstall` must give
+// them back byte for byte. jsonc-parser's `modify` re-formats every line it touches, so the edits are
+// computed here from `parseTree` offsets and applied with `applyEdits`. Each insertion has one shape
+// that the matching removal recognises from the content alone; nothing is remembered on disk:
+//   - into a container with members: `,<eol><indent><member>` right after the last member;
+//     removal deletes from the end of the previous member to the end of ours.
+//   - into the empty root `{}`: `<eol><indent><member><eol>`; removal empties the interior again.
+//   - into any other empty container `[W]`/`{W}`: `W<eol><indent><member>` with nothing before the
+//     closing bracket; removal deletes our member and the line break just before it, leaving W.
+//   - a container we create ("hooks", or an event array) is printed with its closing bracket on its
+//     own line, which the fill of an existing empty container never produces: that is how removal
+//     tells "we created this, remove the key" from "this was empty before, leave it empty".
+import { chmodSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, realpathSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { basename, dirname, join, resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { applyEdits, parseTree, printParseErrorCode, type Edit, type Node, type ParseError } from 'jsonc-parser';
+import type { Agent } from '../core/ids';
+
+export type Env = Readonly<Record<string, string | undefined>>;
+export type Scope = 'user' | 'project';
+
+export interface HookTarget {
+  readonly agent: Agent;
+  readonly scope: Scope;
+  readonly env: Env;
+  /** Required for the project scope. */
+  readonly projectRoot?: string;
+}
+
+export interface InstallResult {
+  readonly path: string;
+  readonly changed: boolean;
+  /** The pre-change copy, when an existing file was changed. */
+  readonly backup?: string;
+}
+
+export interface HooksStatus {
+  readonly path: string;
+  readonly exists: boolean;
+  /** Every event of the agent has a hook with exactly this command. */
+  readonly installed: boolean;
+  readonly events: Readonly<Record<string, boolean>>;
+  /** Turnkeeper-looking commands that differ from the current one (an older shim path, another agent). */
+  readonly staleCommands: readonly string[];
+  /** Set when the file exists but cannot be read as a config (status never throws for that: doctor lists every file). */
+  readonly error?: string;
+}
+
+export interface WriteOptions {
+  /** Clock for backup names; tests pin it. */
+  readonly now?: () => Date;
+}
+
+/** The config file cannot be edited safely; nothing was changed. */
+export class HookConfigError extends Error {
+  override readonly name = 'HookConfigError';
+  constructor(
+    readonly path: string,
+    detail: string,
+  ) {
+    super(`${path}: ${detail}. Turnkeeper left the file unchanged; fix it by hand and run the command again.`);
+  }
+}
+
+export const HOOK_EVENTS: Readonly<Record<Agent, readonly string[]>> = {
+  codex: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop'],
+  claude: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop'],
+  gemini: ['SessionStart', 'BeforeAgent', 'BeforeTool', 'AfterTool', 'AfterAgent'],
+};
+
+/** Seconds for Codex and Claude, milliseconds for Gemini. */
+export const hookTimeout = (agent: Agent): number => (agent === 'gemini' ? 15_000 : 15);
+
+/** Matches any command an install of Turnkeeper wrote, whatever its shim path or agent. */
+export const TURNKEEPER_COMMAND_PATTERN = /['"]?[^'"]*\/bin\/turnkeeper['"]? hook --agent (codex|claude|gemini)$/;
+
+/** Quotes a string for POSIX sh: single quotes, each inner `'` written as `'\''`. */
+export const shQuote = (value: string): string => `'${value.replace(/'/g, "'\\''")}'`;
+
+/**
+ * The command every agent config points at. It names the stable shim, never Turnkeeper's install
+ * location, so it stays byte-identical across upgrades (Codex skips a changed hook until re-trusted).
+ */
+export const hookCommand = (agent: Agent, shimPath: string): string => `${shQuote(shimPath)} hook --agent ${agent}`;
+
+export function hookConfigPath(target: HookTarget): string {
+  const { agent, scope, env } = target;
+  if (scope === 'project') {
+    if (target.projectRoot === undefined || target.projectRoot === '') throw new Error('project scope needs a project root');
+    const dir = { codex: '.codex', claude: '.claude', gemini: '.gemini' }[agent];
+    return join(resolve(target.projectRoot), dir, agent === 'codex' ? 'hooks.json' : 'settings.json');
+  }
+  const home = nonEmpty(env.HOME) ?? homedir();
+  switch (agent) {
+    case 'codex':
+      return join(resolve(nonEmpty(env.CODEX_HOME) ?? join(home, '.codex')), 'hooks.json');
+    case 'claude':
+      return join(resolve(nonEmpty(env.CLAUDE_CONFIG_DIR) ?? join(home, '.claude')), 'settings.json');
+    case 'gemini':
+      // GEMINI_CLI_HOME stands in for the home directory, so `.gemini` still goes under it.
+      return join(resolve(nonEmpty(env.GEMINI_CLI_HOME) ?? home), '.gemini', 'settings.json');
+  }
+}
+
+const nonEmpty = (value: string | undefined): string | undefined => (value === undefined || value === '' ? undefined : value);
+
+/** The hook entry we add. Codex rejects unknown fields, so only Gemini gets a `name`. */
+function hookEntry(agent: Agent, command: string): Record<string, unknown> {
+  const entry: Record<string, unknown> = { type: 'command', command, timeout: hookTimeout(agent) };
+  return agent === 'gemini' ? { name: 'turnkeeper', ...entry } : entry;
+}
+/** One matcher group per event; no `matcher` key means every tool and source. */
+const hookGroup = (agent: Agent, command: string): Record<string, unknown> => ({ hooks: [hookEntry(agent, command)] });
+
+// ---------------------------------------------------------------------------------------------
+// Public operations
+
+export function installHooks(target: HookTarget, command: string, options: WriteOptions = {}): InstallResult {
+  const path = hookConfigPath(target);
+  return rewrite(path, options, (text) => (text === undefined ? freshConfig(target.agent, command) : addHooks(path, text, target.agent, command)));
+}
+
+/** Removes our hook entries: exactly `command` when given, otherwise anything Turnkeeper-looking. */
+export function uninstallHooks(target: HookTarget, command?: string, options: WriteOptions = {}): InstallResult {
+  const path = hookConfigPath(target);
+  const isOurs = (value: string): boolean => (command === undefined ? TURNKEEPER_COMMAND_PATTERN.test(value) : value === command);
+  return rewrite(path, options, (text) => (text === undefined ? undefined : removeHooks(path, text, isOurs)));
+}
+
+export function hooksStatus(target: HookTarget, command: string): HooksStatus {
+  const path = hookConfigPath(target);
+  const events: Record<string, boolean> = {};
+  for (const event of HOOK_EVENTS[target.agent]) events[event] = false;
+  const text = readIfExists(path);
+  if (text === undefined) return { path, exists: false, installed: false, events, staleCommands: [] };
+  const stale = new Set<string>();
+  let hooks: Node | undefined;
+  try {
+    hooks = parseConfig(path, text).hooks;
+  } catch (error) {
+    if (!(error instanceof HookConfigError)) throw error;
+    return { path, exists: true, installed: false, events, staleCommands: [], error: error.message };
+  }
+  for (const prop of hooks?.children ?? []) {
+    const event = keyOf(prop);
+    for (const group of arrayItems(prop.children?.[1])) {
+      for (const entry of groupEntries(group)) {
+        const cmd = commandOf(entry);
+        if (cmd === command && event in events) events[event] = true;
+        else if (cmd !== undefined && cmd !== command && TURNKEEPER_COMMAND_PATTERN.test(cmd)) stale.add(cmd);
+      }
+    }
+  }
+  return { path, exists: true, installed: Object.values(events).every(Boolean), events, staleCommands: [...stale] };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Install
+
+function freshConfig(agent: Agent, command: string): string {
+  const hooks: Record<string, unknown> = {};
+  for (const event of HOOK_EVENTS[agent]) hooks[event] = [hookGroup(agent, command)];
+  return `${JSON.stringify({ hooks }, null, 2)}\n`;
+}
+
+/** Adds one insertion at a time and re-parses, so each step sees the shape the last one left. */
+function addHooks(path: string, original: string, agent: Agent, command: string): string {
+  const { bom, body } = splitBom(original);
+  if (body.trim() === '') return freshConfig(agent, command); // an empty file holds no settings to keep
+  let text = body;
+  const style = detectStyle(text);
+  for (;;) {
+    const config = parseConfig(path, text);
+    const edit = nextInstallEdit(path, text, config, agent, command, style);
+    if (edit === undefined) return bom + text;
+    text = applyEdits(text, [edit]);
+  }
+}
+
+function nextInstallEdit(path: string, text: string, config: Config, agent: Agent, command: string, style: Style): Edit | undefined {
+  const { root, hooks } = config;
+  const events = HOOK_EVENTS[agent];
+  if (hooks === undefined) {
+    const value: Record<string, unknown> = {};
+    for (const event of events) value[event] = [hookGroup(agent, command)];
+    return insertMember(text, root, 'hooks', value, style);
+  }
+  for (const event of events) {
+    const prop = propertyNamed(hooks, event);
+    if (prop === undefined) return insertMember(text, hooks, event, [hookGroup(agent, command)], style);
+    const array = prop.children?.[1];
+    if (array?.type !== 'array') throw new HookConfigError(path, `"hooks.${event}" is not an array`);
+    const present = arrayItems(array).some((group) => groupEntries(group).some((entry) => commandOf(entry) === command));
+    if (!present) return insertMember(text, array, undefined, hookGroup(agent, command), style);
+  }
+  return undefined;
+}
+
+/** Inserts a property (key given) or an array element (key undefined) as the container's last member. */
+function insertMember(text: string, container: Node, key: string | undefined, value: unknown, style: Style): Edit {
+  const members = container.children ?? [];
+  const last = members.at(-1);
+  const indent = last !== undefined ? (lineIndent(text, last.offset) ?? childIndent(text, container, style)) : childIndent(text, container, style);
+  const rendered = JSON.stringify(value, null, style.unit).split('\n').join(style.eol + indent);
+  const member = (key === undefined ? '' : `${JSON.stringify(key)}: `) + rendered;
+  if (last !== undefined) return { offset: last.offset + last.length, length: 0, content: `,${style.eol}${indent}${member}` };
+  const open = container.offset + 1;
+  const close = container.offset + container.length - 1;
+  if (container.parent === undefined && open === close) {
+    return { offset: open, length: 0, content: `${style.eol}${indent}${member}${style.eol}${lineIndentOf(text, container.offset)}` };
+  }
+  return { offset: close, length: 0, content: `${style.eol}${indent}${member}` };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Uninstall
+
+/** Removes one piece at a time, always the last one in the document, so it undoes installs in reverse. */
+function removeHooks(path: string, original: string, isOurs: (command: string) => boolean): string {
+  const { bom, body } = splitBom(original);
+  if (body.trim() === '') return original;
+  let text = body;
+  for (;;) {
+    const config = parseConfig(path, text);
+    const removals = plannedRemovals(text, config, isOurs);
+    const lastRemoval = removals.sort((a, b) => b.offset - a.offset)[0];
+    if (lastRemoval === undefined) return bom + text;
+    text = applyEdits(text, [removeMember(text, lastRemoval)]);
+  }
+}
+
+/** The outermost pieces that are entirely ours: the whole "hooks" key, an event key, a group, an entry. */
+function plannedRemovals(text: string, config: Config, isOurs: (command: string) => boolean): Node[] {
+  const { hooks } = config;
+  if (hooks === undefined) return [];
+  const isOurGroup = (group: Node): boolean => {
+    const entries = groupEntries(group);
+    return entries.length > 0 && entries.every((entry) => isOursCommand(entry, isOurs));
+  };
+  const isOurEvent = (prop: Node): boolean => {
+    const array = prop.children?.[1];
+    return array?.type === 'array' && createdByUs(text, array) && arrayItems(array).every(isOurGroup);
+  };
+  const eventProps = hooks.children ?? [];
+  const hooksProp = hooks.parent;
+  if (hooksProp !== undefined && createdByUs(text, hooks) && eventProps.every(isOurEvent)) return [hooksProp];
+  const removals: Node[] = [];
+  for (const prop of eventProps) {
+    if (isOurEvent(prop)) {
+      removals.push(prop);
+      continue;
+    }
+    for (const group of arrayItems(prop.children?.[1])) {
+      if (isOurGroup(group)) removals.push(group);
+      else removals.push(...groupEntries(group).filter((entry) => isOursCommand(entry, isOurs)));
+    }
+  }
+  return removals;
+}
+
+/** A container we printed: not empty, only whitespace around its members, closing bracket on its own line. */
+function createdByUs(text: string, container: Node): boolean {
+  const members = container.children ?? [];
+  const first = members[0];
+  const last = members.at(-1);
+  if (first === undefined || last === undefined) return false;
+  return isLineBreakIndent(text.slice(container.offset + 1, first.offset)) && isLineBreakIndent(text.slice(last.offset + last.length, container.offset + container.length - 1));
+}
+
+/** Deletes a property or array element (given as the node itself, or its property node) with its separator. */
+function removeMember(text: string, node: Node): Edit {
+  const container = node.parent;
+  if (container === undefined) throw new Error('cannot remove the root');
+  const members = container.children ?? [];
+  const index = members.indexOf(node);
+  const start = node.offset;
+  const end = node.offset + node.length;
+  const previous = members[index - 1];
+  if (previous !== undefined) return deletion(previous.offset + previous.length, end);
+  const next = members[index + 1];
+  if (next !== undefined) return deletion(start, next.offset);
+  const open = container.offset + 1;
+  const close = container.offset + container.length - 1;
+  const leading = text.slice(open, start);
+  const trailing = text.slice(end, close);
+  if (trailing === '') {
+    // Filled from an empty container: take back our line break, leave what was there before.
+    const ours = /\r?\n[ \t]*$/.exec(leading);
+    return deletion(ours === null ? start : open + ours.index, end);
+  }
+  if (/^\s*$/.test(leading) && /^\s*$/.test(trailing)) return deletion(open, close);
+  return deletion(start, end);
+}
+
+const deletion = (from: number, to: number): Edit => ({ offset: from, length: to - from, content: '' });
+
+// ---------------------------------------------------------------------------------------------
+// Parsing helpers
+
+interface Config {
+  readonly root: Node;
+  /** The value of the top-level "hooks" key, when there is one. */
+  readonly hooks: Node | undefined;
+}
+
+function parseConfig(path: string, original: string): Config {
+  const text = splitBom(original).body;
+  if (text.trim() === '') return { root: { type: 'object', offset: 0, length: 0, children: [] }, hooks: undefined };
+  const errors: ParseError[] = [];
+  const root = parseTree(text, errors, { allowTrailingComma: true, disallowComments: false });
+  const error = errors[0];
+  if (error !== undefined) throw new HookConfigError(path, `not valid JSON with comments (${printParseErrorCode(error.error)} at offset ${error.offset})`);
+  if (root?.type !== 'object') throw new HookConfigError(path, 'the top level is not a JSON object');
+  rejectDuplicateKeys(path, root, '');
+  const hooksProp = propertyNamed(root, 'hooks');
+  if (hooksProp === undefined) return { root, hooks: undefined };
+  const hooks = hooksProp.children?.[1];
+  if (hooks?.type !== 'object') throw new HookConfigError(path, '"hooks" is not an object');
+  rejectDuplicateKeys(path, hooks, 'hooks.');
+  return { root, hooks };
+}
+
+/** Agents keep the last of two equal keys and we would edit the first: refuse rather than guess. */
+function rejectDuplicateKeys(path: string, object: Node, prefix: string): void {
+  const seen = new Set<string>();
+  for (const prop of object.children ?? []) {
+    const key = keyOf(prop);
+    if (seen.has(key)) throw new HookConfigError(path, `the key "${prefix}${key}" appears twice`);
+    seen.add(key);
+  }
+}
+
+const keyOf = (prop: Node): string => String(prop.children?.[0]?.value);
+const propertyNamed = (object: Node, key: string): Node | undefined => object.children?.find((prop) => keyOf(prop) === key);
+const arrayItems = (node: Node | undefined): Node[] => (node?.type === 'array' ? (node.children ?? []) : []);
+/** The hook entries of a matcher group: `group.hooks`, when it is an array. */
+function groupEntries(group: Node): Node[] {
+  if (group.type !== 'object') return [];
+  return arrayItems(propertyNamed(group, 'hooks')?.children?.[1]);
+}
+function commandOf(entry: Node): string | undefined {
+  if (entry.type !== 'object') return undefined;
+  const value = propertyNamed(entry, 'command')?.children?.[1];
+  return value?.type === 'string' && typeof value.value === 'string' ? value.value : undefined;
+}
+function isOursCommand(entry: Node, isOurs: (command: string) => boolean): boolean {
+  const command = commandOf(entry);
+  return command !== undefined && isOurs(command);
+}
+
+function splitBom(text: string): { bom: string; body: string } {
+  return text.startsWith('\uFEFF') ? { bom: '\uFEFF', body: text.slice(1) } : { bom: '', body: text };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Layout: follow the file's own indentation and line endings
+
+interface Style {
+  readonly eol: string;
+  /** One indentation level: a tab or some spaces. */
+  readonly unit: string;
+}
+
+function detectStyle(text: string): Style {
+  const eol = text.includes('\r\n') ? '\r\n' : '\n';
+  let tabs = 0;
+  let spaces = 0;
+  let smallest = Infinity;
+  for (const match of text.matchAll(/\n([ \t]+)\S/g)) {
+    const indent = match[1] ?? '';
+    if (indent.startsWith('\t')) tabs++;
+    else {
+      spaces++;
+      smallest = Math.min(smallest, indent.length);
+    }
+  }
+  if (tabs > spaces) return { eol, unit: '\t' };
+  return { eol, unit: ' '.repeat(Number.isFinite(smallest) ? Math.min(smallest, 8) : 2) };
+}
+
+const isLineBreakIndent = (gap: string): boolean => /^\r?\n[ \t]*$/.test(gap);
+
+/** The indentation before `offset` when only whitespace precedes it on its line. */
+function lineIndent(text: string, offset: number): string | undefined {
+  const lineStart = text.lastIndexOf('\n', offset - 1) + 1;
+  const before = text.slice(lineStart, offset);
+  return /^[ \t]*$/.test(before) ? before : undefined;
+}
+/** The leading whitespace of the line that holds `offset`. */
+function lineIndentOf(text: string, offset: number): string {
+  const lineStart = text.lastIndexOf('\n', offset - 1) + 1;
+  return /^[ \t]*/.exec(text.slice(lineStart, offset))?.[0] ?? '';
+}
+const childIndent = (text: string, container: Node, style: Style): string => lineIndentOf(text, container.offset) + style.unit;
+
+// ---------------------------------------------------------------------------------------------
+// Files
+
+function readIfExists(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Reads, transforms and writes back only when the content changes, with a backup of an existing
+ * file. An agent may rewrite its own settings meanwhile, so the file is read again just before the
+ * rename and the whole step retried if it moved.
+ */
+function rewrite(path: string, options: WriteOptions, transform: (text: string | undefined) => string | undefined): InstallResult {
+  for (let attempt = 0; ; attempt++) {
+    const before = readIfExists(path);
+    const after = transform(before);
+    if (after === undefined || after === before) return { path, changed: false };
+    // A symlinked config (dotfile managers) is written through, not replaced by a regular file.
+    const realPath = before === undefined ? path : realpathSync(path);
+    const mode = before === undefined ? undefined : statSync(realPath).mode & 0o7777; // a new file gets the umask's
+    const backup = before === undefined ? undefined : writeBackup(path, before, mode ?? 0o600, options.now?.() ?? new Date());
+    const written = writeFileAtomic(realPath, after, mode, () => readIfExists(path) === before);
+    if (written) return backup === undefined ? { path, changed: true } : { path, changed: true, backup };
+    if (backup !== undefined) unlinkSync(backup);
+    if (attempt >= 2) throw new Error(`${path} keeps changing while Turnkeeper edits it; try again`);
+  }
+}
+
+function writeBackup(path: string, content: string, mode: number, now: Date): string {
+  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  for (let n = 0; ; n++) {
+    const candidate = `${path}.turnkeeper-backup-${stamp}${n === 0 ? '' : `-${n}`}`;
+    let fd: number;
+    try {
+      fd = openSync(candidate, 'wx', mode); // never overwrite an earlier backup, even within a second
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') continue;
+      throw error;
+    }
+    try {
+      writeSync(fd, content);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    return candidate;
+  }
+}
+
+/**
+ * Temp file in the same directory, fsync, rename: readers see the old file or the new one, never
+ * half of one. `stillCurrent` runs just before the rename; returning false abandons the write.
+ */
+export function writeFileAtomic(path: string, content: string, mode: number | undefined, stillCurrent: () => boolean = () => true): boolean {
+  const dir = dirname(path);
+  mkdirSync(dir, { recursive: true });
+  const temp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+  const fd = openSync(temp, 'wx', mode ?? 0o666);
+  try {
+    try {
+      writeSync(fd, content);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    if (mode !== undefined) chmodSync(temp, mode); // keep the old file's mode exactly, whatever the umask
+    if (!stillCurrent()) {
+      unlinkSync(temp);
+      return false;
+    }
+    renameSync(temp, path);
+  } catch (error) {
+    if (existsSync(temp)) unlinkSync(temp);
+    throw error;
+  }
+  syncDir(dir);
+  return true;
+}
+
+function syncDir(dir: string): void {
+  try {
+    const fd = openSync(dir, 'r');
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    // Some filesystems refuse fsync on a directory; the rename itself already happened.
+  }
+}
+

@@ -1,0 +1,64 @@
+// The stable shim under TURNKEEPER_HOME that every agent's hook command points at. Installs and
+// upgrades rewrite only this file, so the commands in the agents' configs stay byte-identical
+// (Codex silently skips a hook whose definition changed until the user trusts it again).
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { shQuote, writeFileAtomic } from './install';
+
+export interface ShimTarget {
+  /** The executable that runs Turnkeeper's CLI: node, or the extension host's own binary. */
+  readonly runtime: string;
+  /** Turnkeeper's CLI entry point (`dist/cli.js`). */
+  readonly script: string;
+  /** The runtime is Electron (VS Code's extension host) and must behave as plain Node. */
+  readonly electronRunAsNode?: boolean;
+}
+
+const HEADER = "# Turnkeeper shim: rewritten by every install or upgrade. Agents' hook commands point here, so they never change.";
+
+export const shimPath = (turnkeeperHome: string): string => join(turnkeeperHome, 'bin', 'turnkeeper');
+
+export function shimContent(target: ShimTarget): string {
+  for (const value of [target.runtime, target.script]) {
+    // sh cannot carry a NUL, and an empty path would exec the wrong thing.
+    if (value === '' || value.includes('\0')) throw new Error(`invalid shim target path: ${JSON.stringify(value)}`);
+  }
+  const lines = ['#!/bin/sh', HEADER];
+  if (target.electronRunAsNode === true) lines.push('export ELECTRON_RUN_AS_NODE=1');
+  lines.push(`exec ${shQuote(target.runtime)} ${shQuote(target.script)} "$@"`);
+  return `${lines.join('\n')}\n`;
+}
+
+/** Writes the shim (atomically, mode 0755) and reports whether its content changed. */
+export function writeShim(turnkeeperHome: string, target: ShimTarget): boolean {
+  const path = shimPath(turnkeeperHome);
+  const content = shimContent(target);
+  const changed = readOrUndefined(path) !== content;
+  // Rewritten even when equal: this also repairs a mode someone changed.
+  writeFileAtomic(path, content, 0o755);
+  return changed;
+}
+
+/** The runtime and script the shim runs, or undefined when there is no shim or it is not ours. */
+export function readShim(turnkeeperHome: string): Required<ShimTarget> | undefined {
+  const content = readOrUndefined(shimPath(turnkeeperHome));
+  if (content === undefined) return undefined;
+  const quoted = String.raw`'((?:[^']|'\\'')*)'`;
+  const exec = new RegExp(String.raw`^exec ${quoted} ${quoted} "\$@"$`, 'm').exec(content);
+  if (exec === null || !content.startsWith('#!/bin/sh\n')) return undefined;
+  const unquote = (value: string | undefined): string => (value ?? '').replace(/'\\''/g, "'");
+  return {
+    runtime: unquote(exec[1]),
+    script: unquote(exec[2]),
+    electronRunAsNode: /^export ELECTRON_RUN_AS_NODE=1$/m.test(content),
+  };
+}
+
+function readOrUndefined(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+}

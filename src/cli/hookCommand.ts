@@ -1,0 +1,28 @@
+// `turnkeeper hook`: always exits 0 and prints at most one JSON object; the agent goes on whatever
+// happens here (fail open for the agent). Errors go to stderr.
+import { isAgent } from '../core/ids';
+import { MAX_HOOK_INPUT_BYTES } from '../agents/payload';
+import { runHook } from '../lifecycle/hook';
+import { parse, type Io } from './io';
+
+export async function hookCommand(args: string[], io: Io): Promise<number> {
+  let agent;
+  try {
+    const { values } = parse(args, { agent: { type: 'string' } }, { min: 0, max: 0, usage: 'turnkeeper hook [--agent codex|claude|gemini]' });
+    if (values.agent !== undefined && !isAgent(values.agent)) throw new Error(`unknown agent ${JSON.stringify(values.agent)}`);
+    agent = values.agent;
+  } catch (error) {
+    // A broken hook command line must not break the agent either.
+    io.err(`turnkeeper hook: ${(error as Error).message}; ignored\n`);
+    return 0;
+  }
+  try {
+    const input = await io.readStdin(MAX_HOOK_INPUT_BYTES);
+    const result = await runHook(input, { env: io.env, agent });
+    for (const line of result.stderr) io.err(line + '\n');
+    if (result.stdout) io.out(result.stdout);
+  } catch (error) {
+    io.err(`turnkeeper hook: internal error: ${(error as Error).stack ?? String(error)}\n`);
+  }
+  return 0;
+}

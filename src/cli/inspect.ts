@@ -1,0 +1,105 @@
+// Read-mostly commands: `status`, `show`, `verify`, `release`.
+import { digestText } from '../core/canonical';
+import { isCaptureId, isTodoId, type Owner } from '../core/ids';
+import { isoTime } from '../core/lease';
+import { statusSnapshot, leaseView } from '../lifecycle/status';
+import { EXIT, goalFrom, openStore, parse, printJson, UsageError, type Io } from './io';
+
+export async function statusCommand(args: string[], io: Io): Promise<number> {
+  const { values } = parse(args, { json: { type: 'boolean' } }, { min: 0, max: 0, usage: 'turnkeeper status [--json]' });
+  const store = await openStore(io, false);
+  const snapshot = store ? await statusSnapshot(store, Date.now()) : { leases: [], captures: [] };
+  store?.close();
+  if (values.json) {
+    printJson(io, snapshot);
+    return EXIT.done;
+  }
+  const active = snapshot.leases.filter((lease) => lease.status === 'active');
+  io.out(active.length === 0 ? 'no active leases\n' : 'active leases:\n');
+  for (const lease of active) io.out(`  ${lease.todo.padEnd(24)} ${lease.owner}  epoch ${lease.epoch} v${lease.version}  until ${lease.expiresAt}  ${lease.capture}\n`);
+  if (snapshot.captures.length > 0) io.out('captures:\n');
+  for (const capture of snapshot.captures) io.out(`  ${capture.id}  ${capture.state.padEnd(14)} ${capture.todo.padEnd(24)} ${capture.agent}:${capture.session}\n`);
+  return EXIT.done;
+}
+
+export async function showCommand(args: string[], io: Io): Promise<number> {
+  const { values, positionals } = parse(args, { json: { type: 'boolean' } }, { min: 1, max: 1, usage: 'turnkeeper show <captureId> [--json]' });
+  const id = positionals[0]!;
+  if (!isCaptureId(id)) throw new UsageError(`${JSON.stringify(id)} is not a capture id (cap_ and 24 hex digits)`);
+  const store = await openStore(io, false);
+  const capture = await store?.getCapture(id);
+  if (!store || !capture) {
+    store?.close();
+    if (values.json) printJson(io, { ok: false, reason: 'unknown_capture', capture: id });
+    else io.err(`no capture ${id} (turnkeeper status lists them)\n`);
+    return EXIT.refused;
+  }
+  const ready = await store.readReady(id);
+  const lease = await store.leaseOfCapture(id);
+  store.close();
+  const intact = ready !== undefined && digestText(ready.presentation) === ready.readyDigest;
+  if (values.json) {
+    printJson(io, {
+      ok: true,
+      capture: JSON.parse(capture.canonical) as unknown,
+      captureId: id,
+      originalDigest: capture.originalDigest,
+      lease: lease ? leaseView(lease) : null,
+      ready: ready ? (JSON.parse(ready.canonical) as unknown) : null,
+      readyDigest: ready?.readyDigest ?? null,
+      readyIntact: intact,
+      presentation: ready?.presentation ?? null,
+    });
+    return EXIT.done;
+  }
+  io.out(`capture ${id} (${capture.originalDigest})\n${capture.canonical}\n`);
+  if (lease) io.out(`lease: ${lease.owner} epoch ${lease.epoch} v${lease.version} ${lease.status}, expires ${isoTime(lease.expiresAt)}\n`);
+  if (ready) {
+    io.out(`ready capture (${ready.readyDigest}${intact ? '' : ' — DOES NOT MATCH the stored bytes: [ready_corrupted]'}):\n${ready.canonical}\n\n`);
+    io.out(`${ready.presentation}\n`);
+  }
+  return EXIT.done;
+}
+
+export async function verifyCommand(args: string[], io: Io): Promise<number> {
+  const { values } = parse(args, { json: { type: 'boolean' } }, { min: 0, max: 0, usage: 'turnkeeper verify [--json]' });
+  const store = await openStore(io, false);
+  const report = store ? await store.verifyChain() : { ok: true, verified: 0, breaks: [] };
+  store?.close();
+  if (values.json) printJson(io, report);
+  else if (report.ok) io.out(`receipt chain verifies: ${report.verified} receipts\n`);
+  else {
+    io.out(`receipt chain is BROKEN: ${report.verified} receipts verify, ${report.breaks.length} breaks\n`);
+    for (const item of report.breaks) io.out(`  seq ${item.seq}: ${item.kind}\n`);
+  }
+  return report.ok ? EXIT.done : EXIT.refused;
+}
+
+export async function releaseCommand(args: string[], io: Io): Promise<number> {
+  const usage = 'turnkeeper release <todo> [--owner <agent:session>] [--force --reason <why>] [--goal <dir>] [--json]';
+  const { values, positionals } = parse(
+    args,
+    { force: { type: 'boolean' }, reason: { type: 'string' }, owner: { type: 'string' }, goal: { type: 'string' }, json: { type: 'boolean' } },
+    { min: 1, max: 1, usage },
+  );
+  const todo = positionals[0]!;
+  if (!isTodoId(todo)) throw new UsageError(`Todo id ${JSON.stringify(todo)} is outside its grammar\nusage: ${usage}`);
+  if (values.force && !values.reason?.trim()) throw new UsageError(`--force needs --reason <why>: the reason goes into the receipt\nusage: ${usage}`);
+  const goal = goalFrom(io, values.goal);
+  const by = (values.owner ?? io.env.TURNKEEPER_OWNER) as Owner | undefined;
+  const store = await openStore(io, false);
+  const result = store
+    ? await store.release({ goal, todo, by, force: values.force ?? false, reason: values.reason }, Date.now())
+    : ({ kind: 'refused', why: 'no_active_lease' } as const);
+  store?.close();
+  if (result.kind === 'released') {
+    if (values.json) printJson(io, { ok: true, lease: leaseView(result.lease) });
+    else io.out(`released ${todo} (was ${result.lease.owner}, epoch ${result.lease.epoch}); its capture ${result.lease.capture} is released for good\n`);
+    return EXIT.done;
+  }
+  const holder = result.kind === 'refused' && 'lease' in result ? result.lease : undefined;
+  if (values.json) printJson(io, { ok: false, reason: result.why, lease: holder ? leaseView(holder) : null });
+  else if (result.why === 'no_active_lease') io.err(`Todo ${todo} has no active lease in ${goal}\n`);
+  else io.err(`Todo ${todo} is held by ${holder?.owner} (epoch ${holder?.epoch}); to release someone else's lease: turnkeeper release ${todo} --force --reason "<why>"\n`);
+  return EXIT.refused;
+}

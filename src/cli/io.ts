@@ -1,0 +1,55 @@
+// What every command gets: its arguments, environment, working directory and output streams.
+// Commands return an exit code: 0 done, 1 refused (the output names the reason), 2 usage error.
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import type { Env } from '../store/location';
+import { storePath } from '../store/location';
+import { openSqliteAuthority, type SqliteAuthority } from '../store/sqlite';
+import { goalOf } from '../lifecycle/workspace';
+
+export interface Io {
+  readonly env: Env;
+  readonly cwd: string;
+  readonly out: (text: string) => void;
+  readonly err: (text: string) => void;
+  readonly readStdin: (limit: number) => Promise<Buffer>;
+}
+
+export const EXIT = { done: 0, refused: 1, usage: 2 } as const;
+
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+export type Options = NonNullable<ParseArgsConfig['options']>;
+
+/** parseArgs with usage errors instead of exceptions a user has to decode. */
+export function parse<T extends Options>(args: string[], options: T, positionals: { min: number; max: number; usage: string }) {
+  let parsed;
+  try {
+    parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
+  } catch (error) {
+    throw new UsageError(`${(error as Error).message}\nusage: ${positionals.usage}`);
+  }
+  if (parsed.positionals.length < positionals.min || parsed.positionals.length > positionals.max) {
+    throw new UsageError(`usage: ${positionals.usage}`);
+  }
+  return parsed;
+}
+
+export async function openStore(io: Io, create: boolean): Promise<SqliteAuthority | undefined> {
+  return openSqliteAuthority({ path: storePath(io.env), create, busyTimeoutMs: 5000 });
+}
+
+/** Goal of `--goal <dir>`, or of the current directory. */
+export function goalFrom(io: Io, dir: string | undefined): string {
+  try {
+    return goalOf(dir ?? io.cwd);
+  } catch {
+    throw new UsageError(`no such directory: ${dir ?? io.cwd}`);
+  }
+}
+
+export const printJson = (io: Io, value: unknown): void => io.out(JSON.stringify(value, null, 2) + '\n');

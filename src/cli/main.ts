@@ -1,0 +1,83 @@
+// The `turnkeeper` command line (contract §8). Each command lives in a small module; this file only
+// dispatches, maps errors to exit codes, and keeps `hook` free of anything that is not on its path.
+import type { Io } from './io';
+
+type Command = (args: string[], io: Io) => Promise<number>;
+const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
+  hook: async () => (await import('./hookCommand')).hookCommand,
+  todo: async () => (await import('./todo')).todoCommand,
+  status: async () => (await import('./inspect')).statusCommand,
+  show: async () => (await import('./inspect')).showCommand,
+  verify: async () => (await import('./inspect')).verifyCommand,
+  release: async () => (await import('./inspect')).releaseCommand,
+  hooks: async () => (await import('./hooks')).hooksCommand,
+  doctor: async () => (await import('./hooks')).doctorCommand,
+};
+
+const USAGE = `usage: turnkeeper <command>
+  hook [--agent codex|claude|gemini]      run one agent hook (reads JSON on stdin)
+  todo add <title> [--id <id>] [--body <text>] [--goal <dir>]
+  todo list [--json]  |  todo done <id>
+  status [--json]  |  show <captureId> [--json]  |  verify [--json]
+  release <todo> [--force --reason <why>]
+  hooks install|uninstall|status --agent <agent> [--scope user|project]
+  doctor [--json]
+`;
+
+export async function main(argv: string[], io: Io): Promise<number> {
+  const [name, ...args] = argv;
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    (name === undefined ? io.err : io.out)(USAGE);
+    return name === undefined ? 2 : 0;
+  }
+  const load = COMMANDS[name];
+  if (!load) {
+    io.err(`unknown command ${JSON.stringify(name)}\n${USAGE}`);
+    return 2;
+  }
+  const { UsageError } = await import('./io');
+  try {
+    return await (await load())(args, io);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.err(`${error.message}\n`);
+      return 2;
+    }
+    io.err(`turnkeeper ${name}: ${(error as Error).message}\n`);
+    return 1;
+  }
+}
+
+function readStdin(limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    process.stdin.on('data', (chunk: Buffer) => {
+      // Keep one byte past the limit so the parser can tell "too large" apart from "exactly full".
+      if (size <= limit) chunks.push(chunk);
+      size += chunk.length;
+    });
+    process.stdin.on('end', () => resolve(Buffer.concat(chunks).subarray(0, limit + 1)));
+    process.stdin.on('error', reject);
+  });
+}
+
+/** Entry point used by dist/cli.js (src/cli/launcher.cjs). */
+export function runCli(): void {
+  const io: Io = {
+    env: process.env,
+    cwd: process.cwd(),
+    out: (text) => process.stdout.write(text),
+    err: (text) => process.stderr.write(text),
+    readStdin,
+  };
+  main(process.argv.slice(2), io).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (error: unknown) => {
+      process.stderr.write(`turnkeeper: ${(error as Error).stack ?? String(error)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}

@@ -1,0 +1,84 @@
+// `turnkeeper todo add|list|done`
+import { isTodoId, todoIdFromTitle } from '../core/ids';
+import { TodoExistsError } from '../store/authority';
+import { EXIT, goalFrom, openStore, parse, printJson, UsageError, type Io } from './io';
+
+export async function todoCommand(args: string[], io: Io): Promise<number> {
+  const [sub, ...rest] = args;
+  switch (sub) {
+    case 'add':
+      return todoAdd(rest, io);
+    case 'list':
+      return todoList(rest, io);
+    case 'done':
+      return todoDone(rest, io);
+    default:
+      throw new UsageError('usage: turnkeeper todo add|list|done …');
+  }
+}
+
+async function todoAdd(args: string[], io: Io): Promise<number> {
+  const usage = 'turnkeeper todo add <title> [--id <id>] [--body <text>] [--goal <dir>] [--json]';
+  const { values, positionals } = parse(
+    args,
+    { id: { type: 'string' }, body: { type: 'string' }, goal: { type: 'string' }, json: { type: 'boolean' } },
+    { min: 1, max: 1, usage },
+  );
+  const title = positionals[0]!.trim();
+  if (title === '' || !title.isWellFormed()) throw new UsageError(`the title must be non-empty text\nusage: ${usage}`);
+  const id = values.id ?? todoIdFromTitle(title);
+  if (!isTodoId(id)) throw new UsageError(`Todo id ${JSON.stringify(id)} must match ^[a-z0-9][a-z0-9_-]{2,63}$`);
+  const goal = goalFrom(io, values.goal);
+  const store = (await openStore(io, true))!;
+  try {
+    const todo = await store.addTodo({ goal, id, title, body: values.body ?? '' }, Date.now());
+    if (values.json) printJson(io, todo);
+    else io.out(`added Todo ${todo.id} in ${goal}\nprompt an agent with "#todo:${todo.id}" to work on it\n`);
+    return EXIT.done;
+  } catch (error) {
+    if (!(error instanceof TodoExistsError)) throw error;
+    if (values.json) printJson(io, { ok: false, reason: 'todo_exists', todo: id, goal });
+    else io.err(`Todo ${id} already exists in ${goal} (turnkeeper todo list)\n`);
+    return EXIT.refused;
+  } finally {
+    store.close();
+  }
+}
+
+async function todoList(args: string[], io: Io): Promise<number> {
+  const { values } = parse(
+    args,
+    { json: { type: 'boolean' }, goal: { type: 'string' }, all: { type: 'boolean' } },
+    { min: 0, max: 0, usage: 'turnkeeper todo list [--goal <dir> | --all] [--json]' },
+  );
+  const goal = values.all ? undefined : goalFrom(io, values.goal);
+  const store = await openStore(io, false);
+  const todos = store ? await store.listTodos(goal) : [];
+  store?.close();
+  if (values.json) printJson(io, todos);
+  else if (todos.length === 0) io.out(`no Todos${goal ? ` in ${goal}` : ''}; add one: turnkeeper todo add "<title>"\n`);
+  else for (const todo of todos) io.out(`${todo.status.padEnd(7)} ${todo.id.padEnd(24)} ${todo.title}${values.all ? `  (${todo.goal})` : ''}\n`);
+  return EXIT.done;
+}
+
+async function todoDone(args: string[], io: Io): Promise<number> {
+  const { values, positionals } = parse(
+    args,
+    { goal: { type: 'string' }, json: { type: 'boolean' } },
+    { min: 1, max: 1, usage: 'turnkeeper todo done <id> [--goal <dir>] [--json]' },
+  );
+  const id = positionals[0]!;
+  if (!isTodoId(id)) throw new UsageError(`Todo id ${JSON.stringify(id)} is outside the grammar ^[a-z0-9][a-z0-9_-]{2,63}$`);
+  const goal = goalFrom(io, values.goal);
+  const store = await openStore(io, false);
+  const result = store ? await store.setTodoStatus(goal, id, 'done', Date.now()) : undefined;
+  store?.close();
+  if (!result) {
+    if (values.json) printJson(io, { ok: false, reason: 'unknown_todo', todo: id, goal });
+    else io.err(`Todo ${id} does not exist in ${goal} (turnkeeper todo list)\n`);
+    return EXIT.refused;
+  }
+  if (values.json) printJson(io, { ok: true, todo: result.todo, released: result.released ?? null });
+  else io.out(`Todo ${id} is done${result.released ? `; released the lease of ${result.released.owner} (epoch ${result.released.epoch})` : ''}\n`);
+  return EXIT.done;
+}

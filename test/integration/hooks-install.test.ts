@@ -1,0 +1,587 @@
+// Hook installation into the agents' own config files (contract §8), on real files in temp dirs.
+// The property that matters most: install then uninstall gives any user file back byte for byte.
+import { describe, it, expect, afterAll } from 'vitest';
+import fc from 'fast-check';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { parse as parseJsonc, type ParseError } from 'jsonc-parser';
+import { AGENTS, type Agent } from '../../src/core/ids';
+import {
+  HOOK_EVENTS,
+  HookConfigError,
+  hookCommand,
+  hookConfigPath,
+  hooksStatus,
+  installHooks,
+  uninstallHooks,
+  type Env,
+  type HookTarget,
+} from '../../src/agents/install';
+import { readShim, shimPath, writeShim } from '../../src/agents/shim';
+
+const roots: string[] = [];
+const tempDir = (): string => {
+  const dir = mkdtempSync(join(tmpdir(), 'tk-hooks-'));
+  roots.push(dir);
+  return dir;
+};
+afterAll(() => {
+  for (const dir of roots) rmSync(dir, { recursive: true, force: true });
+});
+
+// A shim path with a space and a quote: the command must survive sh quoting.
+const SHIM = "/opt/turn keeper's home/bin/turnkeeper";
+const commandFor = (agent: Agent): string => hookCommand(agent, SHIM);
+const projectTarget = (agent: Agent, projectRoot: string): HookTarget => ({ agent, scope: 'project', env: {}, projectRoot });
+const read = (path: string): string => readFileSync(path, 'utf8');
+const backupsOf = (path: string): string[] =>
+  existsSync(dirname(path)) ? readdirSync(dirname(path)).filter((name) => name.startsWith(`${path.split('/').pop()}.turnkeeper-backup-`)) : [];
+const strictParse = (text: string): unknown => JSON.parse(text.replace(/^\uFEFF/, '')) as unknown;
+function jsoncParse(text: string): unknown {
+  const errors: ParseError[] = [];
+  const value: unknown = parseJsonc(text, errors, { allowTrailingComma: true });
+  expect(errors).toEqual([]);
+  return value;
+}
+interface Group {
+  matcher?: string;
+  hooks: Record<string, unknown>[];
+}
+const hooksOf = (value: unknown): Record<string, Group[]> => (value as { hooks: Record<string, Group[]> }).hooks;
+
+describe('hook command and config paths', () => {
+  it('quotes the shim path for sh and stays exactly `<path> hook --agent <agent>`', () => {
+    expect(hookCommand('codex', SHIM)).toBe(`'/opt/turn keeper'\\''s home/bin/turnkeeper' hook --agent codex`);
+    expect(hookCommand('gemini', '/h/bin/turnkeeper')).toBe(`'/h/bin/turnkeeper' hook --agent gemini`);
+    // sh splits it back into the exact path and arguments.
+    const words = spawnSync('sh', ['-c', `set -- ${commandFor('claude')}; printf '%s\\n' "$@"`], { encoding: 'utf8' });
+    expect(words.stdout).toBe(`${SHIM}\nhook\n--agent\nclaude\n`);
+  });
+
+  it('honours HOME, CODEX_HOME, CLAUDE_CONFIG_DIR and GEMINI_CLI_HOME', () => {
+    const user = (agent: Agent, env: Env): string => hookConfigPath({ agent, scope: 'user', env });
+    expect(user('codex', { HOME: '/h' })).toBe('/h/.codex/hooks.json');
+    expect(user('codex', { HOME: '/h', CODEX_HOME: '/c' })).toBe('/c/hooks.json');
+    expect(user('claude', { HOME: '/h' })).toBe('/h/.claude/settings.json');
+    expect(user('claude', { HOME: '/h', CLAUDE_CONFIG_DIR: '/cl' })).toBe('/cl/settings.json');
+    expect(user('gemini', { HOME: '/h' })).toBe('/h/.gemini/settings.json');
+    // GEMINI_CLI_HOME replaces the home directory; `.gemini` still goes under it.
+    expect(user('gemini', { HOME: '/h', GEMINI_CLI_HOME: '/g' })).toBe('/g/.gemini/settings.json');
+    expect(hookConfigPath(projectTarget('codex', '/repo'))).toBe('/repo/.codex/hooks.json');
+    expect(hookConfigPath(projectTarget('claude', '/repo'))).toBe('/repo/.claude/settings.json');
+    expect(hookConfigPath(projectTarget('gemini', '/repo'))).toBe('/repo/.gemini/settings.json');
+    expect(() => hookConfigPath({ agent: 'codex', scope: 'project', env: {} })).toThrow(/project root/);
+  });
+
+  it('installs at the overridden user paths, and only there', () => {
+    const root = tempDir();
+    const env = { HOME: join(root, 'home'), CODEX_HOME: join(root, 'codex'), CLAUDE_CONFIG_DIR: join(root, 'claude'), GEMINI_CLI_HOME: join(root, 'gem') };
+    for (const agent of AGENTS) installHooks({ agent, scope: 'user', env }, commandFor(agent));
+    expect(existsSync(join(root, 'codex', 'hooks.json'))).toBe(true);
+    expect(existsSync(join(root, 'claude', 'settings.json'))).toBe(true);
+    expect(existsSync(join(root, 'gem', '.gemini', 'settings.json'))).toBe(true);
+    // Nothing went to the defaults under HOME, which is where it would have gone without the overrides.
+    expect(existsSync(join(root, 'home'))).toBe(false);
+    installHooks({ agent: 'codex', scope: 'user', env: { HOME: env.HOME } }, commandFor('codex'));
+    expect(existsSync(join(root, 'home', '.codex', 'hooks.json'))).toBe(true);
+  });
+});
+
+describe('installHooks', () => {
+  it.each(AGENTS)('creates a missing %s config with one group per event', (agent) => {
+    const root = tempDir();
+    const result = installHooks(projectTarget(agent, root), commandFor(agent));
+    expect(result.changed).toBe(true);
+    expect(result.backup).toBeUndefined();
+    const text = read(result.path);
+    expect(text.endsWith('}\n')).toBe(true);
+    expect(text).toContain('\n  "hooks": {\n    "'); // pretty, 2 spaces
+    const hooks = hooksOf(strictParse(text));
+    expect(Object.keys(hooks)).toEqual(HOOK_EVENTS[agent]);
+    const entry =
+      agent === 'gemini'
+        ? { name: 'turnkeeper', type: 'command', command: commandFor(agent), timeout: 15000 }
+        : { type: 'command', command: commandFor(agent), timeout: 15 };
+    for (const event of HOOK_EVENTS[agent]) expect(hooks[event]).toEqual([{ hooks: [entry] }]);
+    if (agent === 'codex') expect(Object.keys(hooks.SessionStart?.[0]?.hooks[0] ?? {})).toEqual(['type', 'command', 'timeout']);
+  });
+
+  it('keeps comments, other settings and other hooks of an existing JSONC file', () => {
+    const root = tempDir();
+    const path = join(root, '.claude', 'settings.json');
+    mkdirSync(dirname(path));
+    const original = [
+      '// my settings',
+      '{',
+      '    "model": "opus", /* pinned */',
+      '    "permissions": { "allow": ["Bash(npm test)"], },',
+      '    "hooks": {',
+      '        // lint before every edit',
+      '        "PreToolUse": [',
+      '            { "matcher": "Edit", "hooks": [{ "type": "command", "command": "npm run lint" }] },',
+      '        ],',
+      '        "Notification": [{ "hooks": [{ "type": "command", "command": "notify-send hi" }] }]',
+      '    }',
+      '}',
+      '',
+    ].join('\n');
+    writeFileSync(path, original);
+    const result = installHooks(projectTarget('claude', root), commandFor('claude'));
+    expect(result.changed).toBe(true);
+    const text = read(path);
+    for (const kept of ['// my settings', '/* pinned */', '// lint before every edit', '"Bash(npm test)"], },']) expect(text).toContain(kept);
+    const value = jsoncParse(text) as Record<string, unknown>;
+    expect(value.model).toBe('opus');
+    expect(value.permissions).toEqual({ allow: ['Bash(npm test)'] });
+    const hooks = hooksOf(value);
+    expect(hooks.PreToolUse?.[0]).toEqual({ matcher: 'Edit', hooks: [{ type: 'command', command: 'npm run lint' }] });
+    expect(hooks.PreToolUse?.[1]).toEqual({ hooks: [{ type: 'command', command: commandFor('claude'), timeout: 15 }] });
+    expect(hooks.Notification).toHaveLength(1);
+    for (const event of HOOK_EVENTS.claude) expect(hooks[event]?.some((g) => g.hooks.some((h) => h.command === commandFor('claude')))).toBe(true);
+    // The file's 4-space indentation is followed by what we add.
+    expect(text).toContain('\n    "hooks": {\n        // lint');
+    expect(text).toMatch(/\n {8}"SessionStart": \[\n {12}\{\n {16}"hooks": \[/);
+    expect(uninstallHooks(projectTarget('claude', root), commandFor('claude')).changed).toBe(true);
+    expect(read(path)).toBe(original);
+  });
+
+  it('is idempotent: a second install changes nothing and writes no new backup', () => {
+    const root = tempDir();
+    const path = join(root, '.codex', 'hooks.json');
+    mkdirSync(dirname(path));
+    writeFileSync(path, '{\n  "hooks": {}\n}\n');
+    const first = installHooks(projectTarget('codex', root), commandFor('codex'));
+    expect(first.changed).toBe(true);
+    expect(backupsOf(path)).toHaveLength(1);
+    const after = read(path);
+    const mtime = statSync(path).mtimeMs;
+    const second = installHooks(projectTarget('codex', root), commandFor('codex'));
+    expect(second).toEqual({ path, changed: false });
+    expect(read(path)).toBe(after);
+    expect(statSync(path).mtimeMs).toBe(mtime);
+    expect(backupsOf(path)).toHaveLength(1);
+    // A different command (another shim path) would have been added: the skip is by exact command.
+    expect(installHooks(projectTarget('codex', root), hookCommand('codex', '/elsewhere/bin/turnkeeper')).changed).toBe(true);
+  });
+
+  it('adds only the events that lack our command', () => {
+    const root = tempDir();
+    const path = join(root, '.gemini', 'settings.json');
+    mkdirSync(dirname(path));
+    const ours = { type: 'command', command: commandFor('gemini') };
+    writeFileSync(path, JSON.stringify({ hooks: { BeforeTool: [{ matcher: 'x', hooks: [{ type: 'command', command: 'other' }, ours] }] } }, null, 2));
+    installHooks(projectTarget('gemini', root), commandFor('gemini'));
+    const hooks = hooksOf(strictParse(read(path)));
+    expect(hooks.BeforeTool).toHaveLength(1); // already there, inside a user group
+    for (const event of ['SessionStart', 'BeforeAgent', 'AfterTool', 'AfterAgent']) expect(hooks[event]).toHaveLength(1);
+  });
+
+  it('writes a timestamped backup equal to the pre-install content, with the same mode', () => {
+    const root = tempDir();
+    const path = join(root, '.claude', 'settings.json');
+    mkdirSync(dirname(path));
+    const original = '{\n\t"env": { "SECRET": "x" }\n}';
+    writeFileSync(path, original);
+    chmodSync(path, 0o600);
+    const now = () => new Date('2026-03-04T05:06:07.890Z');
+    const result = installHooks(projectTarget('claude', root), commandFor('claude'), { now });
+    expect(result.backup).toBe(`${path}.turnkeeper-backup-20260304T050607Z`);
+    expect(read(result.backup ?? '')).toBe(original);
+    expect(statSync(result.backup ?? '').mode & 0o777).toBe(0o600);
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    // Uninstall in the same second backs up again without overwriting the first backup.
+    const removed = uninstallHooks(projectTarget('claude', root), commandFor('claude'), { now });
+    expect(removed.backup).toBe(`${path}.turnkeeper-backup-20260304T050607Z-1`);
+    expect(read(result.backup ?? '')).toBe(original);
+    expect(read(path)).toBe(original);
+    // No temp files are left behind.
+    expect(readdirSync(dirname(path)).filter((name) => name.endsWith('.tmp'))).toEqual([]);
+  });
+
+  it('writes through a symlinked config instead of replacing the link', () => {
+    const root = tempDir();
+    const real = join(root, 'dotfiles', 'claude-settings.json');
+    mkdirSync(dirname(real));
+    writeFileSync(real, '{}\n');
+    mkdirSync(join(root, '.claude'));
+    const link = join(root, '.claude', 'settings.json');
+    symlinkSync(real, link);
+    installHooks(projectTarget('claude', root), commandFor('claude'));
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    expect(read(real)).toContain(JSON.stringify(commandFor('claude')));
+  });
+
+  it('keeps tabs and CRLF line endings', () => {
+    const root = tempDir();
+    const path = join(root, '.codex', 'hooks.json');
+    mkdirSync(dirname(path));
+    const original = '{\r\n\t"hooks": {\r\n\t\t"Stop": [\r\n\t\t\t{ "hooks": [ { "type": "command", "command": "say done" } ] }\r\n\t\t]\r\n\t}\r\n}\r\n';
+    writeFileSync(path, original);
+    installHooks(projectTarget('codex', root), commandFor('codex'));
+    const text = read(path);
+    expect(text.replace(/\r\n/g, '')).not.toContain('\n'); // every line break is CRLF
+    expect(text).toContain('\r\n\t\t"SessionStart": [\r\n\t\t\t{\r\n\t\t\t\t"hooks": [');
+    expect(text).not.toMatch(/\n {2}/);
+    uninstallHooks(projectTarget('codex', root), commandFor('codex'));
+    expect(read(path)).toBe(original);
+  });
+
+  // `wholeFile`: the file as a whole is unusable, so status reports the error and uninstall refuses too.
+  // A non-array event only stops install, which would have to edit it.
+  const invalid: [string, string, RegExp, boolean][] = [
+    ['broken JSON', '{ "model": "opus", ', /not valid JSON/, true],
+    ['a top-level array', '[]', /top level is not a JSON object/, true],
+    ['"hooks" that is not an object', '{ "hooks": [] }', /"hooks" is not an object/, true],
+    ['an event that is not an array', '{ "hooks": { "Stop": {} } }', /"hooks.Stop" is not an array/, false],
+    ['a duplicated "hooks" key', '{ "hooks": {}, "hooks": {} }', /appears twice/, true],
+  ];
+  it.each(invalid)('refuses %s with HookConfigError and changes nothing', (_, content, message, wholeFile) => {
+    const root = tempDir();
+    const path = join(root, '.claude', 'settings.json');
+    mkdirSync(dirname(path));
+    writeFileSync(path, content);
+    const attempt = (): unknown => installHooks(projectTarget('claude', root), commandFor('claude'));
+    expect(attempt).toThrow(HookConfigError);
+    expect(attempt).toThrow(message);
+    try {
+      attempt();
+    } catch (error) {
+      expect((error as HookConfigError).path).toBe(path);
+    }
+    if (wholeFile) expect(() => uninstallHooks(projectTarget('claude', root))).toThrow(HookConfigError);
+    else expect(uninstallHooks(projectTarget('claude', root))).toMatchObject({ changed: false });
+    expect(read(path)).toBe(content);
+    expect(readdirSync(dirname(path))).toEqual(['settings.json']); // no backup, no temp file
+    const status = hooksStatus(projectTarget('claude', root), commandFor('claude'));
+    expect(status).toMatchObject({ exists: true, installed: false });
+    if (wholeFile) expect(status.error).toMatch(message);
+    // The same directory with a valid file would have been rewritten.
+    writeFileSync(path, '{}');
+    expect(attempt()).toMatchObject({ changed: true });
+  });
+});
+
+describe('uninstallHooks', () => {
+  it('without a command removes every Turnkeeper-looking hook, and nothing of the user', () => {
+    const root = tempDir();
+    const path = join(root, '.claude', 'settings.json');
+    mkdirSync(dirname(path));
+    const stale = `'/old home/bin/turnkeeper' hook --agent claude`;
+    writeFileSync(
+      path,
+      JSON.stringify(
+        {
+          hooks: {
+            Stop: [
+              { hooks: [{ type: 'command', command: stale }] },
+              { matcher: '', hooks: [{ type: 'command', command: 'say done' }, { type: 'command', command: '"/x/bin/turnkeeper" hook --agent codex' }] },
+            ],
+            PreToolUse: [{ hooks: [{ type: 'command', command: 'turnkeeper-lint hook --agent claude' }] }],
+          },
+        },
+        null,
+        2,
+      ),
+    );
+    installHooks(projectTarget('claude', root), commandFor('claude'));
+    const status = hooksStatus(projectTarget('claude', root), commandFor('claude'));
+    expect(status.installed).toBe(true);
+    expect([...status.staleCommands].sort()).toEqual(['"/x/bin/turnkeeper" hook --agent codex', stale].sort());
+    // With our exact command only ours goes; the stale ones stay.
+    expect(uninstallHooks(projectTarget('claude', root), commandFor('claude')).changed).toBe(true);
+    expect(read(path)).toContain(stale);
+    uninstallHooks(projectTarget('claude', root));
+    const hooks = hooksOf(strictParse(read(path)));
+    expect(hooks).toEqual({
+      Stop: [{ matcher: '', hooks: [{ type: 'command', command: 'say done' }] }],
+      PreToolUse: [{ hooks: [{ type: 'command', command: 'turnkeeper-lint hook --agent claude' }] }],
+    });
+  });
+
+  it('leaves a missing file missing and a file without our hooks untouched', () => {
+    const root = tempDir();
+    expect(uninstallHooks(projectTarget('codex', root)).changed).toBe(false);
+    expect(existsSync(join(root, '.codex'))).toBe(false);
+    const path = join(root, '.codex', 'hooks.json');
+    mkdirSync(dirname(path));
+    writeFileSync(path, '{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"x"}]}]}}');
+    expect(uninstallHooks(projectTarget('codex', root))).toEqual({ path, changed: false });
+    expect(backupsOf(path)).toEqual([]);
+  });
+
+  it.each([
+    ['an empty root', '{}'],
+    ['an empty root with inner whitespace', '{\n}\n'],
+    ['an empty hooks object', '{\n  "hooks": {}\n}\n'],
+    ['an empty hooks object spread over lines', '{\n  "hooks": {\n  }\n}\n'],
+    ['empty event arrays', '{\n  "hooks": {\n    "Stop": [],\n    "SessionStart": [ /* none */ ]\n  }\n}\n'],
+    ['a single-line file', '{"model":"o3","hooks":{"Stop":[{"hooks":[{"type":"command","command":"x"}]}]}}'],
+    ['a leading BOM', '\uFEFF{\n  "a": 1\n}\n'],
+  ])('round-trips %s byte for byte', (_, original) => {
+    for (const agent of AGENTS) {
+      const root = tempDir();
+      const path = hookConfigPath(projectTarget(agent, root));
+      mkdirSync(dirname(path));
+      writeFileSync(path, original);
+      expect(installHooks(projectTarget(agent, root), commandFor(agent)).changed).toBe(true);
+      const installed = read(path);
+      if (!installed.includes('/*')) strictParse(installed); // still strict JSON for agents that need it
+      expect(hooksStatus(projectTarget(agent, root), commandFor(agent)).installed).toBe(true);
+      uninstallHooks(projectTarget(agent, root), commandFor(agent));
+      expect(read(path)).toBe(original);
+    }
+  });
+});
+
+describe('hooksStatus', () => {
+  it('reports missing, partial and complete installs', () => {
+    const root = tempDir();
+    const target = projectTarget('gemini', root);
+    const none = Object.fromEntries(HOOK_EVENTS.gemini.map((event) => [event, false]));
+    expect(hooksStatus(target, commandFor('gemini'))).toEqual({ path: hookConfigPath(target), exists: false, installed: false, events: none, staleCommands: [] });
+    const path = hookConfigPath(target);
+    mkdirSync(dirname(path));
+    writeFileSync(path, JSON.stringify({ hooks: { BeforeAgent: [{ hooks: [{ type: 'command', command: commandFor('gemini') }] }] } }));
+    const partial = hooksStatus(target, commandFor('gemini'));
+    expect(partial).toMatchObject({ exists: true, installed: false, staleCommands: [] });
+    expect(partial.events).toEqual({ ...none, BeforeAgent: true });
+    installHooks(target, commandFor('gemini'));
+    const all = hooksStatus(target, commandFor('gemini'));
+    expect(all.installed).toBe(true);
+    expect(Object.values(all.events).every(Boolean)).toBe(true);
+    // Another agent's command is not ours: for claude nothing is installed in this file.
+    expect(hooksStatus(target, commandFor('claude')).staleCommands).toEqual([commandFor('gemini')]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Round-trip property over generated user configs.
+//
+// The generator prints JSON values itself so it can vary layout: indentation (2, 4, tab), CRLF,
+// final newline or not, multi-line or inline containers, line and block comments before members,
+// trailing commas, and empty containers with or without whitespace/comments inside.
+// Constraint, honestly stated: the root is always an object with its own text. An empty or
+// whitespace-only file is treated as `{}` by install, so uninstall leaves `{}` plus a newline there;
+// that case is pinned by its own test below instead.
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+interface Layout {
+  readonly unit: string;
+  readonly eol: string;
+  /** Random choices, consumed in order (cyclically) by the printer. */
+  readonly choices: readonly number[];
+}
+
+function printer(layout: Layout): (value: Json) => string {
+  let cursor = 0;
+  const pick = (n: number): number => {
+    const choice = layout.choices[cursor++ % layout.choices.length] ?? 0;
+    return choice % n;
+  };
+  const { unit, eol } = layout;
+  const emptyInterior = (indent: string): string => ['', '', ' ', `${eol}${indent}`, ' /* empty */ ', `${eol}${indent}${unit}// nothing yet${eol}${indent}`][pick(6)] ?? '';
+  const print = (value: Json, indent: string): string => {
+    if (value === null || typeof value !== 'object') return JSON.stringify(value);
+    const entries: [string | undefined, Json][] = Array.isArray(value) ? value.map((item) => [undefined, item]) : Object.entries(value);
+    const [open, close] = Array.isArray(value) ? ['[', ']'] : ['{', '}'];
+    if (entries.length === 0) return open + emptyInterior(indent) + close;
+    const member = ([key, item]: [string | undefined, Json], inner: string): string => (key === undefined ? '' : `${JSON.stringify(key)}: `) + print(item, inner);
+    if (pick(4) === 0) {
+      // inline
+      return `${open}${entries.map((entry) => member(entry, indent)).join(', ')}${pick(5) === 0 ? ',' : ''}${close}`;
+    }
+    const inner = indent + unit;
+    const lines = entries.map((entry, index) => {
+      const comment = [``, ``, ``, `// note ${index}${eol}${inner}`, `/* note */ `][pick(5)] ?? '';
+      const comma = index < entries.length - 1 ? ',' : pick(5) === 0 ? ',' : '';
+      const after = index === entries.length - 1 && pick(6) === 0 ? ' // last' : '';
+      return `${inner}${comment}${member(entry, inner)}${comma}${after}`;
+    });
+    return `${open}${eol}${lines.join(eol)}${eol}${indent}${close}`;
+  };
+  return (value) => print(value, '');
+}
+
+const ALL_EVENTS = [...new Set([...HOOK_EVENTS.codex, ...HOOK_EVENTS.gemini, 'Notification'])];
+const scalar = fc.oneof(fc.constant(null), fc.boolean(), fc.integer(), fc.string({ maxLength: 12 }));
+const userValue: fc.Arbitrary<Json> = fc.letrec<{ value: Json }>((tie) => ({
+  value: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    scalar,
+    fc.array(tie('value'), { maxLength: 3 }),
+    fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), tie('value'), { maxKeys: 3 }),
+  ),
+})).value;
+const userGroup: fc.Arbitrary<Json> = fc.record(
+  {
+    matcher: fc.constantFrom('Bash', 'Edit|Write', '*', ''),
+    hooks: fc.array(fc.record({ type: fc.constant('command'), command: fc.constantFrom('npm run lint', 'say done', "echo 'hi'", '/usr/bin/notify'), timeout: fc.nat(600) }, { requiredKeys: ['type', 'command'] }), { maxLength: 2 }),
+  },
+  { requiredKeys: ['hooks'] },
+);
+const userHooks: fc.Arbitrary<Json> = fc.dictionary(fc.constantFrom(...ALL_EVENTS), fc.array(userGroup, { maxLength: 2 }), { maxKeys: 4 });
+const userConfig = fc
+  .record({
+    settings: fc.dictionary(fc.string({ minLength: 1, maxLength: 10 }).filter((key) => key !== 'hooks'), userValue, { maxKeys: 4 }),
+    hooks: fc.option(userHooks, { nil: undefined }),
+    hooksAt: fc.nat(),
+  })
+  .map(({ settings, hooks, hooksAt }) => {
+    if (hooks === undefined) return settings as Json;
+    const entries = Object.entries(settings);
+    entries.splice(hooksAt % (entries.length + 1), 0, ['hooks', hooks]);
+    return Object.fromEntries(entries) as Json;
+  });
+const layout = fc.record({
+  unit: fc.constantFrom('  ', '    ', '\t'),
+  eol: fc.constantFrom('\n', '\r\n'),
+  finalNewline: fc.boolean(),
+  leadingComment: fc.boolean(),
+  choices: fc.array(fc.nat(1000), { minLength: 1, maxLength: 64 }),
+});
+
+describe('install then uninstall round-trips any user file', () => {
+  it('property: byte-for-byte, for every agent, with comments, indentation, CRLF', () => {
+    fc.assert(
+      fc.property(userConfig, layout, fc.constantFrom(...AGENTS), (config, style, agent) => {
+        const body = printer(style)(config);
+        const original = (style.leadingComment ? `// user settings${style.eol}` : '') + body + (style.finalNewline ? style.eol : '');
+        const root = mkdtempSync(join(tmpdir(), 'tk-prop-'));
+        try {
+          const target = projectTarget(agent, root);
+          const path = hookConfigPath(target);
+          mkdirSync(dirname(path));
+          writeFileSync(path, original);
+          const command = commandFor(agent);
+          expect(installHooks(target, command).changed).toBe(true);
+          const installed = read(path);
+          // The user's settings are unchanged, our hooks are all there.
+          const before = jsoncParse(original) as Record<string, unknown>;
+          const after = jsoncParse(installed) as Record<string, unknown>;
+          expect({ ...after, hooks: undefined }).toEqual({ ...before, hooks: undefined });
+          expect(hooksStatus(target, command).installed).toBe(true);
+          // A strict JSON file stays strict JSON (Codex and Claude parse it strictly).
+          let strict = true;
+          try {
+            JSON.parse(original);
+          } catch {
+            strict = false;
+          }
+          if (strict) JSON.parse(installed);
+          // Idempotent.
+          expect(installHooks(target, command).changed).toBe(false);
+          // Uninstalling (by exact command, or by pattern) restores the original bytes.
+          expect(uninstallHooks(target, command).changed).toBe(true);
+          expect(read(path)).toBe(original);
+          installHooks(target, command);
+          uninstallHooks(target);
+          expect(read(path)).toBe(original);
+        } finally {
+          rmSync(root, { recursive: true, force: true });
+        }
+      }),
+      { numRuns: Number(process.env.TK_PROPERTY_RUNS ?? 300) },
+    );
+  }, 900_000);
+
+  it('the generator reaches the shapes that matter', () => {
+    const samples = fc.sample(fc.tuple(userConfig, layout), { numRuns: 600, seed: 7 }).map(([config, style]) => ({
+      config: config as Record<string, unknown>,
+      text: printer(style)(config),
+      style,
+    }));
+    const share = (test: (sample: (typeof samples)[number]) => boolean): number => samples.filter(test).length;
+    expect(share(({ config }) => config.hooks === undefined)).toBeGreaterThan(30);
+    expect(share(({ config }) => Object.keys((config.hooks as object | undefined) ?? {}).length > 0)).toBeGreaterThan(30);
+    expect(share(({ text }) => /"hooks": \{\s*(\/\*[^*]*\*\/\s*|\/\/[^\n]*\s*)?\}/.test(text))).toBeGreaterThan(5); // empty hooks
+    expect(share(({ text }) => /"(SessionStart|Stop|PreToolUse|BeforeAgent)": \[\s*(\/\*[^*]*\*\/\s*)?\]/.test(text))).toBeGreaterThan(5); // empty event
+    expect(share(({ text }) => text.includes('//'))).toBeGreaterThan(30);
+    expect(share(({ text }) => text.includes('/*'))).toBeGreaterThan(30);
+    expect(share(({ text }) => /,\s*[}\]]/.test(text))).toBeGreaterThan(30); // trailing commas
+    expect(share(({ style }) => style.eol === '\r\n')).toBeGreaterThan(100);
+    expect(share(({ style, text }) => style.unit === '\t' && text.includes('\n\t'))).toBeGreaterThan(50);
+    expect(share(({ text }) => text === '{}')).toBeGreaterThan(3);
+  });
+
+  it('an empty file is treated as `{}`: uninstall leaves `{}` (the documented exception)', () => {
+    const root = tempDir();
+    const path = hookConfigPath(projectTarget('claude', root));
+    mkdirSync(dirname(path));
+    writeFileSync(path, '  \n');
+    installHooks(projectTarget('claude', root), commandFor('claude'));
+    expect(hooksStatus(projectTarget('claude', root), commandFor('claude')).installed).toBe(true);
+    uninstallHooks(projectTarget('claude', root), commandFor('claude'));
+    expect(read(path)).toBe('{}\n');
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// The shim
+
+describe('shim', () => {
+  const NODE = process.execPath;
+  const script = (dir: string): string => {
+    const path = join(dir, "echo args's.js");
+    writeFileSync(path, 'process.stdout.write(JSON.stringify({ argv: process.argv.slice(2), electron: process.env.ELECTRON_RUN_AS_NODE ?? null }));\n');
+    return path;
+  };
+
+  it('is written with mode 0755, parses with sh -n, and reports whether it changed', () => {
+    const home = join(tempDir(), "tk home's");
+    const target = { runtime: NODE, script: '/opt/turnkeeper/dist/cli.js', electronRunAsNode: false };
+    expect(writeShim(home, target)).toBe(true);
+    const path = shimPath(home);
+    expect(path).toBe(join(home, 'bin', 'turnkeeper'));
+    expect(statSync(path).mode & 0o777).toBe(0o755);
+    expect(spawnSync('sh', ['-n', path]).status).toBe(0);
+    const content = read(path);
+    expect(content.split('\n').slice(0, 2)).toEqual([
+      '#!/bin/sh',
+      "# Turnkeeper shim: rewritten by every install or upgrade. Agents' hook commands point here, so they never change.",
+    ]);
+    expect(content).not.toContain('ELECTRON_RUN_AS_NODE');
+    expect(writeShim(home, target)).toBe(false);
+    chmodSync(path, 0o644);
+    expect(writeShim(home, target)).toBe(false);
+    expect(statSync(path).mode & 0o777).toBe(0o755); // a changed mode is repaired
+    expect(readShim(home)).toEqual(target);
+    const upgraded = { runtime: "/usr/lib/code/it's code", script: '/new/dist/cli.js', electronRunAsNode: true };
+    expect(writeShim(home, upgraded)).toBe(true);
+    expect(read(path)).toContain('\nexport ELECTRON_RUN_AS_NODE=1\n');
+    expect(spawnSync('sh', ['-n', path]).status).toBe(0);
+    expect(readShim(home)).toEqual(upgraded);
+    expect(readdirSync(join(home, 'bin'))).toEqual(['turnkeeper']); // no temp files left
+  });
+
+  it('reads back undefined when there is no shim or it is not ours', () => {
+    const home = tempDir();
+    expect(readShim(home)).toBeUndefined();
+    mkdirSync(join(home, 'bin'));
+    writeFileSync(shimPath(home), '#!/bin/sh\necho hello\n');
+    expect(readShim(home)).toBeUndefined();
+  });
+
+  it('runs its script with the arguments, and the hook command from the agent config runs it', () => {
+    const dir = tempDir();
+    const home = join(dir, "tk home's");
+    writeShim(home, { runtime: NODE, script: script(dir), electronRunAsNode: false });
+    const args = ['hook', '--agent', 'codex', "it's", 'two words', '$HOME', ''];
+    const direct = spawnSync(shimPath(home), args, { encoding: 'utf8' });
+    expect(direct.status).toBe(0);
+    expect(JSON.parse(direct.stdout)).toEqual({ argv: args, electron: null });
+    // The command written into the agent's config, run the way agents run it (through a shell).
+    const root = tempDir();
+    const command = hookCommand('codex', shimPath(home));
+    installHooks(projectTarget('codex', root), command);
+    const written = hooksOf(strictParse(read(hookConfigPath(projectTarget('codex', root))))).Stop?.[0]?.hooks[0]?.command;
+    expect(written).toBe(command);
+    const viaShell = spawnSync('sh', ['-c', String(written)], { encoding: 'utf8' });
+    expect(JSON.parse(viaShell.stdout)).toEqual({ argv: ['hook', '--agent', 'codex'], electron: null });
+    // With electronRunAsNode the runtime gets ELECTRON_RUN_AS_NODE=1, which it did not get above.
+    writeShim(home, { runtime: NODE, script: script(dir), electronRunAsNode: true });
+    const electron = spawnSync('sh', ['-c', command], { encoding: 'utf8' });
+    expect(JSON.parse(electron.stdout)).toEqual({ argv: ['hook', '--agent', 'codex'], electron: '1' });
+  });
+});

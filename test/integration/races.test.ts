@@ -1,0 +1,99 @@
+// Real processes racing, killed with SIGKILL mid-claim, and waiting on a locked store.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
+import { contextOf, makeWorld, payload, type World } from '../support/world';
+import { FAULT_POINTS } from '../../src/store/faults';
+
+let world: World;
+beforeEach(() => {
+  world = makeWorld('races');
+  expect(world.cli(['todo', 'add', 'Fix login', '--id', 'fix-login']).code).toBe(0);
+});
+afterEach(() => world.cleanup());
+
+describe('64 concurrent hook processes on one Todo', () => {
+  it('exactly one lease, 63 [lease_held], all exit 0, no SQLITE_BUSY surfaced', async () => {
+    const runs = await Promise.all(
+      Array.from({ length: 64 }, (_, i) => world.cliAsync(['hook'], { input: payload.codexPrompt(world, `racer-${i}`, 'turn-1', '#todo:fix-login'), env: { TURNKEEPER_DEBUG: '1' } })),
+    );
+    expect(runs.map((run) => run.code)).toStrictEqual(Array(64).fill(0));
+    const contexts = runs.map((run) => contextOf(run.stdout) ?? '');
+    const winners = contexts.filter((text) => text.startsWith('Turnkeeper: Todo fix-login'));
+    const held = contexts.filter((text) => text.includes('[lease_held]'));
+    const others = runs.filter((_, i) => !contexts[i]!.startsWith('Turnkeeper: Todo') && !contexts[i]!.includes('[lease_held]'));
+    expect(others.map((run) => run.stdout + run.stderr)).toStrictEqual([]);
+    expect(winners).toHaveLength(1);
+    expect(held).toHaveLength(63);
+    for (const run of runs) expect(run.stderr).not.toMatch(/SQLITE_BUSY|locked/i);
+    const store = await world.store();
+    const leases = await store.listLeases();
+    expect(leases).toHaveLength(1);
+    expect(winners[0]).toContain(`owner ${leases[0]!.owner}`);
+    expect((await store.verifyChain()).ok).toBe(true);
+    store.close();
+  });
+});
+
+describe('kill -9 at each step of the claim, then the same hook again', () => {
+  for (const point of FAULT_POINTS) {
+    it(`${point}: one lease generation, the same ready capture, a verifying chain`, async () => {
+      const input = payload.codexPrompt(world, 'sess-k', 'turn-1', '#todo:fix-login');
+      const killed = world.cli(['hook'], { input, env: { TURNKEEPER_TEST_FAULT: `${point}=kill` } });
+      // Control that the fault point was reached: the process really died by SIGKILL.
+      expect(killed.signal).toBe('SIGKILL');
+      expect(killed.stdout).toBe('');
+      const committed = point === 'claim.after_commit';
+
+      const store = await world.store();
+      expect(await store.listLeases()).toHaveLength(committed ? 1 : 0);
+      store.close();
+
+      const again = world.cli(['hook'], { input });
+      const text = contextOf(again.stdout)!;
+      expect(text).toMatch(/^Turnkeeper: Todo fix-login · capture cap_[0-9a-f]{24} · epoch 1$/m);
+      const third = world.cli(['hook'], { input });
+      expect(contextOf(third.stdout)).toBe(text);
+
+      const after = await world.store();
+      const leases = await after.listLeases();
+      expect(leases.map((lease) => lease.epoch)).toStrictEqual([1]);
+      const kinds = (await after.receipts({ limit: 100 })).map((row) => JSON.parse(row.doc).kind as string);
+      expect(kinds.filter((kind) => kind === 'lease_acquired')).toHaveLength(1);
+      expect(await after.verifyChain()).toMatchObject({ ok: true });
+      expect((await after.health()).integrity).toBe('ok');
+      after.close();
+    });
+  }
+});
+
+describe('a store that stays locked', () => {
+  it('the hook gives up within a bounded wait with [store_unavailable], and a later hook claims normally', async () => {
+    // Another process holds a write transaction open until told to stop.
+    const holder = spawn(
+      process.execPath,
+      [
+        '-e',
+        `const D = require('better-sqlite3'); const db = new D(process.argv[1]); db.exec('BEGIN IMMEDIATE');
+         process.stdout.write('locked\\n'); process.stdin.on('data', () => { db.exec('ROLLBACK'); db.close(); process.exit(0); });`,
+        world.db,
+      ],
+      { stdio: ['pipe', 'pipe', 'inherit'] },
+    );
+    await new Promise<void>((resolve) => holder.stdout!.once('data', () => resolve()));
+    const input = payload.codexPrompt(world, 'sess-l', 'turn-1', '#todo:fix-login');
+    const started = Date.now();
+    const blocked = await world.cliAsync(['hook'], { input });
+    const waited = Date.now() - started;
+    expect(blocked.code).toBe(0);
+    expect(contextOf(blocked.stdout)).toContain('[store_unavailable]');
+    expect(waited).toBeLessThan(10_000);
+    holder.stdin!.write('go\n');
+    await new Promise((resolve) => holder.on('close', resolve));
+
+    const later = await world.cliAsync(['hook'], { input });
+    expect(contextOf(later.stdout)).toMatch(/^Turnkeeper: Todo fix-login · capture cap_/);
+    const store = await world.store();
+    expect(await store.listLeases()).toHaveLength(1);
+    store.close();
+  });
+});

@@ -1,0 +1,148 @@
+// A throwaway world for one test: its own TURNKEEPER_HOME and database, a git repository as the
+// Goal, and helpers to run the real CLI as a separate process against them.
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { openSqliteAuthority, type SqliteAuthority } from '../../src/store/sqlite';
+
+export const CLI = resolve(__dirname, '../../dist/cli.js');
+
+export interface CliResult {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+export interface World {
+  readonly root: string;
+  readonly home: string;
+  readonly db: string;
+  readonly repo: string;
+  readonly env: Record<string, string>;
+  cli(args: string[], options?: { input?: string | Buffer; env?: Record<string, string | undefined>; cwd?: string }): CliResult;
+  cliAsync(args: string[], options?: { input?: string | Buffer; env?: Record<string, string | undefined>; cwd?: string }): Promise<CliResult>;
+  /** Opens the world's store in this process (tests inspect and tamper with it directly). */
+  store(): Promise<SqliteAuthority>;
+  dbExists(): boolean;
+  cleanup(): void;
+}
+
+export function makeWorld(name = 'tk'): World {
+  const root = realpathSync(mkdtempSync(join(tmpdir(), `${name}-`)));
+  const home = join(root, 'tkhome');
+  const repo = join(root, 'repo');
+  mkdirSync(repo, { recursive: true });
+  execFileSync('git', ['init', '-q', repo]);
+  writeFileSync(join(repo, 'README.md'), 'demo\n');
+  execFileSync('git', ['-C', repo, '-c', 'user.email=t@example.invalid', '-c', 'user.name=t', 'add', '.']);
+  execFileSync('git', ['-C', repo, '-c', 'user.email=t@example.invalid', '-c', 'user.name=t', 'commit', '-qm', 'init']);
+  const db = join(home, 'turnkeeper.db');
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: join(root, 'userhome'),
+    TURNKEEPER_HOME: home,
+    TMPDIR: tmpdir(),
+  };
+  const merged = (extra?: Record<string, string | undefined>) => {
+    const out: Record<string, string> = { ...env };
+    for (const [key, value] of Object.entries(extra ?? {})) {
+      if (value === undefined) delete out[key];
+      else out[key] = value;
+    }
+    return out;
+  };
+  return {
+    root,
+    home,
+    db,
+    repo,
+    env,
+    cli(args, options = {}) {
+      const result = spawnSync(process.execPath, [CLI, ...args], {
+        input: options.input ?? '',
+        env: merged(options.env),
+        cwd: options.cwd ?? repo,
+        encoding: 'utf8',
+        maxBuffer: 64 * 1024 * 1024,
+      });
+      return { code: result.status, signal: result.signal, stdout: result.stdout, stderr: result.stderr };
+    },
+    cliAsync(args, options = {}) {
+      return new Promise((resolvePromise, reject) => {
+        const child = spawn(process.execPath, [CLI, ...args], { env: merged(options.env), cwd: options.cwd ?? repo });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+        child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+        child.on('error', reject);
+        child.on('close', (code, signal) => resolvePromise({ code, signal, stdout, stderr }));
+        child.stdin.end(options.input ?? '');
+      });
+    },
+    async store() {
+      return (await openSqliteAuthority({ path: db, create: true }))!;
+    },
+    dbExists: () => existsSync(db),
+    cleanup: () => rmSync(root, { recursive: true, force: true }),
+  };
+}
+
+/** Hook payloads as each agent sends them (shapes recorded from the real agents, docs/notes/). */
+export const payload = {
+  codexPrompt: (world: World, session: string, turn: string, prompt: string) =>
+    JSON.stringify({
+      session_id: session,
+      turn_id: turn,
+      transcript_path: join(world.root, `${session}.jsonl`),
+      cwd: world.repo,
+      hook_event_name: 'UserPromptSubmit',
+      model: 'gpt-test',
+      permission_mode: 'default',
+      prompt,
+    }),
+  codex: (world: World, event: string, session: string, turn: string | undefined, extra: Record<string, unknown> = {}) =>
+    JSON.stringify({
+      session_id: session,
+      ...(turn ? { turn_id: turn } : {}),
+      transcript_path: join(world.root, `${session}.jsonl`),
+      cwd: world.repo,
+      hook_event_name: event,
+      model: 'gpt-test',
+      permission_mode: 'default',
+      ...extra,
+    }),
+  claudePrompt: (world: World, session: string, promptId: string | undefined, prompt: string) =>
+    JSON.stringify({
+      session_id: session,
+      transcript_path: join(world.root, `${session}.jsonl`),
+      cwd: world.repo,
+      hook_event_name: 'UserPromptSubmit',
+      permission_mode: 'default',
+      ...(promptId ? { prompt_id: promptId } : {}),
+      prompt,
+    }),
+  geminiBeforeAgent: (world: World, session: string, prompt: string) =>
+    JSON.stringify({
+      session_id: session,
+      transcript_path: join(world.root, `${session}.json`),
+      cwd: world.repo,
+      hook_event_name: 'BeforeAgent',
+      timestamp: '2026-11-30T12:00:00.000Z',
+      prompt,
+    }),
+};
+
+export function parseHookStdout(stdout: string): Record<string, unknown> | undefined {
+  if (stdout === '') return undefined;
+  const lines = stdout.split('\n');
+  if (lines.length !== 2 || lines[1] !== '') throw new Error(`hook printed more than one line: ${JSON.stringify(stdout)}`);
+  return JSON.parse(lines[0]!) as Record<string, unknown>;
+}
+
+export function contextOf(stdout: string): string | undefined {
+  const output = parseHookStdout(stdout);
+  const specific = output?.hookSpecificOutput as { additionalContext?: string } | undefined;
+  return specific?.additionalContext;
+}
