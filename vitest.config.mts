@@ -1,13 +1,19 @@
 import { defineConfig } from 'vitest/config';
 
+// Two projects: `fast` runs files in parallel; `serial` holds the tests that load the machine on
+// purpose (64 racing processes, real agents) and would make each other flaky if run side by side.
+const SERIAL = ['test/integration/races.test.ts', 'test/e2e/**/*.test.ts'];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     globalSetup: ['test/support/globalSetup.ts'],
     // Integration tests start real processes and real SQLite files; 2 cores make them slow, not flaky.
     testTimeout: 120_000,
     hookTimeout: 120_000,
     pool: 'forks',
-    maxWorkers: 2,
+    projects: [
+      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: SERIAL, maxWorkers: 2 } },
+      { extends: true, test: { name: 'serial', include: SERIAL, fileParallelism: false, maxWorkers: 1 } },
+    ],
   },
 });

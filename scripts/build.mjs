@@ -12,6 +12,8 @@ const common = {
   sourcemap: false,
   legalComments: 'none',
   external: ['better-sqlite3', 'vscode'],
+  // jsonc-parser's "main" is a UMD build with dynamic requires esbuild cannot follow; its ESM build bundles.
+  mainFields: ['module', 'main'],
   logLevel: 'warning',
 };
 
@@ -20,3 +22,8 @@ await build({ ...common, entryPoints: ['src/cli/main.ts'], outfile: 'dist/turnke
 mkdirSync('dist', { recursive: true });
 copyFileSync('src/cli/launcher.cjs', 'dist/cli.js');
 chmodSync('dist/cli.js', 0o755);
+
+// The demo (npm run demo) is a development tool, never shipped: ESM because its helpers use import.meta.
+if (process.argv.includes('--demo')) {
+  await build({ ...common, format: 'esm', entryPoints: ['scripts/demo.ts'], outfile: 'dist/demo.mjs' });
+}

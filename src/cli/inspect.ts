@@ -103,3 +103,35 @@ export async function releaseCommand(args: string[], io: Io): Promise<number> {
   else io.err(`Todo ${todo} is held by ${holder?.owner} (epoch ${holder?.epoch}); to release someone else's lease: turnkeeper release ${todo} --force --reason "<why>"\n`);
   return EXIT.refused;
 }
+
+export async function receiptsCommand(args: string[], io: Io): Promise<number> {
+  const usage = 'turnkeeper receipts [--limit <n>] [--before <seq>] [--json]';
+  const { values } = parse(args, { json: { type: 'boolean' }, limit: { type: 'string' }, before: { type: 'string' } }, { min: 0, max: 0, usage });
+  const limit = Number(values.limit ?? 20);
+  const before = values.before === undefined ? undefined : Number(values.before);
+  if (!Number.isSafeInteger(limit) || limit < 1 || (before !== undefined && !Number.isSafeInteger(before))) throw new UsageError(`usage: ${usage}`);
+  const store = await openStore(io, false);
+  const rows = store ? await store.receipts({ beforeSeq: before, limit }) : [];
+  store?.close();
+  if (values.json) {
+    printJson(io, rows.map((row) => ({ seq: row.seq, hash: row.hash, doc: parseOrText(row.doc) })));
+    return EXIT.done;
+  }
+  for (const row of rows) {
+    const doc = parseOrText(row.doc) as Record<string, unknown>;
+    const lease = doc.lease as { epoch?: number; version?: number } | undefined;
+    io.out(
+      `#${row.seq} ${String(doc.at ?? '?')} ${String(doc.kind ?? '?').padEnd(18)} ${String(doc.todo ?? '').padEnd(20)} ${String(doc.owner ?? '')}` +
+        `${lease ? ` epoch ${lease.epoch} v${lease.version}` : ''}${doc.capture ? ` ${String(doc.capture)}` : ''}\n`,
+    );
+  }
+  return EXIT.done;
+}
+
+function parseOrText(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}

@@ -10,6 +10,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   show: async () => (await import('./inspect')).showCommand,
   verify: async () => (await import('./inspect')).verifyCommand,
   release: async () => (await import('./inspect')).releaseCommand,
+  receipts: async () => (await import('./inspect')).receiptsCommand,
   hooks: async () => (await import('./hooks')).hooksCommand,
   doctor: async () => (await import('./hooks')).doctorCommand,
 };
@@ -18,7 +19,7 @@ const USAGE = `usage: turnkeeper <command>
   hook [--agent codex|claude|gemini]      run one agent hook (reads JSON on stdin)
   todo add <title> [--id <id>] [--body <text>] [--goal <dir>]
   todo list [--json]  |  todo done <id>
-  status [--json]  |  show <captureId> [--json]  |  verify [--json]
+  status [--json]  |  show <captureId> [--json]  |  verify [--json]  |  receipts [--limit <n>] [--json]
   release <todo> [--force --reason <why>]
   hooks install|uninstall|status --agent <agent> [--scope user|project]
   doctor [--json]

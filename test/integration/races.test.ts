@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
 import { contextOf, makeWorld, payload, type World } from '../support/world';
 import { FAULT_POINTS } from '../../src/store/faults';
+import { hostileCorpus } from '../support/hostileCorpus';
 
 let world: World;
 beforeEach(() => {
@@ -95,5 +96,27 @@ describe('a store that stays locked', () => {
     const store = await world.store();
     expect(await store.listLeases()).toHaveLength(1);
     store.close();
+  });
+});
+
+describe('hostile inputs through real processes', () => {
+  it('a few hundred of the corpus: exit 0, nothing on stdout, nothing written', async () => {
+    const store = await world.store();
+    const before = (await store.health()).receipts;
+    store.close();
+    const corpus = hostileCorpus(world, 300, 7);
+    // Four at a time: enough to be quick on two cores without turning this into a load test.
+    for (let i = 0; i < corpus.length; i += 4) {
+      const runs = await Promise.all(corpus.slice(i, i + 4).map((input) => world.cliAsync(['hook'], { input })));
+      for (const [j, run] of runs.entries()) {
+        if (run.code !== 0 || run.stdout !== '' || run.stderr === '') {
+          throw new Error(`input ${JSON.stringify(corpus[i + j]!.slice(0, 200))} gave ${JSON.stringify(run)}`);
+        }
+      }
+    }
+    const after = await world.store();
+    expect((await after.health()).receipts).toBe(before);
+    expect(await after.listSessions()).toStrictEqual([]);
+    after.close();
   });
 });

@@ -1,0 +1,138 @@
+// A throwaway world for the benchmark: temp root, a git repository as the Goal, TURNKEEPER_HOME,
+// a clean environment, realistic Codex payloads, and helpers that time real cold processes.
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+export const REPO_ROOT = resolve(import.meta.dirname, '../..');
+export const CLI = join(REPO_ROOT, 'dist/cli.js');
+export const NODE = process.execPath;
+export const TIME_BIN = '/usr/bin/time';
+
+/**
+ * The temp root holds everything: repo, TURNKEEPER_HOME, HOME, and TMPDIR. TMPDIR matters because
+ * `module.enableCompileCache()` (dist/cli.js) caches in `os.tmpdir()/node-compile-cache`: pointing it
+ * inside our root makes the cache ours (populated by the warm-up runs, removed at the end) instead of
+ * sharing /tmp/node-compile-cache with whatever else runs on the machine.
+ */
+export function makeRoot() {
+  const root = realpathSync(mkdtempSync(join(tmpdir(), 'tk-bench-')));
+  mkdirSync(join(root, 'tmp'));
+  mkdirSync(join(root, 'userhome'));
+  return root;
+}
+
+export function makeRepo(root, name = 'repo') {
+  const repo = join(root, name);
+  mkdirSync(join(repo, 'src'), { recursive: true });
+  const git = (...args) => execFileSync('git', ['-C', repo, '-c', 'user.email=bench@example.invalid', '-c', 'user.name=bench', ...args], { stdio: 'ignore' });
+  execFileSync('git', ['init', '-q', repo], { stdio: 'ignore' });
+  writeFileSync(join(repo, 'README.md'), '# demo service\n\nA small repository the agents work on.\n');
+  writeFileSync(join(repo, 'src', 'index.ts'), 'export const answer = 42;\n');
+  git('add', '.');
+  git('commit', '-qm', 'init');
+  return repo;
+}
+
+/** Only what a hook needs: PATH (git for preconditions), HOME, TURNKEEPER_HOME, and TMPDIR (see makeRoot). */
+export function cleanEnv(root, home) {
+  return { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: join(root, 'userhome'), TURNKEEPER_HOME: home, TMPDIR: join(root, 'tmp') };
+}
+
+export const newSession = () => randomUUID();
+
+/** Codex UserPromptSubmit, the shape Codex sends (session_id, turn_id, transcript_path, cwd, …). */
+export function codexPrompt({ root, repo, session, turn, prompt }) {
+  return JSON.stringify({
+    session_id: session,
+    turn_id: turn,
+    transcript_path: join(root, 'userhome', '.codex', 'sessions', '2026', '11', '30', `rollout-2026-11-30T12-00-00-${session}.jsonl`),
+    cwd: repo,
+    hook_event_name: 'UserPromptSubmit',
+    model: 'gpt-5-codex',
+    permission_mode: 'default',
+    prompt,
+  });
+}
+
+export const promptFor = (todo) =>
+  `Let's keep going on #todo:${todo}. Read src/index.ts, write the failing test first, then make it pass; keep the public API stable and run the unit tests before you stop.`;
+
+const SPAWN_OPTS = { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 };
+
+/** Runs one cold process and returns its wall time as seen by the parent (fork+exec+run+exit+reap). */
+export function timed(args, { input = '', env, cwd }) {
+  const started = process.hrtime.bigint();
+  const result = spawnSync(NODE, args, { ...SPAWN_OPTS, input, env, cwd });
+  const ms = Number(process.hrtime.bigint() - started) / 1e6;
+  if (result.error) throw result.error;
+  return { ms, code: result.status, signal: result.signal, stdout: result.stdout, stderr: result.stderr };
+}
+
+/** Peak RSS (KiB) of one cold process, via GNU time (wait4 rusage of the child). */
+export function peakRss(args, { input = '', env, cwd, scratch }) {
+  const out = join(scratch, `time-${process.pid}.txt`);
+  const result = spawnSync(TIME_BIN, ['-f', '%M', '-o', out, NODE, ...args], { ...SPAWN_OPTS, input, env, cwd });
+  if (result.error) throw result.error;
+  const lines = readFileSync(out, 'utf8').trim().split('\n');
+  const kib = Number(lines[lines.length - 1]);
+  if (!Number.isFinite(kib)) throw new Error(`could not read peak RSS from ${TIME_BIN}: ${lines.join(' | ')}`);
+  return { kib, code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+/**
+ * Starts all `inputs` as concurrent hook processes as fast as the parent can spawn them; each
+ * process's wall time runs from its own spawn call to its 'close' (exit + stdio drained).
+ */
+export function race(inputs, { env, cwd }) {
+  return new Promise((resolvePromise, reject) => {
+    const results = new Array(inputs.length);
+    let pending = inputs.length;
+    const first = process.hrtime.bigint();
+    inputs.forEach((input, index) => {
+      const started = process.hrtime.bigint();
+      const child = spawn(NODE, [CLI, 'hook'], { env, cwd, stdio: ['pipe', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.setEncoding('utf8').on('data', (chunk) => (stdout += chunk));
+      child.stderr.setEncoding('utf8').on('data', (chunk) => (stderr += chunk));
+      child.on('error', reject);
+      child.on('close', (code) => {
+        const now = process.hrtime.bigint();
+        results[index] = { ms: Number(now - started) / 1e6, sinceFirst: Number(now - first) / 1e6, code, stdout, stderr };
+        if (--pending === 0) resolvePromise(results);
+      });
+      child.stdin.end(input);
+    });
+  });
+}
+
+export function contextText(stdout) {
+  if (stdout === '') return undefined;
+  const parsed = JSON.parse(stdout);
+  return parsed?.hookSpecificOutput?.additionalContext;
+}
+
+export function cleanup(root) {
+  if (root && existsSync(root)) rmSync(root, { recursive: true, force: true });
+}
+
+/** Nearest-rank percentile of a numeric sample. */
+export function percentile(sample, p) {
+  const sorted = [...sample].sort((a, b) => a - b);
+  return sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+export function summary(sample) {
+  const sorted = [...sample].sort((a, b) => a - b);
+  return {
+    n: sorted.length,
+    median: percentile(sorted, 50),
+    p90: percentile(sorted, 90),
+    min: sorted[0],
+    max: sorted[sorted.length - 1],
+    mean: sorted.reduce((a, b) => a + b, 0) / sorted.length,
+  };
+}

@@ -1,0 +1,201 @@
+// End to end with the real Claude Code CLI (2.1.332): Turnkeeper's hooks installed by the real CLI
+// into $CLAUDE_CONFIG_DIR/settings.json, the real `claude -p` talking to a mock Anthropic Messages
+// API on 127.0.0.1, real SQLite. The Turn is Claude's `prompt_id` (UserPromptSubmit).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { makeWorld, type World } from '../support/world';
+import { lastToolResult, messageText, startAnthropicMock, type AnthropicMock, type AnthropicRequest } from '../support/anthropicMock';
+import {
+  BIN,
+  baseEnv,
+  describeRun,
+  installHooksWithCli,
+  killAll,
+  presentationOf,
+  runProcess,
+  statusOf,
+  verifyOf,
+  worldDir,
+  type LeaseJson,
+  type ProcResult,
+} from '../support/agentHarness';
+
+const BODY = 'Distinctive body: session cookie survives logout on Safari only (heron-5520).';
+const RUN_TIMEOUT_MS = 45_000;
+const CLAUDE_READY_LINE = /^UserPromptSubmit hook additional context: Turnkeeper: Todo fix-login · capture (cap_[0-9a-f]{24}) · epoch 1$/m;
+
+let world: World;
+let mock: AnthropicMock;
+let claudeEnv: NodeJS.ProcessEnv;
+let nextShell: string | undefined;
+
+beforeAll(async () => {
+  mock = await startAnthropicMock((req) => {
+    if (lastToolResult(req) !== undefined) return { text: 'done' };
+    // Only the main conversation (it carries tools) runs the queued command; side requests get text.
+    if (nextShell !== undefined && (req.body?.tools ?? []).some((t) => t.name === 'Bash')) {
+      const command = nextShell;
+      nextShell = undefined;
+      return { toolUse: { name: 'Bash', input: { command, description: 'touch a marker' } } };
+    }
+    return { text: 'ok' };
+  });
+  world = makeWorld('tk-e2e-claude');
+  const home = worldDir(world, 'claude', 'home');
+  const configDir = worldDir(world, 'claude', 'home', '.claude');
+  claudeEnv = baseEnv({
+    HOME: home,
+    CLAUDE_CONFIG_DIR: configDir,
+    TMPDIR: worldDir(world, 'claude', 'tmp'),
+    TURNKEEPER_HOME: world.home,
+    ANTHROPIC_BASE_URL: mock.url,
+    ANTHROPIC_API_KEY: 'dummy',
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    DISABLE_AUTOUPDATER: '1',
+  });
+  const add = world.cli(['todo', 'add', 'Fix login', '--id', 'fix-login', '--body', BODY]);
+  expect(add.code, add.stderr).toBe(0);
+  installHooksWithCli(world, 'claude', { CLAUDE_CONFIG_DIR: configDir });
+  expect(readFileSync(join(configDir, 'settings.json'), 'utf8')).toContain(`${world.home}/bin/turnkeeper' hook --agent claude`);
+});
+
+afterAll(async () => {
+  killAll();
+  await mock?.close();
+  world?.cleanup();
+});
+
+interface ClaudeJson {
+  session_id?: string;
+  result?: string;
+  is_error?: boolean;
+}
+
+function claude(args: string[]): Promise<ProcResult> {
+  return runProcess(join(BIN, 'claude'), args, { cwd: world.repo, env: claudeEnv, timeoutMs: RUN_TIMEOUT_MS });
+}
+
+function parseResult(label: string, run: ProcResult): ClaudeJson {
+  expect(run.code, describeRun(label, run)).toBe(0);
+  const line = run.stdout.trim().split('\n').at(-1) ?? '';
+  const json = JSON.parse(line) as ClaudeJson;
+  expect(json.is_error, describeRun(label, run)).not.toBe(true);
+  return json;
+}
+
+/** The main-conversation request of a run: the first one whose last user message is `prompt`. */
+function turnRequest(from: number, prompt: string): AnthropicRequest | undefined {
+  return mock.requests.slice(from).find((r) => (r.body?.messages ?? []).some((m) => m.role === 'user' && messageText(m).includes(prompt)));
+}
+
+/** Everything the model sees in a request: system prompt and every message, as text. */
+function visibleText(req: AnthropicRequest): string {
+  const system = req.body?.system;
+  const systemText = typeof system === 'string' ? system : (system ?? []).map((b) => b.text ?? '').join('\n');
+  return [systemText, ...(req.body?.messages ?? []).map(messageText)].join('\n');
+}
+
+/** Texts after the last user message that names `prompt` (where UserPromptSubmit context lands). */
+function afterPrompt(req: AnthropicRequest, prompt: string): string {
+  const messages = req.body?.messages ?? [];
+  const at = messages.findLastIndex((m) => m.role === 'user' && messageText(m).includes(prompt));
+  return messages.slice(at + 1).map(messageText).join('\n');
+}
+
+describe('Claude Code with Turnkeeper hooks (real binary)', () => {
+  let session = '';
+  let lease: LeaseJson;
+  let presentation = '';
+
+  it('a prompt naming #todo:fix-login claims the lease (Turn = prompt_id) and the ready capture reaches the model', async () => {
+    const prompt = 'please work on #todo:fix-login';
+    const from = mock.requests.length;
+    const json = parseResult('claude -p', await claude(['-p', prompt, '--output-format', 'json']));
+    session = json.session_id ?? '';
+    expect(session).toMatch(/^[0-9a-f-]{36}$/);
+
+    const req = turnRequest(from, prompt);
+    expect(req, `requests: ${mock.requests.slice(from).map((r) => r.raw.slice(0, 300)).join('\n')}`).toBeDefined();
+    const text = visibleText(req!);
+    // Claude prefixes hook context with "<Event> hook additional context: ".
+    const match = CLAUDE_READY_LINE.exec(text);
+    expect(match, text.slice(-4000)).not.toBeNull();
+    expect(text).toContain(BODY);
+
+    const status = statusOf(world);
+    const active = status.leases.filter((l) => l.status === 'active');
+    expect(active).toHaveLength(1);
+    lease = active[0]!;
+    expect(lease).toMatchObject({ todo: 'fix-login', owner: `claude:${session}`, epoch: 1, capture: match![1], status: 'active' });
+    const capture = status.captures.find((c) => c.id === lease.capture);
+    expect(capture).toMatchObject({ agent: 'claude', session, state: 'ready' });
+    expect(capture?.turn).toMatch(/^[0-9a-f-]{36}$/); // Claude's prompt_id
+    presentation = presentationOf(world, lease.capture);
+    expect(text).toContain(`UserPromptSubmit hook additional context: ${presentation}`);
+    expect(verifyOf(world).ok).toBe(true);
+  });
+
+  it('claude -p --resume presents the same ready capture (via UserPromptSubmit), the lease unchanged', async () => {
+    expect(session).not.toBe('');
+    const marker = join(world.root, 'claude-marker-before-release');
+    nextShell = `touch '${marker}'`;
+    const from = mock.requests.length;
+    const json = parseResult('claude --resume', await claude(['-p', '--resume', session, 'continue', '--output-format', 'json', '--allowedTools', 'Bash']));
+    expect(json.session_id).toBe(session);
+
+    const req = turnRequest(from, 'continue');
+    expect(req).toBeDefined();
+    // The context injected for this prompt (after it) is the stored presentation, byte for byte.
+    expect(afterPrompt(req!, 'continue')).toContain(`UserPromptSubmit hook additional context: ${presentation}`);
+    expect(existsSync(marker), 'the lease holder may run a shell command').toBe(true);
+
+    const after = statusOf(world);
+    expect(after.leases).toHaveLength(1);
+    const now = after.leases[0]!;
+    expect(now).toMatchObject({ todo: 'fix-login', owner: lease.owner, capture: lease.capture, epoch: lease.epoch, status: 'active' });
+    expect(now.version - lease.version).toBeGreaterThanOrEqual(0);
+    expect(now.version - lease.version).toBeLessThanOrEqual(1);
+    expect(after.captures.filter((c) => c.todo === 'fix-login')).toHaveLength(1);
+    expect(verifyOf(world).ok).toBe(true);
+  });
+
+  it('a second Claude session naming the same Todo gets [lease_held] and claims nothing', async () => {
+    const prompt = 'I also want #todo:fix-login';
+    const from = mock.requests.length;
+    const json = parseResult('second claude -p', await claude(['-p', prompt, '--output-format', 'json']));
+    expect(json.session_id).toBeDefined();
+    expect(json.session_id).not.toBe(session);
+    const req = turnRequest(from, prompt);
+    expect(req).toBeDefined();
+    const text = visibleText(req!);
+    expect(text).toContain('[lease_held]');
+    expect(text).toContain(`claude:${session}`);
+    expect(text).not.toContain(BODY);
+
+    const status = statusOf(world);
+    expect(status.leases).toHaveLength(1);
+    expect(status.leases[0]).toMatchObject({ owner: `claude:${session}`, epoch: 1, status: 'active' });
+    expect(status.captures.filter((c) => c.session === json.session_id)).toHaveLength(0);
+  });
+
+  it('after a forced release the resumed session is fenced: its Bash call is denied with [lease_fenced]', async () => {
+    const release = world.cli(['release', 'fix-login', '--force', '--reason', 'test']);
+    expect(release.code, release.stderr).toBe(0);
+    const marker = join(world.root, 'claude-marker-after-release');
+    nextShell = `touch '${marker}'`;
+    const from = mock.requests.length;
+    parseResult('claude --resume (fenced)', await claude(['-p', '--resume', session, 'continue after release', '--output-format', 'json', '--allowedTools', 'Bash']));
+    expect(existsSync(marker)).toBe(false);
+    const followUp = mock.requests.slice(from).find((r) => lastToolResult(r) !== undefined);
+    expect(followUp).toBeDefined();
+    const result = lastToolResult(followUp!)!;
+    expect(result.is_error).toBe(true);
+    expect(JSON.stringify(result.content)).toContain('[lease_fenced]');
+
+    const status = statusOf(world);
+    expect(status.leases).toHaveLength(1);
+    expect(status.leases[0]).toMatchObject({ owner: `claude:${session}`, epoch: 1, status: 'released' });
+    expect(verifyOf(world).ok).toBe(true);
+  });
+});

@@ -1,0 +1,151 @@
+// The conformance suite every authority must pass (SQLite today, PostgreSQL later). It speaks only
+// the Authority interface; a new authority runs it by calling `authorityConformance` with a factory.
+import { describe, expect, it } from 'vitest';
+import { buildCapture } from '../../src/core/capture';
+import { digestText } from '../../src/core/canonical';
+import { TodoExistsError, type Authority, type ClaimInput } from '../../src/store/authority';
+import { RENEWAL_INTERVAL_MS } from '../../src/core/lease';
+import type { Owner } from '../../src/core/ids';
+
+export type AuthorityFactory = () => Promise<{ authority: Authority; dispose: () => void }>;
+
+const GOAL = '/work/repo';
+const TTL = 60;
+const T0 = 1_800_000_000_000;
+
+function claimInput(owner: Owner, turn: string, todo = 'fix-login'): ClaimInput {
+  const [agent, session] = owner.split(':') as ['codex', string];
+  return {
+    capture: buildCapture({ goal: GOAL, todo, agent, session, turn, cwd: GOAL, binding: 'prompt' }),
+    owner,
+    preconditions: { gitHead: 'a'.repeat(40), statusDigest: digestText('') },
+    ttlSeconds: TTL,
+  };
+}
+
+export function authorityConformance(name: string, factory: AuthorityFactory): void {
+  const withAuthority = (test: (authority: Authority) => Promise<void>) => async () => {
+    const { authority, dispose } = await factory();
+    try {
+      await authority.addTodo({ goal: GOAL, id: 'fix-login', title: 'Fix login', body: 'The login form rejects valid passwords.' }, T0);
+      await test(authority);
+      expect((await authority.verifyChain()).ok).toBe(true);
+    } finally {
+      dispose();
+    }
+  };
+
+  describe(`Authority conformance: ${name}`, () => {
+    it(
+      'keeps Todos per Goal and refuses duplicates',
+      withAuthority(async (a) => {
+        await expect(a.addTodo({ goal: GOAL, id: 'fix-login', title: 'again', body: '' }, T0)).rejects.toBeInstanceOf(TodoExistsError);
+        await a.addTodo({ goal: '/other', id: 'fix-login', title: 'other goal', body: '' }, T0);
+        expect((await a.listTodos(GOAL)).map((t) => t.title)).toStrictEqual(['Fix login']);
+        expect(await a.listTodos()).toHaveLength(2);
+        expect(await a.getTodo(GOAL, 'fix-login')).toMatchObject({ status: 'open', body: 'The login form rejects valid passwords.' });
+      }),
+    );
+
+    it(
+      'acquires, replays the same op byte for byte, and refuses another owner',
+      withAuthority(async (a) => {
+        const input = claimInput('codex:s1', 't1');
+        const first = await a.claim(input, T0);
+        expect(first.kind).toBe('acquired');
+        if (first.kind !== 'acquired') return;
+        expect(first.lease).toMatchObject({ epoch: 1, version: 1, status: 'active', owner: 'codex:s1', capture: input.capture.captureId });
+        expect(first.ready.readyDigest).toBe(digestText(first.ready.presentation));
+        const replay = await a.claim(input, T0 + 5);
+        expect(replay).toMatchObject({ kind: 'replayed', ready: { presentation: first.ready.presentation } });
+        const other = await a.claim(claimInput('codex:s2', 't1'), T0 + 10);
+        expect(other).toMatchObject({ kind: 'lease_held', holder: { owner: 'codex:s1', epoch: 1 } });
+        const expired = await a.claim(claimInput('codex:s2', 't1'), T0 + TTL * 1000);
+        expect(expired.kind).toBe('lease_expired_hold');
+        expect(await a.listLeases()).toHaveLength(1);
+        expect(await a.readReady(input.capture.captureId)).toStrictEqual(first.ready);
+        expect(await a.getCapture(input.capture.captureId)).toMatchObject({ canonical: input.capture.canonical, turn: 't1', op: input.capture.op });
+      }),
+    );
+
+    it(
+      'refuses unknown and closed Todos',
+      withAuthority(async (a) => {
+        expect((await a.claim(claimInput('codex:s1', 't1', 'no-such'), T0)).kind).toBe('unknown_todo');
+        await a.setTodoStatus(GOAL, 'fix-login', 'blocked', T0);
+        expect(await a.claim(claimInput('codex:s1', 't1'), T0)).toStrictEqual({ kind: 'todo_not_open', status: 'blocked' });
+        expect(await a.listLeases()).toHaveLength(0);
+      }),
+    );
+
+    it(
+      'releases for good: the old op is capture_released, a new Turn gets epoch + 1',
+      withAuthority(async (a) => {
+        const input = claimInput('codex:s1', 't1');
+        await a.claim(input, T0);
+        expect(await a.release({ goal: GOAL, todo: 'fix-login', by: 'codex:s2', force: false }, T0 + 1)).toMatchObject({ kind: 'refused', why: 'not_owner' });
+        expect(await a.release({ goal: GOAL, todo: 'fix-login', force: true, reason: '' }, T0 + 1)).toMatchObject({ kind: 'refused', why: 'force_needs_reason' });
+        expect(await a.release({ goal: GOAL, todo: 'fix-login', by: 'codex:s1', force: false }, T0 + 2)).toMatchObject({ kind: 'released', lease: { status: 'released' } });
+        expect(await a.release({ goal: GOAL, todo: 'fix-login', by: 'codex:s1', force: false }, T0 + 3)).toMatchObject({ kind: 'refused', why: 'no_active_lease' });
+        expect(await a.claim(input, T0 + 4)).toMatchObject({ kind: 'capture_released', capture: input.capture.captureId, epoch: 1 });
+        expect(await a.claim(claimInput('codex:s1', 't2'), T0 + 5)).toMatchObject({ kind: 'acquired', lease: { epoch: 2 } });
+        expect((await a.leaseOfCapture(input.capture.captureId))?.status).toBe('released');
+        expect(await a.latestLeaseOfOwner('codex:s1')).toMatchObject({ lease: { epoch: 2 }, currentEpoch: 2 });
+      }),
+    );
+
+    it(
+      'marking a Todo done releases its lease in the same step',
+      withAuthority(async (a) => {
+        await a.claim(claimInput('codex:s1', 't1'), T0);
+        const done = await a.setTodoStatus(GOAL, 'fix-login', 'done', T0 + 1);
+        expect(done).toMatchObject({ todo: { status: 'done' }, released: { owner: 'codex:s1', status: 'released' } });
+        expect(await a.activeLeaseOfOwner('codex:s1')).toBeUndefined();
+        expect(await a.setTodoStatus(GOAL, 'missing-todo', 'done', T0)).toBeUndefined();
+      }),
+    );
+
+    it(
+      'renews for the owner at most once per interval',
+      withAuthority(async (a) => {
+        await a.claim(claimInput('codex:s1', 't1'), T0);
+        expect(await a.renew('codex:s1', T0 + RENEWAL_INTERVAL_MS - 1, TTL)).toMatchObject({ kind: 'skipped', why: 'too_soon' });
+        expect(await a.renew('codex:s2', T0 + RENEWAL_INTERVAL_MS, TTL)).toMatchObject({ kind: 'skipped' });
+        expect(await a.renew('codex:s1', T0 + RENEWAL_INTERVAL_MS, TTL)).toMatchObject({ kind: 'renewed', lease: { version: 2, expiresAt: T0 + RENEWAL_INTERVAL_MS + TTL * 1000 } });
+      }),
+    );
+
+    it(
+      'records proof of life no more often than asked, and carries it in a claim',
+      withAuthority(async (a) => {
+        const touch = { owner: 'codex:s1' as Owner, agent: 'codex' as const, session: 's1', goal: GOAL, cwd: GOAL, transcriptPath: '/t/s1.jsonl' };
+        await a.touchSession(touch, T0, 15_000);
+        await a.touchSession(touch, T0 + 1000, 15_000);
+        expect(await a.getSession('codex:s1')).toMatchObject({ firstHookAt: T0, lastHookAt: T0 });
+        await a.touchSession(touch, T0 + 16_000, 15_000);
+        expect((await a.getSession('codex:s1'))?.lastHookAt).toBe(T0 + 16_000);
+        await a.claim({ ...claimInput('codex:s2', 't1'), session: { ...touch, owner: 'codex:s2', session: 's2' } }, T0 + 17_000);
+        expect((await a.getSession('codex:s2'))?.lastHookAt).toBe(T0 + 17_000);
+        expect((await a.listSessions()).map((s) => s.owner).sort()).toStrictEqual(['codex:s1', 'codex:s2']);
+      }),
+    );
+
+    it(
+      'chains receipts, pages them newest first, and knows committed launches',
+      withAuthority(async (a) => {
+        const input = claimInput('codex:s1', 't1');
+        await a.claim(input, T0);
+        expect(await a.hasCommittedLaunch(input.capture.captureId)).toBe(false);
+        const launch = await a.appendReceipt({ kind: 'launch_committed', goal: GOAL, todo: 'fix-login', capture: input.capture.captureId }, T0 + 1);
+        expect(await a.hasCommittedLaunch(input.capture.captureId)).toBe(true);
+        const page = await a.receipts({ limit: 2 });
+        expect(page.map((row) => row.seq)).toStrictEqual([launch.seq, launch.seq - 1]);
+        const next = await a.receipts({ beforeSeq: page[1]!.seq, limit: 100 });
+        expect(next[0]!.seq).toBe(launch.seq - 2);
+        expect(next.at(-1)!.seq).toBe(1);
+        expect(await a.verifyChain()).toStrictEqual({ ok: true, verified: launch.seq, breaks: [] });
+        expect((await a.health()).receipts).toBe(launch.seq);
+      }),
+    );
+  });
+}

@@ -1,0 +1,28 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { REASON_CODES, REASONS, renderGuidance } from '../../src/core/reasons';
+
+describe('reason codes', () => {
+  it('render guidance with the code in brackets, the facts and a recovering command', () => {
+    for (const code of REASON_CODES) {
+      const text = renderGuidance(code, { todo: 'fix-login', heldTodo: 'other-todo', holder: 'codex:s1', epoch: 3, capture: 'cap_0123456789abcdef01234567' });
+      expect(text).toContain(`[${code}]`);
+      expect(text).toMatch(/\nRecover: \S/);
+      expect(text).toContain(`docs/recovery.md#${code}`);
+      expect(text.length).toBeLessThan(8000);
+    }
+  });
+
+  it('form a closed set matching the contract', () => {
+    expect([...REASON_CODES].sort()).toStrictEqual(Object.keys(REASONS).sort());
+    expect(REASON_CODES).toHaveLength(13);
+  });
+
+  it('each have a section in docs/recovery.md', () => {
+    const path = resolve(__dirname, '../../docs/recovery.md');
+    expect(existsSync(path)).toBe(true);
+    const headings = new Set(readFileSync(path, 'utf8').split('\n').filter((line) => line.startsWith('## ')).map((line) => line.slice(3).trim()));
+    for (const code of REASON_CODES) expect(headings, code).toContain(code);
+  });
+});
