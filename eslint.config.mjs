@@ -32,6 +32,6 @@ export default tseslint.config(
   layer(['src/store/**/*.ts'], ['vscode', '**/agents/**', '**/lifecycle/**', '**/launcher/**', '**/cli/**', '**/extension/**'], 'src/store may only use src/core'),
   layer(['src/agents/**/*.ts'], ['vscode', '**/store/**', '**/lifecycle/**', '**/launcher/**', '**/cli/**', '**/extension/**'], 'src/agents may only use src/core'),
   layer(['src/lifecycle/**/*.ts'], ['vscode', '**/launcher/**', '**/cli/**', '**/extension/**'], 'src/lifecycle may use core, store and agents'),
-  layer(['src/launcher/**/*.ts'], ['vscode', '**/lifecycle/**', '**/cli/**', '**/extension/**'], 'src/launcher may use core and store'),
+  layer(['src/launcher/**/*.ts'], ['vscode', '**/cli/**', '**/extension/**'], 'src/launcher (launch and resume) may use core, store, agents and lifecycle'),
   layer(['src/cli/**/*.ts'], ['vscode', '**/extension/**'], 'the CLI never imports the extension'),
 );

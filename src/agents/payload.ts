@@ -96,6 +96,9 @@ export function parseHookInput(raw: string | Buffer, forcedAgent?: Agent): HookE
     throw new InvalidHookInput(`unknown ${agent} event ${JSON.stringify(payload.hook_event_name)}`);
   }
   const payloadTurn = agent === 'codex' ? payload.turn_id : agent === 'claude' ? payload.prompt_id : undefined;
+  // Gemini prepends earlier hook context to the prompt as <hook_context>…</hook_context>: our own
+  // presentation or guidance must never read as the user naming a Todo.
+  const prompt = payload.prompt == null ? undefined : agent === 'gemini' ? withoutHookContext(payload.prompt) : payload.prompt;
   return {
     agent,
     eventName: payload.hook_event_name,
@@ -104,10 +107,13 @@ export function parseHookInput(raw: string | Buffer, forcedAgent?: Agent): HookE
     turn: kind === 'session_start' ? undefined : (payloadTurn ?? undefined),
     cwd: payload.cwd,
     transcriptPath: payload.transcript_path ?? undefined,
-    prompt: payload.prompt ?? undefined,
+    prompt,
     toolName: payload.tool_name ?? undefined,
   };
 }
+
+const HOOK_CONTEXT = /<hook_context>[\s\S]*?<\/hook_context>/g;
+export const withoutHookContext = (prompt: string): string => prompt.replace(HOOK_CONTEXT, '');
 
 // Tools that change the workspace: edits, patches and shells (contract §2, fencing). Read-only and
 // MCP tools are not fenced.

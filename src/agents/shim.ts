@@ -12,6 +12,12 @@ export interface ShimTarget {
   readonly script: string;
   /** The runtime is Electron (VS Code's extension host) and must behave as plain Node. */
   readonly electronRunAsNode?: boolean;
+  /**
+   * The TURNKEEPER_HOME (and TURNKEEPER_DB) the hooks were installed for: defaults in the shim, so an
+   * agent started without those variables still reaches the same store. Set values still win.
+   */
+  readonly home?: string;
+  readonly db?: string;
 }
 
 const HEADER = "# Turnkeeper shim: rewritten by every install or upgrade. Agents' hook commands point here, so they never change.";
@@ -25,6 +31,8 @@ export function shimContent(target: ShimTarget): string {
   }
   const lines = ['#!/bin/sh', HEADER];
   if (target.electronRunAsNode === true) lines.push('export ELECTRON_RUN_AS_NODE=1');
+  if (target.home) lines.push(`export TURNKEEPER_HOME="\${TURNKEEPER_HOME:-}"; [ -n "$TURNKEEPER_HOME" ] || TURNKEEPER_HOME=${shQuote(target.home)}`);
+  if (target.db) lines.push(`export TURNKEEPER_DB="\${TURNKEEPER_DB:-}"; [ -n "$TURNKEEPER_DB" ] || TURNKEEPER_DB=${shQuote(target.db)}`);
   lines.push(`exec ${shQuote(target.runtime)} ${shQuote(target.script)} "$@"`);
   return `${lines.join('\n')}\n`;
 }
@@ -40,7 +48,7 @@ export function writeShim(turnkeeperHome: string, target: ShimTarget): boolean {
 }
 
 /** The runtime and script the shim runs, or undefined when there is no shim or it is not ours. */
-export function readShim(turnkeeperHome: string): Required<ShimTarget> | undefined {
+export function readShim(turnkeeperHome: string): Required<Pick<ShimTarget, 'runtime' | 'script' | 'electronRunAsNode'>> | undefined {
   const content = readOrUndefined(shimPath(turnkeeperHome));
   if (content === undefined) return undefined;
   const quoted = String.raw`'((?:[^']|'\\'')*)'`;

@@ -36,7 +36,13 @@ export async function hooksCommand(args: string[], io: Io): Promise<number> {
   const agent = agents[0]!;
   if (sub === 'install') {
     // The shim is rewritten to point at this Turnkeeper; the command in the agent's config stays the same.
-    const shimChanged = writeShim(home, { runtime: process.execPath, script: cliScriptPath(), electronRunAsNode: process.versions.electron !== undefined });
+    const shimChanged = writeShim(home, {
+      runtime: process.execPath,
+      script: cliScriptPath(),
+      electronRunAsNode: process.versions.electron !== undefined,
+      home,
+      db: io.env.TURNKEEPER_DB,
+    });
     const result = installHooks(target(agent), command(agent));
     if (values.json) printJson(io, { ok: true, agent, scope, shim: shimPath(home), shimChanged, ...result });
     else {

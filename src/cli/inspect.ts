@@ -3,6 +3,7 @@ import { digestText } from '../core/canonical';
 import { isCaptureId, isTodoId, type Owner } from '../core/ids';
 import { isoTime } from '../core/lease';
 import { statusSnapshot, leaseView } from '../lifecycle/status';
+import { callerOwner } from '../lifecycle/settings';
 import { EXIT, goalFrom, openStore, parse, printJson, UsageError, type Io } from './io';
 
 export async function statusCommand(args: string[], io: Io): Promise<number> {
@@ -86,7 +87,7 @@ export async function releaseCommand(args: string[], io: Io): Promise<number> {
   if (!isTodoId(todo)) throw new UsageError(`Todo id ${JSON.stringify(todo)} is outside its grammar\nusage: ${usage}`);
   if (values.force && !values.reason?.trim()) throw new UsageError(`--force needs --reason <why>: the reason goes into the receipt\nusage: ${usage}`);
   const goal = goalFrom(io, values.goal);
-  const by = (values.owner ?? io.env.TURNKEEPER_OWNER) as Owner | undefined;
+  const by = (values.owner as Owner | undefined) ?? callerOwner(io.env);
   const store = await openStore(io, false);
   const result = store
     ? await store.release({ goal, todo, by, force: values.force ?? false, reason: values.reason }, Date.now())

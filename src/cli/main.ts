@@ -11,6 +11,8 @@ const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   verify: async () => (await import('./inspect')).verifyCommand,
   release: async () => (await import('./inspect')).releaseCommand,
   receipts: async () => (await import('./inspect')).receiptsCommand,
+  attest: async () => (await import('./launch')).attestCommand,
+  resume: async () => (await import('./launch')).resumeCommand,
   hooks: async () => (await import('./hooks')).hooksCommand,
   doctor: async () => (await import('./hooks')).doctorCommand,
 };
@@ -21,6 +23,8 @@ const USAGE = `usage: turnkeeper <command>
   todo list [--json]  |  todo done <id>
   status [--json]  |  show <captureId> [--json]  |  verify [--json]  |  receipts [--limit <n>] [--json]
   release <todo> [--force --reason <why>]
+  attest <path> [--json]
+  resume <captureId> [--dry-run] [--json] [--accept-drift] [--agent-bin <path>] [--interactive] [-- <agent args>]
   hooks install|uninstall|status --agent <agent> [--scope user|project]
   doctor [--json]
 `;

@@ -58,7 +58,7 @@ export function renderPresentation(ready: ReadyDocument): string {
   const tail = [
     '',
     `Goal: ${ready.goal}`,
-    `Git at capture: ${ready.preconditions.gitHead ?? '(not a git repository)'}${ready.preconditions.statusDigest ? ` (status ${ready.preconditions.statusDigest.slice(0, 19)}…)` : ''}`,
+    `Git at capture: ${ready.preconditions.gitHead ?? (ready.preconditions.statusDigest === null ? '(not a git repository)' : '(no commit yet)')}${ready.preconditions.statusDigest ? ` (status ${ready.preconditions.statusDigest.slice(0, 19)}…)` : ''}`,
     ...(ready.history.length > 0
       ? ['Recent receipts of this Todo:', ...ready.history.map(renderHistoryLine)]
       : []),

@@ -17,7 +17,11 @@ export const REASON_CODES = [
   'lease_fenced',
   'transcript_missing',
 ] as const;
-export type ReasonCode = (typeof REASON_CODES)[number];
+export type HookReasonCode = (typeof REASON_CODES)[number];
+
+/** Refusals that only `resume` gives (contract §7), beside the hook's closed set above. */
+export const RESUME_REASON_CODES = ['unknown_capture', 'unbound_capture', 'lease_moved'] as const;
+export type ReasonCode = HookReasonCode | (typeof RESUME_REASON_CODES)[number];
 
 /** Facts a guidance message may name. Only what is known is shown. */
 export interface GuidanceFacts {
@@ -114,6 +118,22 @@ export const REASONS: Readonly<Record<ReasonCode, ReasonEntry>> = {
     explain: (f) =>
       `This session's lease on Todo ${q(f.todo)} (epoch ${q(f.epoch, '?')}) was released or taken over; writes from this session are refused so an evicted agent cannot keep editing.`,
     recover: (f) => `turnkeeper status   # then start a new turn that names #todo:${q(f.todo)}`,
+  },
+  unknown_capture: {
+    conflict: false,
+    explain: (f) => `There is no capture ${q(f.capture, '?')} in this store.`,
+    recover: () => `turnkeeper status   # lists the captures that exist`,
+  },
+  unbound_capture: {
+    conflict: false,
+    explain: (f) => `Capture ${q(f.capture, '?')} has no Turn (legacy or imported): it is readable, never executable.`,
+    recover: (f) => `turnkeeper show ${q(f.capture, '<captureId>')}   # then start a new turn that names #todo:${q(f.todo)}`,
+  },
+  lease_moved: {
+    conflict: true,
+    explain: (f) =>
+      `Todo ${q(f.todo)} is now leased to ${q(f.holder, 'another agent')} (epoch ${q(f.epoch, '?')}); capture ${q(f.capture, '?')} lost its lease and cannot be resumed.`,
+    recover: (f) => `turnkeeper status   # coordinate with ${q(f.holder, 'the holder')}, or start a new turn that names #todo:${q(f.todo)} once it is released`,
   },
   transcript_missing: {
     conflict: false,

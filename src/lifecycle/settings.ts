@@ -4,6 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_LEASE_TTL_SECONDS } from '../core/lease';
 import { turnkeeperHome, type Env } from '../store/location';
+import { isSessionId, ownerOf, type Agent, type Owner } from '../core/ids';
 
 /** Contract §2 rule 1: env TURNKEEPER=off, or a file named `off` in TURNKEEPER_HOME. */
 export const isTurnedOff = (env: Env): boolean => env.TURNKEEPER === 'off' || existsSync(join(turnkeeperHome(env), 'off'));
@@ -38,4 +39,21 @@ function readHomeConfig(env: Env): HomeConfig {
   } catch {
     return {};
   }
+}
+
+/**
+ * Who is running a command such as `turnkeeper release` or `todo done`: an agent's shell tool
+ * carries its session in the environment, so an agent can release its own lease without --force.
+ * Not an authority boundary (the same user can pass --force); a convenience with the right default.
+ */
+export function callerOwner(env: Env): Owner | undefined {
+  const explicit = env.TURNKEEPER_OWNER;
+  if (explicit) return explicit as Owner;
+  const candidates: [Agent, string | undefined][] = [
+    ['codex', env.CODEX_THREAD_ID ?? env.CODEX_SESSION_ID],
+    ['claude', env.CLAUDE_CODE_SESSION_ID],
+    ['gemini', env.GEMINI_SESSION_ID],
+  ];
+  for (const [agent, session] of candidates) if (session && isSessionId(session)) return ownerOf(agent, session);
+  return undefined;
 }

@@ -5,6 +5,7 @@ export const FAULT_POINTS = [
   'claim.before_transaction',
   'claim.inside_transaction',
   'claim.after_commit',
+  'store.before_commit',
 ] as const;
 export type FaultPoint = (typeof FAULT_POINTS)[number];
 
@@ -16,4 +17,6 @@ export function faultPoint(point: FaultPoint): void {
   if (name !== point) return;
   if (action === 'kill') process.kill(process.pid, 'SIGKILL');
   if (action === 'throw') throw new Error(`fault injected at ${point}`);
+  // A disk error as SQLite reports one, for tests of what a failed write leaves behind.
+  if (action === 'ioerr') throw Object.assign(new Error(`disk I/O error (injected at ${point})`), { code: 'SQLITE_IOERR' });
 }

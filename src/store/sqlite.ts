@@ -1,7 +1,7 @@
 // The SQLite authority (contract §4): better-sqlite3 13 (Node-API), WAL, synchronous=FULL,
 // busy_timeout, every write in BEGIN IMMEDIATE. Claim decisions come from the pure core; this file
 // only reads state, asks the core, and writes the outcome atomically.
-import { mkdirSync, existsSync } from 'node:fs';
+import { mkdirSync, existsSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { buildReceipt, parseReceipt, walkChain, type ReceiptFields } from '../core/receipts';
@@ -100,7 +100,8 @@ export async function openSqliteAuthority(options: OpenOptions): Promise<SqliteA
       db.close();
       throw error;
     }
-    return new SqliteAuthority(db, options.path, options.busyTimeoutMs ?? 5000);
+    const file = statSync(options.path);
+    return new SqliteAuthority(db, options.path, options.busyTimeoutMs ?? 5000, { dev: file.dev, ino: file.ino });
   } catch (error) {
     throw asStoreError(error);
   }
@@ -232,6 +233,7 @@ export class SqliteAuthority implements Authority {
     private readonly db: BetterSqlite3.Database,
     readonly path: string,
     private readonly busyTimeoutMs: number,
+    private readonly file: { readonly dev: number; readonly ino: number },
   ) {}
 
   private guard<T>(work: () => T): Promise<T> {
@@ -248,7 +250,30 @@ export class SqliteAuthority implements Authority {
   }
 
   private immediate<T>(work: () => T): T {
-    return immediateWithRetry(this.db, work, this.busyTimeoutMs);
+    this.assertFileInPlace();
+    return immediateWithRetry(
+      this.db,
+      () => {
+        const result = work();
+        faultPoint('store.before_commit');
+        return result;
+      },
+      this.busyTimeoutMs,
+    );
+  }
+
+  /**
+   * SQLite keeps writing to a database file that was deleted or replaced while open, and those
+   * writes are lost for every other process: refuse them instead (a receipt there is no receipt).
+   */
+  private assertFileInPlace(): void {
+    let now;
+    try {
+      now = statSync(this.path);
+    } catch {
+      throw new StoreUnavailableError(`the database file ${this.path} was removed while in use`);
+    }
+    if (now.dev !== this.file.dev || now.ino !== this.file.ino) throw new StoreUnavailableError(`the database file ${this.path} was replaced while in use`);
   }
 
   private appendInTransaction(fields: ReceiptFields, now: number): { seq: number; hash: string } {
@@ -404,16 +429,15 @@ export class SqliteAuthority implements Authority {
         this.appendInTransaction({ kind: 'claim_refused', goal: doc.goal, todo: doc.todo, owner, op: capture.op, detail, ...extra }, now);
       };
 
-      if (!recordedRow) {
-        const todo = this.db.prepare('SELECT * FROM todos WHERE goal = ? AND id = ?').get(doc.goal, doc.todo) as TodoRowRaw | undefined;
-        if (!todo) {
-          refuse({ reason: 'unknown_todo' });
-          return { kind: 'unknown_todo' };
-        }
-        if (todo.status !== 'open') {
-          refuse({ reason: 'todo_not_open', status: todo.status });
-          return { kind: 'todo_not_open', status: todo.status };
-        }
+      // Contract §2 rule 6, in its order: the Todo first, then the operation, then the lease.
+      const todoRow = this.db.prepare('SELECT * FROM todos WHERE goal = ? AND id = ?').get(doc.goal, doc.todo) as TodoRowRaw | undefined;
+      if (!todoRow) {
+        refuse({ reason: 'unknown_todo' });
+        return { kind: 'unknown_todo' };
+      }
+      if (todoRow.status !== 'open') {
+        refuse({ reason: 'todo_not_open', status: todoRow.status });
+        return { kind: 'todo_not_open', status: todoRow.status };
       }
       const active = this.activeLeaseOfTodo(doc.goal, doc.todo);
       const last = this.db.prepare('SELECT MAX(epoch) AS epoch FROM leases WHERE goal = ? AND todo = ?').get(doc.goal, doc.todo) as {
@@ -448,7 +472,7 @@ export class SqliteAuthority implements Authority {
           break;
       }
 
-      const todo = this.db.prepare('SELECT * FROM todos WHERE goal = ? AND id = ?').get(doc.goal, doc.todo) as TodoRowRaw;
+      const todo = todoRow;
       const history = this.historyOf(doc.goal, doc.todo);
       const lease = acquiredLease({ goal: doc.goal, todo: doc.todo, owner, capture: capture.captureId, epoch: decision.epoch }, now, input.ttlSeconds);
       const ready = buildReadyCapture({

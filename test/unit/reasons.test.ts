@@ -1,11 +1,11 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { REASON_CODES, REASONS, renderGuidance } from '../../src/core/reasons';
+import { REASON_CODES, REASONS, RESUME_REASON_CODES, renderGuidance } from '../../src/core/reasons';
 
 describe('reason codes', () => {
   it('render guidance with the code in brackets, the facts and a recovering command', () => {
-    for (const code of REASON_CODES) {
+    for (const code of [...REASON_CODES, ...RESUME_REASON_CODES]) {
       const text = renderGuidance(code, { todo: 'fix-login', heldTodo: 'other-todo', holder: 'codex:s1', epoch: 3, capture: 'cap_0123456789abcdef01234567' });
       expect(text).toContain(`[${code}]`);
       expect(text).toMatch(/\nRecover: \S/);
@@ -15,7 +15,7 @@ describe('reason codes', () => {
   });
 
   it('form a closed set matching the contract', () => {
-    expect([...REASON_CODES].sort()).toStrictEqual(Object.keys(REASONS).sort());
+    expect([...REASON_CODES, ...RESUME_REASON_CODES].sort()).toStrictEqual(Object.keys(REASONS).sort());
     expect(REASON_CODES).toHaveLength(13);
   });
 
@@ -23,6 +23,6 @@ describe('reason codes', () => {
     const path = resolve(__dirname, '../../docs/recovery.md');
     expect(existsSync(path)).toBe(true);
     const headings = new Set(readFileSync(path, 'utf8').split('\n').filter((line) => line.startsWith('## ')).map((line) => line.slice(3).trim()));
-    for (const code of REASON_CODES) expect(headings, code).toContain(code);
+    for (const code of [...REASON_CODES, ...RESUME_REASON_CODES]) expect(headings, code).toContain(code);
   });
 });

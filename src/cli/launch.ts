@@ -1,0 +1,110 @@
+// `turnkeeper attest <path>` and `turnkeeper resume <captureId>` (contract §6–§8).
+import { isCaptureId } from '../core/ids';
+import { attest, releaseAttestation } from '../launcher/attest';
+import { LaunchRefused } from '../launcher/refusals';
+import { resumeCapture } from '../launcher/resume';
+import { storePath } from '../store/location';
+import { EXIT, openStore, parse, printJson, UsageError, type Io } from './io';
+
+export async function attestCommand(args: string[], io: Io): Promise<number> {
+  const { values, positionals } = parse(args, { json: { type: 'boolean' } }, { min: 1, max: 1, usage: 'turnkeeper attest <path> [--json]' });
+  try {
+    const attestation = await attest(positionals[0]!.startsWith('/') ? positionals[0]! : `${io.cwd}/${positionals[0]!}`);
+    releaseAttestation(attestation);
+    const report = {
+      ok: true,
+      digest: attestation.digest,
+      size: attestation.identity.size,
+      entrypoint: attestation.entrypoint,
+      identity: { dev: attestation.identity.dev, ino: attestation.identity.ino },
+      chain: attestation.chain.map((hop) => hop.path),
+      resolved: attestation.resolved,
+      ...(attestation.interpreter ? { interpreter: { path: attestation.interpreter.path, digest: attestation.interpreter.digest } } : {}),
+      ...(Object.keys(attestation.environment).length > 0 ? { environment: attestation.environment } : {}),
+    };
+    if (values.json) printJson(io, report);
+    else io.out(`${report.resolved}\n  ${report.entrypoint}, ${report.size} bytes, ${report.digest}\n  chain: ${report.chain.join(' -> ')}\n`);
+    return EXIT.done;
+  } catch (error) {
+    if (!(error instanceof LaunchRefused)) throw error;
+    if (values.json) printJson(io, { ok: false, reason: error.reason, detail: error.detail });
+    else io.err(`refused [${error.reason}]: ${error.detail}\n`);
+    return EXIT.refused;
+  }
+}
+
+export async function resumeCommand(argv: string[], io: Io): Promise<number> {
+  const usage = 'turnkeeper resume <captureId> [--dry-run] [--json] [--accept-drift] [--agent-bin <path>] [--interactive] [--prompt <text>] [-- <agent args>]';
+  const split = argv.indexOf('--');
+  const args = split < 0 ? argv : argv.slice(0, split);
+  const extraArgs = split < 0 ? [] : argv.slice(split + 1);
+  const { values, positionals } = parse(
+    args,
+    {
+      'dry-run': { type: 'boolean' },
+      json: { type: 'boolean' },
+      'accept-drift': { type: 'boolean' },
+      'agent-bin': { type: 'string' },
+      interactive: { type: 'boolean' },
+      prompt: { type: 'string' },
+      'allow-loader-env': { type: 'string', multiple: true },
+    },
+    { min: 1, max: 1, usage },
+  );
+  const captureId = positionals[0]!;
+  if (!isCaptureId(captureId)) throw new UsageError(`${JSON.stringify(captureId)} is not a capture id\nusage: ${usage}`);
+  const store = await openStore(io, false);
+  if (!store) {
+    if (values.json) printJson(io, { ok: false, decision: 'refused', reason: 'unknown_capture', capture: captureId });
+    else io.err(`no Turnkeeper store yet, so no capture ${captureId}\n`);
+    return EXIT.refused;
+  }
+  try {
+    const result = await resumeCapture({
+      store,
+      storePath: storePath(io.env),
+      captureId,
+      env: io.env,
+      acceptDrift: values['accept-drift'] ?? false,
+      dryRun: values['dry-run'] ?? false,
+      agentBin: values['agent-bin'],
+      mode: values.interactive ? 'interactive' : 'headless',
+      // With --json our stdout carries the decision, so the agent's output goes to stderr.
+      stdio: values.json ? 'pipe' : 'inherit',
+      prompt: values.prompt,
+      extraArgs,
+      allowLoaderVariables: values['allow-loader-env'],
+    });
+    if (!result.ok) {
+      if (values.json) printJson(io, { ok: false, decision: 'refused', capture: captureId, reason: result.reason, guidance: result.guidance });
+      else io.err(`${result.guidance}\n`);
+      return EXIT.refused;
+    }
+    if (result.dryRun) {
+      if (values.json) printJson(io, { ok: true, decision: 'dry_run', capture: captureId, agent: result.agent, digest: result.digest, argv: result.argv });
+      else io.out(`would resume ${captureId} with: ${result.argv.join(' ')}\n  attested ${result.digest}\n`);
+      return EXIT.done;
+    }
+    const { launch } = result;
+    if (!values.json) io.err(`turnkeeper: launch receipt #${launch.receipt.seq} committed; ${result.agent} is running (pid ${launch.pid})\n`);
+    launch.stdout?.on('data', (chunk: Buffer) => io.err(chunk.toString()));
+    launch.stderr?.on('data', (chunk: Buffer) => io.err(chunk.toString()));
+    launch.stdin?.end();
+    const exit = await launch.exited;
+    if (values.json) {
+      printJson(io, {
+        ok: true,
+        decision: 'launched',
+        capture: captureId,
+        agent: result.agent,
+        pid: launch.pid,
+        receipt: launch.receipt,
+        digest: result.attestation.digest,
+        exit,
+      });
+    }
+    return EXIT.done;
+  } finally {
+    store.close();
+  }
+}

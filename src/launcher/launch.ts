@@ -1,0 +1,223 @@
+// The attested launch (contract §6): the agent is parked by the kernel at its exec boundary, checked
+// against its attestation, its receipt is committed, and only then does it run its first
+// instruction. Any failure on the way kills the parked process: the agent never ran.
+//
+// States: checked -> prepared -> forking -> parked -> verified -> committed -> running -> exited,
+// with every arrow also able to go to `refused` (kill, reap, close, typed refusal). See
+// docs/launcher.md for the threat model and the transitions.
+import { Socket } from 'node:net';
+import { ReadStream } from 'node:tty';
+import { writeSync } from 'node:fs';
+import { digestDocument } from '../core/canonical';
+import { identityOf, sameIdentity, type Attestation, type Identity } from './attest';
+import { nativeLauncher, type NativeEvent } from './native';
+import { LaunchRefused, type LaunchRefusal } from './refusals';
+
+/** Loader variables change what runs without changing the executable; refused unless allowed. */
+export const LOADER_VARIABLE = /^(LD_[A-Z_]+|DYLD_[A-Z_]+|NODE_OPTIONS|NODE_PATH|MALLOC_PERTURB_|GCONV_PATH)$/;
+
+export const BARRIERS = ['after_attestation', 'after_argv_env', 'before_fork', 'parked', 'cancel'] as const;
+export type BarrierName = (typeof BARRIERS)[number];
+/** Test-only pauses inside the launch; honoured only when TURNKEEPER_TEST_BARRIERS=1 is set. */
+export type Barriers = Partial<Record<BarrierName, () => Promise<void> | void>>;
+
+export interface LaunchFacts {
+  readonly pid: number;
+  readonly digest: string;
+  readonly identity: Identity;
+  readonly argv: readonly string[];
+  readonly argvDigest: string;
+  readonly envDigest: string;
+  readonly cwd: string;
+  readonly loaderEnvironment: string;
+}
+
+export interface LaunchRequest {
+  readonly attestation: Attestation;
+  /** Arguments after argv[0]; argv[0] is the attested path. */
+  readonly args: readonly string[];
+  readonly cwd: string;
+  readonly env: Readonly<Record<string, string>>;
+  readonly stdio: 'pipe' | 'pty' | 'inherit';
+  readonly cols?: number;
+  readonly rows?: number;
+  readonly allowLoaderVariables?: readonly string[];
+  /** How long the parked child may wait for verification and the receipt. */
+  readonly timeoutMs?: number;
+  /** Writes the `launch_committed` receipt; the agent runs only after this resolves. */
+  readonly commit: (facts: LaunchFacts) => Promise<{ seq: number; hash: string }>;
+  /** Records `launch_refused` when the store is writable; failures here are swallowed. */
+  readonly recordRefusal?: (reason: LaunchRefusal, detail: string, facts: Partial<LaunchFacts>) => Promise<void>;
+  readonly signal?: AbortSignal;
+  readonly barriers?: Barriers;
+}
+
+export interface RunningLaunch {
+  readonly pid: number;
+  readonly receipt: { readonly seq: number; readonly hash: string };
+  readonly facts: LaunchFacts;
+  readonly stdin?: Socket;
+  readonly stdout?: Socket;
+  readonly stderr?: Socket;
+  readonly pty?: { readonly output: ReadStream; write(data: string | Buffer): void; resize(cols: number, rows: number): void };
+  readonly exited: Promise<{ code: number | null; signal: number | null }>;
+  kill(signal?: NodeJS.Signals): void;
+}
+
+const DEFAULT_TIMEOUT_MS = 15_000;
+
+export async function launchAttested(request: LaunchRequest): Promise<RunningLaunch> {
+  const native = nativeLauncher();
+  const { attestation } = request;
+  const barriers = process.env.TURNKEEPER_TEST_BARRIERS === '1' ? (request.barriers ?? {}) : {};
+  const partial: { -readonly [K in keyof LaunchFacts]?: LaunchFacts[K] } = { digest: attestation.digest, identity: attestation.identity, cwd: request.cwd };
+  let launchId: number | undefined;
+  let pid: number | undefined;
+
+  const refuse = async (reason: LaunchRefusal, detail: string): Promise<never> => {
+    if (launchId !== undefined) native.decide(launchId, 'kill', reason);
+    await request.recordRefusal?.(reason, detail, { ...partial, pid }).catch(() => undefined);
+    throw new LaunchRefused(reason, detail);
+  };
+  const checkCancelled = async () => {
+    if (request.signal?.aborted) {
+      await barriers.cancel?.();
+      await refuse('launch_verification_failed', 'cancelled by the caller before the agent ran');
+    }
+  };
+
+  let handles: ReturnType<typeof native.spawnParked> | undefined;
+  try {
+    await barriers.after_attestation?.();
+    // Re-check before every launch: the descriptor's object is unchanged, and the path still leads to it.
+    const now = native.fstatFd(attestation.fd);
+    if (!now || !sameIdentity(attestation.identity, identityOf(now))) await refuse('object_changed', `${attestation.resolved} changed since it was attested`);
+    const again = native.openExecutable(attestation.launchPath);
+    if (again.ok) native.closeFd(again.fd);
+    if (!again.ok || again.stat.dev !== attestation.identity.dev || again.stat.ino !== attestation.identity.ino) {
+      await refuse('resolution_changed', `${attestation.launchPath} no longer resolves to the attested object`);
+    }
+
+    const env: Record<string, string> = { ...request.env, ...attestation.environment };
+    const loaderVariables = Object.keys(env).filter((name) => LOADER_VARIABLE.test(name));
+    const allowed = new Set(request.allowLoaderVariables ?? []);
+    const rejected = loaderVariables.filter((name) => !allowed.has(name));
+    if (rejected.length > 0) await refuse('loader_environment_rejected', `loader variables set: ${rejected.join(', ')}`);
+    partial.loaderEnvironment = loaderVariables.length === 0 ? 'none' : `allowed: ${loaderVariables.join(', ')}`;
+    const argv = [attestation.resolved, ...request.args];
+    const envp = Object.entries(env).map(([name, value]) => `${name}=${value}`);
+    for (const item of [...argv, ...envp, request.cwd]) if (item.includes('\0')) await refuse('launch_verification_failed', 'NUL byte in argv, env or cwd');
+    for (const name of Object.keys(env)) if (name === '' || name.includes('=')) await refuse('launch_verification_failed', `bad environment name ${JSON.stringify(name)}`);
+    partial.argv = argv;
+    partial.argvDigest = digestDocument(argv);
+    partial.envDigest = digestDocument(Object.fromEntries(Object.entries(env).sort(([a], [b]) => (a < b ? -1 : 1))));
+    await barriers.after_argv_env?.();
+    await checkCancelled();
+
+    await barriers.before_fork?.();
+    const events = eventQueue();
+    handles = native.spawnParked(
+      {
+        fd: attestation.fd,
+        argv,
+        env: envp,
+        cwd: request.cwd,
+        stdio: request.stdio,
+        cols: request.cols ?? 80,
+        rows: request.rows ?? 24,
+        timeoutMs: request.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      },
+      events.push,
+    );
+    launchId = handles.id;
+    const parked = await events.next();
+    if (parked.type === 'refused') {
+      launchId = undefined;
+      await refuse(parked.reason === 'launch_timeout' ? 'launch_timeout' : 'launch_verification_failed', parked.detail);
+    }
+    if (parked.type !== 'parked') return await refuse('launch_verification_failed', `unexpected launch event ${parked.type}`);
+    pid = parked.pid;
+    await barriers.parked?.();
+    await checkCancelled();
+
+    // The mapped image must be the attested object, and that object must be unchanged.
+    if (!parked.exe || parked.exe.dev !== attestation.identity.dev || parked.exe.ino !== attestation.identity.ino) {
+      await refuse('launch_verification_failed', `/proc/${pid}/exe is not the attested object`);
+    }
+    const atExec = native.fstatFd(attestation.fd);
+    if (!atExec || !sameIdentity(attestation.identity, identityOf(atExec))) await refuse('object_changed', `${attestation.resolved} changed before it was executed`);
+
+    const facts = { ...partial, pid } as LaunchFacts;
+    let receipt: { seq: number; hash: string };
+    try {
+      receipt = await request.commit(facts);
+    } catch (error) {
+      return await refuse('receipt_failed', (error as Error).message);
+    }
+    if (!native.decide(handles.id, 'detach')) {
+      // The native backstop timed out (or the caller cancelled) while the receipt was being written.
+      const late = await events.next();
+      launchId = undefined;
+      return await refuse(late.type === 'refused' && late.reason === 'launch_timeout' ? 'launch_timeout' : 'launch_verification_failed', 'the launch was killed before it could be released');
+    }
+    const running = await events.next();
+    if (running.type !== 'running') return await refuse('launch_verification_failed', `unexpected launch event ${running.type}`);
+    const exited = events.next().then((event) => (event.type === 'exit' ? { code: event.code, signal: event.signal } : { code: null, signal: null }));
+    return {
+      pid: running.pid,
+      receipt,
+      facts,
+      ...streams(handles),
+      exited,
+      kill: (signal = 'SIGTERM') => {
+        try {
+          process.kill(running.pid, signal);
+        } catch {
+          // already gone
+        }
+      },
+    };
+  } catch (error) {
+    for (const fd of [handles?.stdin, handles?.stdout, handles?.stderr, handles?.pty]) if (fd !== undefined) native.closeFd(fd);
+    throw error;
+  } finally {
+    native.closeFd(attestation.fd);
+  }
+}
+
+/** Native events arrive on the JS thread in order; this turns them into awaitable steps. */
+function eventQueue(): { push: (event: NativeEvent) => void; next: () => Promise<NativeEvent> } {
+  const queued: NativeEvent[] = [];
+  const waiting: ((event: NativeEvent) => void)[] = [];
+  return {
+    push: (event) => {
+      const resolve = waiting.shift();
+      if (resolve) resolve(event);
+      else queued.push(event);
+    },
+    next: () => {
+      const event = queued.shift();
+      return event ? Promise.resolve(event) : new Promise((resolve) => waiting.push(resolve));
+    },
+  };
+}
+
+function streams(handles: { stdin?: number; stdout?: number; stderr?: number; pty?: number }): Pick<RunningLaunch, 'stdin' | 'stdout' | 'stderr' | 'pty'> {
+  const native = nativeLauncher();
+  if (handles.pty !== undefined) {
+    const fd = handles.pty;
+    return {
+      pty: {
+        output: new ReadStream(fd),
+        write: (data) => void (typeof data === 'string' ? writeSync(fd, data) : writeSync(fd, data)),
+        resize: (cols, rows) => void native.resizePty(fd, cols, rows),
+      },
+    };
+  }
+  if (handles.stdout === undefined) return {};
+  return {
+    stdin: new Socket({ fd: handles.stdin!, readable: false, writable: true }),
+    stdout: new Socket({ fd: handles.stdout, readable: true, writable: false }),
+    stderr: new Socket({ fd: handles.stderr!, readable: true, writable: false }),
+  };
+}

@@ -1,0 +1,42 @@
+// The closed set of launcher refusals (contract §6). Callers render guidance; nothing retries
+// through a pathname.
+export const LAUNCH_REFUSALS = [
+  'unsupported_platform',
+  'unsupported_entrypoint',
+  'resolution_changed',
+  'object_changed',
+  'mutable_executable',
+  'loader_environment_rejected',
+  'receipt_failed',
+  'launch_verification_failed',
+  'launch_timeout',
+  'native_backend_unavailable',
+] as const;
+export type LaunchRefusal = (typeof LAUNCH_REFUSALS)[number];
+
+export class LaunchRefused extends Error {
+  constructor(
+    readonly reason: LaunchRefusal,
+    readonly detail: string,
+  ) {
+    super(`launch refused [${reason}]: ${detail}`);
+    this.name = 'LaunchRefused';
+  }
+}
+
+export const isLaunchRefusal = (value: unknown): value is LaunchRefusal =>
+  typeof value === 'string' && (LAUNCH_REFUSALS as readonly string[]).includes(value);
+
+/** What each refusal means to a user, and what to do about it. */
+export const REFUSAL_GUIDANCE: Readonly<Record<LaunchRefusal, string>> = {
+  unsupported_platform: 'This platform has no launch backend yet (Linux x64 only); nothing was started.',
+  unsupported_entrypoint: 'The executable is not a native ELF program Turnkeeper can attest (scripts are refused); point --agent-bin at the native binary.',
+  resolution_changed: 'The path of the executable resolved to something else between attestation and launch; run the command again and check who is changing it.',
+  object_changed: 'The attested file changed (size, times or identity) before it ran; reinstall or re-attest the agent.',
+  mutable_executable: 'The executable is writable by someone other than its owner; fix its permissions (chmod go-w).',
+  loader_environment_rejected: 'The environment sets loader variables (LD_PRELOAD, LD_LIBRARY_PATH, NODE_OPTIONS, …); unset them or allow them explicitly.',
+  receipt_failed: 'The launch receipt could not be committed, so the agent was killed before its first instruction; run turnkeeper doctor.',
+  launch_verification_failed: 'The parked process could not be verified as the attested executable (or ptrace is unavailable); the agent never ran.',
+  launch_timeout: 'The launch was not committed in time; the parked agent was killed before its first instruction.',
+  native_backend_unavailable: 'The native launcher addon could not be loaded; reinstall Turnkeeper for this platform.',
+};

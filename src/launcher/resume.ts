@@ -1,0 +1,225 @@
+// `turnkeeper resume` and "Turnkeeper: Resume Captured Turn" (contract §7): decide whether a capture
+// may be resumed, then relaunch its agent on its own session through the attested launcher, with
+// the launch receipt committed before the agent's first instruction.
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import { digestText } from '../core/canonical';
+import type { Agent } from '../core/ids';
+import type { Lease } from '../core/lease';
+import { renderGuidance, type GuidanceFacts, type ReasonCode } from '../core/reasons';
+import type { ReadyDocument } from '../core/ready';
+import type { Authority, StoredCapture } from '../store/authority';
+import type { Env } from '../store/location';
+import { preconditionsOf } from '../lifecycle/workspace';
+import { attest, releaseAttestation, type Attestation } from './attest';
+import { launchAttested, type Barriers, type LaunchFacts, type RunningLaunch } from './launch';
+import { LaunchRefused, REFUSAL_GUIDANCE, type LaunchRefusal } from './refusals';
+
+export type ResumeReason = Extract<
+  ReasonCode,
+  'unknown_capture' | 'unbound_capture' | 'capture_released' | 'lease_moved' | 'ready_corrupted' | 'precondition_changed' | 'transcript_missing'
+>;
+
+export interface ResumePlan {
+  readonly capture: StoredCapture;
+  readonly lease: Lease;
+  readonly ready: ReadyDocument;
+  readonly transcriptPath: string;
+  readonly drift: string | undefined;
+}
+
+export type ResumeCheck =
+  | { readonly ok: true; readonly plan: ResumePlan }
+  | { readonly ok: false; readonly reason: ResumeReason; readonly facts: GuidanceFacts; readonly guidance: string; readonly goal?: string };
+
+const refusal = (reason: ResumeReason, facts: GuidanceFacts, goal?: string): ResumeCheck => ({
+  ok: false,
+  reason,
+  facts,
+  guidance: renderGuidance(reason, facts),
+  ...(goal ? { goal } : {}),
+});
+
+/** Every eligibility rule of contract §7, in order; reads only. */
+export async function checkResume(store: Authority, captureId: string, options: { acceptDrift: boolean }): Promise<ResumeCheck> {
+  const found = await store.getCapture(captureId);
+  if (!found) return refusal('unknown_capture', { capture: captureId });
+  const capture = found;
+  const facts: GuidanceFacts = { capture: captureId, todo: capture.todo, agent: capture.agent };
+  const refuse = (reason: ResumeReason, more: GuidanceFacts = {}) => refusal(reason, { ...facts, ...more }, capture.goal);
+  if (capture.turn === null) return refuse('unbound_capture');
+  const lease = await store.leaseOfCapture(captureId);
+  if (!lease) return refuse('unbound_capture');
+  if (lease.status !== 'active') {
+    const holder = (await store.listLeases()).find((other) => other.goal === lease.goal && other.todo === lease.todo && other.status === 'active');
+    if (holder) return refuse('lease_moved', { holder: holder.owner, epoch: holder.epoch });
+    return refuse('capture_released', { epoch: lease.epoch });
+  }
+  // Active (or expired but still held) by the capture's own Owner and epoch: the lease row is the capture's.
+  const ready = await store.readReady(captureId);
+  if (!ready || digestText(ready.presentation) !== ready.readyDigest) return refuse('ready_corrupted');
+  const readyDocument = JSON.parse(ready.canonical) as ReadyDocument;
+  const now = preconditionsOf(capture.goal);
+  const then = readyDocument.preconditions;
+  const drift =
+    now.gitHead !== then.gitHead ? `git HEAD moved from ${then.gitHead ?? 'none'} to ${now.gitHead ?? 'none'}` : now.statusDigest !== then.statusDigest ? 'git status differs from capture time' : undefined;
+  if (drift && !options.acceptDrift) return refuse('precondition_changed', { detail: drift });
+  const session = await store.getSession(lease.owner);
+  const transcriptPath = session?.transcriptPath ?? null;
+  if (!transcriptPath || !existsSync(transcriptPath)) {
+    return refuse('transcript_missing', { detail: transcriptPath ? `${transcriptPath} is gone` : 'the session never reported a transcript' });
+  }
+  return { ok: true, plan: { capture, lease, ready: readyDocument, transcriptPath, drift } };
+}
+
+const DEFAULT_PROMPT = 'Continue the interrupted turn from where it stopped.';
+
+/** The agent's own resume command line (after argv[0]). */
+export function resumeArguments(agent: Agent, session: string, mode: 'headless' | 'interactive', prompt = DEFAULT_PROMPT, extra: readonly string[] = []): string[] {
+  switch (agent) {
+    case 'codex':
+      return mode === 'headless' ? ['exec', ...extra, 'resume', session, prompt] : ['resume', ...extra, session];
+    case 'claude':
+      return mode === 'headless' ? ['-p', ...extra, '--resume', session, prompt] : [...extra, '--resume', session];
+    case 'gemini':
+      return mode === 'headless' ? [...extra, '--resume', session, '-p', prompt] : [...extra, '--resume', session];
+  }
+}
+
+/** --agent-bin, else TURNKEEPER_<AGENT>_BIN, else the editor setting, else PATH (resolved once, here). */
+export function resolveAgentBinary(agent: Agent, sources: { agentBin?: string | undefined; env: Env; setting?: string | undefined }): string | undefined {
+  const named = sources.agentBin || sources.env[`TURNKEEPER_${agent.toUpperCase()}_BIN`] || sources.setting;
+  if (named) return named;
+  for (const dir of (sources.env.PATH ?? '').split(delimiter)) {
+    if (!dir) continue;
+    const candidate = join(dir, agent);
+    try {
+      accessSync(candidate, constants.X_OK);
+      if (statSync(candidate).isFile()) return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+export interface ResumeOptions {
+  readonly store: Authority;
+  readonly storePath: string;
+  readonly captureId: string;
+  readonly env: Env;
+  readonly acceptDrift: boolean;
+  readonly dryRun: boolean;
+  readonly agentBin?: string | undefined;
+  readonly setting?: string | undefined;
+  readonly mode: 'headless' | 'interactive';
+  readonly stdio: 'pipe' | 'pty' | 'inherit';
+  readonly prompt?: string | undefined;
+  readonly extraArgs?: readonly string[];
+  readonly allowLoaderVariables?: readonly string[];
+  readonly cols?: number;
+  readonly rows?: number;
+  readonly signal?: AbortSignal;
+  readonly barriers?: Barriers;
+  readonly now?: () => number;
+}
+
+export type ResumeResult =
+  | { readonly ok: true; readonly dryRun: true; readonly capture: string; readonly agent: Agent; readonly binary: string; readonly digest: string; readonly argv: string[] }
+  | { readonly ok: true; readonly dryRun: false; readonly capture: string; readonly agent: Agent; readonly launch: RunningLaunch; readonly attestation: Omit<Attestation, 'fd'> }
+  | { readonly ok: false; readonly reason: ResumeReason | LaunchRefusal; readonly guidance: string; readonly facts?: GuidanceFacts };
+
+export async function resumeCapture(options: ResumeOptions): Promise<ResumeResult> {
+  const { store } = options;
+  const now = options.now ?? Date.now;
+  const check = await checkResume(store, options.captureId, { acceptDrift: options.acceptDrift });
+  if (!check.ok) {
+    // An unknown capture has no Goal to file a receipt under; every other refusal is recorded.
+    if (check.goal) await recordQuietly(store, { kind: 'resume_refused', goal: check.goal, capture: options.captureId, detail: { reason: check.reason } }, now(), check.facts.todo);
+    return { ok: false, reason: check.reason, guidance: check.guidance, facts: check.facts };
+  }
+  const { capture, lease } = check.plan;
+  const binary = resolveAgentBinary(capture.agent, { agentBin: options.agentBin, env: options.env, setting: options.setting });
+  if (!binary) {
+    return launchRefusal(store, capture, lease, 'unsupported_entrypoint', `no ${capture.agent} executable: pass --agent-bin or set TURNKEEPER_${capture.agent.toUpperCase()}_BIN`, now());
+  }
+  let attestation: Attestation;
+  try {
+    attestation = await attest(binary);
+  } catch (error) {
+    if (error instanceof LaunchRefused) return launchRefusal(store, capture, lease, error.reason, error.detail, now());
+    throw error;
+  }
+  const args = resumeArguments(capture.agent, capture.session, options.mode, options.prompt, options.extraArgs);
+  if (options.dryRun) {
+    releaseAttestation(attestation);
+    return { ok: true, dryRun: true, capture: capture.id, agent: capture.agent, binary: attestation.resolved, digest: attestation.digest, argv: [attestation.resolved, ...args] };
+  }
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(options.env)) if (value !== undefined) env[name] = value;
+  Object.assign(env, { TURNKEEPER_CAPTURE: capture.id, TURNKEEPER_TURN: capture.turn!, TURNKEEPER_DB: options.storePath });
+  const receiptBase = {
+    goal: capture.goal,
+    todo: capture.todo,
+    capture: capture.id,
+    owner: lease.owner,
+    lease: { epoch: lease.epoch, version: lease.version },
+  };
+  try {
+    const launch = await launchAttested({
+      attestation,
+      args,
+      cwd: capture.cwd,
+      env,
+      stdio: options.stdio,
+      cols: options.cols,
+      rows: options.rows,
+      allowLoaderVariables: options.allowLoaderVariables,
+      signal: options.signal,
+      barriers: options.barriers,
+      commit: (facts) => store.appendReceipt({ kind: 'launch_committed', ...receiptBase, detail: launchDetail(capture.agent, facts, check.plan.drift) }, now()),
+      recordRefusal: async (reason, detail, facts) => {
+        await store.appendReceipt({ kind: 'launch_refused', ...receiptBase, detail: { reason, why: detail.slice(0, 500), digest: facts.digest ?? null } }, now());
+      },
+    });
+    const { fd: _fd, ...attested } = attestation;
+    void _fd;
+    return { ok: true, dryRun: false, capture: capture.id, agent: capture.agent, launch, attestation: attested };
+  } catch (error) {
+    if (error instanceof LaunchRefused) return { ok: false, reason: error.reason, guidance: `Turnkeeper [${error.reason}]: ${REFUSAL_GUIDANCE[error.reason]}\n${error.detail}` };
+    throw error;
+  }
+}
+
+function launchDetail(agent: Agent, facts: LaunchFacts, drift: string | undefined): Record<string, string | number | boolean | null> {
+  return {
+    agent,
+    pid: facts.pid,
+    digest: facts.digest,
+    dev: facts.identity.dev,
+    ino: facts.identity.ino,
+    argvDigest: facts.argvDigest,
+    envDigest: facts.envDigest,
+    cwd: facts.cwd,
+    loaderEnvironment: facts.loaderEnvironment,
+    driftAccepted: drift ?? null,
+  };
+}
+
+async function launchRefusal(store: Authority, capture: StoredCapture, lease: Lease, reason: LaunchRefusal, detail: string, now: number): Promise<ResumeResult> {
+  await recordQuietly(
+    store,
+    { kind: 'launch_refused', goal: capture.goal, capture: capture.id, owner: lease.owner, lease: { epoch: lease.epoch, version: lease.version }, detail: { reason, why: detail.slice(0, 500) } },
+    now,
+    capture.todo,
+  );
+  return { ok: false, reason, guidance: `Turnkeeper [${reason}]: ${REFUSAL_GUIDANCE[reason]}\n${detail}` };
+}
+
+async function recordQuietly(store: Authority, fields: Parameters<Authority['appendReceipt']>[0], now: number, todo: string | undefined): Promise<void> {
+  try {
+    await store.appendReceipt({ ...fields, ...(todo ? { todo } : {}) }, now);
+  } catch {
+    // A refusal stands whether or not the store could record it.
+  }
+}
