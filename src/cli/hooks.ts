@@ -4,6 +4,7 @@ import { AGENTS, isAgent, type Agent } from '../core/ids';
 import { hooksStatus, installHooks, uninstallHooks, hookCommand, type Scope } from '../agents/install';
 import { readShim, shimPath, writeShim } from '../agents/shim';
 import { storePath, turnkeeperHome } from '../store/location';
+import { silentLaunches, type SilentLaunch } from '../lifecycle/status';
 import { EXIT, goalFrom, openStore, parse, printJson, UsageError, type Io } from './io';
 
 const TRUST_HINT: Readonly<Record<Agent, string>> = {
@@ -79,6 +80,7 @@ export async function doctorCommand(args: string[], io: Io): Promise<number> {
   const problems: string[] = [];
   let storeReport: Record<string, unknown> = { path: storePath(io.env), exists: false };
   let sessions: { owner: string; lastHookAt: string; transcriptPath: string | null }[] = [];
+  let silent: SilentLaunch[] = [];
   try {
     const store = await openStore(io, false);
     if (store) {
@@ -89,6 +91,13 @@ export async function doctorCommand(args: string[], io: Io): Promise<number> {
         if (health.integrity !== 'ok') problems.push(`integrity_check: ${health.integrity}`);
         if (!chain.ok) problems.push(`receipt chain broken at seq ${chain.breaks[0]?.seq} (${chain.breaks[0]?.kind}): turnkeeper verify`);
         sessions = (await store.listSessions()).map((s) => ({ owner: s.owner, lastHookAt: new Date(s.lastHookAt).toISOString(), transcriptPath: s.transcriptPath }));
+        silent = await silentLaunches(store, Date.now());
+        for (const launch of silent) {
+          const agent = (await store.getCapture(launch.capture))?.agent;
+          problems.push(
+            `the agent launched for ${launch.capture} at ${launch.committedAt} fired no hook within a minute: its hooks are skipped. ${agent ? TRUST_HINT[agent] : ''}`.trim(),
+          );
+        }
       } finally {
         store.close();
       }
@@ -116,7 +125,7 @@ export async function doctorCommand(args: string[], io: Io): Promise<number> {
     if (item.staleCommands.length > 0) problems.push(`${item.agent} ${item.scope} hooks use another command (${item.staleCommands[0]}): turnkeeper hooks install --agent ${item.agent} --scope ${item.scope}`);
   }
   if (!hooks.some((item) => item.installed)) problems.push('no agent has Turnkeeper hooks installed: turnkeeper hooks install --agent codex');
-  const report = { ok: problems.length === 0, store: storeReport, shim: shimReport, hooks, sessions, problems };
+  const report = { ok: problems.length === 0, store: storeReport, shim: shimReport, hooks, sessions, silentLaunches: silent, problems };
   if (values.json) printJson(io, report);
   else {
     io.out(`store: ${String(storeReport.path)} ${storeReport.exists ? `(schema ${String(storeReport.schemaVersion ?? '?')}, integrity ${String(storeReport.integrity ?? '?')})` : '(not created yet)'}\n`);

@@ -9,7 +9,7 @@ import { EXIT, goalFrom, openStore, parse, printJson, UsageError, type Io } from
 export async function statusCommand(args: string[], io: Io): Promise<number> {
   const { values } = parse(args, { json: { type: 'boolean' } }, { min: 0, max: 0, usage: 'turnkeeper status [--json]' });
   const store = await openStore(io, false);
-  const snapshot = store ? await statusSnapshot(store, Date.now()) : { leases: [], captures: [] };
+  const snapshot = store ? await statusSnapshot(store, Date.now()) : { leases: [], captures: [], silentLaunches: [] };
   store?.close();
   if (values.json) {
     printJson(io, snapshot);
@@ -20,6 +20,7 @@ export async function statusCommand(args: string[], io: Io): Promise<number> {
   for (const lease of active) io.out(`  ${lease.todo.padEnd(24)} ${lease.owner}  epoch ${lease.epoch} v${lease.version}  until ${lease.expiresAt}  ${lease.capture}\n`);
   if (snapshot.captures.length > 0) io.out('captures:\n');
   for (const capture of snapshot.captures) io.out(`  ${capture.id}  ${capture.state.padEnd(14)} ${capture.todo.padEnd(24)} ${capture.agent}:${capture.session}\n`);
+  for (const launch of snapshot.silentLaunches) io.out(`warning: the agent launched for ${launch.capture} at ${launch.committedAt} never fired a hook (turnkeeper doctor)\n`);
   return EXIT.done;
 }
 

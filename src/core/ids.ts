@@ -8,6 +8,8 @@ export const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 /** Turn ids share the session grammar. */
 export const TURN_ID_PATTERN = SESSION_ID_PATTERN;
 export const CAPTURE_ID_PATTERN = /^cap_[0-9a-f]{24}$/;
+/** The nonce a launch puts in its agent's environment (TURNKEEPER_LAUNCH) and in its receipt. */
+export const LAUNCH_ID_PATTERN = /^launch_[0-9a-f]{16}$/;
 
 export const isAgent = (value: unknown): value is Agent =>
   typeof value === 'string' && (AGENTS as readonly string[]).includes(value);
@@ -17,6 +19,7 @@ export const isSessionId = (value: unknown): value is string =>
 export const isTurnId = isSessionId;
 export const isCaptureId = (value: unknown): value is string =>
   typeof value === 'string' && CAPTURE_ID_PATTERN.test(value);
+export const isLaunchId = (value: unknown): value is string => typeof value === 'string' && LAUNCH_ID_PATTERN.test(value);
 
 /** The holder of a lease: `<agent>:<session>`. */
 export type Owner = `${Agent}:${string}`;

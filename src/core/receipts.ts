@@ -14,6 +14,8 @@ export const RECEIPT_KINDS = [
   'lease_released',
   'claim_refused',
   'launch_committed',
+  /** The first hook event of a launched agent: its hooks fired (proof of life for launches). */
+  'launch_hooked',
   'launch_refused',
   'resume_refused',
 ] as const;

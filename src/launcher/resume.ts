@@ -1,6 +1,7 @@
 // `turnkeeper resume` and "Turnkeeper: Resume Captured Turn" (contract §7): decide whether a capture
 // may be resumed, then relaunch its agent on its own session through the attested launcher, with
 // the launch receipt committed before the agent's first instruction.
+import { randomBytes } from 'node:crypto';
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { digestText } from '../core/canonical';
@@ -157,7 +158,9 @@ export async function resumeCapture(options: ResumeOptions): Promise<ResumeResul
   }
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(options.env)) if (value !== undefined) env[name] = value;
-  Object.assign(env, { TURNKEEPER_CAPTURE: capture.id, TURNKEEPER_TURN: capture.turn!, TURNKEEPER_DB: options.storePath });
+  // The launch nonce ties this process's hooks to this launch's receipt (contract §2 rule 3).
+  const launchId = `launch_${randomBytes(8).toString('hex')}`;
+  Object.assign(env, { TURNKEEPER_CAPTURE: capture.id, TURNKEEPER_TURN: capture.turn!, TURNKEEPER_DB: options.storePath, TURNKEEPER_LAUNCH: launchId });
   const receiptBase = {
     goal: capture.goal,
     todo: capture.todo,
@@ -177,7 +180,7 @@ export async function resumeCapture(options: ResumeOptions): Promise<ResumeResul
       allowLoaderVariables: options.allowLoaderVariables,
       signal: options.signal,
       barriers: options.barriers,
-      commit: (facts) => store.appendReceipt({ kind: 'launch_committed', ...receiptBase, detail: launchDetail(capture.agent, facts, check.plan.drift) }, now()),
+      commit: (facts) => store.appendReceipt({ kind: 'launch_committed', ...receiptBase, detail: { launch: launchId, ...launchDetail(capture.agent, facts, check.plan.drift) } }, now()),
       recordRefusal: async (reason, detail, facts) => {
         await store.appendReceipt({ kind: 'launch_refused', ...receiptBase, detail: { reason, why: detail.slice(0, 500), digest: facts.digest ?? null } }, now());
       },

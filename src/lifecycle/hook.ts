@@ -4,8 +4,8 @@
 import { realpathSync } from 'node:fs';
 import { buildCapture, type Binding } from '../core/capture';
 import { digestText } from '../core/canonical';
-import { isCaptureId, isTodoId, isTurnId, ownerOf, todoMentionedIn, type Agent, type Owner } from '../core/ids';
-import { isFenced, isoTime } from '../core/lease';
+import { isCaptureId, isLaunchId, isTodoId, isTurnId, ownerOf, todoMentionedIn, type Agent, type Owner } from '../core/ids';
+import { isFenced, isoTime, type Lease } from '../core/lease';
 import { REASONS, renderGuidance, type GuidanceFacts, type ReasonCode } from '../core/reasons';
 import { blockOutput, contextOutput, denyToolOutput, type HookOutput } from '../agents/output';
 import { InvalidHookInput, isWriteTool, parseHookInput, type HookEvent } from '../agents/payload';
@@ -83,6 +83,7 @@ interface HookRequest {
   readonly binding: Binding;
   readonly turn: string | undefined;
   readonly envCapture: string | undefined;
+  readonly envLaunch: string | undefined;
 }
 
 const isContextEvent = (event: HookEvent): boolean => event.kind === 'session_start' || event.kind === 'prompt';
@@ -94,6 +95,7 @@ function readRequest(raw: string | Buffer, options: HookOptions): HookRequest {
   const envTodo = optionalEnv(env, 'TURNKEEPER_TODO', isTodoId);
   const envTurn = optionalEnv(env, 'TURNKEEPER_TURN', isTurnId);
   const envCapture = optionalEnv(env, 'TURNKEEPER_CAPTURE', isCaptureId);
+  const envLaunch = optionalEnv(env, 'TURNKEEPER_LAUNCH', isLaunchId);
   let cwd: string;
   let goal: string;
   try {
@@ -107,7 +109,7 @@ function readRequest(raw: string | Buffer, options: HookOptions): HookRequest {
   const boundTodo = event.kind === 'prompt' ? (mentioned ?? envTodo) : undefined;
   const binding: Binding = mentioned !== undefined ? 'prompt' : envCapture !== undefined ? 'launch' : 'env';
   const turn = event.kind === 'session_start' ? undefined : (event.turn ?? envTurn);
-  return { event, owner: ownerOf(event.agent, event.session), goal, cwd, boundTodo, binding, turn, envCapture };
+  return { event, owner: ownerOf(event.agent, event.session), goal, cwd, boundTodo, binding, turn, envCapture, envLaunch };
 }
 
 function optionalEnv(env: Env, name: string, valid: (value: string) => boolean): string | undefined {
@@ -181,15 +183,17 @@ class HookDecider {
     // Rule 3: an agent Turnkeeper launched names its capture; accept it only if the launch is live.
     if (envCapture !== undefined) {
       const capture = await this.store.getCapture(envCapture);
-      const live =
-        capture !== undefined &&
-        capture.agent === event.agent &&
-        capture.session === event.session &&
-        (await this.store.hasCommittedLaunch(envCapture));
+      const launches = capture ? await this.store.launchReceipts(envCapture) : [];
+      const { envLaunch } = this.request;
+      const committed = launches.some((r) => r.kind === 'launch_committed' && (envLaunch === undefined || r.launch === envLaunch));
+      const live = capture !== undefined && capture.agent === event.agent && capture.session === event.session && committed;
       if (!live) return this.guidance('not_live_bound', { capture: envCapture, todo: capture?.todo });
       const lease = await this.store.leaseOfCapture(envCapture);
       if (!lease || lease.status !== 'active' || lease.owner !== owner) {
         return this.guidance('capture_released', { capture: envCapture, todo: capture.todo, epoch: lease?.epoch });
+      }
+      if (envLaunch !== undefined && !launches.some((r) => r.kind === 'launch_hooked' && r.launch === envLaunch)) {
+        await this.recordLaunchHooked(capture.goal, capture.todo, envCapture, envLaunch, lease);
       }
       return this.present(envCapture, lease.todo);
     }
@@ -250,6 +254,30 @@ class HookDecider {
       return this.guidance('ready_corrupted', { capture: captureId, todo });
     }
     return contextOutput(this.request.event.eventName, ready.presentation);
+  }
+
+  /** The first hook event of a launch: proof that the launched agent's hooks fire (doctor checks it). */
+  private async recordLaunchHooked(goal: string, todo: string, capture: string, launch: string, lease: Lease): Promise<void> {
+    if (this.writesUnavailable) return;
+    try {
+      await this.store.appendReceipt(
+        {
+          kind: 'launch_hooked',
+          goal,
+          todo,
+          capture,
+          owner: this.request.owner,
+          lease: { epoch: lease.epoch, version: lease.version },
+          detail: { launch, event: this.request.event.eventName },
+        },
+        this.now(),
+        this.sessionTouch,
+      );
+      this.touched = true;
+    } catch (error) {
+      if (!(error instanceof StoreUnavailableError)) throw error;
+      this.stderr.push(`turnkeeper: launch proof of life not recorded: ${error.message}`);
+    }
   }
 
   private async recordRefusal(reason: ReasonCode, detail: Record<string, string>): Promise<void> {

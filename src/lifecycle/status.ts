@@ -27,9 +27,27 @@ export interface CaptureView {
   readonly readyDigest: string | null;
 }
 
+export interface SilentLaunch {
+  readonly capture: string;
+  readonly launch: string | null;
+  readonly seq: number;
+  readonly committedAt: string;
+}
+
 export interface StatusSnapshot {
   readonly leases: LeaseView[];
   readonly captures: CaptureView[];
+  /** Launches whose agent fired no hook within a minute: usually a hook the agent skips silently. */
+  readonly silentLaunches: SilentLaunch[];
+}
+
+/** Contract §2 "Proof of life": how long a launched agent has to fire its first hook. */
+export const FIRST_HOOK_DEADLINE_MS = 60_000;
+
+export async function silentLaunches(store: Authority, now: number): Promise<SilentLaunch[]> {
+  return (await store.launches())
+    .filter((launch) => !launch.hooked && now - launch.at > FIRST_HOOK_DEADLINE_MS)
+    .map((launch) => ({ capture: launch.capture, launch: launch.launch, seq: launch.seq, committedAt: isoTime(launch.at) }));
 }
 
 export const leaseView = (lease: Lease): LeaseView => ({
@@ -67,5 +85,5 @@ export async function statusSnapshot(store: Authority, now: number): Promise<Sta
       readyDigest: ready?.readyDigest ?? null,
     });
   }
-  return { leases: leases.map(leaseView), captures };
+  return { leases: leases.map(leaseView), captures, silentLaunches: await silentLaunches(store, now) };
 }

@@ -95,6 +95,15 @@ export interface ReceiptRow {
   readonly hash: string | null;
 }
 
+export interface LaunchReceipt {
+  readonly seq: number;
+  readonly kind: 'launch_committed' | 'launch_hooked';
+  readonly capture: string;
+  /** The launch nonce the launcher put in the agent's environment (TURNKEEPER_LAUNCH). */
+  readonly launch: string | null;
+  readonly at: number;
+}
+
 export interface StoreHealth {
   readonly path: string;
   readonly schemaVersion: number;
@@ -123,8 +132,10 @@ export interface Authority {
   leaseOfCapture(captureId: string): Promise<Lease | undefined>;
   readReady(captureId: string): Promise<StoredReady | undefined>;
   getCapture(captureId: string): Promise<StoredCapture | undefined>;
-  /** Whether a `launch_committed` receipt names this capture (contract §2 rule 3). */
-  hasCommittedLaunch(captureId: string): Promise<boolean>;
+  /** Launch receipts (`launch_committed`, `launch_hooked`) naming this capture, oldest first (contract §2 rule 3). */
+  launchReceipts(captureId: string): Promise<LaunchReceipt[]>;
+  /** Every `launch_committed` with whether a hook of that launch ever reported (proof of life). */
+  launches(): Promise<(LaunchReceipt & { readonly hooked: boolean })[]>;
 
   /** Capture + lease + ready capture + receipts in one write transaction, or a typed refusal. */
   claim(input: ClaimInput, now: number): Promise<ClaimResult>;

@@ -15,6 +15,7 @@ import {
   type Authority,
   type ClaimInput,
   type ClaimResult,
+  type LaunchReceipt,
   type ReceiptRow,
   type ReleaseRequest,
   type ReleaseResult,
@@ -410,10 +411,33 @@ export class SqliteAuthority implements Authority {
     });
   }
 
-  hasCommittedLaunch(captureId: string): Promise<boolean> {
-    return this.guard(
-      () => this.db.prepare(`SELECT 1 FROM receipt_index WHERE capture = ? AND kind = 'launch_committed' LIMIT 1`).get(captureId) !== undefined,
-    );
+  launchReceipts(captureId: string): Promise<LaunchReceipt[]> {
+    return this.guard(() => this.launchRows('i.capture = ?', [captureId]));
+  }
+
+  launches(): Promise<(LaunchReceipt & { hooked: boolean })[]> {
+    return this.guard(() => {
+      const rows = this.launchRows('1 = 1', []);
+      const hooked = new Set(rows.filter((row) => row.kind === 'launch_hooked').map((row) => row.launch));
+      return rows.filter((row) => row.kind === 'launch_committed').map((row) => ({ ...row, hooked: row.launch !== null && hooked.has(row.launch) }));
+    });
+  }
+
+  private launchRows(where: string, params: unknown[]): LaunchReceipt[] {
+    const rows = this.db
+      .prepare(
+        `SELECT r.seq AS seq, r.doc AS doc FROM receipt_index i JOIN receipts r ON r.seq = i.seq
+         WHERE i.kind IN ('launch_committed', 'launch_hooked') AND ${where} ORDER BY r.seq`,
+      )
+      .all(...params) as { seq: number; doc: string }[];
+    const out: LaunchReceipt[] = [];
+    for (const row of rows) {
+      const doc = parseReceipt(row.doc);
+      if (!doc?.capture) continue;
+      const launch = doc.detail?.launch;
+      out.push({ seq: row.seq, kind: doc.kind as LaunchReceipt['kind'], capture: doc.capture, launch: typeof launch === 'string' ? launch : null, at: Date.parse(doc.at) });
+    }
+    return out;
   }
 
   claim(input: ClaimInput, now: number): Promise<ClaimResult> {

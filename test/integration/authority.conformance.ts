@@ -135,9 +135,20 @@ export function authorityConformance(name: string, factory: AuthorityFactory): v
       withAuthority(async (a) => {
         const input = claimInput('codex:s1', 't1');
         await a.claim(input, T0);
-        expect(await a.hasCommittedLaunch(input.capture.captureId)).toBe(false);
-        const launch = await a.appendReceipt({ kind: 'launch_committed', goal: GOAL, todo: 'fix-login', capture: input.capture.captureId }, T0 + 1);
-        expect(await a.hasCommittedLaunch(input.capture.captureId)).toBe(true);
+        expect(await a.launchReceipts(input.capture.captureId)).toStrictEqual([]);
+        const committed = await a.appendReceipt(
+          { kind: 'launch_committed', goal: GOAL, todo: 'fix-login', capture: input.capture.captureId, detail: { launch: 'launch_00000000000000aa' } },
+          T0 + 1,
+        );
+        expect(await a.launchReceipts(input.capture.captureId)).toStrictEqual([
+          { seq: committed.seq, kind: 'launch_committed', capture: input.capture.captureId, launch: 'launch_00000000000000aa', at: T0 + 1 },
+        ]);
+        expect(await a.launches()).toMatchObject([{ launch: 'launch_00000000000000aa', hooked: false }]);
+        const launch = await a.appendReceipt(
+          { kind: 'launch_hooked', goal: GOAL, todo: 'fix-login', capture: input.capture.captureId, detail: { launch: 'launch_00000000000000aa' } },
+          T0 + 2,
+        );
+        expect(await a.launches()).toMatchObject([{ launch: 'launch_00000000000000aa', hooked: true }]);
         const page = await a.receipts({ limit: 2 });
         expect(page.map((row) => row.seq)).toStrictEqual([launch.seq, launch.seq - 1]);
         const next = await a.receipts({ beforeSeq: page[1]!.seq, limit: 100 });

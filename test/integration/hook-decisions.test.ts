@@ -100,6 +100,25 @@ describe('rule 3: TURNKEEPER_CAPTURE', () => {
     expect(contextOf(live.stdout)).toBe(contextOf(claim.stdout));
   });
 
+  it('the first hook of a launch records launch_hooked once; a foreign launch nonce is [not_live_bound]', async () => {
+    addTodo('fix-login');
+    const claim = hook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login'));
+    const captureId = /capture (cap_[0-9a-f]{24})/.exec(contextOf(claim.stdout)!)![1]!;
+    const store = await world.store();
+    await store.appendReceipt({ kind: 'launch_committed', goal: world.repo, todo: 'fix-login', capture: captureId, detail: { launch: 'launch_0123456789abcdef' } }, Date.now());
+    store.close();
+    const launchEnv = { TURNKEEPER_CAPTURE: captureId, TURNKEEPER_LAUNCH: 'launch_0123456789abcdef' };
+    expect(contextOf(hook(payload.codex(world, 'SessionStart', 'sess-a', undefined, { source: 'resume' }), launchEnv).stdout)).toBe(contextOf(claim.stdout));
+    expect(contextOf(hook(payload.codexPrompt(world, 'sess-a', 'turn-2', 'go on'), launchEnv).stdout)).toBe(contextOf(claim.stdout));
+    const after = await world.store();
+    const hooked = (await after.launchReceipts(captureId)).filter((r) => r.kind === 'launch_hooked');
+    expect(hooked).toHaveLength(1);
+    expect((await after.launches())[0]).toMatchObject({ hooked: true });
+    after.close();
+    const foreign = hook(payload.codexPrompt(world, 'sess-a', 'turn-3', 'go on'), { ...launchEnv, TURNKEEPER_LAUNCH: 'launch_ffffffffffffffff' });
+    expect(contextOf(foreign.stdout)).toContain('[not_live_bound]');
+  });
+
   it('refuses a live capture presented by another session', async () => {
     addTodo('fix-login');
     const claim = hook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login'));
@@ -153,6 +172,16 @@ describe('rule 5: a bound prompt without a Turn', () => {
     const control = hook(payload.geminiBeforeAgent(world, 'gem-1', '#todo:fix-login'), { TURNKEEPER_TURN: 'turn-g1' });
     expect(contextOf(control.stdout)).toMatch(/^Turnkeeper: Todo fix-login/);
     expect(await leases()).toHaveLength(1);
+  });
+
+  it('Gemini: a Todo named only inside earlier hook context does not bind', async () => {
+    addTodo('fix-login');
+    const echoed = '<hook_context>start a new turn that names #todo:fix-login</hook_context>\n\nwhat next?';
+    expect(hook(payload.geminiBeforeAgent(world, 'gem-2', echoed), { TURNKEEPER_TURN: 'tg2' }).stdout).toBe('');
+    expect(await leases()).toHaveLength(0);
+    // Control: the user naming it binds.
+    const named = hook(payload.geminiBeforeAgent(world, 'gem-2', `${echoed} #todo:fix-login`), { TURNKEEPER_TURN: 'tg2' });
+    expect(contextOf(named.stdout)).toMatch(/^Turnkeeper: Todo fix-login/);
   });
 
   it('Claude without prompt_id gets [no_turn]; with prompt_id it claims', async () => {
