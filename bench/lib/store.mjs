@@ -113,25 +113,34 @@ export function appendChain(db, { n, goal, startMs }) {
   const index = db.prepare('INSERT INTO receipt_index (seq, goal, todo, capture, kind) VALUES (?, ?, ?, ?, ?)');
   const setHead = db.prepare('INSERT INTO receipt_head (id, seq, hash) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash');
   let { seq, hash } = head;
+  let cycleValues;
   db.transaction(() => {
     for (let i = 0; i < n; i += 1) {
       const cycle = Math.floor(i / 6);
-      const todo = `todo-${String(cycle % 5000).padStart(4, '0')}`;
-      const session = `019a${String(cycle).padStart(8, '0')}-1c2d-7e8f-9a0b-${String(cycle).padStart(12, '0')}`;
-      const owner = `codex:${session}`;
-      const capture = 'cap_' + createHash('sha256').update(`c${cycle}`).digest('hex').slice(0, 24);
-      const op = 'op_' + createHash('sha256').update(`o${cycle}`).digest('hex').slice(0, 32);
+      if (i % 6 === 0) {
+        const session = `019a${String(cycle).padStart(8, '0')}-1c2d-7e8f-9a0b-${String(cycle).padStart(12, '0')}`;
+        cycleValues = {
+          todo: `todo-${String(cycle % 5000).padStart(4, '0')}`,
+          session,
+          owner: `codex:${session}`,
+          capture: 'cap_' + sha(`c${cycle}`).slice(7, 31),
+          op: 'op_' + sha(`o${cycle}`).slice(7, 39),
+          originalDigest: sha(`d${cycle}`),
+          readyDigest: sha(`r${cycle}`),
+        };
+      }
+      const { todo, session, owner, capture, op, originalDigest, readyDigest } = cycleValues;
       const at = startMs + i * 1_000;
       const common = { goal, todo, capture, owner, op };
       const lease = { epoch: 1 + (cycle % 3), version: 1 };
       const fields = [
-        { kind: 'capture_bound', ...common, detail: { originalDigest: sha(`d${cycle}`), turn: `turn-${cycle}`, binding: 'prompt' } },
-        { kind: 'lease_acquired', ...common, lease, detail: { expiresAt: new Date(at + 2_700_000).toISOString() } },
-        { kind: 'ready_written', ...common, lease, detail: { readyDigest: sha(`r${cycle}`) } },
-        { kind: 'lease_renewed', goal, todo, capture, owner, lease: { ...lease, version: 2 }, detail: { expiresAt: new Date(at + 2_760_000).toISOString() } },
-        { kind: 'claim_refused', goal, todo, owner: `claude:${session}`, op, detail: { reason: 'lease_held', holder: owner, holderEpoch: lease.epoch } },
-        { kind: 'lease_released', goal, todo, capture, owner, lease: { ...lease, version: 2 }, detail: { reason: 'released by owner', forced: false } },
-      ][i % 6];
+        () => ({ kind: 'capture_bound', ...common, detail: { originalDigest, turn: `turn-${cycle}`, binding: 'prompt' } }),
+        () => ({ kind: 'lease_acquired', ...common, lease, detail: { expiresAt: new Date(at + 2_700_000).toISOString() } }),
+        () => ({ kind: 'ready_written', ...common, lease, detail: { readyDigest } }),
+        () => ({ kind: 'lease_renewed', goal, todo, capture, owner, lease: { ...lease, version: 2 }, detail: { expiresAt: new Date(at + 2_760_000).toISOString() } }),
+        () => ({ kind: 'claim_refused', goal, todo, owner: `claude:${session}`, op, detail: { reason: 'lease_held', holder: owner, holderEpoch: lease.epoch } }),
+        () => ({ kind: 'lease_released', goal, todo, capture, owner, lease: { ...lease, version: 2 }, detail: { reason: 'released by owner', forced: false } }),
+      ][i % 6]();
       seq += 1;
       const doc = { schema: 'turnkeeper.receipt/v1', seq, prevHash: hash, at: new Date(at).toISOString(), ...fields };
       const text = jcs(doc);

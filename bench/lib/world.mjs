@@ -60,15 +60,32 @@ export function codexPrompt({ root, repo, session, turn, prompt }) {
 export const promptFor = (todo) =>
   `Let's keep going on #todo:${todo}. Read src/index.ts, write the failing test first, then make it pass; keep the public API stable and run the unit tests before you stop.`;
 
+/**
+ * CPU time (user + sys, ms) of this process's reaped children, from /proc/self/stat (cutime, cstime).
+ * Read around a spawn it gives that child's CPU time, which tells CPU-bound start-up apart from waiting.
+ */
+const TICK_MS = 10; // USER_HZ is 100 on Linux
+export function childCpuMs() {
+  try {
+    const stat = readFileSync('/proc/self/stat', 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[13]) + Number(fields[14])) * TICK_MS;
+  } catch {
+    return NaN;
+  }
+}
+
 const SPAWN_OPTS = { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 };
 
 /** Runs one cold process and returns its wall time as seen by the parent (fork+exec+run+exit+reap). */
 export function timed(args, { input = '', env, cwd }) {
+  const cpu0 = childCpuMs();
   const started = process.hrtime.bigint();
   const result = spawnSync(NODE, args, { ...SPAWN_OPTS, input, env, cwd });
   const ms = Number(process.hrtime.bigint() - started) / 1e6;
+  const cpuMs = childCpuMs() - cpu0;
   if (result.error) throw result.error;
-  return { ms, code: result.status, signal: result.signal, stdout: result.stdout, stderr: result.stderr };
+  return { ms, cpuMs, code: result.status, signal: result.signal, stdout: result.stdout, stderr: result.stderr };
 }
 
 /** Peak RSS (KiB) of one cold process, via GNU time (wait4 rusage of the child). */

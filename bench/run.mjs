@@ -1,0 +1,478 @@
+// Turnkeeper benchmark (`npm run bench` = build, then this file). Every measured command is a real
+// cold process of the same runtime (process.execPath) running the built dist/cli.js, against stores
+// in a temp dir that is removed at the end. Baselines are measured in the same run, interleaved with
+// the product runs, so background load hits both alike. Nothing listens on any port.
+//
+// Env knobs (for development only): BENCH_RUNS (default 30), BENCH_WARMUP (3), BENCH_RACE_REPS (5),
+// BENCH_MEM_RUNS (10), BENCH_VERIFY_RECEIPTS (100000), BENCH_KEEP=1 keeps the temp dir.
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { appendChain, DRIVER, loadProductStore, seedHistory, todoFields } from './lib/store.mjs';
+import {
+  CLI,
+  TIME_BIN,
+  childCpuMs,
+  cleanEnv,
+  cleanup,
+  codexPrompt,
+  contextText,
+  makeRepo,
+  makeRoot,
+  newSession,
+  peakRss,
+  promptFor,
+  race,
+  summary,
+  timed,
+} from './lib/world.mjs';
+
+const int = (name, fallback) => {
+  const value = Number(process.env[name]);
+  return Number.isSafeInteger(value) && value > 0 ? value : fallback;
+};
+const RUNS = int('BENCH_RUNS', 30);
+const WARMUP = int('BENCH_WARMUP', 3);
+const RACE_REPS = int('BENCH_RACE_REPS', 5);
+const RACE_WIDTH = 64;
+const MEM_RUNS = int('BENCH_MEM_RUNS', 10);
+const VERIFY_RECEIPTS = int('BENCH_VERIFY_RECEIPTS', 100_000);
+const HOOK_RECEIPTS = 1_000;
+
+const major = Number(process.versions.node.split('.')[0]);
+if (major < 24) {
+  console.error(`bench: needs Node 24 (this is ${process.version}); run it through npm run bench or node_modules/.bin/node`);
+  process.exit(2);
+}
+if (!existsSync(CLI)) {
+  console.error(`bench: ${CLI} is missing; run npm run build first (npm run bench does)`);
+  process.exit(2);
+}
+
+const log = (text) => process.stderr.write(`bench: ${text}\n`);
+const fail = (text) => {
+  throw new Error(text);
+};
+
+// ---- baseline scripts (node -e), each the minimum a hook of that kind cannot avoid ----
+
+// The compile cache is enabled exactly as dist/cli.js does it, so the driver's JS is cached for the
+// floors too: the floors get every advantage the product gets.
+const PRELUDE = `require('node:module').enableCompileCache?.(); const Database = require(${JSON.stringify(DRIVER)});`;
+const READ_ROW = `SELECT presentation, ready_digest FROM ready_captures WHERE capture = ?`;
+
+/**
+ * Floor of a replay: the same runtime loads better-sqlite3, opens the store and reads the one row a
+ * replay must present (and prints it). A replay cannot do less than this, so replay/floor is the
+ * overhead of everything Turnkeeper adds (bundle load, parsing, validation, pragmas, lookups).
+ */
+const readFloor = (db, capture) =>
+  `${PRELUDE} const db = new Database(${JSON.stringify(db)}, { fileMustExist: true });
+   const row = db.prepare(${JSON.stringify(READ_ROW)}).get(${JSON.stringify(capture)});
+   if (!row) process.exit(3);
+   process.stdout.write(JSON.stringify({ hookSpecificOutput: { hookEventName: 'UserPromptSubmit', additionalContext: row.presentation } }) + '\\n');
+   db.close();`;
+
+/**
+ * Floor of a claim: the read floor plus one durable write, i.e. WAL + synchronous=FULL and one small
+ * BEGIN IMMEDIATE transaction (a proof-of-life style UPDATE of a seeded session). A claim must at least
+ * commit one such transaction; what it costs beyond that is git probing, building and digesting the
+ * capture and ready capture, and the extra statements.
+ */
+const writeFloor = (db, capture, owner) =>
+  `${PRELUDE} const db = new Database(${JSON.stringify(db)}, { fileMustExist: true });
+   db.pragma('journal_mode = WAL'); db.pragma('synchronous = FULL');
+   const row = db.prepare(${JSON.stringify(READ_ROW)}).get(${JSON.stringify(capture)});
+   if (!row) process.exit(3);
+   const touch = db.prepare('UPDATE sessions SET last_hook_at = ? WHERE owner = ?');
+   db.transaction(() => { if (touch.run(Date.now(), ${JSON.stringify(owner)}).changes !== 1) throw new Error('no row'); }).immediate();
+   db.close();`;
+
+/** Start-up and open cost of the verify store (head row only): verify wall − this ≈ the chain walk. */
+const openFloor = (db) =>
+  `${PRELUDE} const db = new Database(${JSON.stringify(db)}, { fileMustExist: true });
+   if (!db.prepare('SELECT seq, hash FROM receipt_head WHERE id = 1').get()) process.exit(3);
+   db.close();`;
+
+/** What SQLite alone costs to hand every receipt row to JS (no parsing, no hashing). */
+const scanFloor = (db) =>
+  `${PRELUDE} const db = new Database(${JSON.stringify(db)}, { fileMustExist: true });
+   let n = 0; for (const row of db.prepare('SELECT seq, doc, hash FROM receipts ORDER BY seq').raw().iterate()) n += row[1].length > 0 ? 1 : 0;
+   if (n === 0) process.exit(3);
+   db.close();`;
+
+// ---- main ----
+
+const root = makeRoot();
+const scratch = join(root, 'tmp');
+const results = { samples: {}, cpu: {}, memory: {}, race: [], checks: {} };
+const t0 = performance.now();
+const load0 = loadavg()[0];
+
+try {
+  await main();
+} finally {
+  if (process.env.BENCH_KEEP) log(`kept ${root}`);
+  else cleanup(root);
+}
+
+async function main() {
+  // World A: the hook store (rows 1, 2, 4, 5).
+  const repo = makeRepo(root);
+  const home = join(root, 'tkhome');
+  const db = join(home, 'turnkeeper.db');
+  const env = cleanEnv(root, home);
+  const product = await loadProductStore(scratch);
+  const store = await product.openSqliteAuthority({ path: db, create: true });
+  const seeded = await seedHistory(product, store, { goal: repo, cwd: repo, minReceipts: HOOK_RECEIPTS, startMs: Date.now() - 30 * 86_400_000 });
+  const claimTodos = Array.from({ length: WARMUP + RUNS + MEM_RUNS }, (_, i) => `claim-${String(i).padStart(3, '0')}`);
+  const raceTodos = Array.from({ length: RACE_REPS }, (_, i) => `race-${i}`);
+  for (const id of [...claimTodos, ...raceTodos]) await store.addTodo(todoFields(repo, id), Date.now());
+  const floorOwner = store.connection.prepare('SELECT owner FROM sessions ORDER BY first_hook_at LIMIT 1').get().owner;
+  store.connection.pragma('wal_checkpoint(TRUNCATE)');
+  store.close();
+  log(`hook store seeded through the product code: ${seeded.receipts} receipts (${seeded.cycles} claim/renew/release cycles)`);
+
+  const cli = (args, input = '') => timed([CLI, ...args], { input, env, cwd: repo });
+
+  // The replay Todo is added and claimed by real cold CLI processes.
+  const added = cli(['todo', 'add', 'Make the retry loop keep its error cause', '--id', 'bench-replay', '--body', todoFields(repo, 'x').body]);
+  if (added.code !== 0) fail(`todo add failed: ${added.stderr}`);
+  const replaySession = newSession();
+  const replayPayload = (turn) => codexPrompt({ root, repo, session: replaySession, turn, prompt: promptFor('bench-replay') });
+  const first = cli(['hook'], replayPayload('turn-0001'));
+  const presented = contextText(first.stdout);
+  if (!presented?.startsWith('Turnkeeper: Todo bench-replay · capture cap_')) fail(`the first claim did not present a ready capture: ${first.stdout} ${first.stderr}`);
+  const replayCapture = /capture (cap_[0-9a-f]{24})/.exec(presented)[1];
+  const replayState = () => snapshot(product, db, replayCapture);
+  const before = await replayState();
+
+  // World B: the verify store (row 3), its own TURNKEEPER_HOME; same repo as its Goal.
+  const vhome = join(root, 'tkhome-verify');
+  const vdb = join(vhome, 'turnkeeper.db');
+  const venv = cleanEnv(root, vhome);
+  const vstore = await product.openSqliteAuthority({ path: vdb, create: true });
+  await vstore.addTodo(todoFields(repo, 'verify-seed'), Date.now());
+  const seedStart = performance.now();
+  const head = appendChain(vstore.connection, { n: VERIFY_RECEIPTS, goal: repo, startMs: Date.now() - 90 * 86_400_000 });
+  vstore.connection.pragma('wal_checkpoint(TRUNCATE)');
+  vstore.close();
+  const vReceipts = head.seq;
+  log(`verify store: ${vReceipts} hash-chained receipts in ${((performance.now() - seedStart) / 1000).toFixed(1)} s (${(statSync(vdb).size / 1e6).toFixed(1)} MB)`);
+  const verifyArgs = [CLI, 'verify', '--json'];
+  const checkVerify = (run) => {
+    const report = JSON.parse(run.stdout);
+    if (run.code !== 0 || report.ok !== true || report.verified !== vReceipts || report.breaks.length !== 0) {
+      fail(`verify --json did not accept the seeded chain: code ${run.code} ${run.stdout.slice(0, 300)} ${run.stderr.slice(0, 300)}`);
+    }
+  };
+  checkVerify(timed(verifyArgs, { env: venv, cwd: repo }));
+  log('verify --json says ok:true over the seeded chain');
+
+  // ---- the runners ----
+  let turn = 1;
+  let claimIndex = 0;
+  const runners = {
+    bare: () => timed(['-e', '0'], { env, cwd: repo }),
+    floor: () => {
+      const run = timed(['-e', readFloor(db, replayCapture)], { env, cwd: repo });
+      if (run.code !== 0) fail(`read floor failed: ${run.stderr}`);
+      return run;
+    },
+    floorWrite: () => {
+      const run = timed(['-e', writeFloor(db, replayCapture, floorOwner)], { env, cwd: repo });
+      if (run.code !== 0) fail(`write floor failed: ${run.stderr}`);
+      return run;
+    },
+    replay: () => {
+      const run = cli(['hook'], replayPayload(`turn-${String(++turn).padStart(4, '0')}`));
+      if (contextText(run.stdout) !== presented) fail(`replay did not present the stored bytes: ${run.stdout.slice(0, 200)} ${run.stderr}`);
+      return run;
+    },
+    claim: () => {
+      const todo = claimTodos[claimIndex++] ?? fail('out of claim Todos');
+      const run = cli(['hook'], codexPrompt({ root, repo, session: newSession(), turn: 'turn-0001', prompt: promptFor(todo) }));
+      if (!contextText(run.stdout)?.startsWith(`Turnkeeper: Todo ${todo} · capture cap_`)) fail(`claim of ${todo} failed: ${run.stdout.slice(0, 200)} ${run.stderr}`);
+      return run;
+    },
+    verify: () => {
+      const run = timed(verifyArgs, { env: venv, cwd: repo });
+      checkVerify(run);
+      return run;
+    },
+    verifyOpen: () => {
+      const run = timed(['-e', openFloor(vdb)], { env: venv, cwd: repo });
+      if (run.code !== 0) fail(`open floor failed: ${run.stderr}`);
+      return run;
+    },
+    verifyScan: () => {
+      const run = timed(['-e', scanFloor(vdb)], { env: venv, cwd: repo });
+      if (run.code !== 0) fail(`scan floor failed: ${run.stderr}`);
+      return run;
+    },
+  };
+
+  // Warm-up: populates Node's compile cache (dist bundle, driver JS) and the page cache. The verify
+  // rows load the same bundle and driver, so one warm-up each (page cache) is enough for them.
+  const hookRows = ['bare', 'floor', 'replay', 'floorWrite', 'claim'];
+  const verifyRows = ['verify', 'verifyOpen', 'verifyScan'];
+  for (let i = 0; i < WARMUP; i += 1) for (const name of hookRows) runners[name]();
+  for (const name of verifyRows) runners[name]();
+  const cacheDir = join(scratch, 'node-compile-cache');
+  results.checks.compileCacheFiles = existsSync(cacheDir) ? countFiles(cacheDir) : 0;
+  log(`warm-up done; compile cache holds ${results.checks.compileCacheFiles} files`);
+
+  // Rows 1 and 2, interleaved (rotating order) so drift and background load hit every row alike.
+  const stderrSeen = new Set();
+  const measure = (names, runs) => {
+    for (const name of names) {
+      results.samples[name] ??= [];
+      results.cpu[name] ??= [];
+    }
+    for (let i = 0; i < runs; i += 1) {
+      for (let k = 0; k < names.length; k += 1) {
+        const name = names[(i + k) % names.length];
+        const run = runners[name]();
+        if (run.stderr) stderrSeen.add(`${name}: ${run.stderr.trim().split('\n')[0]}`);
+        results.samples[name].push(run.ms);
+        results.cpu[name].push(run.cpuMs);
+      }
+    }
+  };
+  measure(hookRows, RUNS);
+  log(`rows 1–2: ${RUNS} interleaved runs each`);
+  measure(verifyRows, RUNS);
+  log(`row 3: ${RUNS} interleaved runs each`);
+
+  // Row 4: 64 concurrent hooks, distinct sessions, one fresh Todo per repetition.
+  for (const todo of raceTodos) {
+    const inputs = Array.from({ length: RACE_WIDTH }, () => codexPrompt({ root, repo, session: newSession(), turn: 'turn-0001', prompt: promptFor(todo) }));
+    const cpu0 = childCpuMs();
+    const runs = await race(inputs, { env, cwd: repo });
+    const cpuPerProcessMs = (childCpuMs() - cpu0) / RACE_WIDTH;
+    let winners = 0;
+    let held = 0;
+    const other = [];
+    for (const run of runs) {
+      const text = contextText(run.stdout) ?? '';
+      if (text.startsWith(`Turnkeeper: Todo ${todo} · capture cap_`) && text.includes('epoch 1')) winners += 1;
+      else if (text.includes('[lease_held]')) held += 1;
+      else other.push({ code: run.code, context: text.slice(0, 300), stderr: run.stderr.slice(0, 1500) });
+    }
+    const walls = runs.map((run) => run.ms);
+    results.race.push({
+      todo,
+      winners,
+      held,
+      other,
+      slowestMs: Math.max(...walls),
+      makespanMs: Math.max(...runs.map((run) => run.sinceFirst)),
+      medianMs: summary(walls).median,
+      cpuPerProcessMs,
+    });
+  }
+  log(`row 4: ${RACE_REPS} races of ${RACE_WIDTH}`);
+
+  // Row 5: peak RSS through GNU time, interleaved as well.
+  if (existsSync(TIME_BIN)) {
+    const memRunners = {
+      bare: () => peakRss(['-e', '0'], { env, cwd: repo, scratch }),
+      floor: () => peakRss(['-e', readFloor(db, replayCapture)], { env, cwd: repo, scratch }),
+      replay: () => {
+        const run = peakRss([CLI, 'hook'], { input: replayPayload(`turn-${String(++turn).padStart(4, '0')}`), env, cwd: repo, scratch });
+        if (contextText(run.stdout) !== presented) fail('replay under time did not present the stored bytes');
+        return run;
+      },
+      claim: () => {
+        const todo = claimTodos[claimIndex++] ?? fail('out of claim Todos');
+        const run = peakRss([CLI, 'hook'], { input: codexPrompt({ root, repo, session: newSession(), turn: 'turn-0001', prompt: promptFor(todo) }), env, cwd: repo, scratch });
+        if (!contextText(run.stdout)?.startsWith(`Turnkeeper: Todo ${todo} ·`)) fail(`claim of ${todo} under time failed`);
+        return run;
+      },
+    };
+    const names = Object.keys(memRunners);
+    for (const name of names) results.memory[name] = [];
+    for (let i = 0; i < MEM_RUNS; i += 1) for (const name of names) results.memory[name].push(memRunners[name]().kib);
+    results.memory.verify = [];
+    for (let i = 0; i < 3; i += 1) {
+      const run = peakRss(verifyArgs, { env: venv, cwd: repo, scratch });
+      checkVerify(run);
+      results.memory.verify.push(run.kib);
+    }
+    log(`row 5: ${MEM_RUNS} runs each under ${TIME_BIN}`);
+  } else {
+    results.memory = null;
+    log(`row 5 skipped: ${TIME_BIN} is missing`);
+  }
+
+  // Rule 4 check over everything above: the replays wrote no lease and no receipt.
+  const after = await replayState();
+  results.checks.replayWroteNothing = JSON.stringify(before) === JSON.stringify(after);
+  results.checks.replayState = { before, after };
+  results.checks.hookStoreReceipts = seeded.receipts;
+  results.checks.verifyStoreReceipts = vReceipts;
+  results.checks.stderr = [...stderrSeen].slice(0, 10);
+  report();
+}
+
+async function snapshot(product, db, capture) {
+  const store = await product.openSqliteAuthority({ path: db, create: false });
+  try {
+    const c = store.connection;
+    return {
+      lease: c.prepare('SELECT epoch, version, status, renewed_at, expires_at FROM leases WHERE capture = ?').get(capture),
+      receipts: c.prepare('SELECT COUNT(*) AS n FROM receipt_index WHERE capture = ?').get(capture).n,
+    };
+  } finally {
+    store.close();
+  }
+}
+
+function countFiles(dir) {
+  let n = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) n += entry.isDirectory() ? countFiles(join(dir, entry.name)) : 1;
+  return n;
+}
+
+// ---- report ----
+
+function report() {
+  const s = Object.fromEntries(Object.entries(results.samples).map(([name, sample]) => [name, summary(sample)]));
+  const vReceipts = results.checks.verifyStoreReceipts;
+  const race = results.race;
+  const raceSlowest = summary(race.map((r) => r.slowestMs));
+  const raceMakespan = summary(race.map((r) => r.makespanMs));
+  const raceMedian = summary(race.map((r) => r.medianMs));
+  const raceOk = race.every((r) => r.winners === 1 && r.held === RACE_WIDTH - 1);
+  const mem = results.memory && Object.fromEntries(Object.entries(results.memory).map(([name, sample]) => [name, summary(sample)]));
+
+  const ms = (v) => `${v.toFixed(1)} ms`;
+  const mb = (kib) => `${(kib / 1024).toFixed(1)} MB`;
+  const ratio = (a, b) => a / b;
+  const x = (r) => `${r.toFixed(2)}×`;
+  const walkMs = s.verify.median - s.verifyOpen.median;
+  const rateWall = vReceipts / (s.verify.median / 1000);
+  const rateWallP90 = vReceipts / (s.verify.p90 / 1000);
+  const rateWalk = vReceipts / (walkMs / 1000);
+  // Paired ratio: median of run-by-run ratios of neighbours in the interleaved loop (drift-proof).
+  const paired = (a, b) => summary(results.samples[a].map((v, i) => v / results.samples[b][i])).median;
+  // CPU ratio: mean child CPU (user+sys, from /proc/self/stat) — less sensitive to other load than wall time.
+  const cpuRatio = (a, b) => summary(results.cpu[a]).mean / summary(results.cpu[b]).mean;
+  const replayRatio = ratio(s.replay.median, s.floor.median);
+  const replayRatioP90 = ratio(s.replay.p90, s.floor.p90);
+
+  const cpuOf = (name) => (results.cpu[name] ? ms(summary(results.cpu[name]).mean) : '');
+  const raceCpu = ms(summary(race.map((r) => r.cpuPerProcessMs)).mean);
+  const raceCpuBound = (RACE_WIDTH * summary(results.cpu.claim).mean) / cpus().length;
+  const measurements = [
+    ['1', 'bare `node -e 0`', s.bare, ms, cpuOf('bare')],
+    ['1', 'floor: driver + open + read 1 row', s.floor, ms, cpuOf('floor')],
+    ['1', 'hook replay (rule 4, stored bytes)', s.replay, ms, cpuOf('replay')],
+    ['2', 'floor + 1 sync=FULL write txn', s.floorWrite, ms, cpuOf('floorWrite')],
+    ['2', 'hook claim (fresh Todo, new lease)', s.claim, ms, cpuOf('claim')],
+    ['3', `verify --json (${vReceipts.toLocaleString('en-US')} receipts)`, s.verify, ms, cpuOf('verify')],
+    ['3', 'floor: driver + open verify store', s.verifyOpen, ms, cpuOf('verifyOpen')],
+    ['3', 'floor: driver + open + scan all rows', s.verifyScan, ms, cpuOf('verifyScan')],
+    ['4', `race ×${RACE_WIDTH}: slowest process`, raceSlowest, ms, raceCpu],
+    ['4', `race ×${RACE_WIDTH}: makespan`, raceMakespan, ms, ''],
+    ['4', `race ×${RACE_WIDTH}: median process`, raceMedian, ms, raceCpu],
+    ...(mem
+      ? [
+          ['5', 'peak RSS bare `node -e 0`', mem.bare, mb],
+          ['5', 'peak RSS floor (read 1 row)', mem.floor, mb],
+          ['5', 'peak RSS hook replay', mem.replay, mb],
+          ['5', 'peak RSS hook claim', mem.claim, mb],
+          ['5', 'peak RSS verify --json', mem.verify, mb],
+        ]
+      : []),
+  ].map(([row, what, sum, fmt, cpu = '']) => [row, what, String(sum.n), fmt(sum.median), fmt(sum.p90), fmt(sum.min), cpu]);
+
+  const verdict = (ok) => (ok ? 'PASS' : 'MISS');
+  const comparisons = [
+    ['1', 'hook replay', ms(s.replay.median), 'floor (read 1 row)', ms(s.floor.median), x(replayRatio), `p90 ${x(replayRatioP90)} · paired ${x(paired('replay', 'floor'))} · cpu ${x(cpuRatio('replay', 'floor'))}`, '≤ 1.25×', verdict(replayRatio <= 1.25)],
+    ['1', 'hook replay', ms(s.replay.median), 'bare node', ms(s.bare.median), x(ratio(s.replay.median, s.bare.median)), `+${ms(s.replay.median - s.bare.median)} · paired ${x(paired('replay', 'bare'))}`, '—', 'info'],
+    ['1', 'floor (read 1 row)', ms(s.floor.median), 'bare node', ms(s.bare.median), x(ratio(s.floor.median, s.bare.median)), `+${ms(s.floor.median - s.bare.median)}`, '—', 'info'],
+    ['2', 'hook claim', ms(s.claim.median), 'floor + write txn', ms(s.floorWrite.median), x(ratio(s.claim.median, s.floorWrite.median)), `p90 ${x(ratio(s.claim.p90, s.floorWrite.p90))} · paired ${x(paired('claim', 'floorWrite'))} · cpu ${x(cpuRatio('claim', 'floorWrite'))}`, '—', 'info'],
+    ['3', 'verify, wall time', `${fmtRate(rateWall)}/s`, `${vReceipts} receipts`, ms(s.verify.median), '', `p90 ${fmtRate(rateWallP90)}/s`, '≥ 200k/s', verdict(rateWall >= 200_000)],
+    ['3', 'verify, walk ≈ wall − open', `${fmtRate(rateWalk)}/s`, 'open floor', ms(s.verifyOpen.median), '', `walk ${ms(walkMs)}`, '≥ 200k/s', verdict(rateWalk >= 200_000)],
+    ['3', 'verify', ms(s.verify.median), 'scan floor', ms(s.verifyScan.median), x(ratio(s.verify.median, s.verifyScan.median)), `+${ms(s.verify.median - s.verifyScan.median)} JS`, '—', 'info'],
+    ['4', 'race slowest', ms(raceSlowest.median), 'lone claim', ms(s.claim.median), x(ratio(raceSlowest.median, s.claim.median)), `p90 ${x(ratio(raceSlowest.p90, s.claim.median))}`, '—', 'info'],
+    // 64 cold processes on this many cores cannot finish before 64 × (CPU of one claim) / cores.
+    ['4', 'race slowest', ms(raceSlowest.median), `CPU bound ${RACE_WIDTH}×cpu/${cpus().length}`, ms(raceCpuBound), x(ratio(raceSlowest.median, raceCpuBound)), `cpu/proc ${raceCpu} vs ${cpuOf('claim')}`, '—', 'info'],
+    ['4', 'race outcome', race.map((r) => `${r.winners}+${r.held}`).join(' '), `1 winner + ${RACE_WIDTH - 1} [lease_held]`, '', '', `${race.length} reps`, 'all reps', raceOk ? 'PASS' : 'FAIL'],
+    ...(mem
+      ? [
+          ['5', 'RSS hook replay', mb(mem.replay.median), 'bare node', mb(mem.bare.median), x(ratio(mem.replay.median, mem.bare.median)), `+${mb(mem.replay.median - mem.bare.median)}`, '—', 'info'],
+          ['5', 'RSS hook claim', mb(mem.claim.median), 'bare node', mb(mem.bare.median), x(ratio(mem.claim.median, mem.bare.median)), `+${mb(mem.claim.median - mem.bare.median)}`, '—', 'info'],
+          ['5', 'RSS hook replay', mb(mem.replay.median), 'floor (read 1 row)', mb(mem.floor.median), x(ratio(mem.replay.median, mem.floor.median)), `+${mb(mem.replay.median - mem.floor.median)}`, '—', 'info'],
+        ]
+      : [['5', 'peak RSS', 'n/a', `${TIME_BIN} missing`, '', '', '', '—', 'SKIP']]),
+  ];
+
+  const load1 = loadavg()[0];
+  const out = [];
+  out.push(
+    `Turnkeeper bench · node ${process.version} ${process.platform}/${process.arch} · ${cpus().length} cpus · ` +
+      `loadavg ${load0.toFixed(2)} → ${load1.toFixed(2)} · ${RUNS} runs after ${WARMUP} warm-up · ${((performance.now() - t0) / 1000).toFixed(0)} s`,
+  );
+  out.push(
+    `hook store ${results.checks.hookStoreReceipts.toLocaleString('en-US')} receipts · verify store ${vReceipts.toLocaleString('en-US')} receipts · ` +
+      `compile cache ${results.checks.compileCacheFiles} files · replay wrote nothing: ${results.checks.replayWroteNothing ? 'yes' : 'NO'}`,
+  );
+  out.push('');
+  out.push(...table(['row', 'measurement (cold processes)', 'n', 'median', 'p90', 'min', 'cpu/proc'], measurements, [0, 0, 1, 1, 1, 1, 1]));
+  out.push('');
+  out.push(...table(['row', 'comparison', 'value', 'baseline', 'base median', 'ratio', 'spread', 'target', 'result'], comparisons, [0, 0, 1, 0, 1, 1, 0, 0, 0]));
+  if (results.checks.stderr.length > 0) out.push('', 'stderr seen:', ...results.checks.stderr.map((line) => `  ${line}`));
+  const odd = race.filter((r) => r.other.length > 0);
+  for (const r of odd) {
+    const kinds = new Map();
+    for (const o of r.other) {
+      const what = /\[([a-z_]+)\]/.exec(o.context)?.[1] ?? (o.stderr.split('\n').find((line) => /Error|error:/.test(line)) ?? `exit ${o.code}, no output`).trim().slice(0, 140);
+      kinds.set(what, (kinds.get(what) ?? 0) + 1);
+    }
+    out.push(`race ${r.todo}: ${r.other.length} other outcome(s): ${[...kinds].map(([k, n]) => `${n}× ${k}`).join('; ')}`);
+  }
+  console.log(out.join('\n'));
+
+  const json = {
+    node: process.version,
+    cpus: cpus().length,
+    loadavg: [load0, load1],
+    runs: RUNS,
+    warmup: WARMUP,
+    samplesMs: results.samples,
+    childCpuMs: results.cpu,
+    summaryMs: s,
+    race: results.race,
+    memoryKiB: results.memory,
+    verify: { receipts: vReceipts, ratePerSecWall: rateWall, ratePerSecWalk: rateWalk, walkMs },
+    ratios: {
+      replayOverFloor: replayRatio,
+      replayOverFloorP90: replayRatioP90,
+      replayOverFloorPaired: paired('replay', 'floor'),
+      claimOverFloorWritePaired: paired('claim', 'floorWrite'),
+      replayOverFloorCpu: cpuRatio('replay', 'floor'),
+      claimOverFloorWriteCpu: cpuRatio('claim', 'floorWrite'),
+      replayOverBare: ratio(s.replay.median, s.bare.median),
+      claimOverFloorWrite: ratio(s.claim.median, s.floorWrite.median),
+      raceSlowestOverLoneClaim: ratio(raceSlowest.median, s.claim.median),
+      ...(mem ? { rssReplayOverBare: ratio(mem.replay.median, mem.bare.median), rssClaimOverBare: ratio(mem.claim.median, mem.bare.median) } : {}),
+    },
+    verdicts: { replay: replayRatio <= 1.25, verifyWall: rateWall >= 200_000, race: raceOk },
+    checks: results.checks,
+  };
+  console.log(`BENCH_JSON ${JSON.stringify(json)}`);
+}
+
+function fmtRate(rate) {
+  return rate >= 1e6 ? `${(rate / 1e6).toFixed(2)}M` : `${(rate / 1e3).toFixed(0)}k`;
+}
+
+/** Plain-text table; `right[i]` = 1 right-aligns column i. */
+function table(header, rows, right) {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
+  const line = (cells) => cells.map((c, i) => (right[i] ? String(c).padStart(widths[i]) : String(c).padEnd(widths[i]))).join('  ').trimEnd();
+  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)];
+}
