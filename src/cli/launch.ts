@@ -89,7 +89,8 @@ export async function resumeCommand(argv: string[], io: Io): Promise<number> {
     if (!values.json) io.err(`turnkeeper: launch receipt #${launch.receipt.seq} committed; ${result.agent} is running (pid ${launch.pid})\n`);
     launch.stdout?.on('data', (chunk: Buffer) => io.err(chunk.toString()));
     launch.stderr?.on('data', (chunk: Buffer) => io.err(chunk.toString()));
-    launch.stdin?.end();
+    // Headless agents read a prompt from stdin when it is not a terminal: give them end-of-file at once.
+    launch.stdin?.destroy();
     const exit = await launch.exited;
     if (values.json) {
       printJson(io, {

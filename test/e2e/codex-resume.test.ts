@@ -1,0 +1,92 @@
+// Resume end to end (contract §7) with the real Codex binary through the native launcher: the
+// resumed session's request carries the same ready capture, the lease is unchanged, the chain
+// verifies, and `launch_committed` precedes the first hook event of that launch in the chain.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn, spawnSync } from 'node:child_process';
+import { resolve } from 'node:path';
+import { CLI, makeWorld, type World } from '../support/world';
+import { developerTexts, startMockModelServer, type MockModelServer } from '../support/mockModelServer';
+import { cleanupCodexHome, makeCodexHome, runCodexExec, writeCodexConfig, type CodexHome } from '../support/codexHarness';
+
+const CODEX_SHIM = resolve(__dirname, '../../node_modules/.bin/codex');
+
+let world: World;
+let codex: CodexHome;
+let mock: MockModelServer;
+let env: NodeJS.ProcessEnv;
+
+function turnkeeper(args: string[]) {
+  const run = spawnSync(process.execPath, [CLI, ...args], { cwd: world.repo, env, encoding: 'utf8', timeout: 60_000 });
+  return { code: run.status, stdout: run.stdout, stderr: run.stderr };
+}
+/** Async: the mock model server lives in this process, so a blocking spawn would starve it. */
+function turnkeeperAsync(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((done) => {
+    const child = spawn(process.execPath, [CLI, ...args], { cwd: world.repo, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 90_000);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      done({ code, stdout, stderr });
+    });
+  });
+}
+const presentations = (from: number) => mock.requests.slice(from).flatMap((request) => developerTexts(request)).filter((text) => text.startsWith('Turnkeeper: Todo'));
+
+beforeAll(async () => {
+  mock = await startMockModelServer();
+  world = makeWorld('tk-e2e-resume');
+  codex = makeCodexHome({ prefix: 'tk-e2e-resume-codex-', extraEnv: { TURNKEEPER_HOME: world.home } });
+  env = codex.env;
+  writeCodexConfig(codex.codexHome, mock.url);
+  expect(turnkeeper(['todo', 'add', 'Fix login', '--id', 'fix-login', '--body', 'Resume me (okapi-4410).']).code).toBe(0);
+  expect(turnkeeper(['hooks', 'install', '--agent', 'codex']).code).toBe(0);
+});
+afterAll(async () => {
+  await mock?.close();
+  if (codex) cleanupCodexHome(codex);
+  world?.cleanup();
+});
+
+describe('turnkeeper resume with the real Codex', () => {
+  it('relaunches the session through the launcher and presents the same capture, lease unchanged', async () => {
+    const first = await runCodexExec({ env, cwd: world.repo, prompt: 'please work on #todo:fix-login', timeoutMs: 90_000 });
+    expect(first.code, first.stderr).toBe(0);
+    const claimed = presentations(0);
+    expect(claimed).toHaveLength(1);
+    const status = JSON.parse(turnkeeper(['status', '--json']).stdout) as { leases: { owner: string; capture: string; epoch: number; status: string }[] };
+    const [lease] = status.leases;
+    expect(lease).toMatchObject({ epoch: 1, status: 'active', owner: expect.stringMatching(/^codex:/) });
+
+    const before = mock.requests.length;
+    const resumed = await turnkeeperAsync(['resume', lease!.capture, '--json', '--agent-bin', CODEX_SHIM, '--', '--skip-git-repo-check', '--dangerously-bypass-hook-trust']);
+    expect(resumed.code, resumed.stderr.slice(-3000)).toBe(0);
+    const decision = JSON.parse(resumed.stdout) as { decision: string; receipt: { seq: number; hash: string }; digest: string; exit: { code: number } };
+    expect(decision).toMatchObject({ decision: 'launched', exit: { code: 0 } });
+    const attested = JSON.parse(turnkeeper(['attest', CODEX_SHIM, '--json']).stdout) as { digest: string };
+    expect(decision.digest).toBe(attested.digest);
+
+    // The resumed session's model request carries the very same bytes.
+    expect(presentations(before)).toContain(claimed[0]);
+    const after = JSON.parse(turnkeeper(['status', '--json']).stdout) as typeof status;
+    expect(after.leases).toHaveLength(1);
+    expect(after.leases[0]).toMatchObject({ owner: lease!.owner, capture: lease!.capture, epoch: 1, status: 'active' });
+
+    // The launch receipt is committed before the first hook event of that launch.
+    const store = await world.store();
+    const receipts = await store.launchReceipts(lease!.capture);
+    const committed = receipts.find((r) => r.kind === 'launch_committed')!;
+    const hooked = receipts.find((r) => r.kind === 'launch_hooked' && r.launch === committed.launch);
+    expect(committed.seq).toBe(decision.receipt.seq);
+    expect(hooked).toBeDefined();
+    expect(hooked!.seq).toBeGreaterThan(committed.seq);
+    const doc = JSON.parse((await store.receipts({ beforeSeq: committed.seq + 1, limit: 1 }))[0]!.doc) as { detail: Record<string, unknown> };
+    expect(doc.detail).toMatchObject({ agent: 'codex', digest: attested.digest, launch: committed.launch });
+    expect(await store.verifyChain()).toMatchObject({ ok: true });
+    store.close();
+    expect(JSON.parse(turnkeeper(['verify', '--json']).stdout)).toMatchObject({ ok: true, breaks: [] });
+  });
+});
