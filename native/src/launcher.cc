@@ -232,7 +232,13 @@ void RunLaunch(std::shared_ptr<Launch> launch, std::shared_ptr<SpawnPlan> plan) 
     }
     for (int target = 0; target < 3; target++) {
       int source = plan->childStdio[target];
-      if (source >= 0 && dup2(source, target) < 0) goto failed;
+      if (source >= 0) {
+        if (dup2(source, target) < 0) goto failed;
+      } else {
+        // Inherited stdio must survive the exec, but Node marks its own 0-2 close-on-exec.
+        int flags = fcntl(target, F_GETFD);
+        if (flags >= 0 && (flags & FD_CLOEXEC) != 0) fcntl(target, F_SETFD, flags & ~FD_CLOEXEC);
+      }
     }
     if (plan->cwdFd >= 0 && fchdir(plan->cwdFd) != 0) goto failed;
     if (ptrace(PTRACE_TRACEME, 0, nullptr, nullptr) != 0) goto failed;

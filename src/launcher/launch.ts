@@ -140,9 +140,19 @@ export async function launchAttested(request: LaunchRequest): Promise<RunningLau
     await barriers.parked?.();
     await checkCancelled();
 
-    // The mapped image must be the attested object, and that object must be unchanged.
-    if (!parked.exe || parked.exe.dev !== attestation.identity.dev || parked.exe.ino !== attestation.identity.ino) {
-      await refuse('launch_verification_failed', `/proc/${pid}/exe is not the attested object`);
+    // The backstop may have fired while we waited (timeout): its refusal is the answer.
+    const early = events.peek();
+    if (early?.type === 'refused') {
+      launchId = undefined;
+      await refuse(early.reason === 'launch_timeout' ? 'launch_timeout' : 'launch_verification_failed', early.detail);
+    }
+    // The mapped image must be the attested object, and that object must be unchanged. Checked now,
+    // not only when it parked: a child that died meanwhile (a zombie has no exe) gets no receipt.
+    const exeNow = native.statPath(`/proc/${pid}/exe`);
+    for (const exe of [parked.exe, exeNow]) {
+      if (!exe || exe.dev !== attestation.identity.dev || exe.ino !== attestation.identity.ino) {
+        await refuse('launch_verification_failed', `/proc/${pid}/exe is not the attested object (or the child is gone)`);
+      }
     }
     const atExec = native.fstatFd(attestation.fd);
     if (!atExec || !sameIdentity(attestation.identity, identityOf(atExec))) await refuse('object_changed', `${attestation.resolved} changed before it was executed`);
@@ -178,6 +188,8 @@ export async function launchAttested(request: LaunchRequest): Promise<RunningLau
       },
     };
   } catch (error) {
+    // Whatever threw, a still-parked child must not wait for the backstop: it never runs.
+    if (launchId !== undefined) native.decide(launchId, 'kill', 'launch_verification_failed');
     for (const fd of [handles?.stdin, handles?.stdout, handles?.stderr, handles?.pty]) if (fd !== undefined) native.closeFd(fd);
     throw error;
   } finally {
@@ -186,7 +198,7 @@ export async function launchAttested(request: LaunchRequest): Promise<RunningLau
 }
 
 /** Native events arrive on the JS thread in order; this turns them into awaitable steps. */
-function eventQueue(): { push: (event: NativeEvent) => void; next: () => Promise<NativeEvent> } {
+function eventQueue(): { push: (event: NativeEvent) => void; next: () => Promise<NativeEvent>; peek: () => NativeEvent | undefined } {
   const queued: NativeEvent[] = [];
   const waiting: ((event: NativeEvent) => void)[] = [];
   return {
@@ -195,6 +207,7 @@ function eventQueue(): { push: (event: NativeEvent) => void; next: () => Promise
       if (resolve) resolve(event);
       else queued.push(event);
     },
+    peek: () => queued[0],
     next: () => {
       const event = queued.shift();
       return event ? Promise.resolve(event) : new Promise((resolve) => waiting.push(resolve));

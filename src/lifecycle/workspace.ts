@@ -1,6 +1,5 @@
 // Goals and git preconditions (contract §1, §3). The Goal is found by walking up to `.git` without
 // spawning git, because it sits on every hook's hot path; git itself runs only when a claim is made.
-import { execFileSync } from 'node:child_process';
 import { existsSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { digestText } from '../core/canonical';
@@ -16,6 +15,8 @@ export function goalOf(cwd: string): string {
 }
 
 function git(goal: string, args: string[]): string | null {
+  // Loaded on first use: node:child_process costs every hook ~10 ms of start-up, and only claims need git.
+  const { execFileSync } = process.getBuiltinModule('node:child_process') as typeof import('node:child_process');
   try {
     return execFileSync('git', ['-C', goal, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 5000 });
   } catch {

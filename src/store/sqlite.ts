@@ -4,7 +4,7 @@
 import { mkdirSync, existsSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
-import { buildReceipt, parseReceipt, walkChain, type ReceiptFields } from '../core/receipts';
+import { buildReceipt, parseReceipt, walkChain, type ReceiptFields, type StoredReceiptRow } from '../core/receipts';
 import { decideClaim, decideRelease, decideRenewal, acquiredLease, type Lease } from '../core/lease';
 import { buildReadyCapture, type HistoryEntry } from '../core/ready';
 import type { Agent, Owner } from '../core/ids';
@@ -54,6 +54,7 @@ export interface OpenOptions {
 }
 
 const HISTORY_LENGTH = 5;
+const VERIFY_PAGE = 10_000;
 /**
  * SQLite's built-in busy handler backs off to 100 ms sleeps, so under contention (64 hooks at once on
  * two cores) a waiter keeps missing the moments the lock is free and starves past its deadline. We let
@@ -653,10 +654,20 @@ export class SqliteAuthority implements Authority {
       // A read transaction gives one consistent snapshot of rows and head while hooks keep writing.
       return this.db.transaction(() => {
         const head = this.db.prepare('SELECT seq, hash FROM receipt_head WHERE id = 1').get() as { seq: unknown; hash: unknown } | undefined;
-        const rows = this.db.prepare('SELECT seq, doc, hash FROM receipts ORDER BY seq').raw().iterate() as IterableIterator<[number, unknown, unknown]>;
-        return walkChain(mapRows(rows), head);
+        return walkChain(this.allReceiptRows(), head);
       })();
     });
+  }
+
+  /** Every receipt row in seq order, read in pages: faster than row-by-row iteration, bounded memory. */
+  private *allReceiptRows(): Generator<StoredReceiptRow> {
+    const page = this.db.prepare('SELECT seq, doc, hash FROM receipts WHERE seq > ? ORDER BY seq LIMIT ?').raw();
+    for (let after = -Infinity; ; ) {
+      const rows = page.all(after === -Infinity ? Number.MIN_SAFE_INTEGER : after, VERIFY_PAGE) as [number, unknown, unknown][];
+      for (const [seq, doc, hash] of rows) yield { seq, doc, hash };
+      if (rows.length < VERIFY_PAGE) return;
+      after = rows[rows.length - 1]![0];
+    }
   }
 
   health(): Promise<StoreHealth> {
@@ -679,6 +690,3 @@ export class SqliteAuthority implements Authority {
   }
 }
 
-function* mapRows(rows: Iterable<[number, unknown, unknown]>) {
-  for (const [seq, doc, hash] of rows) yield { seq, doc, hash };
-}
