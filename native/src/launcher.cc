@@ -132,7 +132,10 @@ Napi::Value CloseFd(const Napi::CallbackInfo& info) {
 
 // ---- parked launches ---------------------------------------------------------------------------
 
-enum class Decision { None, Detach, Kill };
+// Hold: JavaScript is committing the receipt and has taken over the deadline (its store has its own
+// timeout); the backstop timer then no longer fires, so a receipt is never written for a child the
+// timer already killed.
+enum class Decision { None, Hold, Detach, Kill };
 
 struct Event {
   Event(std::string type_, pid_t pid_, std::string reason_ = "", std::string detail_ = "")
@@ -291,7 +294,12 @@ void RunLaunch(std::shared_ptr<Launch> launch, std::shared_ptr<SpawnPlan> plan) 
   std::string reason;
   {
     std::unique_lock<std::mutex> lock(launch->mutex);
-    bool decided = launch->changed.wait_for(lock, std::chrono::milliseconds(plan->timeoutMs), [&] { return launch->decision != Decision::None; });
+    auto final = [&] { return launch->decision == Decision::Detach || launch->decision == Decision::Kill; };
+    bool decided = launch->changed.wait_for(lock, std::chrono::milliseconds(plan->timeoutMs), final);
+    if (!decided && launch->decision == Decision::Hold) {
+      // Held: wait for the verdict, with a generous last-resort bound against a wedged caller.
+      decided = launch->changed.wait_for(lock, std::chrono::minutes(10), final);
+    }
     if (!decided) {
       launch->decision = Decision::Kill;
       launch->killReason = "launch_timeout";
@@ -403,16 +411,18 @@ std::shared_ptr<Launch> Find(uint32_t id) {
   return it == registry.end() ? nullptr : it->second;
 }
 
-// decide(id, "detach" | "kill", reason): true only if the launch was parked and undecided, so a
-// second commit, or a commit after a cancel, is refused rather than acted on.
+// decide(id, "hold" | "detach" | "kill", reason): true only if the launch is parked and not yet
+// decided (hold may precede detach or kill), so a second commit, or a commit after a cancel or a
+// timeout, is refused rather than acted on.
 Napi::Value Decide(const Napi::CallbackInfo& info) {
   auto launch = Find(info[0].As<Napi::Number>().Uint32Value());
   std::string what = info[1].As<Napi::String>();
   std::string reason = info.Length() > 2 ? std::string(info[2].As<Napi::String>()) : "";
   if (!launch) return Napi::Boolean::New(info.Env(), false);
   std::lock_guard<std::mutex> lock(launch->mutex);
-  if (!launch->parked || launch->decision != Decision::None) return Napi::Boolean::New(info.Env(), false);
-  launch->decision = what == "detach" ? Decision::Detach : Decision::Kill;
+  bool open = launch->decision == Decision::None || (launch->decision == Decision::Hold && what != "hold");
+  if (!launch->parked || !open) return Napi::Boolean::New(info.Env(), false);
+  launch->decision = what == "hold" ? Decision::Hold : what == "detach" ? Decision::Detach : Decision::Kill;
   launch->killReason = reason;
   launch->changed.notify_all();
   return Napi::Boolean::New(info.Env(), true);
@@ -431,7 +441,7 @@ void KillUndecided(void*) {
   std::lock_guard<std::mutex> lock(registryMutex);
   for (auto& [id, launch] : registry) {
     std::lock_guard<std::mutex> guard(launch->mutex);
-    if (launch->decision == Decision::None) {
+    if (launch->decision == Decision::None || launch->decision == Decision::Hold) {
       launch->decision = Decision::Kill;
       launch->killReason = "launch_verification_failed";
       launch->changed.notify_all();

@@ -38,7 +38,15 @@ export interface Attestation {
   readonly environment: Readonly<Record<string, string>>;
   /** True when the digest came from the identity cache instead of a fresh read of the bytes. */
   readonly cached: boolean;
+  /**
+   * The file changed less than RACY_WINDOW_MS before it was hashed: a same-size write in the same
+   * timestamp tick would leave its identity unchanged (git's "racy" case), so the launch re-hashes
+   * the parked image instead of trusting identity alone, and the digest is not cached.
+   */
+  readonly racy: boolean;
 }
+
+export const RACY_WINDOW_MS = 2000;
 
 export const identityOf = (stat: NativeStat): Identity => ({
   dev: stat.dev,
@@ -67,7 +75,7 @@ export const clearAttestationCache = (): void => attestationCache.clear();
 
 const HASH_CHUNK = 4 * 1024 * 1024;
 
-async function digestOfDescriptor(fd: number, size: number): Promise<string> {
+export async function digestOfDescriptor(fd: number, size: number): Promise<string> {
   const hash = createHash('sha256');
   const buffer = Buffer.allocUnsafe(HASH_CHUNK);
   for (let offset = 0; offset < size; ) {
@@ -118,6 +126,7 @@ export async function attest(path: string): Promise<Attestation> {
     }
     const cached = attestationCache.get(identityKey(identity));
     let object: CachedObject;
+    let racy = false;
     if (cached) {
       object = cached;
     } else {
@@ -136,7 +145,8 @@ export async function attest(path: string): Promise<Attestation> {
       const after = native.fstatFd(opened.fd);
       if (!after || !sameIdentity(identity, identityOf(after))) throw new LaunchRefused('object_changed', `${opened.resolved} changed while it was hashed`);
       object = { digest, entrypoint: shape.kind, interpreterPath: shape.kind === 'elf-dynamic' ? shape.interpreter : undefined };
-      attestationCache.set(identityKey(identity), object);
+      racy = BigInt(Date.now()) * 1_000_000n - BigInt(identity.ctimeNs) < BigInt(RACY_WINDOW_MS) * 1_000_000n;
+      if (!racy) attestationCache.set(identityKey(identity), object);
     }
     let interpreter: Attestation['interpreter'];
     if (object.interpreterPath) {
@@ -157,6 +167,7 @@ export async function attest(path: string): Promise<Attestation> {
       interpreter,
       environment: {},
       cached: cached !== undefined,
+      racy,
     };
   } finally {
     if (!keep) native.closeFd(opened.fd);

@@ -9,7 +9,7 @@ import { Socket } from 'node:net';
 import { ReadStream } from 'node:tty';
 import { writeSync } from 'node:fs';
 import { digestDocument } from '../core/canonical';
-import { identityOf, sameIdentity, type Attestation, type Identity } from './attest';
+import { digestOfDescriptor, identityOf, sameIdentity, type Attestation, type Identity } from './attest';
 import { nativeLauncher, type NativeEvent } from './native';
 import { LaunchRefused, type LaunchRefusal } from './refusals';
 
@@ -156,8 +156,19 @@ export async function launchAttested(request: LaunchRequest): Promise<RunningLau
     }
     const atExec = native.fstatFd(attestation.fd);
     if (!atExec || !sameIdentity(attestation.identity, identityOf(atExec))) await refuse('object_changed', `${attestation.resolved} changed before it was executed`);
+    // A freshly written file cannot be trusted on identity alone: re-hash the image, now write-denied.
+    if (attestation.racy && (await digestOfDescriptor(attestation.fd, attestation.identity.size)) !== attestation.digest) {
+      await refuse('object_changed', `${attestation.resolved} changed within its timestamp tick before it was executed`);
+    }
 
     const facts = { ...partial, pid } as LaunchFacts;
+    // Take the deadline over from the native backstop before writing the receipt: if the backstop
+    // already fired, the child is dead and no receipt may say otherwise.
+    if (!native.decide(handles.id, 'hold')) {
+      const late = await events.next();
+      launchId = undefined;
+      return await refuse(late.type === 'refused' && late.reason === 'launch_timeout' ? 'launch_timeout' : 'launch_verification_failed', 'the parked launch ended before its receipt could be written');
+    }
     let receipt: { seq: number; hash: string };
     try {
       receipt = await request.commit(facts);
@@ -165,7 +176,7 @@ export async function launchAttested(request: LaunchRequest): Promise<RunningLau
       return await refuse('receipt_failed', (error as Error).message);
     }
     if (!native.decide(handles.id, 'detach')) {
-      // The native backstop timed out (or the caller cancelled) while the receipt was being written.
+      // Only the environment's teardown can get here after a hold: the child was killed.
       const late = await events.next();
       launchId = undefined;
       return await refuse(late.type === 'refused' && late.reason === 'launch_timeout' ? 'launch_timeout' : 'launch_verification_failed', 'the launch was killed before it could be released');

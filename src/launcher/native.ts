@@ -44,7 +44,7 @@ export interface NativeLauncher {
   statPath(path: string): NativeStat | null;
   closeFd(fd: number): boolean;
   spawnParked(options: SpawnOptions, onEvent: (event: NativeEvent) => void): { id: number; stdin?: number; stdout?: number; stderr?: number; pty?: number };
-  decide(id: number, what: 'detach' | 'kill', reason?: string): boolean;
+  decide(id: number, what: 'hold' | 'detach' | 'kill', reason?: string): boolean;
   resizePty(fd: number, cols: number, rows: number): boolean;
 }
 
