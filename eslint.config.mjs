@@ -34,4 +34,6 @@ export default tseslint.config(
   layer(['src/lifecycle/**/*.ts'], ['vscode', '**/launcher/**', '**/cli/**', '**/extension/**'], 'src/lifecycle may use core, store and agents'),
   layer(['src/launcher/**/*.ts'], ['vscode', '**/cli/**', '**/extension/**'], 'src/launcher (launch and resume) may use core, store, agents and lifecycle'),
   layer(['src/cli/**/*.ts'], ['vscode', '**/extension/**'], 'the CLI never imports the extension'),
+  // The one folder where `vscode` is allowed; it never imports the other shell.
+  layer(['src/extension/**/*.ts'], ['**/cli/**'], 'the extension never imports the CLI'),
 );

@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 // Two projects: `fast` runs files in parallel; `serial` holds the tests that load the machine on
@@ -5,6 +6,8 @@ import { defineConfig } from 'vitest/config';
 const SERIAL = ['test/integration/races.test.ts', 'test/e2e/**/*.test.ts'];
 
 export default defineConfig({
+  // Extension code runs in plain Node against a hand-written double of the editor API.
+  resolve: { alias: { vscode: fileURLToPath(new URL('./test/support/vscode.ts', import.meta.url)) } },
   test: {
     globalSetup: ['test/support/globalSetup.ts'],
     // Integration tests start real processes and real SQLite files; 2 cores make them slow, not flaky.

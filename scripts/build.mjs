@@ -1,8 +1,9 @@
-// One esbuild call per entry point. Native modules (better-sqlite3, later the launcher addon) stay
-// external: esbuild cannot bundle .node files, they are loaded from node_modules or copied beside
-// the bundle when packaging.
+// One esbuild call per entry point. Native modules (better-sqlite3, the launcher addon) stay
+// external: esbuild cannot bundle .node files; they are loaded from node_modules / native/ in a
+// checkout, or from beside the bundle in the packaged extension. Outputs are written to a temporary
+// name and renamed, so a hook that starts during a rebuild never loads half a bundle.
 import { build } from 'esbuild';
-import { chmodSync, copyFileSync, mkdirSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 
 const common = {
   bundle: true,
@@ -15,15 +16,28 @@ const common = {
   // jsonc-parser's "main" is a UMD build with dynamic requires esbuild cannot follow; its ESM build bundles.
   mainFields: ['module', 'main'],
   logLevel: 'warning',
+  write: false,
 };
 
-await build({ ...common, entryPoints: ['src/cli/main.ts'], outfile: 'dist/turnkeeper.js' });
-// dist/cli.js (the package bin) enables the compile cache, then loads the bundle.
+async function bundle(options) {
+  const result = await build({ ...common, ...options });
+  for (const file of result.outputFiles) {
+    writeFileSync(`${file.path}.tmp`, file.contents);
+    renameSync(`${file.path}.tmp`, file.path);
+  }
+}
+
 mkdirSync('dist', { recursive: true });
-copyFileSync('src/cli/launcher.cjs', 'dist/cli.js');
-chmodSync('dist/cli.js', 0o755);
+await Promise.all([
+  bundle({ entryPoints: ['src/cli/main.ts'], outfile: 'dist/turnkeeper.js' }),
+  bundle({ entryPoints: ['src/extension/main.ts'], outfile: 'dist/extension.js' }),
+]);
+// dist/cli.js (the package bin) enables the compile cache, then loads the bundle.
+copyFileSync('src/cli/launcher.cjs', 'dist/cli.js.tmp');
+chmodSync('dist/cli.js.tmp', 0o755);
+renameSync('dist/cli.js.tmp', 'dist/cli.js');
 
 // The demo (npm run demo) is a development tool, never shipped: ESM because its helpers use import.meta.
 if (process.argv.includes('--demo')) {
-  await build({ ...common, format: 'esm', entryPoints: ['scripts/demo.ts'], outfile: 'dist/demo.mjs' });
+  await bundle({ format: 'esm', entryPoints: ['scripts/demo.ts'], outfile: 'dist/demo.mjs' });
 }

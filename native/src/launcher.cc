@@ -192,6 +192,11 @@ struct SpawnPlan {
   int ptySlave = -1;                 // pty mode: the child's controlling terminal
   std::vector<int> parentCloses;     // child-side fds the parent closes after fork
   unsigned timeoutMs = 10000;
+  // A plan dropped before its launch thread took it (an exception while preparing) closes what it holds.
+  ~SpawnPlan() {
+    if (cwdFd >= 0) close(cwdFd);
+    for (int fd : parentCloses) close(fd);
+  }
 };
 
 void ResetSignalsInChild() {
@@ -223,7 +228,9 @@ void RunLaunch(std::shared_ptr<Launch> launch, std::shared_ptr<SpawnPlan> plan) 
   pid_t parentPid = getpid();
   pid_t pid = fork();
   if (pid == 0) {
-    // Child. Die with the launching thread until the launch is committed and detached.
+    // Child. Die with the launching thread: while parked this is what keeps an unverified child from
+    // ever running; it also survives the exec, so the agent's lifetime stays tied to the process that
+    // launched it (the CLI waiting on it, or the editor's terminal), by design.
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parentPid) _exit(127);
     ResetSignalsInChild();
@@ -254,7 +261,9 @@ void RunLaunch(std::shared_ptr<Launch> launch, std::shared_ptr<SpawnPlan> plan) 
   }
   close(status[1]);
   for (int fd : plan->parentCloses) close(fd);
+  plan->parentCloses.clear();
   if (plan->cwdFd >= 0) close(plan->cwdFd);
+  plan->cwdFd = -1;
   if (pid < 0) {
     close(status[0]);
     Emit(launch, new Event("refused", 0, "launch_verification_failed", "fork: " + ErrnoText(errno)));
@@ -360,9 +369,15 @@ Napi::Value SpawnParked(const Napi::CallbackInfo& info) {
   Napi::Object result = Napi::Object::New(env);
   plan->cwdFd = open(cwd.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (plan->cwdFd < 0) throw Napi::Error::New(env, "cwd " + cwd + ": " + ErrnoText(errno));
+  std::vector<int> parentSide;  // returned to JavaScript on success, closed here on failure
+  try {
   if (stdio == "pipe") {
-    int in[2], out[2], err[2];
-    if (OpenPipe(in) || OpenPipe(out) || OpenPipe(err)) throw Napi::Error::New(env, "pipe: " + ErrnoText(errno));
+    int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+    if (OpenPipe(in) || OpenPipe(out) || OpenPipe(err)) {
+      for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1]}) if (fd >= 0) close(fd);
+      throw Napi::Error::New(env, "pipe: " + ErrnoText(errno));
+    }
+    parentSide = {in[1], out[0], err[0]};
     plan->childStdio[0] = in[0];
     plan->childStdio[1] = out[1];
     plan->childStdio[2] = err[1];
@@ -372,7 +387,9 @@ Napi::Value SpawnParked(const Napi::CallbackInfo& info) {
     result.Set("stderr", err[0]);
   } else if (stdio == "pty") {
     int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-    if (master < 0 || grantpt(master) != 0 || unlockpt(master) != 0) throw Napi::Error::New(env, "pty: " + ErrnoText(errno));
+    if (master < 0) throw Napi::Error::New(env, "pty: " + ErrnoText(errno));
+    parentSide = {master};
+    if (grantpt(master) != 0 || unlockpt(master) != 0) throw Napi::Error::New(env, "pty: " + ErrnoText(errno));
     char name[128];
     if (ptsname_r(master, name, sizeof(name)) != 0) throw Napi::Error::New(env, "ptsname: " + ErrnoText(errno));
     int slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
@@ -387,6 +404,10 @@ Napi::Value SpawnParked(const Napi::CallbackInfo& info) {
     result.Set("pty", master);
   } else if (stdio != "inherit") {
     throw Napi::Error::New(env, "stdio must be pipe, pty or inherit");
+  }
+  } catch (...) {
+    for (int fd : parentSide) close(fd);
+    throw;
   }
 
   auto launch = std::make_shared<Launch>();

@@ -14,7 +14,7 @@ import { nativeLauncher, type NativeEvent } from './native';
 import { LaunchRefused, type LaunchRefusal } from './refusals';
 
 /** Loader variables change what runs without changing the executable; refused unless allowed. */
-export const LOADER_VARIABLE = /^(LD_[A-Z_]+|DYLD_[A-Z_]+|NODE_OPTIONS|NODE_PATH|MALLOC_PERTURB_|GCONV_PATH)$/;
+export const LOADER_VARIABLE = /^(LD_[A-Z_]+|DYLD_[A-Z_]+|GLIBC_TUNABLES|GCONV_PATH|LOCPATH|NLSPATH|MALLOC_TRACE|MALLOC_PERTURB_|NODE_OPTIONS|NODE_PATH)$/;
 
 export const BARRIERS = ['after_attestation', 'after_argv_env', 'before_fork', 'parked', 'cancel'] as const;
 export type BarrierName = (typeof BARRIERS)[number];
@@ -98,7 +98,10 @@ export async function launchAttested(request: LaunchRequest): Promise<RunningLau
       await refuse('resolution_changed', `${attestation.launchPath} no longer resolves to the attested object`);
     }
 
-    const env: Record<string, string> = { ...request.env, ...attestation.environment };
+    const env: Record<string, string> = { ...request.env };
+    // The npm Codex shim clears every package-manager marker before setting its own; so do we.
+    if (attestation.environment.CODEX_MANAGED_PACKAGE_ROOT !== undefined) for (const name of Object.keys(env)) if (name.startsWith('CODEX_MANAGED_BY_')) delete env[name];
+    Object.assign(env, attestation.environment);
     const loaderVariables = Object.keys(env).filter((name) => LOADER_VARIABLE.test(name));
     const allowed = new Set(request.allowLoaderVariables ?? []);
     const rejected = loaderVariables.filter((name) => !allowed.has(name));
@@ -116,7 +119,8 @@ export async function launchAttested(request: LaunchRequest): Promise<RunningLau
 
     await barriers.before_fork?.();
     const events = eventQueue();
-    handles = native.spawnParked(
+    try {
+      handles = native.spawnParked(
       {
         fd: attestation.fd,
         argv,
@@ -127,8 +131,12 @@ export async function launchAttested(request: LaunchRequest): Promise<RunningLau
         rows: request.rows ?? 24,
         timeoutMs: request.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       },
-      events.push,
-    );
+        events.push,
+      );
+    } catch (error) {
+      // The working directory is gone, or no pipe or terminal could be made: nothing was forked.
+      return await refuse('launch_verification_failed', `could not prepare the launch: ${(error as Error).message}`);
+    }
     launchId = handles.id;
     const parked = await events.next();
     if (parked.type === 'refused') {
@@ -183,7 +191,11 @@ export async function launchAttested(request: LaunchRequest): Promise<RunningLau
     }
     const running = await events.next();
     if (running.type !== 'running') return await refuse('launch_verification_failed', `unexpected launch event ${running.type}`);
-    const exited = events.next().then((event) => (event.type === 'exit' ? { code: event.code, signal: event.signal } : { code: null, signal: null }));
+    let reaped = false;
+    const exited = events.next().then((event) => {
+      reaped = true;
+      return event.type === 'exit' ? { code: event.code, signal: event.signal } : { code: null, signal: null };
+    });
     return {
       pid: running.pid,
       receipt,
@@ -191,6 +203,8 @@ export async function launchAttested(request: LaunchRequest): Promise<RunningLau
       ...streams(handles),
       exited,
       kill: (signal = 'SIGTERM') => {
+        // Once reaped, the pid may belong to someone else: never signal it.
+        if (reaped) return;
         try {
           process.kill(running.pid, signal);
         } catch {

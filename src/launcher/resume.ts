@@ -3,7 +3,7 @@
 // the launch receipt committed before the agent's first instruction.
 import { randomBytes } from 'node:crypto';
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { delimiter, isAbsolute, join, resolve as resolvePath } from 'node:path';
 import { digestText } from '../core/canonical';
 import type { Agent } from '../core/ids';
 import type { Lease } from '../core/lease';
@@ -88,9 +88,9 @@ export function resumeArguments(agent: Agent, session: string, mode: 'headless' 
 }
 
 /** --agent-bin, else TURNKEEPER_<AGENT>_BIN, else the editor setting, else PATH (resolved once, here). */
-export function resolveAgentBinary(agent: Agent, sources: { agentBin?: string | undefined; env: Env; setting?: string | undefined }): string | undefined {
+export function resolveAgentBinary(agent: Agent, sources: { agentBin?: string | undefined; env: Env; setting?: string | undefined; cwd?: string }): string | undefined {
   const named = sources.agentBin || sources.env[`TURNKEEPER_${agent.toUpperCase()}_BIN`] || sources.setting;
-  if (named) return named;
+  if (named) return isAbsolute(named) ? named : resolvePath(sources.cwd ?? process.cwd(), named);
   for (const dir of (sources.env.PATH ?? '').split(delimiter)) {
     if (!dir) continue;
     const candidate = join(dir, agent);

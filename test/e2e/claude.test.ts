@@ -131,6 +131,7 @@ describe('Claude Code with Turnkeeper hooks (real binary)', () => {
     const capture = status.captures.find((c) => c.id === lease.capture);
     expect(capture).toMatchObject({ agent: 'claude', session, state: 'ready' });
     expect(capture?.turn).toMatch(/^[0-9a-f-]{36}$/); // Claude's prompt_id
+    expect(capture?.turn).not.toBe(session);
     presentation = presentationOf(world, lease.capture);
     expect(text).toContain(`UserPromptSubmit hook additional context: ${presentation}`);
     expect(verifyOf(world).ok).toBe(true);

@@ -1,0 +1,115 @@
+// Builds turnkeeper-<target>-<version>.vsix from a staged tree (docs/packaging.md).
+//
+// vsce packs whatever sits in its working directory, and its --ignore-other-target-folders does not
+// drop other platforms' binaries, so we never run it on the checkout: we copy exactly the runtime
+// files into a temporary directory and package that. .vscodeignore (an allow-list) is the second
+// fence, in case staging ever grows a stray file.
+//
+//   node scripts/package-vsix.mjs [--target linux-x64] [--no-build]
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const MAX_BYTES = 5 * 1024 * 1024;
+// Modules the bundles load with require() at runtime (esbuild externals); everything else is bundled.
+const RUNTIME_MODULES = ['better-sqlite3'];
+// vsce target -> name of better-sqlite3's prebuild (prebuilds/<name>.node) and of the launcher's
+// node-gyp-build folder (prebuilds/<platform>-<arch>/). Both are the same Node platform-arch pair.
+const TARGETS = ['linux-x64', 'linux-arm64', 'darwin-x64', 'darwin-arm64', 'win32-x64', 'win32-arm64'];
+
+function fail(message) {
+  process.stderr.write(`package-vsix: ${message}\n`);
+  process.exit(1);
+}
+
+function option(name, fallback) {
+  const index = process.argv.indexOf(name);
+  return index === -1 ? fallback : process.argv[index + 1];
+}
+
+const target = option('--target', 'linux-x64');
+if (!TARGETS.includes(target)) fail(`unknown target ${target}; one of ${TARGETS.join(', ')}`);
+
+const rootManifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
+const out = join(ROOT, `${rootManifest.name}-${target}-${rootManifest.version}.vsix`);
+
+// Build with the Node that runs this script (the pinned Node 24 under `npm run package`).
+if (!process.argv.includes('--no-build')) {
+  for (const script of ['scripts/build-native.mjs', 'scripts/build.mjs']) {
+    execFileSync(process.execPath, [script], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+  }
+}
+
+// Source in the checkout -> path in the vsix (relative to extension/).
+const files = [
+  ['README.md', 'README.md'],
+  ['CHANGELOG.md', 'CHANGELOG.md'],
+  ['LICENSE', 'LICENSE'],
+  ['.vscodeignore', '.vscodeignore'],
+  ['dist/extension.js', 'dist/extension.js'],
+  ['dist/cli.js', 'dist/cli.js'],
+  ['dist/turnkeeper.js', 'dist/turnkeeper.js'],
+  // node-gyp-build(__dirname of the bundle) finds it in dist/prebuilds/<platform>-<arch>/.
+  [`native/prebuilds/${target}/turnkeeper-launcher.node`, `dist/prebuilds/${target}/turnkeeper-launcher.node`],
+  // better-sqlite3 13 loads lib/index.js -> lib/binding.js -> prebuilds/<platform>-<arch>.node
+  // (build/Release only when compiled locally, which we never ship).
+  ['node_modules/better-sqlite3/LICENSE', 'node_modules/better-sqlite3/LICENSE'],
+  ['node_modules/better-sqlite3/lib', 'node_modules/better-sqlite3/lib'],
+  [`node_modules/better-sqlite3/prebuilds/${target}.node`, `node_modules/better-sqlite3/prebuilds/${target}.node`],
+];
+for (const [source] of files) {
+  if (existsSync(join(ROOT, source))) continue;
+  if (source === 'dist/extension.js') fail('dist/extension.js is missing: scripts/build.mjs did not bundle the extension (src/extension/main.ts)');
+  if (source.startsWith('native/prebuilds/')) fail(`${source} is missing: build the launcher addon for ${target} on that platform (npm run build:native) and copy its prebuilds/${target}/ here`);
+  fail(`${source} is missing`);
+}
+if (!existsSync(join(ROOT, 'media'))) fail('media/ is missing');
+// "%key%" strings in the manifest resolve from package.nls.json (and its translations).
+for (const name of readdirSync(ROOT)) if (/^package\.nls(\.[\w-]+)?\.json$/.test(name)) files.push([name, name]);
+
+// better-sqlite3's lib/<platform>-<arch>.js entry points name prebuilds we do not ship.
+const otherPlatformShim = (path) => /[\\/]lib[\\/](linux|linuxmusl|darwin|win32)-(x64|arm64)\.js$/.test(path) && basename(path) !== `${target}.js`;
+
+const stage = mkdtempSync(join(tmpdir(), 'turnkeeper-vsix-'));
+try {
+  for (const [source, dest] of files) {
+    mkdirSync(dirname(join(stage, dest)), { recursive: true });
+    cpSync(join(ROOT, source), join(stage, dest), { recursive: true, filter: (path) => !otherPlatformShim(path) });
+  }
+  cpSync(join(ROOT, 'media'), join(stage, 'media'), { recursive: true });
+
+  // The extension's manifest: no development fields, and only the dependencies that ship unbundled,
+  // so that vsce's `npm list --production` in the stage sees a complete tree.
+  const manifest = { ...rootManifest };
+  for (const field of ['devDependencies', 'scripts', 'allowScripts']) delete manifest[field];
+  manifest.dependencies = Object.fromEntries(RUNTIME_MODULES.map((name) => [name, rootManifest.dependencies[name]]));
+  writeFileSync(join(stage, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+
+  // better-sqlite3 depends on node-addon-api only to compile (C++ headers); it does not ship.
+  const sqliteManifest = JSON.parse(readFileSync(join(ROOT, 'node_modules/better-sqlite3/package.json'), 'utf8'));
+  delete sqliteManifest.dependencies;
+  writeFileSync(join(stage, 'node_modules/better-sqlite3/package.json'), `${JSON.stringify(sqliteManifest, null, 2)}\n`);
+
+  rmSync(out, { force: true });
+  // No inherited npm_* variables (npm run sets them; vsce runs `npm list` in the stage), stdin closed
+  // so a vsce prompt fails instead of hanging.
+  const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_/i.test(key)));
+  try {
+    execFileSync(
+      process.execPath,
+      [join(ROOT, 'node_modules/@vscode/vsce/vsce'), 'package', '--target', target, '--out', out, '--no-rewrite-relative-links', '--allow-missing-repository'],
+      { cwd: stage, env, stdio: ['ignore', 'inherit', 'inherit'], timeout: 120_000 },
+    );
+  } catch (error) {
+    fail(`vsce package failed (${error.signal ?? `exit ${error.status}`}); its message is above`);
+  }
+} finally {
+  rmSync(stage, { recursive: true, force: true });
+}
+
+const size = statSync(out).size;
+process.stdout.write(`${out}: ${(size / 1024 / 1024).toFixed(2)} MB (${size} bytes)\n`);
+if (size > MAX_BYTES) fail(`the vsix is ${size} bytes, over the ${MAX_BYTES}-byte budget`);

@@ -1,0 +1,263 @@
+// Every command of the extension, registered from one table of factories (in the manner of
+// rust-analyzer's editors/code). scripts/check-commands.mjs keeps this table and package.json's
+// `contributes.commands` equal.
+import * as vscode from 'vscode';
+import { AGENTS, isTodoId, todoIdFromTitle, type Agent } from '../core/ids';
+import type { CaptureView } from '../lifecycle/status';
+import { doctorReport, installAgentHooks } from '../lifecycle/installation';
+import { checkResume } from '../launcher/resume';
+import { TodoExistsError } from '../store/authority';
+import { openSqliteAuthority } from '../store/sqlite';
+import type { Ctx } from './ctx';
+import { receiptUri, guidanceUri } from './documents';
+import { relativeTime, type ViewNode } from './models';
+import { openResumeTerminal } from './terminal';
+
+const t = vscode.l10n.t;
+
+type Factory = (ctx: Ctx) => (...args: unknown[]) => unknown;
+
+export const COMMANDS: Readonly<Record<string, Factory>> = {
+  'turnkeeper.resumeCapturedTurn': (ctx) => (arg) => resumeCapturedTurn(ctx, captureIdOf(arg)),
+  'turnkeeper.showRecoveryGuidance': (ctx) => (arg) => showRecoveryGuidance(ctx, captureIdOf(arg)),
+  'turnkeeper.releaseLease': (ctx) => (arg) => releaseLease(ctx, arg as ViewNode | undefined),
+  'turnkeeper.verifyReceiptChain': (ctx) => () => verifyReceiptChain(ctx),
+  'turnkeeper.installAgentHooks': (ctx) => () => installHooks(ctx),
+  'turnkeeper.addTodo': (ctx) => () => addTodo(ctx),
+  'turnkeeper.markTodoDone': (ctx) => () => markTodoDone(ctx),
+  'turnkeeper.openReceipt': () => (arg) => openReceipt(arg),
+  'turnkeeper.copyCaptureId': (ctx) => (arg) => copyCaptureId(ctx, captureIdOf(arg)),
+  'turnkeeper.doctor': (ctx) => () => doctor(ctx),
+  'turnkeeper.refresh': (ctx) => () => ctx.refresh(),
+  'turnkeeper.loadMoreReceipts': (ctx) => () => ctx.loadMoreReceipts(),
+};
+
+export function registerCommands(ctx: Ctx): vscode.Disposable[] {
+  return Object.entries(COMMANDS).map(([id, factory]) => {
+    const run = factory(ctx);
+    return vscode.commands.registerCommand(id, async (...args: unknown[]) => {
+      try {
+        return await run(...args);
+      } catch (error) {
+        ctx.log.error(`${id}: ${(error as Error).stack ?? String(error)}`);
+        void vscode.window.showErrorMessage(t('Turnkeeper: {0}', (error as Error).message));
+        return undefined;
+      }
+    });
+  });
+}
+
+/** Commands get a capture id from a tree node (`capture/<id>`), a string, or nothing (then they ask). */
+function captureIdOf(arg: unknown): string | undefined {
+  if (typeof arg === 'string') return arg;
+  const id = (arg as ViewNode | undefined)?.id;
+  return id?.startsWith('capture/') ? id.slice('capture/'.length) : undefined;
+}
+
+async function requireStore(ctx: Ctx) {
+  const store = await ctx.openStore();
+  if (!store) throw new Error(t('no Turnkeeper store yet at {0}: install the agent hooks and add a Todo first', ctx.dbPath));
+  return store;
+}
+
+function requireTrust(action: string): boolean {
+  if (vscode.workspace.isTrusted) return true;
+  void vscode.window.showErrorMessage(t('Turnkeeper does not {0} in an untrusted workspace. Trust the workspace first (Workspaces: Manage Workspace Trust).', action));
+  return false;
+}
+
+async function resumeCapturedTurn(ctx: Ctx, given: string | undefined): Promise<void> {
+  if (!requireTrust(t('launch agents'))) return;
+  const store = await requireStore(ctx);
+  await ctx.refresh();
+  let captureId = given;
+  if (!captureId) {
+    const candidates = ctx.snapshot.captures.filter((capture) => capture.state !== 'unbound');
+    if (candidates.length === 0) {
+      void vscode.window.showInformationMessage(t('Nothing to resume: no captured turns yet.'));
+      return;
+    }
+    const items = await Promise.all(candidates.map(async (capture) => resumePick(ctx, capture)));
+    const picked = await vscode.window.showQuickPick(items, { title: t('Resume Captured Turn'), placeHolder: t('Pick an interrupted turn'), matchOnDescription: true, matchOnDetail: true });
+    if (!picked) return;
+    captureId = picked.captureId;
+  }
+  let check = await checkResume(store, captureId, { acceptDrift: false });
+  if (!check.ok && check.reason === 'precondition_changed') {
+    const accept = t('Resume Anyway');
+    const answer = await vscode.window.showWarningMessage(t('The workspace changed since this turn was captured.'), { modal: true, detail: check.guidance }, accept);
+    if (answer !== accept) return;
+    check = await checkResume(store, captureId, { acceptDrift: true });
+  }
+  if (!check.ok) {
+    await showGuidanceDocument(captureId, check.guidance);
+    return;
+  }
+  openResumeTerminal(ctx, check.plan.capture, check.plan.drift !== undefined);
+}
+
+interface ResumePick extends vscode.QuickPickItem {
+  readonly captureId: string;
+}
+
+async function resumePick(ctx: Ctx, capture: CaptureView): Promise<ResumePick> {
+  const store = await requireStore(ctx);
+  const check = await checkResume(store, capture.id, { acceptDrift: true });
+  const lease = ctx.snapshot.leases.find((candidate) => candidate.capture === capture.id);
+  const created = (await store.getCapture(capture.id))?.createdAt ?? Date.now();
+  return {
+    captureId: capture.id,
+    label: `${check.ok ? '$(debug-continue)' : '$(circle-slash)'} ${capture.todo}`,
+    description: `${capture.agent} · ${relativeTime(created, Date.now())}${lease ? ` · epoch ${lease.epoch} ${lease.status}` : ''}`,
+    detail: check.ok ? t('resumable: {0}', capture.id) : `[${check.reason}] ${check.guidance.split('\n')[0]?.replace(/^Turnkeeper \[[a-z_]+\]: /, '') ?? ''}`,
+  };
+}
+
+async function showRecoveryGuidance(ctx: Ctx, given: string | undefined): Promise<void> {
+  const store = await requireStore(ctx);
+  let captureId = given;
+  if (!captureId) {
+    const picked = await vscode.window.showQuickPick(
+      ctx.snapshot.captures.map((capture) => ({ label: capture.todo, description: `${capture.state} · ${capture.id}`, captureId: capture.id })),
+      { title: t('Show Recovery Guidance') },
+    );
+    captureId = picked?.captureId;
+  }
+  if (!captureId) return;
+  const check = await checkResume(store, captureId, { acceptDrift: false });
+  await showGuidanceDocument(captureId, check.ok ? t('Capture {0} can be resumed: run "Turnkeeper: Resume Captured Turn".', captureId) : check.guidance);
+}
+
+async function showGuidanceDocument(captureId: string, guidance: string): Promise<void> {
+  const document = await vscode.workspace.openTextDocument(guidanceUri(captureId, guidance));
+  await vscode.window.showTextDocument(document, { preview: true });
+  const code = /\[([a-z_]+)\]/.exec(guidance)?.[1];
+  if (code) void vscode.window.showWarningMessage(t('Turnkeeper cannot resume {0}: [{1}]', captureId, code));
+}
+
+async function releaseLease(ctx: Ctx, node: ViewNode | undefined): Promise<void> {
+  const store = await requireStore(ctx);
+  await ctx.refresh();
+  const active = ctx.snapshot.leases.filter((lease) => lease.status === 'active');
+  let lease = active.find((candidate) => node?.id === `lease/${candidate.goal}/${candidate.todo}/${candidate.epoch}`);
+  if (!lease) {
+    const picked = await vscode.window.showQuickPick(
+      active.map((candidate) => ({ label: candidate.todo, description: `${candidate.owner} · epoch ${candidate.epoch}`, lease: candidate })),
+      { title: t('Release Lease') },
+    );
+    lease = picked?.lease;
+  }
+  if (!lease) return;
+  const release = t('Release');
+  const confirmed = await vscode.window.showWarningMessage(
+    t('Release {0}, held by {1} (epoch {2})?', lease.todo, lease.owner, lease.epoch),
+    { modal: true, detail: t('A released lease never comes back: its capture stays released, and that agent is fenced from further writes.') },
+    release,
+  );
+  if (confirmed !== release) return;
+  const reason = await vscode.window.showInputBox({ title: t('Why is this lease released?'), prompt: t('The reason goes into the receipt.'), validateInput: (value) => (value.trim() ? undefined : t('A reason is required.')) });
+  if (!reason) return;
+  const result = await store.release({ goal: lease.goal, todo: lease.todo, force: true, reason: reason.trim() }, Date.now());
+  await ctx.refresh();
+  if (result.kind === 'released') void vscode.window.showInformationMessage(t('Released {0} (epoch {1}).', lease.todo, lease.epoch));
+  else void vscode.window.showWarningMessage(t('Not released: {0}', result.why));
+}
+
+async function verifyReceiptChain(ctx: Ctx): Promise<void> {
+  const report = await ctx.verifyChain();
+  if (!report) {
+    void vscode.window.showInformationMessage(t('No Turnkeeper store yet: nothing to verify.'));
+    return;
+  }
+  if (report.ok) {
+    void vscode.window.showInformationMessage(t('Receipt chain verifies: {0} receipts.', report.verified));
+    return;
+  }
+  const first = report.breaks[0]!;
+  ctx.log.warn(`receipt chain breaks: ${report.breaks.map((item) => `${item.seq}:${item.kind}`).join(', ')}`);
+  void vscode.window.showErrorMessage(t('Receipt chain broken at receipt #{0}: {1} ({2} breaks in all).', first.seq, first.kind, report.breaks.length));
+}
+
+async function installHooks(ctx: Ctx): Promise<void> {
+  if (!requireTrust(t('install agent hooks'))) return;
+  const agent = await vscode.window.showQuickPick(
+    AGENTS.map((name) => ({ label: name, description: { codex: 'Codex CLI', claude: 'Claude Code', gemini: 'Gemini CLI' }[name] })),
+    { title: t('Install Agent Hooks: which agent?') },
+  );
+  if (!agent) return;
+  const projectRoot = ctx.goal;
+  const scopes: { label: string; description: string; scope: 'user' | 'project' }[] = [{ label: t('User'), description: t('every repository'), scope: 'user' }];
+  if (projectRoot) scopes.push({ label: t('Project'), description: projectRoot, scope: 'project' });
+  const scope = await vscode.window.showQuickPick(scopes, { title: t('Install Agent Hooks: where?') });
+  if (!scope) return;
+  // The hook runs on this extension host's own runtime, so every process loads the modules shipped here.
+  const result = installAgentHooks(
+    { agent: agent.label as Agent, scope: scope.scope, env: ctx.env, projectRoot: projectRoot ?? ctx.extension.extensionPath },
+    { runtime: process.execPath, script: vscode.Uri.joinPath(ctx.extension.extensionUri, 'dist', 'cli.js').fsPath, electronRunAsNode: process.versions.electron !== undefined },
+  );
+  ctx.log.info(`hooks installed for ${agent.label} in ${result.path} (${result.command})`);
+  void vscode.commands.executeCommand('setContext', 'turnkeeper.hooksInstalled', true);
+  void vscode.window.showInformationMessage(t('{0} hooks installed in {1}. {2}', agent.label, result.path, result.trustHint));
+}
+
+async function addTodo(ctx: Ctx): Promise<void> {
+  const goal = ctx.goal;
+  if (!goal) throw new Error(t('open a folder first: a Todo belongs to a workspace'));
+  const title = await vscode.window.showInputBox({ title: t('Add Todo'), prompt: t('Title'), validateInput: (value) => (value.trim() ? undefined : t('A title is required.')) });
+  if (!title) return;
+  const id = await vscode.window.showInputBox({
+    title: t('Add Todo'),
+    prompt: t('Id (agents name it as #todo:<id>)'),
+    value: todoIdFromTitle(title),
+    validateInput: (value) => (isTodoId(value) ? undefined : t('3–64 characters: a-z, 0-9, "_" and "-", starting with a letter or digit.')),
+  });
+  if (!id) return;
+  const body = (await vscode.window.showInputBox({ title: t('Add Todo'), prompt: t('Details for the agent (optional)') })) ?? '';
+  const store = (await ctx.openStore(true))!;
+  try {
+    await store.addTodo({ goal, id, title: title.trim(), body }, Date.now());
+  } catch (error) {
+    if (error instanceof TodoExistsError) throw new Error(t('Todo {0} already exists', id));
+    throw error;
+  }
+  await ctx.refresh();
+  void vscode.window.showInformationMessage(t('Added Todo {0}: prompt an agent with #todo:{0}', id));
+}
+
+async function markTodoDone(ctx: Ctx): Promise<void> {
+  const store = await requireStore(ctx);
+  const goal = ctx.goal;
+  const todos = (await store.listTodos(goal)).filter((todo) => todo.status === 'open');
+  const picked = await vscode.window.showQuickPick(
+    todos.map((todo) => ({ label: todo.id, description: todo.title, todo })),
+    { title: t('Mark Todo Done') },
+  );
+  if (!picked) return;
+  const result = await store.setTodoStatus(picked.todo.goal, picked.todo.id, 'done', Date.now());
+  await ctx.refresh();
+  void vscode.window.showInformationMessage(t('Todo {0} is done{1}', picked.todo.id, result?.released ? t('; its lease is released') : ''));
+}
+
+async function openReceipt(arg: unknown): Promise<void> {
+  const seq = typeof arg === 'number' ? arg : Number(/^receipt\/(\d+)$/.exec((arg as ViewNode | undefined)?.id ?? '')?.[1]);
+  if (!Number.isSafeInteger(seq)) return;
+  const document = await vscode.workspace.openTextDocument(receiptUri(seq));
+  await vscode.languages.setTextDocumentLanguage(document, 'json');
+  await vscode.window.showTextDocument(document, { preview: true });
+}
+
+async function copyCaptureId(ctx: Ctx, captureId: string | undefined): Promise<void> {
+  if (!captureId) return;
+  await vscode.env.clipboard.writeText(captureId);
+  ctx.log.info(`copied ${captureId}`);
+  void vscode.window.setStatusBarMessage(t('Copied {0}', captureId), 2000);
+}
+
+async function doctor(ctx: Ctx): Promise<void> {
+  // doctorReport closes the store it opens, so it gets its own connection, not the views' one.
+  const report = await doctorReport(ctx.env, ctx.goal ?? ctx.extension.extensionPath, () => openSqliteAuthority({ path: ctx.dbPath, create: false }));
+  ctx.log.info(`doctor: ${JSON.stringify(report)}`);
+  ctx.log.show(true);
+  if (report.problems.length === 0) void vscode.window.showInformationMessage(t('Turnkeeper doctor: no problems found.'));
+  else void vscode.window.showWarningMessage(t('Turnkeeper doctor: {0}', report.problems[0]!), { detail: report.problems.join('\n') });
+}

@@ -1,0 +1,216 @@
+// The extension's shared state: settings, the store (opened lazily, off the activation path), the
+// three view models, and the refresh that follows the database as hooks in other processes write it.
+import * as vscode from 'vscode';
+import { existsSync, mkdirSync, readFileSync, rmSync, watch, writeFileSync, type FSWatcher } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import type { Agent } from '../core/ids';
+import type { ChainReport } from '../core/receipts';
+import { parseReceipt } from '../core/receipts';
+import { storePath, turnkeeperHome, type Env } from '../store/location';
+import { openSqliteAuthority, type SqliteAuthority } from '../store/sqlite';
+import { statusSnapshot, type StatusSnapshot } from '../lifecycle/status';
+import { goalOf } from '../lifecycle/workspace';
+import { captureNodes, leaseNodes, receiptNodes, TreeModel, type ReceiptRowView } from './models';
+
+export const RECEIPTS_PAGE = 50;
+
+export class Ctx implements vscode.Disposable {
+  readonly captures = new TreeModel();
+  readonly leases = new TreeModel();
+  readonly receipts = new TreeModel();
+  private readonly changed = new vscode.EventEmitter<{ model: TreeModel; nodes: ReturnType<TreeModel['update']> }>();
+  readonly onDidChange = this.changed.event;
+  private readonly snapshotChanged = new vscode.EventEmitter<StatusSnapshot>();
+  readonly onDidChangeSnapshot = this.snapshotChanged.event;
+
+  private store: SqliteAuthority | undefined;
+  private watcher: FSWatcher | undefined;
+  private refreshTimer: NodeJS.Timeout | undefined;
+  private refreshing: Promise<void> | undefined;
+  private receiptPages = 1;
+  private chain: ChainReport | undefined;
+  /** The head the chain report was computed at: a new receipt means verify again. */
+  private chainHead = -1;
+  snapshot: StatusSnapshot = { leases: [], captures: [], silentLaunches: [] };
+
+  constructor(
+    readonly extension: vscode.ExtensionContext,
+    readonly log: vscode.LogOutputChannel,
+  ) {}
+
+  // ---- settings ----------------------------------------------------------------------------
+
+  private get config(): vscode.WorkspaceConfiguration {
+    return vscode.workspace.getConfiguration('turnkeeper');
+  }
+
+  /** The environment the hooks and the CLI see, with the extension's settings folded in. */
+  get env(): Env {
+    const configured = this.config.get<string>('storePath')?.trim();
+    return configured ? { ...process.env, TURNKEEPER_DB: configured } : process.env;
+  }
+
+  get dbPath(): string {
+    return storePath(this.env);
+  }
+
+  agentPath(agent: Agent): string | undefined {
+    return this.config.get<string>(`agents.${agent}.path`)?.trim() || undefined;
+  }
+
+  /** The Goal of the first workspace folder, or undefined without a (local) folder. */
+  get goal(): string | undefined {
+    const folder = vscode.workspace.workspaceFolders?.find((candidate) => candidate.uri.scheme === 'file');
+    if (!folder) return undefined;
+    try {
+      return goalOf(folder.uri.fsPath);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * Hooks run in other processes and read their settings from TURNKEEPER_HOME: `enabled=false` is
+   * the file `off`, onConflict and the lease TTL live in config.json.
+   */
+  writeHookSettings(): void {
+    const home = turnkeeperHome(this.env);
+    const off = join(home, 'off');
+    if (this.config.get<boolean>('enabled', true)) {
+      if (existsSync(off)) rmSync(off);
+    } else {
+      mkdirSync(home, { recursive: true });
+      writeFileSync(off, 'Turnkeeper is turned off by the VS Code setting turnkeeper.enabled\n');
+    }
+    const wanted = { onConflict: this.config.get<string>('onConflict', 'context'), leaseTtlSeconds: this.config.get<number>('leaseTtlSeconds', 2700) };
+    const file = join(home, 'config.json');
+    let current = '';
+    try {
+      current = readFileSync(file, 'utf8');
+    } catch {
+      // none yet
+    }
+    const text = JSON.stringify(wanted, null, 2) + '\n';
+    if (current !== text && (existsSync(home) || wanted.onConflict !== 'context' || wanted.leaseTtlSeconds !== 2700)) {
+      mkdirSync(home, { recursive: true });
+      writeFileSync(file, text);
+    }
+  }
+
+  // ---- store --------------------------------------------------------------------------------
+
+  /** The open store, or undefined while no database exists. Opening is async and never on activation. */
+  async openStore(create = false): Promise<SqliteAuthority | undefined> {
+    if (this.store && !existsSync(this.store.path)) this.closeStore();
+    if (this.store && this.store.path !== this.dbPath) this.closeStore();
+    if (!this.store) {
+      this.store = await openSqliteAuthority({ path: this.dbPath, create, busyTimeoutMs: 2000 });
+      if (this.store) this.log.info(`opened ${this.store.path}`);
+      this.watch();
+    }
+    return this.store;
+  }
+
+  closeStore(): void {
+    this.store?.close();
+    this.store = undefined;
+  }
+
+  /** Watch the database's folder: hooks write from other processes, and the views follow. */
+  private watch(): void {
+    if (this.watcher) return;
+    const dir = dirname(this.dbPath);
+    if (!existsSync(dir)) return;
+    const name = basename(this.dbPath);
+    try {
+      this.watcher = watch(dir, (_event, file) => {
+        if (file && file.startsWith(name)) this.scheduleRefresh();
+      });
+    } catch (error) {
+      this.log.warn(`cannot watch ${dir}: ${(error as Error).message}`);
+    }
+  }
+
+  scheduleRefresh(delayMs = 150): void {
+    clearTimeout(this.refreshTimer);
+    this.refreshTimer = setTimeout(() => void this.refresh(), delayMs);
+  }
+
+  loadMoreReceipts(): Promise<void> {
+    this.receiptPages += 1;
+    return this.refresh();
+  }
+
+  async verifyChain(): Promise<ChainReport | undefined> {
+    const store = await this.openStore();
+    this.chain = store ? await store.verifyChain() : undefined;
+    this.chainHead = -1;
+    await this.refresh();
+    return this.chain;
+  }
+
+  /** Re-reads the store and updates the three models; one refresh at a time, the last one wins. */
+  refresh(): Promise<void> {
+    if (this.refreshing) {
+      this.scheduleRefresh();
+      return this.refreshing;
+    }
+    this.refreshing = this.doRefresh().finally(() => (this.refreshing = undefined));
+    return this.refreshing;
+  }
+
+  private async doRefresh(): Promise<void> {
+    try {
+      const store = await this.openStore();
+      void vscode.commands.executeCommand('setContext', 'turnkeeper.storeExists', store !== undefined);
+      if (!store) {
+        this.apply({ leases: [], captures: [], silentLaunches: [] }, [], false);
+        return;
+      }
+      const now = Date.now();
+      const snapshot = await statusSnapshot(store, now);
+      const rows = await store.receipts({ limit: RECEIPTS_PAGE * this.receiptPages + 1 });
+      const head = rows[0]?.seq ?? 0;
+      if (head !== this.chainHead) {
+        this.chain = await store.verifyChain();
+        this.chainHead = head;
+      }
+      this.apply(snapshot, rows.slice(0, RECEIPTS_PAGE * this.receiptPages).map(receiptRowView), rows.length > RECEIPTS_PAGE * this.receiptPages);
+    } catch (error) {
+      this.log.error(`refresh failed: ${(error as Error).message}`);
+      this.closeStore();
+    }
+  }
+
+  private apply(snapshot: StatusSnapshot, rows: ReceiptRowView[], hasMore: boolean): void {
+    const now = Date.now();
+    this.snapshot = snapshot;
+    void vscode.commands.executeCommand('setContext', 'turnkeeper.hasCaptures', snapshot.captures.length > 0);
+    for (const [model, nodes] of [
+      [this.captures, captureNodes(snapshot, now)],
+      [this.leases, leaseNodes(snapshot, now)],
+      [this.receipts, rows.length > 0 ? receiptNodes(rows, this.chain, hasMore) : []],
+    ] as const) {
+      const changed = model.update(nodes);
+      if (changed.length > 0) this.changed.fire({ model, nodes: changed });
+    }
+    this.snapshotChanged.fire(snapshot);
+  }
+
+  get chainReport(): ChainReport | undefined {
+    return this.chain;
+  }
+
+  dispose(): void {
+    clearTimeout(this.refreshTimer);
+    this.watcher?.close();
+    this.closeStore();
+    this.changed.dispose();
+    this.snapshotChanged.dispose();
+  }
+}
+
+function receiptRowView(row: { seq: number; doc: string; hash: string | null }): ReceiptRowView {
+  const doc = parseReceipt(row.doc);
+  return { seq: row.seq, kind: doc?.kind ?? '(unreadable)', at: doc?.at ?? '?', todo: doc?.todo, owner: doc?.owner, hash: row.hash };
+}

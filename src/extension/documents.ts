@@ -1,0 +1,40 @@
+// Read-only documents: a receipt as pretty JSON (`turnkeeper:/receipt/<seq>.json`) and recovery
+// guidance as Markdown (`turnkeeper:/guidance/<capture>.md`). Content providers give read-only
+// editors for free, which is what a receipt must be.
+import * as vscode from 'vscode';
+import type { Ctx } from './ctx';
+
+export const SCHEME = 'turnkeeper';
+
+export const receiptUri = (seq: number): vscode.Uri => vscode.Uri.from({ scheme: SCHEME, path: `/receipt/${seq}.json` });
+export const guidanceUri = (captureId: string, text: string): vscode.Uri =>
+  vscode.Uri.from({ scheme: SCHEME, path: `/guidance/${captureId}.md`, query: encodeURIComponent(text) });
+
+export class TurnkeeperDocuments implements vscode.TextDocumentContentProvider {
+  constructor(private readonly ctx: Ctx) {}
+
+  async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
+    const receipt = /^\/receipt\/(\d+)\.json$/.exec(uri.path);
+    if (receipt) {
+      const seq = Number(receipt[1]);
+      const store = await this.ctx.openStore();
+      const [row] = store ? await store.receipts({ beforeSeq: seq + 1, limit: 1 }) : [];
+      if (!row || row.seq !== seq) return `// receipt #${seq} does not exist\n`;
+      let pretty: string;
+      try {
+        pretty = JSON.stringify(JSON.parse(row.doc), null, 2);
+      } catch {
+        pretty = JSON.stringify({ unreadable: row.doc }, null, 2);
+      }
+      const broken = this.ctx.chainReport?.breaks.find((item) => item.seq === seq);
+      return `// receipt #${seq}, hash ${row.hash ?? 'MISSING'}${broken ? ` — chain break: ${broken.kind}` : ''}\n// stored text (what the hash covers): ${row.doc}\n${pretty}\n`;
+    }
+    const guidance = /^\/guidance\/(cap_[0-9a-f]{24})\.md$/.exec(uri.path);
+    if (guidance) {
+      const text = decodeURIComponent(uri.query);
+      const [headline, ...rest] = text.split('\n');
+      return [`# Recovery guidance for ${guidance[1]}`, '', headline ?? '', '', '```sh', ...rest.filter((line) => line.startsWith('Recover: ')).map((line) => line.slice('Recover: '.length)), '```', '', ...rest.filter((line) => !line.startsWith('Recover: '))].join('\n');
+    }
+    return '';
+  }
+}

@@ -1,0 +1,90 @@
+// Activation: register everything, open nothing. The store is opened asynchronously after
+// activation, and only the views and commands touch it.
+import * as vscode from 'vscode';
+import { COMMANDS, registerCommands } from './commands';
+import { Ctx } from './ctx';
+import { SCHEME, TurnkeeperDocuments } from './documents';
+import { createStatusBar } from './statusBar';
+import { TurnkeeperTree } from './views';
+
+const MIN_NAPI = 8;
+
+export function activate(context: vscode.ExtensionContext): void {
+  const started = performance.now();
+  const log = vscode.window.createOutputChannel('Turnkeeper', { log: true });
+  context.subscriptions.push(log);
+  const napi = Number(process.versions.napi ?? 0);
+  if (napi < MIN_NAPI) {
+    // Fail loudly and early instead of leaving views that can never load.
+    const message = vscode.l10n.t('Turnkeeper needs Node-API {0} or newer; this editor provides {1}. Update VS Code.', MIN_NAPI, napi);
+    log.error(message);
+    void vscode.window.showErrorMessage(message);
+    return;
+  }
+  const ctx = new Ctx(context, log);
+  context.subscriptions.push(ctx);
+  for (const [id, model] of [
+    ['turnkeeper.captures', ctx.captures],
+    ['turnkeeper.leases', ctx.leases],
+    ['turnkeeper.receipts', ctx.receipts],
+  ] as const) {
+    const provider = new TurnkeeperTree(ctx, model);
+    const view = vscode.window.createTreeView(id, { treeDataProvider: provider, showCollapseAll: id === 'turnkeeper.captures' });
+    // Nothing is read until a view is shown: activation stays free of database work.
+    view.onDidChangeVisibility((event) => event.visible && ctx.scheduleRefresh(0));
+    if (view.visible) ctx.scheduleRefresh(0);
+    context.subscriptions.push(provider, view);
+  }
+  context.subscriptions.push(
+    ...registerCommands(ctx),
+    vscode.workspace.registerTextDocumentContentProvider(SCHEME, new TurnkeeperDocuments(ctx)),
+    createStatusBar(ctx),
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (!event.affectsConfiguration('turnkeeper')) return;
+      ctx.closeStore();
+      safely(log, () => ctx.writeHookSettings());
+      ctx.scheduleRefresh(0);
+    }),
+  );
+  void vscode.commands.executeCommand('setContext', 'turnkeeper.trusted', vscode.workspace.isTrusted);
+  context.subscriptions.push(vscode.workspace.onDidGrantWorkspaceTrust(() => void vscode.commands.executeCommand('setContext', 'turnkeeper.trusted', true)));
+  // Off the activation path: settings for the hooks, the native modules' health, the status bar's first numbers.
+  setTimeout(() => {
+    safely(log, () => ctx.writeHookSettings());
+    void checkNativeModules(log).then(() => ctx.refresh());
+  }, 0);
+  log.info(`activated in ${(performance.now() - started).toFixed(1)} ms (${Object.keys(COMMANDS).length} commands, napi ${napi}, ${process.versions.electron ? `Electron ${process.versions.electron}` : `Node ${process.versions.node}`})`);
+}
+
+export function deactivate(): void {
+  // Disposables close the store and the watcher.
+}
+
+function safely(log: vscode.LogOutputChannel, work: () => void): void {
+  try {
+    work();
+  } catch (error) {
+    log.warn((error as Error).message);
+  }
+}
+
+/** Loads both native modules once and says clearly which one does not load, and on what runtime. */
+async function checkNativeModules(log: vscode.LogOutputChannel): Promise<void> {
+  const problems: string[] = [];
+  try {
+    await import('better-sqlite3');
+  } catch (error) {
+    problems.push(`better-sqlite3: ${(error as Error).message}`);
+  }
+  try {
+    const { nativeLauncher } = await import('../launcher/native');
+    nativeLauncher();
+  } catch (error) {
+    problems.push(`launcher: ${(error as Error).message}`);
+  }
+  if (problems.length === 0) return;
+  const message = vscode.l10n.t('Turnkeeper cannot load its native modules on {0}: {1}', `${process.platform}-${process.arch}`, problems.join('; '));
+  log.error(message);
+  void vscode.commands.executeCommand('setContext', 'turnkeeper.nativeError', true);
+  void vscode.window.showErrorMessage(message);
+}

@@ -1,0 +1,204 @@
+// The data of the three Turnkeeper views, built from the store's status as plain objects. No
+// `vscode` here (the providers in views.ts translate), so this file is tested in plain Node. Each
+// TreeModel keeps its nodes by stable id and reports which ones changed, so a provider refreshes
+// only those (in the manner of vscode-pull-request-github's prsTreeModel).
+import type { ChainReport } from '../core/receipts';
+import type { CaptureView, LeaseView, StatusSnapshot } from '../lifecycle/status';
+
+export interface ViewNode {
+  readonly id: string;
+  readonly label: string;
+  readonly description?: string;
+  /** Markdown. */
+  readonly tooltip?: string;
+  /** A codicon id, optionally with a theme colour id: `error` or `warning~list.warningForeground`. */
+  readonly icon?: string;
+  readonly iconColor?: string;
+  /** Drives inline and context menus (package.json `view/item/context`). */
+  readonly contextValue: string;
+  readonly command?: { readonly command: string; readonly title: string; readonly arguments?: readonly unknown[] };
+  readonly children?: readonly ViewNode[];
+  readonly expanded?: boolean;
+}
+
+/** What a model update changed: undefined means the root list itself changed. */
+export type Changed = readonly (ViewNode | undefined)[];
+
+export class TreeModel {
+  private roots: readonly ViewNode[] = [];
+  private readonly byId = new Map<string, ViewNode>();
+  private readonly parents = new Map<string, ViewNode | undefined>();
+
+  get rootNodes(): readonly ViewNode[] {
+    return this.roots;
+  }
+
+  parentOf(node: ViewNode): ViewNode | undefined {
+    return this.parents.get(node.id);
+  }
+
+  find(id: string): ViewNode | undefined {
+    return this.byId.get(id);
+  }
+
+  /** Replaces the tree and returns the smallest set of nodes whose subtree or content changed. */
+  update(roots: readonly ViewNode[]): Changed {
+    const previous = new Map(this.byId);
+    const previousRoots = this.roots.map((node) => node.id).join('\n');
+    this.roots = roots;
+    this.byId.clear();
+    this.parents.clear();
+    const walk = (nodes: readonly ViewNode[], parent: ViewNode | undefined) => {
+      for (const node of nodes) {
+        this.byId.set(node.id, node);
+        this.parents.set(node.id, parent);
+        walk(node.children ?? [], node);
+      }
+    };
+    walk(roots, undefined);
+    if (previousRoots !== roots.map((node) => node.id).join('\n')) return [undefined];
+    const changed: ViewNode[] = [];
+    const visit = (nodes: readonly ViewNode[]) => {
+      for (const node of nodes) {
+        const before = previous.get(node.id);
+        if (!before || shape(before) !== shape(node)) changed.push(node);
+        else visit(node.children ?? []);
+      }
+    };
+    visit(roots);
+    return changed;
+  }
+}
+
+/** A node's own content and the ids of its children: equal shapes need no refresh. */
+const shape = (node: ViewNode): string => JSON.stringify({ ...node, children: node.children?.map((child) => [child.id, shape(child)]) });
+
+const GROUPS: readonly { state: CaptureView['state']; label: string; icon: string }[] = [
+  { state: 'ready', label: 'Ready', icon: 'pass' },
+  { state: 'needs_recovery', label: 'Needs recovery', icon: 'warning' },
+  { state: 'released', label: 'Released', icon: 'circle-slash' },
+  { state: 'unbound', label: 'Unbound', icon: 'question' },
+];
+
+export function captureNodes(snapshot: StatusSnapshot, now: number): ViewNode[] {
+  const leaseOf = new Map(snapshot.leases.map((lease) => [lease.capture, lease]));
+  const silent = new Set(snapshot.silentLaunches.map((launch) => launch.capture));
+  return GROUPS.map((group) => {
+    const captures = snapshot.captures.filter((capture) => capture.state === group.state);
+    return {
+      id: `captures/${group.state}`,
+      label: group.label,
+      description: String(captures.length),
+      icon: group.icon,
+      contextValue: 'captureGroup',
+      expanded: group.state === 'ready' || group.state === 'needs_recovery',
+      children: captures.map((capture) => captureNode(capture, leaseOf.get(capture.id), silent.has(capture.id), now)),
+    };
+  });
+}
+
+function captureNode(capture: CaptureView, lease: LeaseView | undefined, silent: boolean, now: number): ViewNode {
+  const resumable = capture.state === 'ready' || capture.state === 'needs_recovery';
+  return {
+    id: `capture/${capture.id}`,
+    label: capture.todo,
+    description: `${capture.agent} · ${lease ? `epoch ${lease.epoch}` : 'no lease'}${silent ? ' · hooks silent' : ''}`,
+    icon: silent ? 'warning' : capture.state === 'ready' ? 'debug-pause' : capture.state === 'needs_recovery' ? 'warning' : 'circle-outline',
+    contextValue: resumable ? 'capture.resumable' : 'capture',
+    tooltip: [
+      `**${capture.todo}** — capture \`${capture.id}\``,
+      '',
+      `| | |`,
+      `|---|---|`,
+      `| state | ${capture.state} |`,
+      `| owner | \`${capture.agent}:${capture.session}\` |`,
+      `| turn | \`${capture.turn ?? 'none'}\` |`,
+      ...(lease ? [`| lease | epoch ${lease.epoch} v${lease.version}, ${lease.status}, ${relativeTime(Date.parse(lease.expiresAt), now)} |`] : []),
+      `| original | \`${capture.originalDigest.slice(0, 23)}…\` |`,
+      ...(silent ? ['', '$(warning) The agent launched for this capture never fired a hook: run **Turnkeeper: Doctor**.'] : []),
+    ].join('\n'),
+    command: { command: 'turnkeeper.showRecoveryGuidance', title: 'Show Recovery Guidance', arguments: [capture.id] },
+  };
+}
+
+export function leaseNodes(snapshot: StatusSnapshot, now: number): ViewNode[] {
+  return snapshot.leases
+    .filter((lease) => lease.status === 'active')
+    .map((lease) => {
+      const expired = Date.parse(lease.expiresAt) <= now;
+      return {
+        id: `lease/${lease.goal}/${lease.todo}/${lease.epoch}`,
+        label: lease.todo,
+        description: `${lease.owner} · epoch ${lease.epoch} · ${expired ? 'expired (still held)' : `expires ${relativeTime(Date.parse(lease.expiresAt), now)}`}`,
+        icon: expired ? 'watch' : 'lock',
+        ...(expired ? { iconColor: 'list.warningForeground' } : {}),
+        contextValue: 'lease.active',
+        tooltip: [
+          `**${lease.todo}** held by \`${lease.owner}\``,
+          '',
+          `epoch ${lease.epoch} (fencing token), version ${lease.version}`,
+          '',
+          `expires ${lease.expiresAt}${expired ? ' — expired, but expiry is a hold: only an explicit release frees it' : ''}`,
+          '',
+          `goal \`${lease.goal}\` · capture \`${lease.capture}\``,
+        ].join('\n'),
+      };
+    });
+}
+
+export interface ReceiptRowView {
+  readonly seq: number;
+  readonly kind: string;
+  readonly at: string;
+  readonly todo?: string | undefined;
+  readonly owner?: string | undefined;
+  readonly hash: string | null;
+}
+
+export function receiptNodes(rows: readonly ReceiptRowView[], chain: ChainReport | undefined, hasMore: boolean): ViewNode[] {
+  const broken = new Map((chain?.breaks ?? []).map((item) => [item.seq, item.kind]));
+  const header: ViewNode = chain
+    ? chain.ok
+      ? { id: 'receipts/chain', label: 'Chain verified', description: `${chain.verified} receipts`, icon: 'verified', contextValue: 'chain.ok', command: { command: 'turnkeeper.verifyReceiptChain', title: 'Verify Receipt Chain' } }
+      : {
+          id: 'receipts/chain',
+          label: 'Chain BROKEN',
+          description: chain.breaks.map((item) => `#${item.seq} ${item.kind}`).slice(0, 3).join(', '),
+          icon: 'error',
+          iconColor: 'list.errorForeground',
+          contextValue: 'chain.broken',
+          tooltip: chain.breaks.map((item) => `- seq ${item.seq}: **${item.kind}**`).join('\n'),
+          command: { command: 'turnkeeper.verifyReceiptChain', title: 'Verify Receipt Chain' },
+        }
+    : { id: 'receipts/chain', label: 'Chain not verified yet', icon: 'shield', contextValue: 'chain.unknown', command: { command: 'turnkeeper.verifyReceiptChain', title: 'Verify Receipt Chain' } };
+  const items = rows.map((row): ViewNode => {
+    const breakKind = broken.get(row.seq);
+    return {
+      id: `receipt/${row.seq}`,
+      label: `#${row.seq} ${row.kind}`,
+      description: [row.todo, row.owner, row.at.replace('T', ' ').replace(/\.\d+Z$/, 'Z')].filter(Boolean).join(' · '),
+      icon: breakKind ? 'error' : receiptIcon(row.kind),
+      ...(breakKind ? { iconColor: 'list.errorForeground' } : {}),
+      contextValue: 'receipt',
+      tooltip: `**#${row.seq} ${row.kind}**${breakKind ? ` — $(error) **${breakKind}**` : ''}\n\n${row.at}\n\nhash \`${row.hash ?? 'missing'}\``,
+      command: { command: 'turnkeeper.openReceipt', title: 'Open Receipt', arguments: [row.seq] },
+    };
+  });
+  const more: ViewNode[] = hasMore ? [{ id: 'receipts/more', label: 'Load more…', icon: 'ellipsis', contextValue: 'loadMore', command: { command: 'turnkeeper.loadMoreReceipts', title: 'Load More Receipts' } }] : [];
+  return [header, ...items, ...more];
+}
+
+function receiptIcon(kind: string): string {
+  if (kind.startsWith('lease_')) return 'lock';
+  if (kind.startsWith('launch_')) return 'rocket';
+  if (kind.endsWith('_refused')) return 'circle-slash';
+  if (kind.startsWith('todo_')) return 'checklist';
+  return 'note';
+}
+
+export function relativeTime(at: number, now: number): string {
+  const seconds = Math.round((at - now) / 1000);
+  const abs = Math.abs(seconds);
+  const text = abs < 60 ? `${abs}s` : abs < 3600 ? `${Math.round(abs / 60)} min` : abs < 86_400 ? `${Math.round(abs / 3600)} h` : `${Math.round(abs / 86_400)} d`;
+  return seconds >= 0 ? `in ${text}` : `${text} ago`;
+}

@@ -1,0 +1,28 @@
+// The status bar item: active leases, and a warning when a launched agent's hooks never fired or
+// the receipt chain is broken.
+import * as vscode from 'vscode';
+import type { Ctx } from './ctx';
+
+const t = vscode.l10n.t;
+
+export function createStatusBar(ctx: Ctx): vscode.Disposable {
+  const item = vscode.window.createStatusBarItem('turnkeeper.status', vscode.StatusBarAlignment.Left, 20);
+  item.name = t('Turnkeeper');
+  item.command = 'workbench.view.extension.turnkeeper';
+  const render = () => {
+    const active = ctx.snapshot.leases.filter((lease) => lease.status === 'active').length;
+    const silent = ctx.snapshot.silentLaunches.length;
+    const broken = ctx.chainReport && !ctx.chainReport.ok;
+    item.text = `$(${broken || silent > 0 ? 'warning' : 'lock'}) ${active}`;
+    item.tooltip = [
+      t('Turnkeeper: {0} active leases', active),
+      ...(silent > 0 ? [t('{0} launched agents never fired a hook (run Turnkeeper: Doctor)', silent)] : []),
+      ...(broken ? [t('the receipt chain is broken (run Turnkeeper: Verify Receipt Chain)')] : []),
+    ].join('\n');
+    item.backgroundColor = broken || silent > 0 ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
+    item.show();
+  };
+  render();
+  const subscription = ctx.onDidChangeSnapshot(render);
+  return vscode.Disposable.from(item, subscription);
+}

@@ -1,0 +1,104 @@
+// Installing the hooks, and checking an installation (`doctor`): shared by the CLI and the
+// extension, which differ only in the runtime the shim runs (node, or the extension host itself).
+import { existsSync } from 'node:fs';
+import { AGENTS, type Agent } from '../core/ids';
+import { hookCommand, hooksStatus, installHooks, uninstallHooks, type Scope } from '../agents/install';
+import { readShim, shimPath, writeShim } from '../agents/shim';
+import type { Authority } from '../store/authority';
+import { storePath, turnkeeperHome, type Env } from '../store/location';
+import { silentLaunches, type SilentLaunch } from './status';
+
+export const TRUST_HINT: Readonly<Record<Agent, string>> = {
+  codex: 'Codex runs a new or changed hook only after you trust it: open codex and review it in /hooks (or pass --dangerously-bypass-hook-trust for one run).',
+  claude: 'Claude Code runs hooks only in trusted folders: start claude in the folder once and accept the trust prompt.',
+  gemini: 'Gemini CLI runs hooks only in trusted folders: run gemini in the folder once and trust it.',
+};
+
+export interface Runtime {
+  /** The executable the shim runs: node, or the extension host binary. */
+  readonly runtime: string;
+  /** Turnkeeper's dist/cli.js. */
+  readonly script: string;
+  readonly electronRunAsNode: boolean;
+}
+
+export interface InstallRequest {
+  readonly agent: Agent;
+  readonly scope: Scope;
+  readonly env: Env;
+  readonly projectRoot: string;
+}
+
+export function installAgentHooks(request: InstallRequest, runtime: Runtime) {
+  const home = turnkeeperHome(request.env);
+  // The shim is rewritten to point at this Turnkeeper; the command in the agent's config stays the same.
+  const shimChanged = writeShim(home, { ...runtime, home, db: request.env.TURNKEEPER_DB });
+  const command = hookCommand(request.agent, shimPath(home));
+  return { ...installHooks(request, command), shim: shimPath(home), shimChanged, command, trustHint: TRUST_HINT[request.agent] };
+}
+
+export function uninstallAgentHooks(request: InstallRequest) {
+  return uninstallHooks(request, hookCommand(request.agent, shimPath(turnkeeperHome(request.env))));
+}
+
+export function agentHooksStatus(request: InstallRequest) {
+  return hooksStatus(request, hookCommand(request.agent, shimPath(turnkeeperHome(request.env))));
+}
+
+export interface DoctorReport {
+  readonly ok: boolean;
+  readonly store: Record<string, unknown>;
+  readonly shim: { path: string; exists: boolean; target: unknown; targetExists: boolean };
+  readonly hooks: (ReturnType<typeof agentHooksStatus> & { agent: Agent; scope: Scope })[];
+  readonly sessions: { owner: string; lastHookAt: string; transcriptPath: string | null }[];
+  readonly silentLaunches: SilentLaunch[];
+  readonly problems: string[];
+}
+
+/** Store health, the receipt chain, the shim, hooks per agent and scope, launches whose hooks never fired. */
+export async function doctorReport(env: Env, projectRoot: string, open: () => Promise<Authority | undefined>): Promise<DoctorReport> {
+  const home = turnkeeperHome(env);
+  const problems: string[] = [];
+  let store: Record<string, unknown> = { path: storePath(env), exists: false };
+  let sessions: DoctorReport['sessions'] = [];
+  let silent: SilentLaunch[] = [];
+  try {
+    const authority = await open();
+    if (authority) {
+      try {
+        const health = await authority.health();
+        const chain = await authority.verifyChain();
+        store = { exists: true, ...health, chain };
+        if (health.integrity !== 'ok') problems.push(`integrity_check: ${health.integrity}`);
+        if (!chain.ok) problems.push(`receipt chain broken at seq ${chain.breaks[0]?.seq} (${chain.breaks[0]?.kind}): turnkeeper verify`);
+        sessions = (await authority.listSessions()).map((s) => ({ owner: s.owner, lastHookAt: new Date(s.lastHookAt).toISOString(), transcriptPath: s.transcriptPath }));
+        silent = await silentLaunches(authority, Date.now());
+        for (const launch of silent) {
+          const agent = (await authority.getCapture(launch.capture))?.agent;
+          problems.push(`the agent launched for ${launch.capture} at ${launch.committedAt} fired no hook within a minute: its hooks are skipped. ${agent ? TRUST_HINT[agent] : ''}`.trim());
+        }
+      } finally {
+        authority.close();
+      }
+    }
+  } catch (error) {
+    store = { path: storePath(env), exists: true, error: (error as Error).message };
+    problems.push(`store: ${(error as Error).message}`);
+  }
+  const target = readShim(home);
+  const shim = {
+    path: shimPath(home),
+    exists: target !== undefined,
+    target: target ?? null,
+    targetExists: target !== undefined && existsSync(target.runtime) && existsSync(target.script),
+  };
+  if (target && !shim.targetExists) problems.push('the hook shim points at a missing runtime or script: turnkeeper hooks install --agent <agent>');
+  const hooks = AGENTS.flatMap((agent) => (['user', 'project'] as const).map((scope) => ({ agent, scope, ...agentHooksStatus({ agent, scope, env, projectRoot }) })));
+  for (const item of hooks) {
+    if (item.staleCommands.length > 0) {
+      problems.push(`${item.agent} ${item.scope} hooks use another command (${item.staleCommands[0]}): turnkeeper hooks install --agent ${item.agent} --scope ${item.scope}`);
+    }
+  }
+  if (!hooks.some((item) => item.installed)) problems.push('no agent has Turnkeeper hooks installed: turnkeeper hooks install --agent codex');
+  return { ok: problems.length === 0, store, shim, hooks, sessions, silentLaunches: silent, problems };
+}

@@ -1,0 +1,72 @@
+import { describe, expect, it } from 'vitest';
+import { captureNodes, leaseNodes, receiptNodes, TreeModel, type ViewNode } from '../../src/extension/models';
+import type { StatusSnapshot } from '../../src/lifecycle/status';
+
+const NOW = Date.parse('2026-11-30T12:00:00.000Z');
+const snapshot = (over: Partial<StatusSnapshot> = {}): StatusSnapshot => ({
+  leases: [
+    { goal: '/r', todo: 'fix-login', owner: 'codex:s1', capture: 'cap_aaaaaaaaaaaaaaaaaaaaaaaa', epoch: 2, version: 1, status: 'active', expiresAt: '2026-11-30T12:30:00.000Z' },
+    { goal: '/r', todo: 'old-task', owner: 'claude:s2', capture: 'cap_bbbbbbbbbbbbbbbbbbbbbbbb', epoch: 1, version: 3, status: 'released', expiresAt: '2026-11-30T11:00:00.000Z' },
+  ],
+  captures: [
+    { id: 'cap_aaaaaaaaaaaaaaaaaaaaaaaa', goal: '/r', todo: 'fix-login', agent: 'codex', session: 's1', turn: 't1', state: 'ready', originalDigest: 'sha256:' + 'a'.repeat(64), readyDigest: 'sha256:' + 'b'.repeat(64) },
+    { id: 'cap_bbbbbbbbbbbbbbbbbbbbbbbb', goal: '/r', todo: 'old-task', agent: 'claude', session: 's2', turn: 't9', state: 'released', originalDigest: 'sha256:' + 'c'.repeat(64), readyDigest: null },
+  ],
+  silentLaunches: [],
+  ...over,
+});
+
+describe('view models', () => {
+  it('groups captures by state with stable ids and resumable context values', () => {
+    const groups = captureNodes(snapshot(), NOW);
+    expect(groups.map((group) => [group.id, group.description])).toStrictEqual([
+      ['captures/ready', '1'],
+      ['captures/needs_recovery', '0'],
+      ['captures/released', '1'],
+      ['captures/unbound', '0'],
+    ]);
+    const ready = groups[0]!.children![0]!;
+    expect(ready).toMatchObject({ id: 'capture/cap_aaaaaaaaaaaaaaaaaaaaaaaa', label: 'fix-login', contextValue: 'capture.resumable', description: 'codex · epoch 2' });
+    expect(groups[2]!.children![0]!.contextValue).toBe('capture');
+  });
+
+  it('marks a capture whose launched agent never fired a hook', () => {
+    const groups = captureNodes(snapshot({ silentLaunches: [{ capture: 'cap_aaaaaaaaaaaaaaaaaaaaaaaa', launch: 'launch_0000000000000001', seq: 9, committedAt: '2026-11-30T11:58:00.000Z' }] }), NOW);
+    expect(groups[0]!.children![0]).toMatchObject({ icon: 'warning', description: expect.stringContaining('hooks silent') });
+  });
+
+  it('lists only active leases, and shows an expired one as a hold', () => {
+    expect(leaseNodes(snapshot(), NOW).map((node) => node.label)).toStrictEqual(['fix-login']);
+    const [expired] = leaseNodes(snapshot(), Date.parse('2026-11-30T13:00:00.000Z'));
+    expect(expired).toMatchObject({ icon: 'watch', description: expect.stringContaining('expired (still held)') });
+  });
+
+  it('puts the chain state first, marks broken receipts, and offers more when there is more', () => {
+    const rows = [
+      { seq: 3, kind: 'lease_acquired', at: '2026-11-30T11:00:00.000Z', todo: 'fix-login', owner: 'codex:s1', hash: 'sha256:x' },
+      { seq: 2, kind: 'capture_bound', at: '2026-11-30T11:00:00.000Z', hash: 'sha256:y' },
+    ];
+    const nodes = receiptNodes(rows, { ok: false, verified: 2, breaks: [{ seq: 2, kind: 'content_altered' }] }, true);
+    expect(nodes.map((node) => node.id)).toStrictEqual(['receipts/chain', 'receipt/3', 'receipt/2', 'receipts/more']);
+    expect(nodes[0]).toMatchObject({ label: 'Chain BROKEN', description: '#2 content_altered' });
+    expect(nodes[2]).toMatchObject({ icon: 'error' });
+    expect(nodes[1]!.command).toStrictEqual({ command: 'turnkeeper.openReceipt', title: 'Open Receipt', arguments: [3] });
+    expect(receiptNodes(rows, { ok: true, verified: 3, breaks: [] }, false).at(-1)!.id).toBe('receipt/2');
+  });
+});
+
+describe('TreeModel partial refresh', () => {
+  const leaf = (id: string, label = id): ViewNode => ({ id, label, contextValue: 'x' });
+  const group = (id: string, children: ViewNode[]): ViewNode => ({ id, label: id, contextValue: 'g', children });
+
+  it('reports the root when the root list changes, nothing when nothing changed, and only the changed subtree otherwise', () => {
+    const model = new TreeModel();
+    expect(model.update([group('a', [leaf('a1')]), group('b', [leaf('b1')])])).toStrictEqual([undefined]);
+    expect(model.update([group('a', [leaf('a1')]), group('b', [leaf('b1')])])).toStrictEqual([]);
+    const changed = model.update([group('a', [leaf('a1')]), group('b', [leaf('b1'), leaf('b2')])]);
+    expect(changed.map((node) => node?.id)).toStrictEqual(['b']);
+    const relabelled = model.update([group('a', [leaf('a1', 'renamed')]), group('b', [leaf('b1'), leaf('b2')])]);
+    expect(relabelled.map((node) => node?.id)).toStrictEqual(['a']);
+    expect(model.parentOf(model.find('b2')!)?.id).toBe('b');
+  });
+});

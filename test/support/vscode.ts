@@ -1,0 +1,194 @@
+// A small hand-written stand-in for the `vscode` module, aliased in vitest.config.mts, so command
+// handlers run in plain Node against a real store. Dialogs answer from queues the test fills;
+// everything shown is recorded. Only what the extension uses is here.
+type Listener<T> = (value: T) => unknown;
+
+export class EventEmitter<T> {
+  private listeners: Listener<T>[] = [];
+  readonly event = (listener: Listener<T>) => {
+    this.listeners.push(listener);
+    return { dispose: () => (this.listeners = this.listeners.filter((item) => item !== listener)) };
+  };
+  fire(value: T): void {
+    for (const listener of [...this.listeners]) listener(value);
+  }
+  dispose(): void {
+    this.listeners = [];
+  }
+}
+
+export class Disposable {
+  constructor(private readonly callback: () => void = () => undefined) {}
+  static from(...items: { dispose(): unknown }[]): Disposable {
+    return new Disposable(() => items.forEach((item) => item.dispose()));
+  }
+  dispose(): void {
+    this.callback();
+  }
+}
+
+export const TreeItemCollapsibleState = { None: 0, Collapsed: 1, Expanded: 2 } as const;
+export const StatusBarAlignment = { Left: 1, Right: 2 } as const;
+export const ProgressLocation = { SourceControl: 1, Window: 10, Notification: 15 } as const;
+
+export class TreeItem {
+  id?: string;
+  description?: string;
+  tooltip?: unknown;
+  iconPath?: unknown;
+  contextValue?: string;
+  command?: unknown;
+  constructor(
+    readonly label: string,
+    readonly collapsibleState: number = 0,
+  ) {}
+}
+export class ThemeIcon {
+  constructor(
+    readonly id: string,
+    readonly color?: unknown,
+  ) {}
+}
+export class ThemeColor {
+  constructor(readonly id: string) {}
+}
+export class MarkdownString {
+  constructor(
+    readonly value: string,
+    readonly supportThemeIcons = false,
+  ) {}
+}
+export class Uri {
+  private constructor(
+    readonly scheme: string,
+    readonly path: string,
+    readonly query: string,
+  ) {}
+  static from(parts: { scheme: string; path: string; query?: string }): Uri {
+    return new Uri(parts.scheme, parts.path, parts.query ?? '');
+  }
+  static file(path: string): Uri {
+    return new Uri('file', path, '');
+  }
+  static joinPath(base: Uri, ...segments: string[]): Uri {
+    return new Uri(base.scheme, [base.path, ...segments].join('/'), '');
+  }
+  get fsPath(): string {
+    return this.path;
+  }
+  toString(): string {
+    return `${this.scheme}:${this.path}${this.query ? `?${this.query}` : ''}`;
+  }
+}
+
+/** What the test scripts and what it can observe. */
+export const double = {
+  answers: { quickPick: [] as unknown[], inputBox: [] as (string | undefined)[], message: [] as (string | undefined)[] },
+  shown: [] as { kind: string; text: string; detail?: string }[],
+  documents: [] as { uri: Uri; text: string }[],
+  configuration: {} as Record<string, unknown>,
+  trusted: true,
+  folders: [] as { uri: Uri; name: string; index: number }[],
+  commands: new Map<string, (...args: unknown[]) => unknown>(),
+  contexts: new Map<string, unknown>(),
+  providers: new Map<string, { provideTextDocumentContent(uri: Uri): Promise<string> | string }>(),
+  reset(): void {
+    this.answers = { quickPick: [], inputBox: [], message: [] };
+    this.shown = [];
+    this.documents = [];
+    this.configuration = {};
+    this.trusted = true;
+    this.folders = [];
+    this.commands.clear();
+    this.contexts.clear();
+    this.providers.clear();
+  },
+};
+
+const message =
+  (kind: string) =>
+  async (text: string, ...rest: unknown[]): Promise<string | undefined> => {
+    const options = typeof rest[0] === 'object' && rest[0] !== null ? (rest[0] as { detail?: string }) : undefined;
+    double.shown.push({ kind, text, ...(options?.detail ? { detail: options.detail } : {}) });
+    return double.answers.message.shift();
+  };
+
+const logChannel = () => ({
+  lines: [] as string[],
+  info(text: string) {
+    this.lines.push(text);
+  },
+  warn(text: string) {
+    this.lines.push(text);
+  },
+  error(text: string) {
+    this.lines.push(text);
+  },
+  show() {},
+  dispose() {},
+});
+
+export const window = {
+  createOutputChannel: () => logChannel(),
+  showInformationMessage: message('info'),
+  showWarningMessage: message('warning'),
+  showErrorMessage: message('error'),
+  setStatusBarMessage: () => new Disposable(),
+  showQuickPick: async (items: unknown[] | Promise<unknown[]>) => {
+    const list = await items;
+    const answer = double.answers.quickPick.shift();
+    return typeof answer === 'function' ? (answer as (items: unknown[]) => unknown)(list) : answer;
+  },
+  showInputBox: async () => double.answers.inputBox.shift(),
+  showTextDocument: async (document: unknown) => document,
+  withProgress: async <T>(_options: unknown, task: (progress: unknown, token: { onCancellationRequested(): void }) => Promise<T>) =>
+    task({ report() {} }, { onCancellationRequested() {} }),
+  createTreeView: () => ({ visible: false, onDidChangeVisibility: () => new Disposable(), dispose() {} }),
+  createStatusBarItem: () => ({ text: '', tooltip: '', show() {}, dispose() {} }),
+  createTerminal: () => ({ show() {}, dispose() {} }),
+};
+
+export const commands = {
+  registerCommand: (id: string, run: (...args: unknown[]) => unknown) => {
+    double.commands.set(id, run);
+    return new Disposable(() => double.commands.delete(id));
+  },
+  executeCommand: async (id: string, ...args: unknown[]) => {
+    if (id === 'setContext') {
+      double.contexts.set(args[0] as string, args[1]);
+      return undefined;
+    }
+    return double.commands.get(id)?.(...args);
+  },
+};
+
+export const workspace = {
+  getConfiguration: () => ({
+    get: <T>(key: string, fallback?: T): T | undefined => (key in double.configuration ? (double.configuration[key] as T) : fallback),
+  }),
+  get workspaceFolders() {
+    return double.folders;
+  },
+  get isTrusted() {
+    return double.trusted;
+  },
+  openTextDocument: async (uri: Uri) => {
+    const provider = double.providers.get(uri.scheme);
+    const text = provider ? await provider.provideTextDocumentContent(uri) : '';
+    const document = { uri, text, getText: () => text };
+    double.documents.push({ uri, text });
+    return document;
+  },
+  registerTextDocumentContentProvider: (scheme: string, provider: { provideTextDocumentContent(uri: Uri): Promise<string> | string }) => {
+    double.providers.set(scheme, provider);
+    return new Disposable();
+  },
+  onDidChangeConfiguration: () => new Disposable(),
+  onDidGrantWorkspaceTrust: () => new Disposable(),
+};
+
+export const languages = { setTextDocumentLanguage: async (document: unknown) => document };
+export const env = { clipboard: { text: '', writeText: async (text: string) => void (env.clipboard.text = text) } };
+export const l10n = {
+  t: (text: string, ...args: unknown[]) => text.replace(/\{(\d+)\}/g, (_, index: string) => String(args[Number(index)])),
+};

@@ -1,0 +1,138 @@
+// Page objects over the VS Code workbench DOM (code-server 4.139 / VS Code 1.139). Selectors are
+// the workbench's own class names and ARIA roles; they live here only, so a VS Code update that
+// renames one breaks one place.
+import type { Locator, Page } from 'playwright-core';
+
+/** User settings that keep the workbench quiet and deterministic for a test. */
+export const QUIET_SETTINGS: Record<string, unknown> = {
+  'workbench.startupEditor': 'none',
+  'workbench.tips.enabled': false,
+  'workbench.welcomePage.walkthroughs.openOnInstall': false,
+  'extensions.ignoreRecommendations': true,
+  'extensions.autoCheckUpdates': false,
+  'extensions.autoUpdate': false,
+  'update.mode': 'none',
+  'telemetry.telemetryLevel': 'off',
+  'workbench.enableExperiments': false,
+  'chat.disableAIFeatures': true,
+  'git.enabled': false,
+};
+
+export class Workbench {
+  constructor(readonly page: Page) {}
+
+  async open(url: string): Promise<void> {
+    await this.page.goto(url, { waitUntil: 'domcontentloaded', timeout: 60_000 });
+    await this.page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 60_000 });
+    // The activity bar is rendered once the workbench has restored its parts.
+    await this.page.locator('.part.activitybar').waitFor({ state: 'visible', timeout: 60_000 });
+  }
+
+  activityTab(name: string): Locator {
+    return this.page.locator(`.part.activitybar [role="tab"][aria-label^="${name}"]`);
+  }
+
+  /** Opens a view container from the activity bar (no-op when it is already the visible one). */
+  async openContainer(name: string): Promise<void> {
+    const tab = this.activityTab(name);
+    await tab.waitFor({ state: 'visible', timeout: 60_000 });
+    if ((await tab.getAttribute('aria-selected')) !== 'true') await tab.click();
+    await this.page.locator('.part.sidebar .composite.title').filter({ hasText: new RegExp(name, 'i') }).waitFor({ timeout: 30_000 });
+  }
+
+  /** A view pane in the side bar, by its title ("Captures"). */
+  view(title: string): Locator {
+    return this.page.locator('.part.sidebar .pane').filter({ has: this.page.locator('.pane-header h3.title', { hasText: new RegExp(`^${title}$`, 'i') }) });
+  }
+
+  /** Expands a collapsed view pane. */
+  async expandView(title: string): Promise<void> {
+    const header = this.view(title).locator('.pane-header');
+    if ((await header.getAttribute('aria-expanded')) === 'false') await header.click();
+  }
+
+  /** The visible rows of a tree view, as their text (label and description). */
+  async rows(title: string): Promise<string[]> {
+    await this.expandView(title);
+    const rows = this.view(title).locator('.pane-body .monaco-list-row');
+    return (await rows.allTextContents()).map((text) => text.replace(/\s+/g, ' ').trim());
+  }
+
+  /** Waits until some row of a view contains `text`; returns all rows then. */
+  async waitForRow(title: string, text: string | RegExp, timeoutMs = 30_000): Promise<string[]> {
+    const deadline = Date.now() + timeoutMs;
+    let rows: string[] = [];
+    while (Date.now() < deadline) {
+      rows = await this.rows(title);
+      if (rows.some((row) => (typeof text === 'string' ? row.includes(text) : text.test(row)))) return rows;
+      await this.page.waitForTimeout(250);
+    }
+    throw new Error(`no row matching ${String(text)} in view ${title} within ${timeoutMs} ms; rows: ${JSON.stringify(rows)}`);
+  }
+
+  /** Expands every collapsed row of a view once (tree groups such as "ready"). */
+  async expandAll(title: string): Promise<void> {
+    const collapsed = this.view(title).locator('.pane-body .monaco-list-row[aria-expanded="false"]');
+    for (let i = await collapsed.count(); i > 0; i--) {
+      await collapsed.first().click();
+      await this.page.waitForTimeout(100);
+    }
+  }
+
+  /** F1, type the command title, run it. Leaves any quick pick the command opens on screen. */
+  async runCommand(title: string): Promise<void> {
+    await this.page.locator('.monaco-workbench').click({ position: { x: 700, y: 450 } });
+    await this.page.keyboard.press('F1');
+    const input = this.page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(`>${title}`);
+    const row = this.page.locator('.quick-input-widget .monaco-list-row').filter({ hasText: title }).first();
+    await row.waitFor({ state: 'visible' });
+    await row.click();
+  }
+
+  /** Rows currently offered by the open quick pick. */
+  async quickPickRows(): Promise<string[]> {
+    const rows = this.page.locator('.quick-input-widget .monaco-list-row');
+    await rows.first().waitFor({ state: 'visible' });
+    return (await rows.allTextContents()).map((text) => text.replace(/\s+/g, ' ').trim());
+  }
+
+  async pickQuickItem(text: string): Promise<void> {
+    const row = this.page.locator('.quick-input-widget .monaco-list-row').filter({ hasText: text }).first();
+    await row.waitFor({ state: 'visible' });
+    await row.click();
+  }
+
+  /** Messages of the notification toasts on screen. */
+  async notifications(): Promise<string[]> {
+    const messages = this.page.locator('.notifications-toasts .notification-list-item-message');
+    return (await messages.allTextContents()).map((text) => text.replace(/\s+/g, ' ').trim());
+  }
+
+  /** Waits for a toast whose message matches; returns its text. */
+  async waitForNotification(pattern: RegExp, timeoutMs = 30_000): Promise<string> {
+    const deadline = Date.now() + timeoutMs;
+    let seen: string[] = [];
+    while (Date.now() < deadline) {
+      seen = await this.notifications();
+      const hit = seen.find((message) => pattern.test(message));
+      if (hit) return hit;
+      await this.page.waitForTimeout(250);
+    }
+    throw new Error(`no notification matching ${pattern} within ${timeoutMs} ms; on screen: ${JSON.stringify(seen)}`);
+  }
+
+  async clearNotifications(): Promise<void> {
+    const toasts = this.page.locator('.notifications-toasts .notification-toast');
+    for (let i = await toasts.count(); i > 0; i--) {
+      await toasts.first().hover();
+      await toasts.first().locator('.codicon-notifications-clear, .codicon-close').first().click().catch(() => undefined);
+    }
+  }
+
+  /** Text of the status bar (workspace trust shows "Restricted Mode" there). */
+  async statusBar(): Promise<string> {
+    return ((await this.page.locator('.part.statusbar').textContent()) ?? '').replace(/\s+/g, ' ');
+  }
+}
