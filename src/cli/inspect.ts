@@ -68,7 +68,8 @@ export async function verifyCommand(args: string[], io: Io): Promise<number> {
   const store = await openStore(io, false);
   const report = store ? await store.verifyChain() : { ok: true, verified: 0, breaks: [] };
   store?.close();
-  if (values.json) printJson(io, report);
+  // The contract's shape, exactly: {ok, verified, breaks}.
+  if (values.json) printJson(io, { ok: report.ok, verified: report.verified, breaks: report.breaks });
   else if (report.ok) io.out(`receipt chain verifies: ${report.verified} receipts\n`);
   else {
     io.out(`receipt chain is BROKEN: ${report.verified} receipts verify, ${report.breaks.length} breaks\n`);

@@ -71,6 +71,8 @@ export interface ChainReport {
   readonly ok: boolean;
   readonly verified: number;
   readonly breaks: ChainBreak[];
+  /** The last row walked and the hash the next one must link to (lets a reader continue from here). */
+  readonly end?: ChainLink;
 }
 
 /** A stored row, exactly as read: columns may hold anything, a reader must never crash on them. */
@@ -84,12 +86,13 @@ export interface StoredReceiptRow {
  * Walks rows in `seq` order and names every break. Streaming: rows come from an iterator so a long
  * chain is never held in memory.
  */
-export function walkChain(rows: Iterable<StoredReceiptRow>, head: { seq: unknown; hash: unknown } | undefined): ChainReport {
+export function walkChain(rows: Iterable<StoredReceiptRow>, head: { seq: unknown; hash: unknown } | undefined, after?: ChainLink): ChainReport {
   const breaks: ChainBreak[] = [];
   let verified = 0;
-  let expectedSeq = 1;
-  let previousHash = ZERO_DIGEST;
-  let lastSeq = 0;
+  // `after`: a prefix already verified (the extension re-checks only what hooks appended since).
+  let expectedSeq = (after?.seq ?? 0) + 1;
+  let previousHash = after?.hash ?? ZERO_DIGEST;
+  let lastSeq = after?.seq ?? 0;
   for (const row of rows) {
     let rowBroken = false;
     const afterGap = row.seq !== expectedSeq;
@@ -124,7 +127,7 @@ export function walkChain(rows: Iterable<StoredReceiptRow>, head: { seq: unknown
   if (headSeq !== lastSeq || headHash !== previousHash) {
     breaks.push({ seq: typeof headSeq === 'number' ? headSeq : lastSeq, kind: 'head_mismatch' });
   }
-  return { ok: breaks.length === 0, verified, breaks };
+  return { ok: breaks.length === 0, verified, breaks, end: { seq: lastSeq, hash: previousHash } };
 }
 
 // In canonical (RFC 8785) order a receipt ends with `"prevHash":"sha256:<hex>","schema":"…","seq":N`

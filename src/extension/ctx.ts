@@ -29,8 +29,8 @@ export class Ctx implements vscode.Disposable {
   private refreshing: Promise<void> | undefined;
   private receiptPages = 1;
   private chain: ChainReport | undefined;
-  /** The head the chain report was computed at: a new receipt means verify again. */
-  private chainHead = -1;
+  /** The end of the prefix verified so far: a refresh checks only the receipts appended since. */
+  private verifiedUpTo: { seq: number; hash: string } | undefined;
   snapshot: StatusSnapshot = { leases: [], captures: [], silentLaunches: [] };
 
   constructor(
@@ -141,12 +141,22 @@ export class Ctx implements vscode.Disposable {
     return this.refresh();
   }
 
+  /** The full walk (the command): rows verified earlier are checked again, so later tampering shows. */
   async verifyChain(): Promise<ChainReport | undefined> {
     const store = await this.openStore();
-    this.chain = store ? await store.verifyChain() : undefined;
-    this.chainHead = -1;
+    this.verifiedUpTo = undefined;
+    this.chain = store ? await this.extendChainReport(store, undefined) : undefined;
     await this.refresh();
     return this.chain;
+  }
+
+  /** Verifies the rows after `from` and folds them into the report; remembers the new verified end. */
+  private async extendChainReport(store: SqliteAuthority, from: { seq: number; hash: string } | undefined): Promise<ChainReport> {
+    const tail = await store.verifyChain(from);
+    const report: ChainReport =
+      from && this.chain ? { ok: this.chain.ok && tail.ok, verified: this.chain.verified + tail.verified, breaks: [...this.chain.breaks, ...tail.breaks], end: tail.end ?? from } : tail;
+    this.verifiedUpTo = report.ok ? report.end : undefined;
+    return report;
   }
 
   /** Re-reads the store and updates the three models; one refresh at a time, the last one wins. */
@@ -171,9 +181,9 @@ export class Ctx implements vscode.Disposable {
       const snapshot = await statusSnapshot(store, now);
       const rows = await store.receipts({ limit: RECEIPTS_PAGE * this.receiptPages + 1 });
       const head = rows[0]?.seq ?? 0;
-      if (head !== this.chainHead) {
-        this.chain = await store.verifyChain();
-        this.chainHead = head;
+      // Incremental while the chain is intact (hooks only append); a broken chain is walked in full.
+      if (this.chain === undefined || !this.verifiedUpTo || head !== this.verifiedUpTo.seq) {
+        this.chain = await this.extendChainReport(store, this.verifiedUpTo);
       }
       this.apply(snapshot, rows.slice(0, RECEIPTS_PAGE * this.receiptPages).map(receiptRowView), rows.length > RECEIPTS_PAGE * this.receiptPages);
     } catch (error) {

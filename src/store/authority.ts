@@ -152,7 +152,8 @@ export interface Authority {
   listCaptures(): Promise<StoredCapture[]>;
   /** Newest first, `limit` rows with seq < `beforeSeq` (all when undefined). */
   receipts(page: { beforeSeq?: number | undefined; limit: number }): Promise<ReceiptRow[]>;
-  verifyChain(): Promise<ChainReport>;
+  /** Walks the whole chain, or only the rows after a prefix already verified (`after`). */
+  verifyChain(after?: { seq: number; hash: string }): Promise<ChainReport>;
   health(): Promise<StoreHealth>;
   close(): void;
 }

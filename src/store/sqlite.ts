@@ -649,21 +649,21 @@ export class SqliteAuthority implements Authority {
     );
   }
 
-  verifyChain() {
+  verifyChain(after?: { seq: number; hash: string }) {
     return this.guard(() => {
       // A read transaction gives one consistent snapshot of rows and head while hooks keep writing.
       return this.db.transaction(() => {
         const head = this.db.prepare('SELECT seq, hash FROM receipt_head WHERE id = 1').get() as { seq: unknown; hash: unknown } | undefined;
-        return walkChain(this.allReceiptRows(), head);
+        return walkChain(this.receiptRowsAfter(after?.seq ?? Number.MIN_SAFE_INTEGER), head, after);
       })();
     });
   }
 
-  /** Every receipt row in seq order, read in pages: faster than row-by-row iteration, bounded memory. */
-  private *allReceiptRows(): Generator<StoredReceiptRow> {
+  /** Receipt rows after `start` in seq order, read in pages: faster than row-by-row iteration, bounded memory. */
+  private *receiptRowsAfter(start: number): Generator<StoredReceiptRow> {
     const page = this.db.prepare('SELECT seq, doc, hash FROM receipts WHERE seq > ? ORDER BY seq LIMIT ?').raw();
-    for (let after = -Infinity; ; ) {
-      const rows = page.all(after === -Infinity ? Number.MIN_SAFE_INTEGER : after, VERIFY_PAGE) as [number, unknown, unknown][];
+    for (let after = start; ; ) {
+      const rows = page.all(after, VERIFY_PAGE) as [number, unknown, unknown][];
       for (const [seq, doc, hash] of rows) yield { seq, doc, hash };
       if (rows.length < VERIFY_PAGE) return;
       after = rows[rows.length - 1]![0];

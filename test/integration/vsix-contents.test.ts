@@ -26,6 +26,7 @@ function expectedNames(): string[] {
     (path) => !/lib\/(linux|linuxmusl|darwin|win32)-(x64|arm64)\.js$/.test(path) || path.endsWith('/linux-x64.js'),
   );
   const nls = readdirSync(ROOT).filter((name) => /^package\.nls(\.[\w-]+)?\.json$/.test(name));
+  const l10n = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { l10n?: string }).l10n;
   const shipped = [
     'package.json',
     ...nls,
@@ -41,6 +42,7 @@ function expectedNames(): string[] {
     'node_modules/better-sqlite3/prebuilds/linux-x64.node',
     ...sqliteLib,
     ...filesUnder(join(ROOT, 'media')),
+    ...(l10n ? filesUnder(join(ROOT, l10n)) : []),
   ];
   return ['[Content_Types].xml', 'extension.vsixmanifest', ...shipped.map((name) => `extension/${name}`)].sort();
 }

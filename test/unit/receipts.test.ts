@@ -76,7 +76,19 @@ const mutation = (length: number): fc.Arbitrary<Mutation> =>
 
 describe('receipt chain walk', () => {
   it('verifies an untouched chain (the control for every mutation below)', () => {
-    for (const length of [0, 1, 2, 17]) expect(walk(chain(length))).toStrictEqual({ ok: true, verified: length, breaks: [] });
+    for (const length of [0, 1, 2, 17]) expect(walk(chain(length))).toMatchObject({ ok: true, verified: length, breaks: [] });
+  });
+
+  it('continues from a verified prefix: the tail alone is walked, and a break in it is named', () => {
+    const whole = chain(10);
+    const prefix = walkChain(whole.rows.slice(0, 5) as StoredReceiptRow[], { seq: 5, hash: whole.rows[4]!.hash });
+    expect(prefix).toMatchObject({ ok: true, verified: 5, end: { seq: 5, hash: whole.rows[4]!.hash } });
+    const tail = walkChain(whole.rows.slice(5) as StoredReceiptRow[], whole.head, prefix.end);
+    expect(tail).toMatchObject({ ok: true, verified: 5, end: whole.head });
+    const tampered = mutate(whole, { kind: 'edit', index: 7, rehash: false });
+    expect(walkChain(tampered.rows.slice(5) as StoredReceiptRow[], whole.head, prefix.end).breaks).toStrictEqual([{ seq: 8, kind: 'content_altered' }]);
+    // Control: a tail that does not link to the prefix is named too.
+    expect(walkChain(whole.rows.slice(6) as StoredReceiptRow[], whole.head, prefix.end).breaks).toStrictEqual([{ seq: 6, kind: 'missing' }]);
   });
 
   it('names every edit, deletion, reordering or truncation', () => {
