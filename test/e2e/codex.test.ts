@@ -24,6 +24,7 @@ import {
   READY_FIRST_LINE,
   runProcess,
   statusOf,
+  expectLeaseUnchanged,
   verifyOf,
   worldDir,
   type LeaseJson,
@@ -157,15 +158,7 @@ describe('Codex CLI with Turnkeeper hooks (real binary)', () => {
     const followUp = requests.find((r) => lastInputType(r) === 'function_call_output');
     expect(followUp?.body?.input?.at(-1)?.output ?? '').not.toContain('lease_fenced');
 
-    const after = statusOf(world);
-    expect(after.leases).toHaveLength(1);
-    const now = after.leases[0]!;
-    expect(now).toMatchObject({ todo: 'fix-login', owner: lease.owner, capture: lease.capture, epoch: lease.epoch, status: 'active' });
-    // Renewal (Stop/PostToolUse) is the only thing allowed to move the version: at most once a minute.
-    expect(now.version - lease.version).toBeGreaterThanOrEqual(0);
-    expect(now.version - lease.version).toBeLessThanOrEqual(1);
-    expect(after.captures.filter((c) => c.todo === 'fix-login')).toHaveLength(1);
-    expect(verifyOf(world).ok).toBe(true);
+    expectLeaseUnchanged(world, lease);
   });
 
   it('a second Codex session naming the same Todo gets [lease_held] and claims nothing', async () => {

@@ -15,6 +15,7 @@ import {
   presentationOf,
   runProcess,
   statusOf,
+  expectLeaseUnchanged,
   verifyOf,
   worldDir,
   type LeaseJson,
@@ -159,14 +160,7 @@ describe('Gemini CLI with Turnkeeper hooks (real binary)', () => {
     expect(lastUserText(req!)).toContain(asHookContext(presentation));
     expect(existsSync(marker), 'the lease holder may run a shell command').toBe(true);
 
-    const after = statusOf(world);
-    expect(after.leases).toHaveLength(1);
-    const now = after.leases[0]!;
-    expect(now).toMatchObject({ todo: 'fix-login', owner: lease.owner, capture: lease.capture, epoch: lease.epoch, status: 'active' });
-    expect(now.version - lease.version).toBeGreaterThanOrEqual(0);
-    expect(now.version - lease.version).toBeLessThanOrEqual(1);
-    expect(after.captures.filter((c) => c.todo === 'fix-login')).toHaveLength(1);
-    expect(verifyOf(world).ok).toBe(true);
+    expectLeaseUnchanged(world, lease);
   });
 
   it('a second Gemini session naming the same Todo (with a Turn) gets [lease_held] and claims nothing', async () => {

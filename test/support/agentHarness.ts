@@ -1,3 +1,4 @@
+import { expect } from 'vitest';
 // Shared helpers for the end-to-end tests that drive the real agent binaries (Codex, Claude Code,
 // Gemini CLI) with Turnkeeper's real hooks installed: bounded child processes (own process group,
 // killed on timeout and on teardown), hermetic environments and small JSON helpers.
@@ -146,6 +147,21 @@ export function presentationOf(world: World, captureId: string): string {
 export function verifyOf(world: World): { ok: boolean; verified: number } {
   const run = world.cli(['verify', '--json']);
   return JSON.parse(run.stdout) as { ok: boolean; verified: number };
+}
+
+/**
+ * After a resume: still one active lease with the same owner, capture and epoch (renewal, at most
+ * once a minute, is the only thing allowed to move its version), one capture, a verifying chain.
+ */
+export function expectLeaseUnchanged(world: World, lease: LeaseJson): void {
+  const after = statusOf(world);
+  expect(after.leases).toHaveLength(1);
+  const now = after.leases[0]!;
+  expect(now).toMatchObject({ todo: lease.todo, owner: lease.owner, capture: lease.capture, epoch: lease.epoch, status: 'active' });
+  expect(now.version - lease.version).toBeGreaterThanOrEqual(0);
+  expect(now.version - lease.version).toBeLessThanOrEqual(1);
+  expect(after.captures.filter((c) => c.todo === lease.todo)).toHaveLength(1);
+  expect(verifyOf(world).ok).toBe(true);
 }
 
 /** Runs `turnkeeper hooks install --agent <agent>` with the given env; throws on failure. */
