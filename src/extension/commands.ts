@@ -196,6 +196,7 @@ async function installHooks(ctx: Ctx): Promise<void> {
     { runtime: process.execPath, script: vscode.Uri.joinPath(ctx.extension.extensionUri, 'dist', 'cli.js').fsPath, electronRunAsNode: process.versions.electron !== undefined },
   );
   ctx.log.info(`hooks installed for ${agent.label} in ${result.path} (${result.command})`);
+  ctx.hooksInstalled = true;
   void vscode.commands.executeCommand('setContext', 'turnkeeper.hooksInstalled', true);
   void vscode.window.showInformationMessage(t('{0} hooks installed in {1}. {2}', agent.label, result.path, result.trustHint));
 }

@@ -3,7 +3,8 @@
 import * as vscode from 'vscode';
 import { existsSync, mkdirSync, readFileSync, rmSync, watch, writeFileSync, type FSWatcher } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import type { Agent } from '../core/ids';
+import { AGENTS, type Agent } from '../core/ids';
+import { agentHooksStatus } from '../lifecycle/installation';
 import type { ChainReport } from '../core/receipts';
 import { parseReceipt } from '../core/receipts';
 import { storePath, turnkeeperHome, type Env } from '../store/location';
@@ -32,6 +33,15 @@ export class Ctx implements vscode.Disposable {
   /** The end of the prefix verified so far: a refresh checks only the receipts appended since. */
   private verifiedUpTo: { seq: number; hash: string } | undefined;
   snapshot: StatusSnapshot = { leases: [], captures: [], silentLaunches: [] };
+  /** Whether any agent has Turnkeeper's hook (user or project scope); read once, reset by Install Agent Hooks. */
+  hooksInstalled: boolean | undefined;
+
+  private anyHooksInstalled(): boolean {
+    const projectRoot = this.goal;
+    return AGENTS.some((agent) =>
+      (['user', 'project'] as const).some((scope) => (scope === 'project' && !projectRoot ? false : agentHooksStatus({ agent, scope, env: this.env, projectRoot: projectRoot ?? '' }).installed)),
+    );
+  }
 
   constructor(
     readonly extension: vscode.ExtensionContext,
@@ -173,6 +183,8 @@ export class Ctx implements vscode.Disposable {
     try {
       const store = await this.openStore();
       void vscode.commands.executeCommand('setContext', 'turnkeeper.storeExists', store !== undefined);
+      this.hooksInstalled ??= this.anyHooksInstalled();
+      void vscode.commands.executeCommand('setContext', 'turnkeeper.hooksInstalled', this.hooksInstalled);
       if (!store) {
         this.apply({ leases: [], captures: [], silentLaunches: [] }, [], false);
         return;
