@@ -53,12 +53,30 @@ export async function main(argv: string[], io: Io): Promise<number> {
   }
 }
 
-function readStdin(limit: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    process.stdin.on('data', (chunk: Buffer) => {
+/**
+ * Reads stdin up to `limit` + 1 bytes. Synchronous reads of fd 0 avoid loading Node's stream machinery,
+ * a few milliseconds of every hook's start-up; a non-blocking stdin (EAGAIN) falls back to the stream.
+ */
+async function readStdin(limit: number): Promise<Buffer> {
+  const { readSync } = process.getBuiltinModule('node:fs') as typeof import('node:fs');
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for (;;) {
+      const chunk = Buffer.allocUnsafe(65536);
+      const read = readSync(0, chunk, 0, chunk.length, null);
+      if (read === 0) break;
       // Keep one byte past the limit so the parser can tell "too large" apart from "exactly full".
+      if (size <= limit) chunks.push(chunk.subarray(0, read));
+      size += read;
+    }
+    return Buffer.concat(chunks).subarray(0, limit + 1);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== 'EAGAIN' && code !== 'EOF') throw error;
+  }
+  return new Promise((resolve, reject) => {
+    process.stdin.on('data', (chunk: Buffer) => {
       if (size <= limit) chunks.push(chunk);
       size += chunk.length;
     });
@@ -67,13 +85,27 @@ function readStdin(limit: number): Promise<Buffer> {
   });
 }
 
+/** Writes through fd 1/2 directly (no stdio stream objects); a non-blocking pipe falls back to the stream. */
+function writer(fd: 1 | 2): (text: string) => void {
+  return (text) => {
+    const { writeSync } = process.getBuiltinModule('node:fs') as typeof import('node:fs');
+    try {
+      const bytes = Buffer.from(text, 'utf8');
+      for (let offset = 0; offset < bytes.length; ) offset += writeSync(fd, bytes, offset);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') throw error;
+      (fd === 1 ? process.stdout : process.stderr).write(text);
+    }
+  };
+}
+
 /** Entry point used by dist/cli.js (src/cli/launcher.cjs). */
 export function runCli(): void {
   const io: Io = {
     env: process.env,
     cwd: process.cwd(),
-    out: (text) => process.stdout.write(text),
-    err: (text) => process.stderr.write(text),
+    out: writer(1),
+    err: writer(2),
     readStdin,
   };
   main(process.argv.slice(2), io).then(
