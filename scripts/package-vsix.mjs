@@ -67,8 +67,10 @@ for (const [source] of files) {
   fail(`${source} is missing`);
 }
 if (!existsSync(join(ROOT, 'media'))) fail('media/ is missing');
-// "%key%" strings in the manifest resolve from package.nls.json (and its translations).
+// "%key%" strings in the manifest resolve from package.nls.json (and its translations), and
+// vscode.l10n.t() from the bundles in the folder named by the manifest's "l10n".
 for (const name of readdirSync(ROOT)) if (/^package\.nls(\.[\w-]+)?\.json$/.test(name)) files.push([name, name]);
+if (rootManifest.l10n) files.push([rootManifest.l10n, rootManifest.l10n]);
 
 // better-sqlite3's lib/<platform>-<arch>.js entry points name prebuilds we do not ship.
 const otherPlatformShim = (path) => /[\\/]lib[\\/](linux|linuxmusl|darwin|win32)-(x64|arm64)\.js$/.test(path) && basename(path) !== `${target}.js`;

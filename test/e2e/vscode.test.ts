@@ -1,8 +1,9 @@
 // The packaged extension in a real VS Code (code-server 4.139, VS Code 1.139 on Node 24), driven by
 // Debian's chromium: install the .vsix, seed a store with the real CLI, and check what a user sees.
 // Harness: test/vscode/ (docs/packaging.md, "End to end").
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Browser, Page } from 'playwright-core';
@@ -15,8 +16,22 @@ import { buildVsix } from '../vscode/vsix';
 const ROOT = resolve(__dirname, '../..');
 const IMAGES = join(ROOT, 'docs/images');
 const ACTIVATION_FILE = join(ROOT, 'test/vscode/.last-activation.json');
-// The launcher refuses scripts, so the stand-in for Codex is a native ELF that exits 0 at once.
-const STAND_IN_AGENT = '/bin/true';
+// Screenshots and logs of failed tests (gitignored); the server's own dir is removed on stop.
+const FAILURES = join(ROOT, 'test/vscode/.failures');
+// The stand-in for Codex: the launcher refuses scripts, so a native ELF, compiled here. It prints its
+// arguments and stays a few seconds, so that its terminal can be read and photographed.
+const STAND_IN_SOURCE = `#include <stdio.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+  printf("stand-in codex:");
+  for (int i = 1; i < argc; i++) printf(" %s", argv[i]);
+  printf("\\n");
+  fflush(stdout);
+  sleep(15);
+  return 0;
+}
+`;
+let standInAgent: string;
 const SETUP_TIMEOUT = 30 * 60_000; // first run installs code-server (minutes)
 
 interface Receipt {
@@ -54,6 +69,9 @@ beforeAll(() => {
   entry = ensureCodeServer();
   vsix = buildVsix();
   world = makeWorld('tk-vscode');
+  standInAgent = join(world.root, 'codex-stand-in');
+  writeFileSync(`${standInAgent}.c`, STAND_IN_SOURCE);
+  execFileSync('cc', ['-O2', '-o', standInAgent, `${standInAgent}.c`]);
   cli(['todo', 'add', 'Fix login', '--id', 'fix-login', '--body', 'The login form drops the session cookie.']);
   cli(['todo', 'add', 'Write docs', '--id', 'write-docs']);
   cli(['todo', 'add', 'Old spike', '--id', 'old-spike']);
@@ -67,6 +85,17 @@ afterAll(async () => {
   await browser?.close();
   world?.cleanup();
 });
+
+/** Keeps what a failed test saw: a screenshot, the notifications, and the server and extension logs. */
+async function keepFailure(name: string, page: Page | undefined, server: CodeServer | undefined): Promise<void> {
+  const dir = join(FAILURES, name.replace(/[^\w-]+/g, '_').slice(0, 80));
+  mkdirSync(dir, { recursive: true });
+  await page?.screenshot({ path: join(dir, 'screen.png') }).catch(() => undefined);
+  if (server) cpSync(server.userDataDir, join(dir, 'user-data'), { recursive: true, filter: (path) => !/\.sock$|CachedData|Cache/.test(path) });
+  if (server) cpSync(server.logFile, join(dir, 'code-server.log'));
+  writeFileSync(join(dir, 'receipts.json'), world.cli(['receipts', '--limit', '20', '--json']).stdout);
+  process.stderr.write(`kept the failure of "${name}" in ${dir}\n`);
+}
 
 async function openWorkbench(server: CodeServer): Promise<{ page: Page; workbench: Workbench }> {
   browser ??= await launchBrowser();
@@ -87,45 +116,56 @@ describe('trusted workspace', () => {
       vsix,
       trusted: true,
       env: { TURNKEEPER_HOME: world.home },
-      settings: { ...QUIET_SETTINGS, 'turnkeeper.agents.codex.path': STAND_IN_AGENT },
+      settings: QUIET_SETTINGS,
+      machineSettings: { 'turnkeeper.agents.codex.path': standInAgent },
     });
     ({ page, workbench } = await openWorkbench(server));
     await workbench.openContainer('Turnkeeper');
   }, 180_000);
+  afterEach(async (context) => {
+    if (context.task.result?.state === 'fail') await keepFailure(context.task.name, page, server);
+  });
   afterAll(async () => {
     await page?.context().close();
     await server?.stop();
   });
 
   it('shows the Turnkeeper tab with the seeded captures, leases and receipts', async () => {
-    await workbench.expandAll('Captures');
-    const captures = await workbench.waitForRow('Captures', 'fix-login');
-    expect(captures.some((row) => /old-spike/.test(row))).toBe(true);
+    await workbench.waitForRow('Captures', 'fix-login codex · epoch 1');
+    const captures = await workbench.waitForRow('Captures', 'old-spike');
+    expect(captures).toEqual(expect.arrayContaining(['Ready 1', 'Released 1']));
     const leases = await workbench.waitForRow('Leases', 'fix-login');
-    expect(leases.join('\n')).toMatch(/codex:sess-a · epoch 1/);
-    const rows = await workbench.waitForRow('Receipts', /#\d+ lease_released/);
-    expect(rows.join('\n')).toMatch(/#\d+ ready_written/);
+    expect(leases.join('\n')).toMatch(/fix-login codex:sess-a · epoch 1/);
+    expect(leases.join('\n')).not.toMatch(/old-spike/); // released: no longer a lease to show
+    const rows = await workbench.waitForRow('Receipts', /#\d+ lease_released old-spike/);
+    expect(rows.join('\n')).toMatch(/#\d+ ready_written fix-login/);
     expect(rows.join('\n')).toMatch(/Chain verified/);
+    await page.locator('.part.sidebar').screenshot({ path: join(IMAGES, 'sidebar.png') });
   });
 
   it('follows a hook run in another process without a manual refresh', async () => {
     captureOf['write-docs'] = codexTurn('write-docs', 'sess-b', 'turn-7');
-    await workbench.expandAll('Captures');
-    await workbench.waitForRow('Captures', 'write-docs', 15_000);
-    await workbench.waitForRow('Leases', /write-docs.*codex:sess-b/, 15_000);
-    await page.locator('.part.sidebar').screenshot({ path: join(IMAGES, 'sidebar.png') });
+    await workbench.waitForRow('Leases', /write-docs codex:sess-b/, 15_000);
+    await workbench.waitForRow('Receipts', /#\d+ ready_written write-docs/, 15_000);
+    // Inside a group: the group node itself must be refreshed, not only the root list.
+    await workbench.waitForRow('Captures', 'Ready 2', 15_000);
+    await workbench.waitForRow('Captures', 'write-docs codex', 15_000);
   });
 
   it('resumes a captured turn from the palette, with launch_committed in the store', async () => {
     const before = receipts().filter((receipt) => receipt.doc.kind === 'launch_committed').length;
     await workbench.runCommand('Turnkeeper: Resume Captured Turn');
-    const offered = await workbench.quickPickRows();
-    expect(offered.join('\n')).toContain(`resumable: ${captureOf['fix-login']}`);
+    const offered = await workbench.quickPickRows(`resumable: ${captureOf['fix-login']}`);
+    // The released capture is offered too, marked with its refusal.
+    expect(offered.join('\n')).toMatch(/old-spike.*\[capture_released\]/);
     await workbench.pickQuickItem(captureOf['fix-login']!);
-    // The terminal's own text is on a canvas; the store is the witness, the terminal tab the UI one.
-    await expect.poll(() => receipts().filter((receipt) => receipt.doc.kind === 'launch_committed' && receipt.doc.capture === captureOf['fix-login']).length, { timeout: 30_000 }).toBe(before + 1);
-    await page.locator('.terminal-tabs-entry, .single-terminal-tab, .terminal-tab').filter({ hasText: /fix-login/ }).first().waitFor({ timeout: 15_000 });
-    await workbench.waitForRow('Receipts', /#\d+ launch_committed/, 15_000);
+    const committed = () => receipts().filter((receipt) => receipt.doc.kind === 'launch_committed' && receipt.doc.capture === captureOf['fix-login']);
+    await expect.poll(() => committed().length, { timeout: 30_000 }).toBe(before + 1);
+    const seq = committed()[0]!.seq;
+    // The terminal names the receipt the store holds, then the agent runs on its own session.
+    const terminal = await workbench.waitForTerminalText(new RegExp(`launch receipt #${seq} committed[\\s\\S]*stand-in codex: resume sess-a`));
+    expect(terminal).toContain('codex is running');
+    await workbench.waitForRow('Receipts', `#${seq} launch_committed`, 15_000);
     await page.screenshot({ path: join(IMAGES, 'resume.png') });
   });
 
@@ -176,27 +216,31 @@ describe('untrusted workspace', () => {
       trusted: false,
       env: { TURNKEEPER_HOME: world.home },
       // No trust prompt: the folder opens in Restricted Mode, as after answering "No".
-      settings: { ...QUIET_SETTINGS, 'security.workspace.trust.startupPrompt': 'never', 'turnkeeper.agents.codex.path': STAND_IN_AGENT },
+      settings: { ...QUIET_SETTINGS, 'security.workspace.trust.startupPrompt': 'never' },
+      machineSettings: { 'turnkeeper.agents.codex.path': standInAgent },
       // The palette hides Resume when untrusted; a keybinding reaches the command handler anyway.
       keybindings: [{ key: 'ctrl+alt+r', command: 'turnkeeper.resumeCapturedTurn', args: captureOf['write-docs'] }],
     });
     ({ page, workbench } = await openWorkbench(server));
     await workbench.openContainer('Turnkeeper');
   }, 180_000);
+  afterEach(async (context) => {
+    if (context.task.result?.state === 'fail') await keepFailure(context.task.name, page, server);
+  });
   afterAll(async () => {
     await page?.context().close();
     await server?.stop();
   });
 
   it('is read-only: shows the store, refuses to launch', async () => {
-    expect(await workbench.statusBar()).toMatch(/Restricted Mode/);
+    await workbench.statusBarItem('Restricted Mode').waitFor({ timeout: 30_000 });
     await workbench.expandAll('Captures');
     await workbench.waitForRow('Captures', 'write-docs');
 
     await page.keyboard.press('F1');
     await page.locator('.quick-input-widget input').fill('>Turnkeeper: ');
-    await page.locator('.quick-input-widget .monaco-list-row').filter({ hasText: 'Turnkeeper: Verify Receipt Chain' }).waitFor();
-    expect((await workbench.quickPickRows()).join('\n')).not.toContain('Resume Captured Turn');
+    // Verify is offered (the palette works), Resume is not.
+    expect((await workbench.quickPickRows('Turnkeeper: Verify Receipt Chain')).join('\n')).not.toContain('Resume Captured Turn');
     await page.keyboard.press('Escape');
 
     const before = receipts().length;

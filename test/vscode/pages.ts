@@ -16,6 +16,9 @@ export const QUIET_SETTINGS: Record<string, unknown> = {
   'workbench.enableExperiments': false,
   'chat.disableAIFeatures': true,
   'git.enabled': false,
+  'workbench.secondarySideBar.defaultVisibility': 'hidden',
+  // The DOM renderer keeps terminal text readable (and it is the one that works without a GPU).
+  'terminal.integrated.gpuAcceleration': 'off',
 };
 
 export class Workbench {
@@ -28,8 +31,9 @@ export class Workbench {
     await this.page.locator('.part.activitybar').waitFor({ state: 'visible', timeout: 60_000 });
   }
 
+  /** The activity-bar tab (an `li[role=tab]`; its name is on the inner action label). */
   activityTab(name: string): Locator {
-    return this.page.locator(`.part.activitybar [role="tab"][aria-label^="${name}"]`);
+    return this.page.locator('.part.activitybar li[role="tab"]').filter({ has: this.page.locator(`a.action-label[aria-label^="${name}"]`) });
   }
 
   /** Opens a view container from the activity bar (no-op when it is already the visible one). */
@@ -54,15 +58,17 @@ export class Workbench {
   /** The visible rows of a tree view, as their text (label and description). */
   async rows(title: string): Promise<string[]> {
     await this.expandView(title);
+    // A row's aria-label is "<label> <description>"; its text runs the two together.
     const rows = this.view(title).locator('.pane-body .monaco-list-row');
-    return (await rows.allTextContents()).map((text) => text.replace(/\s+/g, ' ').trim());
+    return rows.evaluateAll((elements) => elements.map((row) => (row.getAttribute('aria-label') ?? row.textContent ?? '').replace(/\s+/g, ' ').trim()));
   }
 
-  /** Waits until some row of a view contains `text`; returns all rows then. */
+  /** Waits until some row of a view contains `text` (expanding groups as they appear); returns all rows then. */
   async waitForRow(title: string, text: string | RegExp, timeoutMs = 30_000): Promise<string[]> {
     const deadline = Date.now() + timeoutMs;
     let rows: string[] = [];
     while (Date.now() < deadline) {
+      await this.expandAll(title);
       rows = await this.rows(title);
       if (rows.some((row) => (typeof text === 'string' ? row.includes(text) : text.test(row)))) return rows;
       await this.page.waitForTimeout(250);
@@ -91,11 +97,11 @@ export class Workbench {
     await row.click();
   }
 
-  /** Rows currently offered by the open quick pick. */
-  async quickPickRows(): Promise<string[]> {
+  /** Waits for the open quick pick to offer a row containing `text`; returns all its rows then. */
+  async quickPickRows(text: string): Promise<string[]> {
     const rows = this.page.locator('.quick-input-widget .monaco-list-row');
-    await rows.first().waitFor({ state: 'visible' });
-    return (await rows.allTextContents()).map((text) => text.replace(/\s+/g, ' ').trim());
+    await rows.filter({ hasText: text }).first().waitFor({ state: 'visible' });
+    return rows.evaluateAll((elements) => elements.map((row) => (row.getAttribute('aria-label') ?? row.textContent ?? '').replace(/\s+/g, ' ').trim()));
   }
 
   async pickQuickItem(text: string): Promise<void> {
@@ -131,8 +137,21 @@ export class Workbench {
     }
   }
 
-  /** Text of the status bar (workspace trust shows "Restricted Mode" there). */
-  async statusBar(): Promise<string> {
-    return ((await this.page.locator('.part.statusbar').textContent()) ?? '').replace(/\s+/g, ' ');
+  /** Waits for the visible terminal's text (xterm's DOM rows) to match; returns that text. */
+  async waitForTerminalText(pattern: RegExp, timeoutMs = 30_000): Promise<string> {
+    const deadline = Date.now() + timeoutMs;
+    let text = '';
+    while (Date.now() < deadline) {
+      const rows = this.page.locator('.terminal-wrapper.active .xterm-rows, .terminal-wrapper .xterm-rows');
+      text = (await rows.allTextContents()).join('\n').replace(/\u00a0/g, ' ');
+      if (pattern.test(text)) return text;
+      await this.page.waitForTimeout(250);
+    }
+    throw new Error(`terminal text did not match ${pattern} within ${timeoutMs} ms; it was: ${JSON.stringify(text.slice(-2000))}`);
+  }
+
+  /** A status bar item by its text (workspace trust shows "Restricted Mode" there). */
+  statusBarItem(text: string): Locator {
+    return this.page.locator('.part.statusbar .statusbar-item').filter({ hasText: text });
   }
 }
