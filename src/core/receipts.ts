@@ -142,19 +142,25 @@ function chainLinkOf(text: string): { seq: number; prevHash: string } | undefine
   if (at > 0 && text.charCodeAt(0) === 0x7b && text.charCodeAt(text.length - 1) === 0x7d) {
     const hexStart = at + TAIL_MARK.length;
     const schemaAt = hexStart + 64;
-    if (text.startsWith(TAIL_SCHEMA, schemaAt)) {
+    if (text.startsWith(TAIL_SCHEMA, schemaAt) && isLowerHex(text, hexStart, schemaAt)) {
       const seqStart = schemaAt + TAIL_SCHEMA.length;
+      let seq = 0;
       let seqEnd = seqStart;
-      while (seqEnd < text.length && text.charCodeAt(seqEnd) >= 0x30 && text.charCodeAt(seqEnd) <= 0x39) seqEnd += 1;
-      const rest = text.slice(seqEnd);
-      const hex = text.slice(hexStart, schemaAt);
-      if (seqEnd > seqStart && (rest === '}' || rest.startsWith(',"todo":"')) && /^[0-9a-f]{64}$/.test(hex)) {
-        return { seq: Number(text.slice(seqStart, seqEnd)), prevHash: 'sha256:' + hex };
-      }
+      for (let code = text.charCodeAt(seqEnd); code >= 0x30 && code <= 0x39; code = text.charCodeAt(++seqEnd)) seq = seq * 10 + (code - 0x30);
+      const closes = seqEnd === text.length - 1 || text.startsWith(',"todo":"', seqEnd);
+      if (seqEnd > seqStart && seqEnd - seqStart < 16 && closes) return { seq, prevHash: text.slice(at + TAIL_MARK.length - 7, schemaAt) };
     }
   }
   const parsed = parseReceipt(text);
   return parsed && { seq: parsed.seq, prevHash: parsed.prevHash };
+}
+
+function isLowerHex(text: string, from: number, to: number): boolean {
+  for (let i = from; i < to; i += 1) {
+    const code = text.charCodeAt(i);
+    if (!((code >= 0x30 && code <= 0x39) || (code >= 0x61 && code <= 0x66))) return false;
+  }
+  return true;
 }
 
 /** Parses a stored receipt; undefined when it is not a well-formed receipt document. */
