@@ -8,6 +8,12 @@ export class TurnkeeperTree implements vscode.TreeDataProvider<ViewNode>, vscode
   private readonly emitter = new vscode.EventEmitter<ViewNode | undefined>();
   readonly onDidChangeTreeData = this.emitter.event;
   private readonly subscription: vscode.Disposable;
+  /**
+   * The element objects VS Code has been given, by id. VS Code refreshes only elements it already
+   * knows (by object), while each model update builds new objects: so a change is fired with the
+   * object VS Code holds, and the current data is looked up by id when it asks again.
+   */
+  private readonly given = new Map<string, ViewNode>();
 
   constructor(
     ctx: Ctx,
@@ -15,19 +21,32 @@ export class TurnkeeperTree implements vscode.TreeDataProvider<ViewNode>, vscode
   ) {
     this.subscription = ctx.onDidChange(({ model: changedModel, nodes }) => {
       if (changedModel !== this.model) return;
-      for (const node of nodes) this.emitter.fire(node);
+      for (const node of nodes) {
+        const known = node && this.given.get(node.id);
+        // A node VS Code has never seen cannot be refreshed alone: refresh from the root.
+        this.emitter.fire(known ?? undefined);
+        if (!known) return;
+      }
     });
   }
 
+  private current(node: ViewNode): ViewNode {
+    return this.model.find(node.id) ?? node;
+  }
+
   getChildren(node?: ViewNode): ViewNode[] {
-    return [...(node ? (node.children ?? []) : this.model.rootNodes)];
+    const children = node ? (this.current(node).children ?? []) : this.model.rootNodes;
+    for (const child of children) this.given.set(child.id, child);
+    return [...children];
   }
 
   getParent(node: ViewNode): ViewNode | undefined {
-    return this.model.parentOf(node);
+    const parent = this.model.parentOf(this.current(node));
+    return parent && (this.given.get(parent.id) ?? parent);
   }
 
-  getTreeItem(node: ViewNode): vscode.TreeItem {
+  getTreeItem(element: ViewNode): vscode.TreeItem {
+    const node = this.current(element);
     const state =
       node.children === undefined
         ? vscode.TreeItemCollapsibleState.None
