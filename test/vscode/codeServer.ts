@@ -18,7 +18,8 @@ export const NODE = join(ROOT, 'node_modules/node/bin/node');
 export function ensureCodeServer(): string {
   const run = spawnSync(NODE, [INSTALLER], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 25 * 60_000 });
   if (run.status !== 0) throw new Error(`installing code-server failed (exit ${run.status ?? run.signal}); see the output above`);
-  return run.stdout.trim();
+  // The entry path is the installer's last line of output.
+  return run.stdout.trim().split('\n').at(-1)!.trim();
 }
 
 export interface CodeServer {

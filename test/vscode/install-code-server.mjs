@@ -106,7 +106,8 @@ function install({ log = (line) => process.stderr.write(`${line}\n`) }) {
   const started = Date.now();
   execFileSync('npm', ['install', '--prefix', PREFIX, '--no-audit', '--no-fund', '--loglevel=error', `code-server@${CODE_SERVER_VERSION}`], {
     cwd: PREFIX,
-    stdio: ['ignore', 'inherit', 'inherit'],
+    // npm's own report goes to stderr: this script's stdout carries only the entry path.
+    stdio: ['ignore', process.stderr, 'inherit'],
     env: installEnv(nodeBin, nodedir),
     timeout: 20 * 60_000,
   });
