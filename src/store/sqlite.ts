@@ -7,8 +7,9 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { buildReceipt, parseReceipt, walkChain, type ReceiptFields, type StoredReceiptRow } from '../core/receipts';
 import { decideClaim, decideRelease, decideRenewal, acquiredLease, type Lease } from '../core/lease';
 import { buildReadyCapture, type HistoryEntry } from '../core/ready';
-import type { Agent, Owner } from '../core/ids';
+import type { Owner } from '../core/ids';
 import { MIGRATIONS, SCHEMA_VERSION } from './schema';
+import { toCapture, toLease, toSession, toTodo, type CaptureRowRaw, type LeaseRowRaw, type SessionRowRaw, type TodoRowRaw } from './rows';
 import { faultPoint } from './faults';
 import {
   TodoExistsError,
@@ -133,100 +134,6 @@ export function asStoreError(error: unknown): unknown {
   }
   return error;
 }
-
-interface LeaseRowRaw {
-  goal: string;
-  todo: string;
-  epoch: number;
-  owner: string;
-  capture: string;
-  version: number;
-  status: 'active' | 'released';
-  acquired_at: number;
-  renewed_at: number;
-  expires_at: number;
-}
-const toLease = (row: LeaseRowRaw): Lease => ({
-  goal: row.goal,
-  todo: row.todo,
-  epoch: row.epoch,
-  owner: row.owner as Owner,
-  capture: row.capture,
-  version: row.version,
-  status: row.status,
-  acquiredAt: row.acquired_at,
-  renewedAt: row.renewed_at,
-  expiresAt: row.expires_at,
-});
-
-interface TodoRowRaw {
-  goal: string;
-  id: string;
-  title: string;
-  body: string;
-  status: TodoStatus;
-  created_at: number;
-  updated_at: number;
-}
-const toTodo = (row: TodoRowRaw): Todo => ({
-  goal: row.goal,
-  id: row.id,
-  title: row.title,
-  body: row.body,
-  status: row.status,
-  createdAt: row.created_at,
-  updatedAt: row.updated_at,
-});
-
-interface CaptureRowRaw {
-  id: string;
-  goal: string;
-  todo: string;
-  agent: Agent;
-  session: string;
-  turn: string | null;
-  cwd: string;
-  binding: string;
-  doc: string;
-  original_digest: string;
-  op: string | null;
-  created_at: number;
-}
-const toCapture = (row: CaptureRowRaw): StoredCapture => ({
-  id: row.id,
-  goal: row.goal,
-  todo: row.todo,
-  agent: row.agent,
-  session: row.session,
-  turn: row.turn,
-  cwd: row.cwd,
-  binding: row.binding,
-  canonical: row.doc,
-  originalDigest: row.original_digest,
-  op: row.op,
-  createdAt: row.created_at,
-});
-
-interface SessionRowRaw {
-  owner: string;
-  agent: Agent;
-  session: string;
-  goal: string;
-  cwd: string;
-  transcript_path: string | null;
-  first_hook_at: number;
-  last_hook_at: number;
-}
-const toSession = (row: SessionRowRaw): SessionRecord => ({
-  owner: row.owner as Owner,
-  agent: row.agent,
-  session: row.session,
-  goal: row.goal,
-  cwd: row.cwd,
-  transcriptPath: row.transcript_path,
-  firstHookAt: row.first_hook_at,
-  lastHookAt: row.last_hook_at,
-});
 
 const LEASE_COLUMNS = 'goal, todo, epoch, owner, capture, version, status, acquired_at, renewed_at, expires_at';
 
