@@ -31,8 +31,6 @@ mkdirSync('dist', { recursive: true });
 await Promise.all([
   bundle({ entryPoints: ['src/cli/main.ts'], outfile: 'dist/turnkeeper.js' }),
   bundle({ entryPoints: ['src/extension/main.ts'], outfile: 'dist/extension.js' }),
-  // The second thread of `turnkeeper verify` on long chains (SqliteAuthority.verifyChainParallel).
-  bundle({ entryPoints: ['src/store/verifyWorker.ts'], outfile: 'dist/verify-worker.js' }),
 ]);
 // dist/cli.js (the package bin) enables the compile cache, then loads the bundle.
 copyFileSync('src/cli/launcher.cjs', 'dist/cli.js.tmp');

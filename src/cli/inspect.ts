@@ -1,5 +1,4 @@
 // Read-mostly commands: `status`, `show`, `verify`, `release`.
-import { join } from 'node:path';
 import { digestText } from '../core/canonical';
 import { isCaptureId, isTodoId, type Owner } from '../core/ids';
 import { isoTime } from '../core/lease';
@@ -67,8 +66,7 @@ export async function showCommand(args: string[], io: Io): Promise<number> {
 export async function verifyCommand(args: string[], io: Io): Promise<number> {
   const { values } = parse(args, { json: { type: 'boolean' } }, { min: 0, max: 0, usage: 'turnkeeper verify [--json]' });
   const store = await openStore(io, false);
-  // Beside the bundle: dist/verify-worker.js walks the upper half of a long chain on the second core.
-  const report = store ? await store.verifyChainParallel(join(__dirname, 'verify-worker.js')) : { ok: true, verified: 0, breaks: [] };
+  const report = store ? await store.verifyChain() : { ok: true, verified: 0, breaks: [] };
   store?.close();
   // The contract's shape, exactly: {ok, verified, breaks}.
   if (values.json) printJson(io, { ok: report.ok, verified: report.verified, breaks: report.breaks });

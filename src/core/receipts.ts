@@ -86,11 +86,7 @@ export interface StoredReceiptRow {
  * Walks rows in `seq` order and names every break. Streaming: rows come from an iterator so a long
  * chain is never held in memory.
  */
-/**
- * `head` is the stored head row (undefined when there is none); `null` means these rows are not the
- * end of the chain (one part of a split walk), so no head check.
- */
-export function walkChain(rows: Iterable<StoredReceiptRow>, head: { seq: unknown; hash: unknown } | undefined | null, after?: ChainLink): ChainReport {
+export function walkChain(rows: Iterable<StoredReceiptRow>, head: { seq: unknown; hash: unknown } | undefined, after?: ChainLink): ChainReport {
   const breaks: ChainBreak[] = [];
   let verified = 0;
   // `after`: a prefix already verified (the extension re-checks only what hooks appended since).
@@ -125,7 +121,6 @@ export function walkChain(rows: Iterable<StoredReceiptRow>, head: { seq: unknown
     lastSeq = row.seq;
     expectedSeq = row.seq + 1;
   }
-  if (head === null) return { ok: breaks.length === 0, verified, breaks, end: { seq: lastSeq, hash: previousHash } };
   const headSeq = head?.seq;
   const headHash = head?.hash;
   if (lastSeq === 0 && (head === undefined || headSeq === 0)) return { ok: breaks.length === 0, verified, breaks };
@@ -142,7 +137,7 @@ export function walkChain(rows: Iterable<StoredReceiptRow>, head: { seq: unknown
 const TAIL_MARK = '"prevHash":"sha256:';
 const TAIL_SCHEMA = `","schema":"${RECEIPT_SCHEMA}","seq":`;
 
-export function chainLinkOf(text: string): { seq: number; prevHash: string } | undefined {
+function chainLinkOf(text: string): { seq: number; prevHash: string } | undefined {
   const at = text.lastIndexOf(TAIL_MARK);
   if (at > 0 && text.charCodeAt(0) === 0x7b && text.charCodeAt(text.length - 1) === 0x7d) {
     const hexStart = at + TAIL_MARK.length;

@@ -4,8 +4,7 @@
 import { mkdirSync, existsSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
-import { buildReceipt, chainLinkOf, parseReceipt, walkChain, type ChainReport, type ReceiptFields, type StoredReceiptRow } from '../core/receipts';
-import { ZERO_DIGEST } from '../core/canonical';
+import { buildReceipt, parseReceipt, walkChain, type ReceiptFields, type StoredReceiptRow } from '../core/receipts';
 import { decideClaim, decideRelease, decideRenewal, acquiredLease, type Lease } from '../core/lease';
 import { buildReadyCapture, type HistoryEntry } from '../core/ready';
 import type { Owner } from '../core/ids';
@@ -57,45 +56,6 @@ export interface OpenOptions {
 
 const HISTORY_LENGTH = 5;
 const VERIFY_PAGE = 10_000;
-/** Below this many receipts a second thread costs more to start than it saves. */
-const PARALLEL_VERIFY_MIN = 20_000;
-
-export interface VerifyRangeRequest {
-  readonly path: string;
-  readonly from: number;
-  readonly to: number;
-  readonly head: { seq: number; hash: string };
-}
-export interface VerifyRangeResult {
-  readonly report: ChainReport;
-  /** The first row of the range and the hash it links to: what the seam is checked with. */
-  readonly firstSeq: number | undefined;
-  readonly firstPrevHash: string | undefined;
-}
-
-/**
- * Joins the two halves of a split walk into the report the one-thread walk gives: the upper walk
- * assumed its first row links correctly, so the seam is judged here exactly as walkChain would.
- */
-export function joinHalves(low: ChainReport, high: VerifyRangeResult, mid: number): ChainReport {
-  const breaks = [...low.breaks];
-  let upperBreaks = [...high.report.breaks];
-  let verified = low.verified + high.report.verified;
-  const lowEnd = low.end?.seq ?? 0;
-  const first = high.firstSeq;
-  const firstIsBroken = () => upperBreaks.some((item) => item.seq === first);
-  if (first !== undefined && lowEnd !== mid) {
-    // Rows missing at the end of the lower half: one gap up to the first upper row, named at its start.
-    upperBreaks = upperBreaks.filter((item) => !(item.kind === 'missing' && item.seq === mid + 1));
-    if (first === mid + 1 && !firstIsBroken()) verified -= 1;
-    breaks.push({ seq: lowEnd + 1, kind: 'missing' });
-  } else if (first === mid + 1 && !firstIsBroken() && high.firstPrevHash !== undefined && low.end?.hash !== high.firstPrevHash) {
-    upperBreaks.push({ seq: first, kind: 'link_broken' });
-    verified -= 1;
-  }
-  const all = [...breaks, ...upperBreaks].sort((a, b) => a.seq - b.seq);
-  return { ok: all.length === 0, verified, breaks: all, ...(high.report.end ? { end: high.report.end } : {}) };
-}
 /**
  * SQLite's built-in busy handler backs off to 100 ms sleeps, so under contention (64 hooks at once on
  * two cores) a waiter keeps missing the moments the lock is free and starves past its deadline. We let
@@ -606,46 +566,11 @@ export class SqliteAuthority implements Authority {
     });
   }
 
-  /**
-   * The whole walk on two threads: a worker (the bundled verify-worker.js) walks the upper half on its
-   * own connection while this thread walks the lower half, and the halves must link. Receipts are
-   * append-only, so both snapshots agree on every row up to the head read here. Short chains, or no
-   * worker script, take the one-thread walk.
-   */
-  async verifyChainParallel(workerScript: string | undefined): Promise<ChainReport> {
-    const head = this.db.prepare('SELECT seq, hash FROM receipt_head WHERE id = 1').get() as { seq: number; hash: string } | undefined;
-    if (!workerScript || !existsSync(workerScript) || !head || head.seq < PARALLEL_VERIFY_MIN) return this.verifyChain();
-    const mid = Math.floor(head.seq / 2);
-    const { Worker } = process.getBuiltinModule('node:worker_threads') as typeof import('node:worker_threads');
-    const worker = new Worker(workerScript, { workerData: { path: this.path, from: mid, to: head.seq, head } satisfies VerifyRangeRequest });
-    const upper = new Promise<VerifyRangeResult>((resolve, reject) => {
-      worker.once('message', resolve);
-      worker.once('error', reject);
-    });
-    try {
-      const lower = this.guard(() => this.db.transaction(() => walkChain(this.receiptRowsAfter(Number.MIN_SAFE_INTEGER, mid), null))());
-      const [low, high] = await Promise.all([lower, upper]);
-      return joinHalves(low, high, mid);
-    } finally {
-      void worker.terminate();
-    }
-  }
-
-  /** One part of a split walk: rows (from, to], linked to whatever the first of them names. */
-  verifyRange(request: VerifyRangeRequest): VerifyRangeResult {
-    return this.db.transaction(() => {
-      const first = this.db.prepare('SELECT seq, doc FROM receipts WHERE seq > ? ORDER BY seq LIMIT 1').get(request.from) as { seq: number; doc: unknown } | undefined;
-      const firstPrevHash = typeof first?.doc === 'string' ? chainLinkOf(first.doc)?.prevHash : undefined;
-      const report = walkChain(this.receiptRowsAfter(request.from, request.to), request.head, { seq: request.from, hash: firstPrevHash ?? ZERO_DIGEST });
-      return { report, firstSeq: first?.seq, firstPrevHash };
-    })();
-  }
-
-  /** Receipt rows in (start, end] in seq order, read in pages: faster than row-by-row iteration, bounded memory. */
-  private *receiptRowsAfter(start: number, end = Number.MAX_SAFE_INTEGER): Generator<StoredReceiptRow> {
-    const page = this.db.prepare('SELECT seq, doc, hash FROM receipts WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?').raw();
+  /** Receipt rows after `start` in seq order, read in pages: faster than row-by-row iteration, bounded memory. */
+  private *receiptRowsAfter(start: number): Generator<StoredReceiptRow> {
+    const page = this.db.prepare('SELECT seq, doc, hash FROM receipts WHERE seq > ? ORDER BY seq LIMIT ?').raw();
     for (let after = start; ; ) {
-      const rows = page.all(after, end, VERIFY_PAGE) as [number, unknown, unknown][];
+      const rows = page.all(after, VERIFY_PAGE) as [number, unknown, unknown][];
       for (const [seq, doc, hash] of rows) yield { seq, doc, hash };
       if (rows.length < VERIFY_PAGE) return;
       after = rows[rows.length - 1]![0];
