@@ -14,7 +14,9 @@ import { QUIET_SETTINGS, Workbench } from '../vscode/pages';
 import { buildVsix } from '../vscode/vsix';
 
 const ROOT = resolve(__dirname, '../..');
-const IMAGES = join(ROOT, 'docs/images');
+// Screenshots land in docs/images only when asked (UPDATE_SCREENSHOTS=1), so a test run never
+// dirties the tree; otherwise they go to test/vscode/.screenshots/ (gitignored) for a look.
+const IMAGES = process.env.UPDATE_SCREENSHOTS === '1' ? join(ROOT, 'docs/images') : join(ROOT, 'test/vscode/.screenshots');
 const ACTIVATION_FILE = join(ROOT, 'test/vscode/.last-activation.json');
 // Screenshots and logs of failed tests (gitignored); the server's own dir is removed on stop.
 const FAILURES = join(ROOT, 'test/vscode/.failures');
