@@ -7,7 +7,7 @@
 // docs/launcher.md for the threat model and the transitions.
 import { Socket } from 'node:net';
 import { ReadStream } from 'node:tty';
-import { writeSync } from 'node:fs';
+import { readFileSync, writeSync } from 'node:fs';
 import { digestDocument } from '../core/canonical';
 import { digestOfDescriptor, identityOf, sameIdentity, type Attestation, type Identity } from './attest';
 import { nativeLauncher, type NativeEvent } from './native';
@@ -164,6 +164,14 @@ export async function launchAttested(request: LaunchRequest): Promise<RunningLau
     }
     const atExec = native.fstatFd(attestation.fd);
     if (!atExec || !sameIdentity(attestation.identity, identityOf(atExec))) await refuse('object_changed', `${attestation.resolved} changed before it was executed`);
+    // A dynamic executable runs its loader first: the loader the kernel mapped must be the attested one.
+    if (attestation.interpreter) {
+      const loader = attestation.interpreter;
+      const now = native.statPath(loader.path);
+      if (!mappedObjects(pid).has(`${loader.identity.dev}:${loader.identity.ino}`) || !now || !sameIdentity(loader.identity, identityOf(now))) {
+        await refuse('object_changed', `the dynamic loader ${loader.path} mapped at the exec boundary is not the attested one`);
+      }
+    }
     // A freshly written file cannot be trusted on identity alone: re-hash the image, now write-denied.
     if (attestation.racy && (await digestOfDescriptor(attestation.fd, attestation.identity.size)) !== attestation.digest) {
       await refuse('object_changed', `${attestation.resolved} changed within its timestamp tick before it was executed`);
@@ -220,6 +228,29 @@ export async function launchAttested(request: LaunchRequest): Promise<RunningLau
   } finally {
     native.closeFd(attestation.fd);
   }
+}
+
+/**
+ * The files a parked process has mapped, as `dev:ino` with dev in the kernel's st_dev encoding
+ * (/proc/<pid>/maps prints it as hex major:minor). At the exec boundary that is the image and its loader.
+ */
+export function mappedObjects(pid: number): Set<string> {
+  const objects = new Set<string>();
+  let maps = '';
+  try {
+    maps = readFileSync(`/proc/${pid}/maps`, 'utf8');
+  } catch {
+    return objects;
+  }
+  for (const line of maps.split('\n')) {
+    const [, , , device, inode] = line.split(/\s+/);
+    if (!device || !inode || inode === '0') continue;
+    const [major, minor] = device.split(':').map((part) => BigInt(parseInt(part, 16)));
+    // glibc's makedev for a 64-bit dev_t.
+    const dev = ((major! & 0xfffff000n) << 32n) | ((major! & 0xfffn) << 8n) | ((minor! & 0xffffff00n) << 12n) | (minor! & 0xffn);
+    objects.add(`${dev}:${inode}`);
+  }
+  return objects;
 }
 
 /** Native events arrive on the JS thread in order; this turns them into awaitable steps. */

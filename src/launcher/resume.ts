@@ -180,7 +180,7 @@ export async function resumeCapture(options: ResumeOptions): Promise<ResumeResul
       allowLoaderVariables: options.allowLoaderVariables,
       signal: options.signal,
       barriers: options.barriers,
-      commit: (facts) => store.appendReceipt({ kind: 'launch_committed', ...receiptBase, detail: { launch: launchId, ...launchDetail(capture.agent, facts, check.plan.drift) } }, now()),
+      commit: (facts) => store.appendReceipt({ kind: 'launch_committed', ...receiptBase, detail: { launch: launchId, ...launchDetail(capture.agent, facts, check.plan.drift, attestation.interpreter) } }, now()),
       recordRefusal: async (reason, detail, facts) => {
         await store.appendReceipt({ kind: 'launch_refused', ...receiptBase, detail: { reason, why: detail.slice(0, 500), digest: facts.digest ?? null } }, now());
       },
@@ -194,8 +194,9 @@ export async function resumeCapture(options: ResumeOptions): Promise<ResumeResul
   }
 }
 
-function launchDetail(agent: Agent, facts: LaunchFacts, drift: string | undefined): Record<string, string | number | boolean | null> {
+function launchDetail(agent: Agent, facts: LaunchFacts, drift: string | undefined, loader: Attestation['interpreter']): Record<string, string | number | boolean | null> {
   return {
+    loader: loader ? `${loader.path} ${loader.digest}` : null,
     agent,
     pid: facts.pid,
     digest: facts.digest,

@@ -1,6 +1,7 @@
 // Attestation and launch refusals (contract §6), on real files: every refusal carries its typed
 // reason, and every one has a control (the same setup without the defect attests or launches).
-import { appendFileSync, chmodSync, copyFileSync, mkdirSync, realpathSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, copyFileSync, mkdirSync, realpathSync, renameSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RACY_WINDOW_MS, attest, releaseAttestation, type Attestation } from '../../src/launcher/attest';
@@ -246,5 +247,39 @@ describe('launch_timeout', () => {
     expect(markerDuringCommit).toBeUndefined();
     // Control: once released, the agent ran.
     expect(readMarker(s.markers, 'victim')).toBeDefined();
+  });
+});
+
+describe('the dynamic loader', () => {
+  it('a loader replaced after attestation is refused at the exec boundary (control: the attested loader runs)', async () => {
+    const system = realpathSync('/lib64/ld-linux-x86-64.so.2');
+    for (const replace of [false, true]) {
+      const s = await scene(fx);
+      // A victim whose PT_INTERP names a private copy of the loader, so the test can swap it.
+      const loader = join(s.dir, 'ld.so');
+      copyFileSync(system, loader);
+      const program = join(s.dir, 'dyn-agent');
+      execFileSync('cc', ['-O1', '-DTAG="victim"', `-Wl,--dynamic-linker=${loader}`, '-o', program, join(fx.root, 'src', 'program.c')]);
+      const attestation = await attest(program);
+      expect(attestation.interpreter?.path).toBe(loader);
+      if (replace) {
+        // Same bytes, new object: rename a fresh copy over the attested loader.
+        copyFileSync(system, `${loader}.new`);
+        renameSync(`${loader}.new`, loader);
+      }
+      const outcome = await launchAttested({
+        attestation,
+        args: [],
+        cwd: s.dir,
+        env: { TK_MARKER_DIR: s.markers },
+        stdio: 'pipe',
+        commit: async () => ({ seq: 1, hash: 'h' }),
+      }).then(
+        async (launch) => (await launch.exited, 'ran'),
+        (error: unknown) => (error as LaunchRefused).reason,
+      );
+      expect(outcome).toBe(replace ? 'object_changed' : 'ran');
+      expect(readMarker(s.markers, 'victim') !== undefined).toBe(!replace);
+    }
   });
 });
