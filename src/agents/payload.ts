@@ -15,8 +15,6 @@ const EVENTS: Readonly<Record<Agent, Readonly<Record<string, EventKind>>>> = {
   gemini: { SessionStart: 'session_start', BeforeAgent: 'prompt', BeforeTool: 'pre_tool', AfterTool: 'post_tool', AfterAgent: 'stop' },
 };
 
-export const eventsOf = (agent: Agent): readonly string[] => Object.keys(EVENTS[agent]);
-
 export interface HookEvent {
   readonly agent: Agent;
   /** The event name exactly as received: output echoes it. */

@@ -5,8 +5,6 @@ export type Agent = (typeof AGENTS)[number];
 
 export const TODO_ID_PATTERN = /^[a-z0-9][a-z0-9_-]{2,63}$/;
 export const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
-/** Turn ids share the session grammar. */
-export const TURN_ID_PATTERN = SESSION_ID_PATTERN;
 export const CAPTURE_ID_PATTERN = /^cap_[0-9a-f]{24}$/;
 /** The nonce a launch puts in its agent's environment (TURNKEEPER_LAUNCH) and in its receipt. */
 export const LAUNCH_ID_PATTERN = /^launch_[0-9a-f]{16}$/;
@@ -16,6 +14,7 @@ export const isAgent = (value: unknown): value is Agent =>
 export const isTodoId = (value: unknown): value is string => typeof value === 'string' && TODO_ID_PATTERN.test(value);
 export const isSessionId = (value: unknown): value is string =>
   typeof value === 'string' && SESSION_ID_PATTERN.test(value);
+/** Turn ids share the session grammar. */
 export const isTurnId = isSessionId;
 export const isCaptureId = (value: unknown): value is string =>
   typeof value === 'string' && CAPTURE_ID_PATTERN.test(value);

@@ -143,9 +143,6 @@ export const REASONS: Readonly<Record<ReasonCode, ReasonEntry>> = {
   },
 };
 
-export const isReasonCode = (value: unknown): value is ReasonCode =>
-  typeof value === 'string' && (REASON_CODES as readonly string[]).includes(value);
-
 /** Guidance text: the reason code in brackets, the facts, the exact recovering command. */
 export function renderGuidance(code: ReasonCode, facts: GuidanceFacts): string {
   const entry = REASONS[code];

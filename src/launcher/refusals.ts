@@ -24,9 +24,6 @@ export class LaunchRefused extends Error {
   }
 }
 
-export const isLaunchRefusal = (value: unknown): value is LaunchRefusal =>
-  typeof value === 'string' && (LAUNCH_REFUSALS as readonly string[]).includes(value);
-
 /** What each refusal means to a user, and what to do about it. */
 export const REFUSAL_GUIDANCE: Readonly<Record<LaunchRefusal, string>> = {
   unsupported_platform: 'This platform has no launch backend yet (Linux x64 only); nothing was started.',

@@ -10,7 +10,6 @@ import type { Preconditions } from '../core/ready';
 import type { ReceiptFields } from '../core/receipts';
 
 export type TodoStatus = 'open' | 'done' | 'blocked';
-export const TODO_STATUSES: readonly TodoStatus[] = ['open', 'done', 'blocked'];
 
 export interface Todo {
   readonly goal: string;
