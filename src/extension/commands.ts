@@ -5,7 +5,8 @@ import * as vscode from 'vscode';
 import { AGENTS, isTodoId, todoIdFromTitle, type Agent } from '../core/ids';
 import type { CaptureView } from '../lifecycle/status';
 import { doctorReport, installAgentHooks } from '../lifecycle/installation';
-import { checkResume } from '../launcher/resume';
+import { cachedWorkspace, checkResume } from '../launcher/resume';
+import type { Preconditions } from '../core/ready';
 import { TodoExistsError } from '../store/authority';
 import { openSqliteAuthority } from '../store/sqlite';
 import type { Ctx } from './ctx';
@@ -77,7 +78,8 @@ async function resumeCapturedTurn(ctx: Ctx, given: string | undefined): Promise<
       void vscode.window.showInformationMessage(t('Nothing to resume: no captured turns yet.'));
       return;
     }
-    const items = await Promise.all(candidates.map(async (capture) => resumePick(ctx, capture)));
+    const workspace = cachedWorkspace();
+    const items = await Promise.all(candidates.map(async (capture) => resumePick(ctx, capture, workspace)));
     const picked = await vscode.window.showQuickPick(items, { title: t('Resume Captured Turn'), placeHolder: t('Pick an interrupted turn'), matchOnDescription: true, matchOnDetail: true });
     if (!picked) return;
     captureId = picked.captureId;
@@ -100,9 +102,9 @@ interface ResumePick extends vscode.QuickPickItem {
   readonly captureId: string;
 }
 
-async function resumePick(ctx: Ctx, capture: CaptureView): Promise<ResumePick> {
+async function resumePick(ctx: Ctx, capture: CaptureView, workspace: (goal: string) => Preconditions): Promise<ResumePick> {
   const store = await requireStore(ctx);
-  const check = await checkResume(store, capture.id, { acceptDrift: true });
+  const check = await checkResume(store, capture.id, { acceptDrift: true, workspace });
   const lease = ctx.snapshot.leases.find((candidate) => candidate.capture === capture.id);
   const created = (await store.getCapture(capture.id))?.createdAt ?? Date.now();
   return {

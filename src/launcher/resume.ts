@@ -8,7 +8,7 @@ import { digestText } from '../core/canonical';
 import type { Agent } from '../core/ids';
 import type { Lease } from '../core/lease';
 import { renderGuidance, type GuidanceFacts, type ReasonCode } from '../core/reasons';
-import type { ReadyDocument } from '../core/ready';
+import type { Preconditions, ReadyDocument } from '../core/ready';
 import type { Authority, StoredCapture } from '../store/authority';
 import type { Env } from '../store/location';
 import { preconditionsOf } from '../lifecycle/workspace';
@@ -42,7 +42,23 @@ const refusal = (reason: ResumeReason, facts: GuidanceFacts, goal?: string): Res
 });
 
 /** Every eligibility rule of contract §7, in order; reads only. */
-export async function checkResume(store: Authority, captureId: string, options: { acceptDrift: boolean }): Promise<ResumeCheck> {
+export interface CheckOptions {
+  readonly acceptDrift: boolean;
+  /** The workspace's git state now (runs git twice); a caller checking many captures passes a cached one. */
+  readonly workspace?: (goal: string) => Preconditions;
+}
+
+/** preconditionsOf, once per Goal: for checking a list of captures (the resume pick) with two git runs, not 2N. */
+export function cachedWorkspace(): (goal: string) => Preconditions {
+  const seen = new Map<string, Preconditions>();
+  return (goal) => {
+    let state = seen.get(goal);
+    if (!state) seen.set(goal, (state = preconditionsOf(goal)));
+    return state;
+  };
+}
+
+export async function checkResume(store: Authority, captureId: string, options: CheckOptions): Promise<ResumeCheck> {
   const found = await store.getCapture(captureId);
   if (!found) return refusal('unknown_capture', { capture: captureId });
   const capture = found;
@@ -60,7 +76,7 @@ export async function checkResume(store: Authority, captureId: string, options: 
   const ready = await store.readReady(captureId);
   if (!ready || digestText(ready.presentation) !== ready.readyDigest) return refuse('ready_corrupted');
   const readyDocument = JSON.parse(ready.canonical) as ReadyDocument;
-  const now = preconditionsOf(capture.goal);
+  const now = (options.workspace ?? preconditionsOf)(capture.goal);
   const then = readyDocument.preconditions;
   const drift =
     now.gitHead !== then.gitHead ? `git HEAD moved from ${then.gitHead ?? 'none'} to ${now.gitHead ?? 'none'}` : now.statusDigest !== then.statusDigest ? 'git status differs from capture time' : undefined;
