@@ -2,8 +2,8 @@
 // Claude Code 2.1.x POSTs `${ANTHROPIC_BASE_URL}/v1/messages?beta=true` with `stream: true` and reads
 // SSE (message_start, content_block_start/delta/stop, message_delta, message_stop); it also sends
 // `HEAD /api/hello`. See docs/notes/claude-gemini-hooks-observed.md.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingHttpHeaders } from 'node:http';
+import { startLoopbackServer } from './loopbackServer';
 
 /** A content block of a request message (text, tool_use, tool_result, ...). */
 export interface AnthropicBlock {
@@ -35,7 +35,7 @@ export interface MessagesBody {
 export interface AnthropicRequest {
   method: string;
   path: string;
-  headers: http.IncomingHttpHeaders;
+  headers: IncomingHttpHeaders;
   raw: string;
   body: MessagesBody | undefined;
 }
@@ -108,72 +108,59 @@ function renderStream(model: string, reply: Exclude<AnthropicReply, { status: nu
 /** Start the mock on 127.0.0.1 with an ephemeral port. */
 export async function startAnthropicMock(script: AnthropicScript = () => ({ text: 'ok' })): Promise<AnthropicMock> {
   const requests: AnthropicRequest[] = [];
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const raw = Buffer.concat(chunks).toString('utf8');
-      const path = req.url ?? '/';
-      const pathname = path.split('?')[0] ?? path;
-      if (req.method !== 'POST' || pathname !== '/v1/messages') {
-        // HEAD /api/hello and any other probe: harmless, not recorded.
-        res.writeHead(pathname.endsWith('/count_tokens') ? 200 : req.method === 'HEAD' || req.method === 'GET' ? 200 : 404, { 'content-type': 'application/json' });
-        res.end(pathname.endsWith('/count_tokens') ? JSON.stringify({ input_tokens: 10 }) : '{}');
-        return;
-      }
-      let body: MessagesBody | undefined;
-      try {
-        body = raw ? (JSON.parse(raw) as MessagesBody) : undefined;
-      } catch {
-        body = undefined;
-      }
-      const rec: AnthropicRequest = { method: req.method ?? '', path, headers: req.headers, raw, body };
-      const index = requests.push(rec) - 1;
-      let reply: AnthropicReply;
-      try {
-        reply = script(rec, index);
-      } catch (error) {
-        reply = { status: 500, body: JSON.stringify({ type: 'error', error: { type: 'api_error', message: String(error) } }) };
-      }
-      if ('status' in reply) {
-        res.writeHead(reply.status, { 'content-type': 'application/json' });
-        res.end(reply.body);
-        return;
-      }
-      const model = body?.model ?? 'mock-model';
-      if (body?.stream === true) {
-        res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-        res.end(renderStream(model, reply));
-        return;
-      }
-      const { block, stop } = contentOf(reply);
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(
-        JSON.stringify({
-          id: `msg_mock_${++counter}`,
-          type: 'message',
-          role: 'assistant',
-          model,
-          content: [block],
-          stop_reason: stop,
-          stop_sequence: null,
-          usage: { input_tokens: 10, output_tokens: 5 },
-        }),
-      );
-    });
+  const server = await startLoopbackServer((req, raw, res) => {
+    const path = req.url ?? '/';
+    const pathname = path.split('?')[0] ?? path;
+    if (req.method !== 'POST' || pathname !== '/v1/messages') {
+      // HEAD /api/hello and any other probe: harmless, not recorded.
+      res.writeHead(pathname.endsWith('/count_tokens') ? 200 : req.method === 'HEAD' || req.method === 'GET' ? 200 : 404, { 'content-type': 'application/json' });
+      res.end(pathname.endsWith('/count_tokens') ? JSON.stringify({ input_tokens: 10 }) : '{}');
+      return;
+    }
+    let body: MessagesBody | undefined;
+    try {
+      body = raw ? (JSON.parse(raw) as MessagesBody) : undefined;
+    } catch {
+      body = undefined;
+    }
+    const rec: AnthropicRequest = { method: req.method ?? '', path, headers: req.headers, raw, body };
+    const index = requests.push(rec) - 1;
+    let reply: AnthropicReply;
+    try {
+      reply = script(rec, index);
+    } catch (error) {
+      reply = { status: 500, body: JSON.stringify({ type: 'error', error: { type: 'api_error', message: String(error) } }) };
+    }
+    if ('status' in reply) {
+      res.writeHead(reply.status, { 'content-type': 'application/json' });
+      res.end(reply.body);
+      return;
+    }
+    const model = body?.model ?? 'mock-model';
+    if (body?.stream === true) {
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      res.end(renderStream(model, reply));
+      return;
+    }
+    const { block, stop } = contentOf(reply);
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(
+      JSON.stringify({
+        id: `msg_mock_${++counter}`,
+        type: 'message',
+        role: 'assistant',
+        model,
+        content: [block],
+        stop_reason: stop,
+        stop_sequence: null,
+        usage: { input_tokens: 10, output_tokens: 5 },
+      }),
+    );
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
+  const { port } = server;
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: server.close,
   };
 }

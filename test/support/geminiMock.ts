@@ -3,8 +3,7 @@
 //   POST /v1beta/models/<model>:streamGenerateContent?alt=sse   (the turn; SSE `data: <json>` chunks)
 //   POST /v1beta/models/<model>:generateContent                 (side calls, e.g. the model router's classifier)
 // See docs/notes/claude-gemini-hooks-observed.md.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { startLoopbackServer } from './loopbackServer';
 
 export interface GeminiPart {
   text?: string;
@@ -84,66 +83,53 @@ function candidate(reply: Exclude<GeminiReply, { status: number }>): Record<stri
 export async function startGeminiMock(script: GeminiScript = () => ({ text: 'ok' })): Promise<GeminiMock> {
   const requests: GeminiRequest[] = [];
   const sideRequests: GeminiRequest[] = [];
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const raw = Buffer.concat(chunks).toString('utf8');
-      const path = req.url ?? '/';
-      const match = /\/models\/([^/:?]+):([A-Za-z]+)/.exec(path);
-      if (req.method !== 'POST' || match === null) {
-        res.writeHead(404, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ error: { code: 404, message: `mock: no route ${req.method} ${path}`, status: 'NOT_FOUND' } }));
-        return;
-      }
-      let body: GenerateBody | undefined;
-      try {
-        body = raw ? (JSON.parse(raw) as GenerateBody) : undefined;
-      } catch {
-        body = undefined;
-      }
-      const rec: GeminiRequest = { method: match[2]!, model: match[1]!, path, raw, body };
-      if (rec.method === 'countTokens') {
-        sideRequests.push(rec);
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ totalTokens: 10 }));
-        return;
-      }
-      if (rec.method !== 'streamGenerateContent') {
-        sideRequests.push(rec);
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify(candidate({ text: SIDE_REPLY_TEXT })));
-        return;
-      }
-      const index = requests.push(rec) - 1;
-      let reply: GeminiReply;
-      try {
-        reply = script(rec, index);
-      } catch (error) {
-        reply = { status: 500, body: JSON.stringify({ error: { code: 500, message: String(error), status: 'INTERNAL' } }) };
-      }
-      if ('status' in reply) {
-        res.writeHead(reply.status, { 'content-type': 'application/json' });
-        res.end(reply.body);
-        return;
-      }
-      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-      res.end(`data: ${JSON.stringify(candidate(reply))}\r\n\r\n`);
-    });
+  const server = await startLoopbackServer((req, raw, res) => {
+    const path = req.url ?? '/';
+    const match = /\/models\/([^/:?]+):([A-Za-z]+)/.exec(path);
+    if (req.method !== 'POST' || match === null) {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { code: 404, message: `mock: no route ${req.method} ${path}`, status: 'NOT_FOUND' } }));
+      return;
+    }
+    let body: GenerateBody | undefined;
+    try {
+      body = raw ? (JSON.parse(raw) as GenerateBody) : undefined;
+    } catch {
+      body = undefined;
+    }
+    const rec: GeminiRequest = { method: match[2]!, model: match[1]!, path, raw, body };
+    if (rec.method === 'countTokens') {
+      sideRequests.push(rec);
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ totalTokens: 10 }));
+      return;
+    }
+    if (rec.method !== 'streamGenerateContent') {
+      sideRequests.push(rec);
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(candidate({ text: SIDE_REPLY_TEXT })));
+      return;
+    }
+    const index = requests.push(rec) - 1;
+    let reply: GeminiReply;
+    try {
+      reply = script(rec, index);
+    } catch (error) {
+      reply = { status: 500, body: JSON.stringify({ error: { code: 500, message: String(error), status: 'INTERNAL' } }) };
+    }
+    if ('status' in reply) {
+      res.writeHead(reply.status, { 'content-type': 'application/json' });
+      res.end(reply.body);
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    res.end(`data: ${JSON.stringify(candidate(reply))}\r\n\r\n`);
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
+  const { port } = server;
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
     sideRequests,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: server.close,
   };
 }

@@ -1,8 +1,8 @@
 // Minimal OpenAI "Responses API" mock for driving the real Codex CLI in tests.
 // Codex (wire_api = "responses") POSTs to `${base_url}/responses` and reads an SSE
 // stream; it only needs `response.output_item.done` items plus `response.completed`.
-import http from "node:http";
-import type { AddressInfo } from "node:net";
+import type { IncomingHttpHeaders } from "node:http";
+import { startLoopbackServer } from "./loopbackServer";
 
 /** An item of the request's `input` array (message, function_call, function_call_output, ...). */
 export interface InputItem {
@@ -29,7 +29,7 @@ export interface ResponsesBody {
 export interface RecordedRequest {
   method: string;
   path: string;
-  headers: http.IncomingHttpHeaders;
+  headers: IncomingHttpHeaders;
   raw: string;
   body: ResponsesBody | undefined;
 }
@@ -144,55 +144,41 @@ export async function startMockModelServer(opts: MockOptions = {}): Promise<Mock
   const script: Script = opts.script ?? (() => textReply("ok"));
   const requests: RecordedRequest[] = [];
 
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      const raw = Buffer.concat(chunks).toString("utf8");
-      const path = req.url ?? "/";
-      // Codex may probe e.g. GET /v1/models; answer harmlessly and don't record.
-      if (!path.endsWith("/responses")) {
-        res.writeHead(req.method === "GET" && path.includes("/models") ? 200 : 404, { "content-type": "application/json" });
-        res.end(JSON.stringify({ data: [], models: [] }));
-        return;
-      }
-      let body: ResponsesBody | undefined;
-      try {
-        body = raw ? (JSON.parse(raw) as ResponsesBody) : undefined;
-      } catch {
-        body = undefined;
-      }
-      const rec: RecordedRequest = { method: req.method ?? "", path, headers: req.headers, raw, body };
-      const index = requests.push(rec) - 1;
-      let reply: Reply;
-      try {
-        reply = script(rec, index);
-      } catch (err) {
-        reply = { status: 500, body: String(err) };
-      }
-      if ("status" in reply) {
-        res.writeHead(reply.status, { "content-type": "application/json" });
-        res.end(reply.body);
-        return;
-      }
-      res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
-      res.end(renderSse(reply.items));
-    });
+  const server = await startLoopbackServer((req, raw, res) => {
+    const path = req.url ?? "/";
+    // Codex may probe e.g. GET /v1/models; answer harmlessly and don't record.
+    if (!path.endsWith("/responses")) {
+      res.writeHead(req.method === "GET" && path.includes("/models") ? 200 : 404, { "content-type": "application/json" });
+      res.end(JSON.stringify({ data: [], models: [] }));
+      return;
+    }
+    let body: ResponsesBody | undefined;
+    try {
+      body = raw ? (JSON.parse(raw) as ResponsesBody) : undefined;
+    } catch {
+      body = undefined;
+    }
+    const rec: RecordedRequest = { method: req.method ?? "", path, headers: req.headers, raw, body };
+    const index = requests.push(rec) - 1;
+    let reply: Reply;
+    try {
+      reply = script(rec, index);
+    } catch (err) {
+      reply = { status: 500, body: String(err) };
+    }
+    if ("status" in reply) {
+      res.writeHead(reply.status, { "content-type": "application/json" });
+      res.end(reply.body);
+      return;
+    }
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+    res.end(renderSse(reply.items));
   });
-
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
+  const { port } = server;
   return {
     url: `http://127.0.0.1:${port}/v1`,
     port,
     requests,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: server.close,
   };
 }
