@@ -5,9 +5,11 @@
 //   L3 memory held per cached attestation
 //   E1 building one page of the Receipts view from a store of 10,000 receipts
 //   E2 extension activation in code-server, read from the last end-to-end run (if there was one)
+//   S1 what the hook keeps off its start-up: loading node:crypto and node:child_process, cold, vs bare node
+//   S2 one digest of a receipt-sized text: pure-JS SHA-256 (the hook) vs Node's crypto.hash (verify)
 // The product code is bundled from src/ into dist/ so the launcher finds its prebuild from there.
 import { build } from 'esbuild';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createReadStream, existsSync, mkdtempSync, readFileSync, rmSync, copyFileSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,6 +30,7 @@ await build({
       "export { openSqliteAuthority } from './src/store/sqlite';",
       "export { receiptNodes } from './src/extension/models';",
       "export { parseReceipt, buildReceipt } from './src/core/receipts';",
+      "export { digestText, digestTextBulk } from './src/core/canonical';",
     ].join('\n'),
     resolveDir: REPO,
     loader: 'ts',
@@ -164,6 +167,29 @@ try {
   row('E1', 'Receipts view: build one page (10,000-receipt store)', median(pageMs), undefined, undefined, undefined);
   row('E1', 'Receipts view: verify the 10,000-receipt chain (on a new head)', median(verifyMs), undefined, undefined, undefined);
 
+  // S1: cold processes, interleaved, median of 21: the reason the hook loads neither module.
+  const startup = { bare: [], crypto: [], child_process: [] };
+  for (let i = 0; i < 21; i += 1) {
+    for (const [name, code] of [['bare', '0'], ['crypto', "require('node:crypto')"], ['child_process', "require('node:child_process')"]]) {
+      const t = now();
+      spawnSync(process.execPath, ['-e', code], { stdio: 'ignore' });
+      startup[name].push(now() - t);
+    }
+  }
+  row('S1', 'cold `node -e` that loads node:crypto', median(startup.crypto), 'bare `node -e 0`', median(startup.bare), undefined);
+  row('S1', 'cold `node -e` that loads node:child_process', median(startup.child_process), 'bare `node -e 0`', median(startup.bare), undefined);
+
+  // S2: per-call cost of the two digest paths on a 484-byte receipt (both warm).
+  const text = JSON.stringify({ at: '2026-11-30T12:00:00.000Z', capture: 'cap_0123456789abcdef01234567', detail: { reason: 'x'.repeat(100) }, goal: '/tmp/repo/xxxxxxxxxx', kind: 'lease_renewed', lease: { epoch: 1, version: 3 }, owner: 'codex:01a22c7e-e8b4-7bf1-ba7d-c98309646e94', prevHash: 'sha256:' + '0'.repeat(64), schema: 'turnkeeper.receipt/v1', seq: 12345, todo: 'fix-login' });
+  const perCall = (digest) => {
+    for (let i = 0; i < 20_000; i += 1) digest(text);
+    const t = now();
+    for (let i = 0; i < 100_000; i += 1) digest(text);
+    return (now() - t) / 100_000;
+  };
+  if (product.digestText(text) !== product.digestTextBulk(text)) throw new Error('the two digest paths disagree');
+  row('S2', 'digestText (pure-JS SHA-256), per 484-byte text', perCall(product.digestText) * 1000, 'digestTextBulk (crypto.hash)', perCall(product.digestTextBulk) * 1000, undefined);
+
   const activationFile = join(REPO, 'test/vscode/.last-activation.json');
   if (existsSync(activationFile)) {
     const activation = JSON.parse(readFileSync(activationFile, 'utf8'));
@@ -174,11 +200,12 @@ try {
   const pad = (text, width, right) => (right ? String(text).padStart(width) : String(text).padEnd(width));
   console.log(`${pad('row', 4)} ${pad('measurement', 62)} ${pad('value', 12, true)}  ${pad('baseline', 36)} ${pad('base', 11, true)} ${pad('ratio', 7, true)}  target  result`);
   for (const r of rows) {
-    const unit = r.id === 'L3' ? `${(r.value / 1024).toFixed(2)} KiB` : `${r.value.toFixed(1)} ms`;
+    const ms = (v) => (r.id === 'S2' ? `${v.toFixed(2)} µs` : `${v.toFixed(1)} ms`);
+    const unit = r.id === 'L3' ? `${(r.value / 1024).toFixed(2)} KiB` : ms(r.value);
     const target = r.id === 'E1' && r.what.includes('page') ? '< 50 ms' : r.target ? `≤ ${r.target}×` : '—';
     const pass = r.id === 'E1' && r.what.includes('page') ? (r.value < 50 ? 'PASS' : 'MISS') : r.pass === undefined ? 'info' : r.pass ? 'PASS' : 'MISS';
     console.log(
-      `${pad(r.id, 4)} ${pad(r.what, 62)} ${pad(unit, 12, true)}  ${pad(r.baselineName ?? '', 36)} ${pad(r.baseline ? `${r.baseline.toFixed(1)} ms` : '', 11, true)} ${pad(r.ratio ? `${r.ratio.toFixed(2)}×` : '', 7, true)}  ${pad(target, 6)}  ${pass}`,
+      `${pad(r.id, 4)} ${pad(r.what, 62)} ${pad(unit, 12, true)}  ${pad(r.baselineName ?? '', 36)} ${pad(r.baseline ? (r.id === 'S2' ? `${r.baseline.toFixed(2)} µs` : `${r.baseline.toFixed(1)} ms`) : '', 11, true)} ${pad(r.ratio ? `${r.ratio.toFixed(2)}×` : '', 7, true)}  ${pad(target, 6)}  ${pass}`,
     );
   }
   console.log(`BENCH_LAUNCHER_JSON ${JSON.stringify(rows)}`);

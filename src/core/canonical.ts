@@ -69,9 +69,9 @@ export function canonicalJson(value: unknown): string {
 }
 
 /**
- * "sha256:" + hex of the UTF-8 bytes of `text`. Pure JavaScript (@noble/hashes): loading
- * node:crypto costs a hook process about 20 ms of start-up (OpenSSL), more than the whole replay,
- * while the hook only hashes a few kilobytes.
+ * "sha256:" + hex of the UTF-8 bytes of `text`, in pure JavaScript (@noble/hashes): loading
+ * node:crypto costs a cold process several milliseconds of start-up (OpenSSL; `npm run bench` row S1),
+ * a large share of a replay, while the hook only hashes a few kilobytes.
  */
 export function digestText(text: string): string {
   return 'sha256:' + bytesToHex(sha256(utf8ToBytes(text)));
@@ -80,8 +80,8 @@ export function digestText(text: string): string {
 type NodeCrypto = typeof import('node:crypto');
 let nodeCrypto: NodeCrypto | undefined;
 /**
- * The same digest through Node's OpenSSL, about 8× faster per call once loaded: for bulk work
- * (verifying a long chain) where the load cost is paid once. Equal to `digestText` on every input.
+ * The same digest through Node's OpenSSL, several times faster per call once loaded (bench row S2):
+ * for bulk work (verifying a long chain) where the load cost is paid once. Equal to `digestText` on every input.
  */
 export function digestTextBulk(text: string): string {
   nodeCrypto ??= process.getBuiltinModule('node:crypto') as NodeCrypto;

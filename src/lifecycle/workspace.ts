@@ -15,7 +15,7 @@ export function goalOf(cwd: string): string {
 }
 
 function git(goal: string, args: string[]): string | null {
-  // Loaded on first use: node:child_process costs every hook ~10 ms of start-up, and only claims need git.
+  // Loaded on first use: node:child_process adds to every hook's start-up (bench row S1), and only claims need git.
   const { execFileSync } = process.getBuiltinModule('node:child_process') as typeof import('node:child_process');
   try {
     return execFileSync('git', ['-C', goal, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 5000 });
