@@ -1,6 +1,6 @@
 // The status snapshot shared by `turnkeeper status` and the extension's views (contract §8).
 import { captureState, type CaptureState } from '../core/capture';
-import { digestText } from '../core/canonical';
+import { digestTextBulk } from '../core/canonical';
 import { isExpired, isoTime, type Lease } from '../core/lease';
 import type { Authority } from '../store/authority';
 
@@ -79,7 +79,8 @@ export async function statusSnapshot(store: Authority, now: number): Promise<Sta
         turn: capture.turn,
         leaseStatus: lease?.status,
         leaseExpired: lease !== undefined && isExpired(lease, now),
-        readyIntact: ready !== undefined && digestText(ready.presentation) === ready.readyDigest,
+        // Every capture on every refresh: the bulk digest, since status is never on a hook's path.
+        readyIntact: ready !== undefined && digestTextBulk(ready.presentation) === ready.readyDigest,
       }),
       originalDigest: capture.originalDigest,
       readyDigest: ready?.readyDigest ?? null,

@@ -1,6 +1,8 @@
 // Command handlers against a real SQLite store, with the editor API played by test/support/vscode.ts.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import * as vscode from 'vscode';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { double } from '../support/vscode';
 import { Ctx } from '../../src/extension/ctx';
 import { registerCommands } from '../../src/extension/commands';
@@ -86,6 +88,14 @@ describe('extension commands', () => {
     // The session reported a transcript path that does not exist in this test: not resumable, and said so.
     expect(seen).toHaveLength(1);
     expect(seen[0]!.detail).toContain('[transcript_missing]');
+    // Control: with the transcript in place the same capture is offered as resumable.
+    writeFileSync(join(world.root, 'sess-x.jsonl'), '{}\n');
+    double.answers.quickPick.push((items: { label: string; detail?: string }[]) => {
+      seen = items;
+      return undefined;
+    });
+    await run('turnkeeper.resumeCapturedTurn');
+    expect(seen[0]!.detail).toBe(`resumable: ${captureId}`);
   });
 
   it('Add Todo creates a Todo in the workspace Goal', async () => {
