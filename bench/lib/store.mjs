@@ -76,12 +76,12 @@ export async function seedHistory(product, store, { goal, cwd, minReceipts, star
     await store.addTodo(todoFields(goal, id), now);
     const session = `019a${String(cycle).padStart(4, '0')}-seed-4f1e-9c2d-${String(cycle).padStart(12, '0')}`;
     const owner = `codex:${session}`;
-    const capture = product.buildCapture({ goal, todo: id, agent: 'codex', session, turn: `turn-${cycle}-1`, cwd, binding: 'prompt' });
+    const capture = product.buildCapture({ goal, todo: id, agent: 'codex', session, turn: `turn-${cycle}-1` });
     const touch = { owner, agent: 'codex', session, goal, cwd, transcriptPath: `/home/dev/.codex/sessions/rollout-${session}.jsonl` };
-    const claimed = await store.claim({ capture, owner, preconditions, ttlSeconds: 2700, session: touch }, (now += 1_000));
+    const claimed = await store.claim({ capture, cwd, binding: 'prompt', owner, preconditions, ttlSeconds: 2700, session: touch }, (now += 1_000));
     if (claimed.kind !== 'acquired') throw new Error(`seeding claim of ${id} gave ${claimed.kind}`);
     for (let i = 0; i < 2; i += 1) await store.renew(owner, (now += 61_000), 2700);
-    const released = await store.release({ goal, todo: id, by: owner, force: false, reason: 'done' }, (now += 5_000));
+    const released = await store.release({ goal, todo: id, by: owner, identifiedBy: 'agent_environment', force: false, reason: 'done' }, (now += 5_000));
     if (released.kind !== 'released') throw new Error(`seeding release of ${id} gave ${released.kind}: ${released.why}`);
     cycle += 1;
     now += 60_000;

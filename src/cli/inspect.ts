@@ -1,9 +1,9 @@
 // Read-mostly commands: `status`, `show`, `verify`, `release`.
 import { digestText } from '../core/canonical';
-import { isCaptureId, isTodoId, type Owner } from '../core/ids';
+import { isCaptureId, isOwner, isTodoId } from '../core/ids';
 import { isoTime } from '../core/lease';
 import { statusSnapshot, leaseView } from '../lifecycle/status';
-import { callerOwner } from '../lifecycle/settings';
+import { callerOwner, requesterOf } from '../lifecycle/settings';
 import { EXIT, goalFrom, openStore, parse, printJson, UsageError, type Io } from './io';
 
 export async function statusCommand(args: string[], io: Io): Promise<number> {
@@ -89,10 +89,20 @@ export async function releaseCommand(args: string[], io: Io): Promise<number> {
   if (!isTodoId(todo)) throw new UsageError(`Todo id ${JSON.stringify(todo)} is outside its grammar\nusage: ${usage}`);
   if (values.force && !values.reason?.trim()) throw new UsageError(`--force needs --reason <why>: the reason goes into the receipt\nusage: ${usage}`);
   const goal = goalFrom(io, values.goal);
-  const by = (values.owner as Owner | undefined) ?? callerOwner(io.env);
+  const caller = callerOwner(io.env, values.owner);
+  if (caller && !isOwner(caller.owner)) throw new UsageError(`--owner ${JSON.stringify(caller.owner)} is not <agent>:<session>\nusage: ${usage}`);
   const store = await openStore(io, false);
+  const request = {
+    goal,
+    todo,
+    by: caller?.owner,
+    identifiedBy: caller?.identifiedBy ?? 'unidentified',
+    requester: requesterOf(io.env),
+    force: values.force ?? false,
+    reason: values.reason,
+  } as const;
   const result = store
-    ? await store.release({ goal, todo, by, force: values.force ?? false, reason: values.reason }, Date.now())
+    ? await store.release(request, Date.now())
     : ({ kind: 'refused', why: 'no_active_lease' } as const);
   store?.close();
   if (result.kind === 'released') {

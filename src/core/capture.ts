@@ -4,18 +4,26 @@
 import { canonicalJson, derivedHex, digestHex, digestText } from './canonical';
 import type { Agent } from './ids';
 
-export const CAPTURE_SCHEMA = 'turnkeeper.capture/v1';
+/**
+ * v2 identity: {goal, todo, agent, session, turn}. Where the hook ran (cwd) and how the Todo was bound
+ * are stored beside the capture, never inside it: the same Turn retried from a subdirectory or through
+ * another binding is the same capture, so a released one stays released (spec §3).
+ */
+export const CAPTURE_SCHEMA = 'turnkeeper.capture/v2';
+/** v1 documents (which also held cwd and binding) stay readable and keep their ids; none is written. */
+export const LEGACY_CAPTURE_SCHEMA = 'turnkeeper.capture/v1';
 export type Binding = 'prompt' | 'env' | 'launch';
 
-export interface CaptureDocument {
-  readonly schema: typeof CAPTURE_SCHEMA;
+export interface CaptureIdentity {
   readonly goal: string;
   readonly todo: string;
   readonly agent: Agent;
   readonly session: string;
   readonly turn: string;
-  readonly cwd: string;
-  readonly binding: Binding;
+}
+
+export interface CaptureDocument extends CaptureIdentity {
+  readonly schema: typeof CAPTURE_SCHEMA;
 }
 
 export interface BuiltCapture {
@@ -26,7 +34,8 @@ export interface BuiltCapture {
   readonly op: string;
 }
 
-export function buildCapture(fields: Omit<CaptureDocument, 'schema'>): BuiltCapture {
+export function buildCapture(fields: CaptureIdentity): BuiltCapture {
+  // Named fields only: a caller's extra properties (cwd, binding) must never leak into the identity.
   const document: CaptureDocument = {
     schema: CAPTURE_SCHEMA,
     goal: fields.goal,
@@ -34,8 +43,6 @@ export function buildCapture(fields: Omit<CaptureDocument, 'schema'>): BuiltCapt
     agent: fields.agent,
     session: fields.session,
     turn: fields.turn,
-    cwd: fields.cwd,
-    binding: fields.binding,
   };
   const canonical = canonicalJson(document);
   const originalDigest = digestText(canonical);

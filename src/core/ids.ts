@@ -23,6 +23,11 @@ export const isLaunchId = (value: unknown): value is string => typeof value === 
 /** The holder of a lease: `<agent>:<session>`. */
 export type Owner = `${Agent}:${string}`;
 export const ownerOf = (agent: Agent, session: string): Owner => `${agent}:${session}`;
+export const isOwner = (value: unknown): value is Owner => {
+  if (typeof value !== 'string') return false;
+  const colon = value.indexOf(':');
+  return colon > 0 && isAgent(value.slice(0, colon)) && isSessionId(value.slice(colon + 1));
+};
 
 /** `#todo:<id>` in prompt text binds that Todo. The first well-formed mention wins. */
 const TODO_MENTION = /#todo:([a-z0-9][a-z0-9_-]{2,63})(?![a-z0-9_-])/;

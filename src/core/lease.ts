@@ -40,7 +40,8 @@ export type ClaimDecision =
   | { readonly kind: 'acquire'; readonly epoch: number }
   | { readonly kind: 'replay'; readonly capture: string; readonly epoch: number }
   | { readonly kind: 'refuse'; readonly reason: 'capture_released'; readonly epoch: number }
-  | { readonly kind: 'refuse'; readonly reason: 'lease_held' | 'lease_expired_hold'; readonly holder: Lease };
+  | { readonly kind: 'refuse'; readonly reason: 'lease_held' | 'lease_expired_hold'; readonly holder: Lease }
+  | { readonly kind: 'refuse'; readonly reason: 'session_holds_other'; readonly held: Lease };
 
 export interface ClaimState {
   /** The Todo's active lease, if any (at most one exists: the store enforces it with a unique index). */
@@ -48,6 +49,8 @@ export interface ClaimState {
   /** Highest epoch ever issued for the Todo (0 when never leased). */
   readonly lastEpoch: number;
   readonly recorded: RecordedOperation | undefined;
+  /** The requesting Owner's active lease, on any Todo (at most one: a unique index). */
+  readonly ownerHolds?: Lease | undefined;
 }
 
 export function decideClaim(state: ClaimState, request: ClaimRequest, now: number): ClaimDecision {
@@ -57,6 +60,10 @@ export function decideClaim(state: ClaimState, request: ClaimRequest, now: numbe
     if (recorded.leaseStatus === 'active') return { kind: 'replay', capture: recorded.capture, epoch: recorded.epoch };
     return { kind: 'refuse', reason: 'capture_released', epoch: recorded.epoch };
   }
+  // One Owner, one Todo: a session whose concurrent prompt already claimed another Todo is told so
+  // (the hook's rule 4 checks this too, but only the transaction sees a prompt that won meanwhile).
+  const held = state.ownerHolds;
+  if (held && !(active && held.goal === active.goal && held.todo === active.todo)) return { kind: 'refuse', reason: 'session_holds_other', held };
   if (!active) return { kind: 'acquire', epoch: state.lastEpoch + 1 };
   if (active.owner === request.owner) {
     // Same Owner, another Turn: the session keeps the capture it already has (contract rule 4).
@@ -84,10 +91,12 @@ export type RenewalDecision =
 export function decideRenewal(lease: Lease, owner: Owner, now: number, ttlSeconds: number): RenewalDecision {
   if (lease.owner !== owner) return { kind: 'skip', why: 'not_owner' };
   if (lease.status !== 'active') return { kind: 'skip', why: 'released' };
-  if (now - lease.renewedAt < RENEWAL_INTERVAL_MS) return { kind: 'skip', why: 'too_soon' };
+  // A clock stepped back (now < renewedAt) renews rather than waiting for the clock to catch up, and
+  // never shortens the lease: expiry only ever moves forward.
+  if (now >= lease.renewedAt && now - lease.renewedAt < RENEWAL_INTERVAL_MS) return { kind: 'skip', why: 'too_soon' };
   return {
     kind: 'renew',
-    lease: { ...lease, version: lease.version + 1, renewedAt: now, expiresAt: now + ttlSeconds * 1000 },
+    lease: { ...lease, version: lease.version + 1, renewedAt: now, expiresAt: Math.max(lease.expiresAt, now + ttlSeconds * 1000) },
   };
 }
 

@@ -5,6 +5,7 @@ import * as vscode from 'vscode';
 import { AGENTS, isTodoId, todoIdFromTitle, type Agent } from '../core/ids';
 import type { CaptureView } from '../lifecycle/status';
 import { doctorReport, installAgentHooks } from '../lifecycle/installation';
+import { requesterOf } from '../lifecycle/settings';
 import { cachedWorkspace, checkResume } from '../launcher/resume';
 import type { Preconditions } from '../core/ready';
 import { TodoExistsError } from '../store/authority';
@@ -159,7 +160,7 @@ async function releaseLease(ctx: Ctx, node: ViewNode | undefined): Promise<void>
   if (confirmed !== release) return;
   const reason = await vscode.window.showInputBox({ title: t('Why is this lease released?'), prompt: t('The reason goes into the receipt.'), validateInput: (value) => (value.trim() ? undefined : t('A reason is required.')) });
   if (!reason) return;
-  const result = await store.release({ goal: lease.goal, todo: lease.todo, force: true, reason: reason.trim() }, Date.now());
+  const result = await store.release({ goal: lease.goal, todo: lease.todo, identifiedBy: 'force', requester: requesterOf(process.env), force: true, reason: reason.trim() }, Date.now());
   await ctx.refresh();
   if (result.kind === 'released') void vscode.window.showInformationMessage(t('Released {0} (epoch {1}).', lease.todo, lease.epoch));
   else void vscode.window.showWarningMessage(t('Not released: {0}', result.why));

@@ -219,9 +219,9 @@ class HookDecider {
   /** Rule 6. */
   private async claim(todo: string, turn: string): Promise<HookOutput> {
     const { event, owner, goal, cwd, binding } = this.request;
-    const capture = buildCapture({ goal, todo, agent: event.agent, session: event.session, turn, cwd, binding });
+    const capture = buildCapture({ goal, todo, agent: event.agent, session: event.session, turn });
     const result = await this.store.claim(
-      { capture, owner, preconditions: preconditionsOf(goal), ttlSeconds: leaseTtlSeconds(this.env), session: this.sessionTouch },
+      { capture, cwd, binding, owner, preconditions: preconditionsOf(goal), ttlSeconds: leaseTtlSeconds(this.env), session: this.sessionTouch },
       this.now(),
     );
     this.touched = true;
@@ -236,6 +236,8 @@ class HookDecider {
         return this.guidance('todo_not_open', { todo, status: result.status });
       case 'capture_released':
         return this.guidance('capture_released', { todo, capture: result.capture, epoch: result.epoch });
+      case 'session_holds_other':
+        return this.guidance('session_holds_other', { todo, heldTodo: result.held.todo, capture: result.held.capture, epoch: result.held.epoch });
       case 'lease_held':
       case 'lease_expired_hold':
         return this.guidance(result.kind, {

@@ -2,6 +2,7 @@
 // extension writes). Files are read only when a value is needed, to keep the replay path short.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { userInfo } from 'node:os';
 import { DEFAULT_LEASE_TTL_SECONDS } from '../core/lease';
 import { turnkeeperHome, type Env } from '../store/location';
 import { isSessionId, ownerOf, type Agent, type Owner } from '../core/ids';
@@ -44,18 +45,33 @@ function readHomeConfig(env: Env): HomeConfig {
 }
 
 /**
- * Who is running a command such as `turnkeeper release` or `todo done`: an agent's shell tool
- * carries its session in the environment, so an agent can release its own lease without --force.
- * Not an authority boundary (the same user can pass --force); a convenience with the right default.
+ * Who is running a command such as `turnkeeper release` or `todo done`, and how we know. An agent's
+ * shell tool carries its session in the environment the agent set (CODEX_THREAD_ID, …), so an agent
+ * can release its own lease without --force: `agent_environment`. `--owner` and TURNKEEPER_OWNER are
+ * what someone typed: `self_declared`. Neither is an authority boundary against the same OS user; the
+ * point is that the receipt says which it was (spec §10) instead of presenting a claim as a fact.
  */
-export function callerOwner(env: Env): Owner | undefined {
-  const explicit = env.TURNKEEPER_OWNER;
-  if (explicit) return explicit as Owner;
+export interface Caller {
+  readonly owner: Owner;
+  readonly identifiedBy: 'agent_environment' | 'self_declared';
+}
+export function callerOwner(env: Env, declared?: string): Caller | undefined {
+  const explicit = declared ?? env.TURNKEEPER_OWNER;
+  if (explicit) return { owner: explicit as Owner, identifiedBy: 'self_declared' };
   const candidates: [Agent, string | undefined][] = [
     ['codex', env.CODEX_THREAD_ID ?? env.CODEX_SESSION_ID],
     ['claude', env.CLAUDE_CODE_SESSION_ID],
     ['gemini', env.GEMINI_SESSION_ID],
   ];
-  for (const [agent, session] of candidates) if (session && isSessionId(session)) return ownerOf(agent, session);
+  for (const [agent, session] of candidates) if (session && isSessionId(session)) return { owner: ownerOf(agent, session), identifiedBy: 'agent_environment' };
   return undefined;
+}
+
+/** The operating-system account running this process: recorded as who asked for a release. */
+export function requesterOf(env: Env): string {
+  try {
+    return `${userInfo().username} (uid ${process.getuid?.() ?? '?'})`;
+  } catch {
+    return env.USER ?? 'unknown';
+  }
 }

@@ -2,7 +2,7 @@
 // SQLite implements it today; a PostgreSQL authority for teams implements the same interface and must
 // pass the same conformance suite (test/integration/authority.conformance.ts). Methods are async so
 // that a networked authority fits without changing callers.
-import type { BuiltCapture } from '../core/capture';
+import type { Binding, BuiltCapture } from '../core/capture';
 import type { ChainReport } from '../core/receipts';
 import type { Lease } from '../core/lease';
 import type { Agent, Owner } from '../core/ids';
@@ -47,6 +47,9 @@ export interface StoredReady {
 
 export interface ClaimInput {
   readonly capture: BuiltCapture;
+  /** Where the hook ran and how the Todo was bound: stored beside the capture, never in its identity. */
+  readonly cwd: string;
+  readonly binding: Binding;
   readonly owner: Owner;
   readonly preconditions: Preconditions;
   readonly ttlSeconds: number;
@@ -62,14 +65,26 @@ export type ClaimResult =
   | { readonly kind: 'unknown_todo' }
   | { readonly kind: 'todo_not_open'; readonly status: TodoStatus }
   | { readonly kind: 'capture_released'; readonly capture: string; readonly epoch: number }
-  | { readonly kind: 'lease_held' | 'lease_expired_hold'; readonly holder: Lease };
+  | { readonly kind: 'lease_held' | 'lease_expired_hold'; readonly holder: Lease }
+  /** The Owner already holds another Todo (a concurrent prompt of the same session won the race). */
+  | { readonly kind: 'session_holds_other'; readonly held: Lease };
 
 export type RenewResult = { readonly kind: 'renewed'; readonly lease: Lease } | { readonly kind: 'skipped'; readonly why: string };
+
+/**
+ * How the one asking for a release was identified (spec §10): an agent's own environment
+ * (CODEX_THREAD_ID, …), a self-declaration (`--owner`, TURNKEEPER_OWNER: anyone can type it), a
+ * forced release, or a Todo status change. The receipt records this, never more than was proven.
+ */
+export type RequesterIdentification = 'agent_environment' | 'self_declared' | 'force' | 'todo_status' | 'unidentified';
 
 export interface ReleaseRequest {
   readonly goal: string;
   readonly todo: string;
   readonly by?: Owner | undefined;
+  readonly identifiedBy: RequesterIdentification;
+  /** The operating-system account that ran the command (who asked, whatever they claimed). */
+  readonly requester?: string | undefined;
   readonly force: boolean;
   readonly reason?: string | undefined;
 }

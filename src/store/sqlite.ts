@@ -20,6 +20,7 @@ import {
   type ReceiptRow,
   type ReleaseRequest,
   type ReleaseResult,
+  type RequesterIdentification,
   type RenewResult,
   type SessionRecord,
   type SessionTouch,
@@ -135,7 +136,16 @@ export function asStoreError(error: unknown): unknown {
   return error;
 }
 
+interface ReleaseRecord {
+  readonly reason: string;
+  readonly forced: boolean;
+  readonly identifiedBy: RequesterIdentification;
+  readonly requestedBy?: Owner | undefined;
+  readonly requester?: string | undefined;
+}
+
 const LEASE_COLUMNS = 'goal, todo, epoch, owner, capture, version, status, acquired_at, renewed_at, expires_at';
+const LEASE_COLUMNS_OF_L = LEASE_COLUMNS.split(', ').map((column) => `l.${column}`).join(', ');
 
 export class SqliteAuthority implements Authority {
   constructor(
@@ -240,7 +250,7 @@ export class SqliteAuthority implements Authority {
       let released: Lease | undefined;
       if (status !== 'open') {
         const active = this.activeLeaseOfTodo(goal, id);
-        if (active) released = this.releaseInTransaction(active, `todo_${status}`, now, false);
+        if (active) released = this.releaseInTransaction(active, { reason: `todo_${status}`, forced: false, identifiedBy: 'todo_status' }, now);
       }
       return { todo: toTodo({ ...row, status, updated_at: now }), ...(released ? { released } : {}) };
     });
@@ -253,7 +263,8 @@ export class SqliteAuthority implements Authority {
     return row && toLease(row);
   }
 
-  private releaseInTransaction(lease: Lease, reason: string, now: number, forced: boolean, by?: string): Lease {
+  private releaseInTransaction(lease: Lease, why: ReleaseRecord, now: number): Lease {
+    const { reason, forced, identifiedBy } = why;
     this.db
       .prepare(`UPDATE leases SET status = 'released', released_at = ?, release_reason = ? WHERE goal = ? AND todo = ? AND epoch = ?`)
       .run(now, reason, lease.goal, lease.todo, lease.epoch);
@@ -265,7 +276,9 @@ export class SqliteAuthority implements Authority {
         capture: lease.capture,
         owner: lease.owner,
         lease: { epoch: lease.epoch, version: lease.version },
-        detail: { reason, forced, ...(by ? { by } : {}) },
+        // Who asked and how they were identified, never more: `requestedBy` is only what was proven
+        // (agent environment) or claimed (self_declared); `owner` above is the lease's holder.
+        detail: { reason, forced, identifiedBy, requestedBy: why.requestedBy ?? null, requester: why.requester ?? null },
       },
       now,
     );
@@ -283,8 +296,14 @@ export class SqliteAuthority implements Authority {
 
   latestLeaseOfOwner(owner: Owner): Promise<{ lease: Lease; currentEpoch: number } | undefined> {
     return this.guard(() => {
+      // "Most recent" is the lease whose acquisition came last in the receipt chain: a wall-clock order
+      // breaks when the clock is stepped (it fenced the rightful holder with a Todo finished long ago).
       const row = this.db
-        .prepare(`SELECT ${LEASE_COLUMNS} FROM leases WHERE owner = ? ORDER BY acquired_at DESC, epoch DESC LIMIT 1`)
+        .prepare(
+          `SELECT ${LEASE_COLUMNS_OF_L} FROM leases l
+           JOIN receipt_index i ON i.capture = l.capture AND i.kind = 'lease_acquired'
+           WHERE l.owner = ? ORDER BY i.seq DESC LIMIT 1`,
+        )
         .get(owner) as LeaseRowRaw | undefined;
       if (!row) return undefined;
       const current = this.db.prepare('SELECT MAX(epoch) AS epoch FROM leases WHERE goal = ? AND todo = ?').get(row.goal, row.todo) as {
@@ -354,9 +373,16 @@ export class SqliteAuthority implements Authority {
       const { capture, owner } = input;
       if (input.session) this.upsertSession(input.session, now);
       const doc = capture.document;
+      // "Already recorded" means this Turn already claimed this Todo, whatever capture schema it was
+      // written under: a v1 capture of the same Turn (which held cwd and binding in its identity) is
+      // the same claim, so a released one is never revived by a retry from another directory.
       const recordedRow = this.db
-        .prepare(`SELECT c.id AS capture, l.epoch AS epoch, l.status AS status FROM captures c JOIN leases l ON l.capture = c.id WHERE c.op = ?`)
-        .get(capture.op) as { capture: string; epoch: number; status: 'active' | 'released' } | undefined;
+        .prepare(
+          `SELECT c.id AS capture, l.epoch AS epoch, l.status AS status FROM captures c JOIN leases l ON l.capture = c.id
+           WHERE c.goal = ? AND c.todo = ? AND c.agent = ? AND c.session = ? AND c.turn = ?
+           ORDER BY l.status = 'active' DESC, l.epoch DESC LIMIT 1`,
+        )
+        .get(doc.goal, doc.todo, doc.agent, doc.session, doc.turn) as { capture: string; epoch: number; status: 'active' | 'released' } | undefined;
       const refuse = (detail: Record<string, string | number>, extra: Partial<ReceiptFields> = {}): void => {
         this.appendInTransaction({ kind: 'claim_refused', goal: doc.goal, todo: doc.todo, owner, op: capture.op, detail, ...extra }, now);
       };
@@ -372,6 +398,7 @@ export class SqliteAuthority implements Authority {
         return { kind: 'todo_not_open', status: todoRow.status };
       }
       const active = this.activeLeaseOfTodo(doc.goal, doc.todo);
+      const ownerRow = this.db.prepare(`SELECT ${LEASE_COLUMNS} FROM leases WHERE owner = ? AND status = 'active'`).get(owner) as LeaseRowRaw | undefined;
       const last = this.db.prepare('SELECT MAX(epoch) AS epoch FROM leases WHERE goal = ? AND todo = ?').get(doc.goal, doc.todo) as {
         epoch: number | null;
       };
@@ -380,6 +407,7 @@ export class SqliteAuthority implements Authority {
           active,
           lastEpoch: last.epoch ?? 0,
           recorded: recordedRow && { capture: recordedRow.capture, epoch: recordedRow.epoch, leaseStatus: recordedRow.status },
+          ownerHolds: ownerRow && toLease(ownerRow),
         },
         { owner, capture: capture.captureId, op: capture.op },
         now,
@@ -394,6 +422,10 @@ export class SqliteAuthority implements Authority {
           if (decision.reason === 'capture_released') {
             refuse({ reason: 'capture_released' }, { capture: recordedRow?.capture, lease: undefined });
             return { kind: 'capture_released', capture: recordedRow!.capture, epoch: decision.epoch };
+          }
+          if (decision.reason === 'session_holds_other') {
+            refuse({ reason: 'session_holds_other', held: decision.held.todo, heldEpoch: decision.held.epoch });
+            return { kind: 'session_holds_other', held: decision.held };
           }
           refuse(
             { reason: decision.reason, holder: decision.holder.owner, holderEpoch: decision.holder.epoch },
@@ -420,7 +452,7 @@ export class SqliteAuthority implements Authority {
         .prepare(
           'INSERT INTO captures (id, goal, todo, agent, session, turn, cwd, binding, doc, original_digest, op, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
         )
-        .run(capture.captureId, doc.goal, doc.todo, doc.agent, doc.session, doc.turn, doc.cwd, doc.binding, capture.canonical, capture.originalDigest, capture.op, now);
+        .run(capture.captureId, doc.goal, doc.todo, doc.agent, doc.session, doc.turn, input.cwd, input.binding, capture.canonical, capture.originalDigest, capture.op, now);
       this.db
         .prepare(`INSERT INTO leases (${LEASE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
         .run(lease.goal, lease.todo, lease.epoch, lease.owner, lease.capture, lease.version, lease.status, lease.acquiredAt, lease.renewedAt, lease.expiresAt);
@@ -429,7 +461,7 @@ export class SqliteAuthority implements Authority {
         .run(capture.captureId, ready.canonical, ready.presentation, ready.readyDigest);
       const common = { goal: doc.goal, todo: doc.todo, capture: capture.captureId, owner, op: capture.op };
       const leaseRef = { epoch: lease.epoch, version: lease.version };
-      this.appendInTransaction({ kind: 'capture_bound', ...common, detail: { originalDigest: capture.originalDigest, turn: doc.turn, binding: doc.binding } }, now);
+      this.appendInTransaction({ kind: 'capture_bound', ...common, detail: { originalDigest: capture.originalDigest, turn: doc.turn, binding: input.binding, cwd: input.cwd } }, now);
       this.appendInTransaction({ kind: 'lease_acquired', ...common, lease: leaseRef, detail: { expiresAt: new Date(lease.expiresAt).toISOString() } }, now);
       this.appendInTransaction({ kind: 'ready_written', ...common, lease: leaseRef, detail: { readyDigest: ready.readyDigest } }, now);
       faultPoint('claim.inside_transaction');
@@ -492,8 +524,12 @@ export class SqliteAuthority implements Authority {
       const active = this.activeLeaseOfTodo(request.goal, request.todo);
       const decision = decideRelease(active, request);
       if (decision.kind === 'refuse') return { kind: 'refused', why: decision.why, lease: active };
-      const reason = request.reason?.trim() || 'released by owner';
-      return { kind: 'released', lease: this.releaseInTransaction(decision.lease, reason, now, request.force && request.by !== active?.owner, request.by) };
+      const byHolder = request.by !== undefined && request.by === active?.owner;
+      const forced = request.force && !byHolder;
+      const asked = byHolder ? (request.identifiedBy === 'agent_environment' ? 'released by its owner' : `released by a self-declared owner (${request.identifiedBy})`) : 'forced release';
+      const reason = request.reason?.trim() || asked;
+      const record: ReleaseRecord = { reason, forced, identifiedBy: forced ? 'force' : request.identifiedBy, requestedBy: request.by, requester: request.requester };
+      return { kind: 'released', lease: this.releaseInTransaction(decision.lease, record, now) };
     });
   }
 

@@ -16,7 +16,9 @@ const T0 = 1_800_000_000_000;
 function claimInput(owner: Owner, turn: string, todo = 'fix-login'): ClaimInput {
   const [agent, session] = owner.split(':') as ['codex', string];
   return {
-    capture: buildCapture({ goal: GOAL, todo, agent, session, turn, cwd: GOAL, binding: 'prompt' }),
+    capture: buildCapture({ goal: GOAL, todo, agent, session, turn }),
+    cwd: GOAL,
+    binding: 'prompt',
     owner,
     preconditions: { gitHead: 'a'.repeat(40), statusDigest: digestText('') },
     ttlSeconds: TTL,
@@ -83,10 +85,10 @@ export function authorityConformance(name: string, factory: AuthorityFactory): v
       withAuthority(async (a) => {
         const input = claimInput('codex:s1', 't1');
         await a.claim(input, T0);
-        expect(await a.release({ goal: GOAL, todo: 'fix-login', by: 'codex:s2', force: false }, T0 + 1)).toMatchObject({ kind: 'refused', why: 'not_owner' });
-        expect(await a.release({ goal: GOAL, todo: 'fix-login', force: true, reason: '' }, T0 + 1)).toMatchObject({ kind: 'refused', why: 'force_needs_reason' });
-        expect(await a.release({ goal: GOAL, todo: 'fix-login', by: 'codex:s1', force: false }, T0 + 2)).toMatchObject({ kind: 'released', lease: { status: 'released' } });
-        expect(await a.release({ goal: GOAL, todo: 'fix-login', by: 'codex:s1', force: false }, T0 + 3)).toMatchObject({ kind: 'refused', why: 'no_active_lease' });
+        expect(await a.release({ goal: GOAL, todo: 'fix-login', by: 'codex:s2', identifiedBy: 'agent_environment', force: false }, T0 + 1)).toMatchObject({ kind: 'refused', why: 'not_owner' });
+        expect(await a.release({ goal: GOAL, todo: 'fix-login', identifiedBy: 'force', force: true, reason: '' }, T0 + 1)).toMatchObject({ kind: 'refused', why: 'force_needs_reason' });
+        expect(await a.release({ goal: GOAL, todo: 'fix-login', by: 'codex:s1', identifiedBy: 'agent_environment', force: false }, T0 + 2)).toMatchObject({ kind: 'released', lease: { status: 'released' } });
+        expect(await a.release({ goal: GOAL, todo: 'fix-login', by: 'codex:s1', identifiedBy: 'agent_environment', force: false }, T0 + 3)).toMatchObject({ kind: 'refused', why: 'no_active_lease' });
         expect(await a.claim(input, T0 + 4)).toMatchObject({ kind: 'capture_released', capture: input.capture.captureId, epoch: 1 });
         expect(await a.claim(claimInput('codex:s1', 't2'), T0 + 5)).toMatchObject({ kind: 'acquired', lease: { epoch: 2 } });
         expect((await a.leaseOfCapture(input.capture.captureId))?.status).toBe('released');

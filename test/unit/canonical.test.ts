@@ -67,12 +67,12 @@ describe('canonical JSON (RFC 8785 over the project domain)', () => {
 });
 
 describe('capture ids', () => {
-  const fields = { goal: '/repo', todo: 'fix-login', agent: 'codex', session: 's1', turn: 't1', cwd: '/repo/src', binding: 'prompt' } as const;
+  const fields = { goal: '/repo', todo: 'fix-login', agent: 'codex', session: 's1', turn: 't1' } as const;
 
   it('derives capture id and op from the original digest, as the contract spells out', () => {
     const built = buildCapture(fields);
     expect(built.canonical).toBe(
-      '{"agent":"codex","binding":"prompt","cwd":"/repo/src","goal":"/repo","schema":"turnkeeper.capture/v1","session":"s1","todo":"fix-login","turn":"t1"}',
+      '{"agent":"codex","goal":"/repo","schema":"turnkeeper.capture/v2","session":"s1","todo":"fix-login","turn":"t1"}',
     );
     expect(built.originalDigest).toBe(digestText(built.canonical));
     expect(built.captureId).toBe('cap_' + built.originalDigest.slice(7, 31));
@@ -84,5 +84,13 @@ describe('capture ids', () => {
   it('rebuilds the same document for the same Turn and Todo, and a different one for another Turn', () => {
     expect(buildCapture({ ...fields }).op).toBe(buildCapture(fields).op);
     expect(buildCapture({ ...fields, turn: 't2' }).op).not.toBe(buildCapture(fields).op);
+  });
+
+  it('keeps where the hook ran and how the Todo was bound out of the identity (v2)', () => {
+    // A caller that passes its placement along must not change the capture: the same Turn from a
+    // subdirectory or through another binding is the same capture (and a released one stays released).
+    const fromSubdirectory = buildCapture({ ...fields, cwd: '/repo/src/deep', binding: 'env' } as typeof fields);
+    expect(fromSubdirectory.captureId).toBe(buildCapture(fields).captureId);
+    expect(fromSubdirectory.canonical).not.toContain('cwd');
   });
 });
