@@ -170,4 +170,53 @@ export interface Authority {
   verifyChain(after?: { seq: number; hash: string }): Promise<ChainReport>;
   health(): Promise<StoreHealth>;
   close(): void;
+
+  /**
+   * Contract §6, exclusivity and freshness: in ONE write transaction, re-check what resume checked
+   * (the capture's lease is active, same Owner, epoch and version) and that the capture's latest
+   * committed launch is no longer alive, then append `launch_committed`; otherwise append
+   * `launch_refused` with the reason and commit nothing else. The caller kills the parked agent on
+   * a refusal: it never runs.
+   */
+  commitLaunch(request: LaunchCommit, now: number): Promise<LaunchCommitResult>;
 }
+
+export interface LaunchCommit {
+  /** The lease as resume checked it. */
+  readonly expected: { readonly capture: string; readonly owner: Owner; readonly epoch: number; readonly version: number };
+  /** The `launch_committed` receipt; its detail names pid, host, boot and pidStart for the next launch's liveness test. */
+  readonly receipt: ReceiptFields;
+  /**
+   * Is that earlier launch's process still alive? Decided by the launcher, called inside the
+   * transaction (the store reads no /proc). Only the latest launch is asked: each launch was
+   * committed only after its predecessor was found dead, so the earlier ones are dead too.
+   */
+  readonly isLive: (previous: PreviousLaunch) => boolean;
+}
+
+/** What a `launch_committed` receipt says about its process; null where an older receipt lacks it. */
+export interface PreviousLaunch {
+  readonly seq: number;
+  readonly launch: string | null;
+  readonly pid: number | null;
+  readonly host: string | null;
+  readonly boot: string | null;
+  readonly pidStart: string | null;
+}
+
+export type LaunchCommitRefusal = 'capture_released' | 'lease_moved' | 'launch_in_progress';
+
+export type LaunchCommitResult =
+  | { readonly kind: 'committed'; readonly seq: number; readonly hash: string }
+  | {
+      readonly kind: 'refused';
+      readonly reason: LaunchCommitRefusal;
+      /** One sentence for the guidance and the `launch_refused` receipt. */
+      readonly why: string;
+      /** The capture's lease as the transaction found it. */
+      readonly lease?: Lease | undefined;
+      /** The Todo's active lease when it belongs to another capture (`lease_moved`). */
+      readonly holder?: Lease | undefined;
+      /** The launch still alive (`launch_in_progress`). */
+      readonly previous?: PreviousLaunch | undefined;
+    };

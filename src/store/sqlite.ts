@@ -623,6 +623,63 @@ export class SqliteAuthority implements Authority {
     }));
   }
 
+  commitLaunch(request: import('./authority').LaunchCommit, now: number): Promise<import('./authority').LaunchCommitResult> {
+    type Result = import('./authority').LaunchCommitResult;
+    return this.write((): Result => {
+      const { expected, receipt } = request;
+      const refuse = (refusal: Omit<Extract<Result, { kind: 'refused' }>, 'kind'>): Result => {
+        const detail = receipt.detail ?? {};
+        this.appendInTransaction(
+          {
+            ...receipt,
+            kind: 'launch_refused',
+            detail: { reason: refusal.reason, why: refusal.why.slice(0, 500), launch: detail.launch ?? null, digest: detail.digest ?? null, pid: detail.pid ?? null },
+          },
+          now,
+        );
+        return { kind: 'refused', ...refusal };
+      };
+      // What resume checked, read again under the write lock: the lease row of this capture.
+      const row = this.db.prepare(`SELECT ${LEASE_COLUMNS} FROM leases WHERE capture = ?`).get(expected.capture) as LeaseRowRaw | undefined;
+      const lease = row && toLease(row);
+      if (!lease || lease.status !== 'active' || lease.owner !== expected.owner || lease.epoch !== expected.epoch) {
+        const holder = lease && this.activeLeaseOfTodo(lease.goal, lease.todo);
+        if (holder && holder.capture !== expected.capture) {
+          return refuse({ reason: 'lease_moved', why: `the lease moved to ${holder.owner} (epoch ${holder.epoch}) after resume checked it`, lease, holder });
+        }
+        return refuse({ reason: 'capture_released', why: `the lease (epoch ${expected.epoch}) was released after resume checked it`, lease });
+      }
+      // At most one live launch per capture: the latest one must be dead (its predecessors were
+      // found dead when it was committed).
+      const latest = this.db
+        .prepare(
+          `SELECT r.seq AS seq, r.doc AS doc FROM receipt_index i JOIN receipts r ON r.seq = i.seq
+           WHERE i.capture = ? AND i.kind = 'launch_committed' ORDER BY i.seq DESC LIMIT 1`,
+        )
+        .get(expected.capture) as { seq: number; doc: string } | undefined;
+      if (latest) {
+        const detail = parseReceipt(latest.doc)?.detail ?? {};
+        const text = (value: unknown) => (typeof value === 'string' ? value : null);
+        const previous = {
+          seq: latest.seq,
+          launch: text(detail.launch),
+          pid: typeof detail.pid === 'number' ? detail.pid : null,
+          host: text(detail.host),
+          boot: text(detail.boot),
+          pidStart: text(detail.pidStart),
+        };
+        if (request.isLive(previous)) {
+          const where = `pid ${previous.pid ?? '?'} on ${previous.host ?? 'an unknown host'}`;
+          return refuse({ reason: 'launch_in_progress', why: `launch receipt #${previous.seq} of this capture is still running (${where})`, lease, previous });
+        }
+      }
+      if (lease.version !== expected.version) {
+        return refuse({ reason: 'lease_moved', why: `the lease was renewed (version ${expected.version} → ${lease.version}) after resume checked it: the session is active elsewhere`, lease });
+      }
+      return { kind: 'committed', ...this.appendInTransaction(receipt, now) };
+    });
+  }
+
   /** Test and tooling access to the raw connection (tamper tests, benchmarks). */
   get connection(): BetterSqlite3.Database {
     return this.db;
