@@ -6,6 +6,14 @@ import { runHook } from '../lifecycle/hook';
 import { parse, type Io } from './io';
 
 export async function hookCommand(args: string[], io: Io): Promise<number> {
+  // Contract §10: an unwritable stderr (closed, full disk) changes nothing, not even the exit code.
+  const err = (text: string): void => {
+    try {
+      io.err(text);
+    } catch {
+      // Nowhere left to report it.
+    }
+  };
   let agent;
   try {
     const { values } = parse(args, { agent: { type: 'string' } }, { min: 0, max: 0, usage: 'turnkeeper hook [--agent codex|claude|gemini]' });
@@ -13,16 +21,25 @@ export async function hookCommand(args: string[], io: Io): Promise<number> {
     agent = values.agent;
   } catch (error) {
     // A broken hook command line must not break the agent either.
-    io.err(`turnkeeper hook: ${(error as Error).message}; ignored\n`);
+    err(`turnkeeper hook: ${(error as Error).message}; ignored\n`);
     return 0;
   }
+  let result;
   try {
     const input = await io.readStdin(MAX_HOOK_INPUT_BYTES);
-    const result = await runHook(input, { env: io.env, agent });
-    for (const line of result.stderr) io.err(line + '\n');
-    if (result.stdout) io.out(result.stdout);
+    result = await runHook(input, { env: io.env, agent });
   } catch (error) {
-    io.err(`turnkeeper hook: internal error: ${(error as Error).stack ?? String(error)}\n`);
+    err(`turnkeeper hook: internal error: ${(error as Error).stack ?? String(error)}\n`);
+    return 0;
+  }
+  for (const line of result.stderr) err(line + '\n');
+  if (result.stdout) {
+    try {
+      io.out(result.stdout);
+    } catch (error) {
+      // Whatever was decided stands (a claim is committed); the session's next hook presents it again (rule 4).
+      err(`turnkeeper hook: could not write the hook output: ${(error as Error).message}\n`);
+    }
   }
   return 0;
 }

@@ -85,36 +85,54 @@ async function readStdin(limit: number): Promise<Buffer> {
   });
 }
 
-/** Writes through fd 1/2 directly (no stdio stream objects); a non-blocking pipe falls back to the stream. */
-function writer(fd: 1 | 2): (text: string) => void {
+/**
+ * Writes through fd 1/2 directly (no stdio stream objects). A non-blocking pipe that is full (EAGAIN)
+ * hands the rest to the stream, which writes it when the pipe drains; `lost` hears of a failure then.
+ */
+function writer(fd: 1 | 2, lost: () => void): (text: string) => void {
   return (text) => {
     const { writeSync } = process.getBuiltinModule('node:fs') as typeof import('node:fs');
+    const bytes = Buffer.from(text, 'utf8');
+    let offset = 0;
     try {
-      const bytes = Buffer.from(text, 'utf8');
-      for (let offset = 0; offset < bytes.length; ) offset += writeSync(fd, bytes, offset);
+      while (offset < bytes.length) offset += writeSync(fd, bytes, offset);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') throw error;
-      (fd === 1 ? process.stdout : process.stderr).write(text);
+      const stream = fd === 1 ? process.stdout : process.stderr;
+      // Without a listener a failed stream write would crash the process with exit 1.
+      if (stream.listenerCount('error') === 0) stream.on('error', lost);
+      // Only what was not written yet: the bytes before EAGAIN are already out.
+      stream.write(bytes.subarray(offset));
     }
   };
 }
 
 /** Entry point used by dist/cli.js (src/cli/launcher.cjs). */
 export function runCli(): void {
+  const argv = process.argv.slice(2);
+  // Contract §10: the hook exits 0 even when stdout or stderr cannot be written; other commands report it.
+  const hook = argv[0] === 'hook';
+  const lost = (): void => {
+    if (!hook && !process.exitCode) process.exitCode = 1;
+  };
   const io: Io = {
     env: process.env,
     cwd: process.cwd(),
-    out: writer(1),
-    err: writer(2),
+    out: writer(1, lost),
+    err: writer(2, lost),
     readStdin,
   };
-  main(process.argv.slice(2), io).then(
+  main(argv, io).then(
     (code) => {
       process.exitCode = code;
     },
     (error: unknown) => {
-      process.stderr.write(`turnkeeper: ${(error as Error).stack ?? String(error)}\n`);
-      process.exitCode = 1;
+      process.exitCode = hook ? 0 : 1;
+      try {
+        io.err(`turnkeeper: ${(error as Error).stack ?? String(error)}\n`);
+      } catch {
+        // stderr is gone as well.
+      }
     },
   );
 }

@@ -133,6 +133,11 @@ export function asStoreError(error: unknown): unknown {
   if (typeof code === 'string' && UNAVAILABLE_CODES.test(code)) {
     return new StoreUnavailableError(`${code}: ${(error as Error).message}`, { cause: error });
   }
+  // The store's folder cannot be made or reached (TURNKEEPER_HOME a regular file: EEXIST/ENOTDIR;
+  // read-only, full, not ours). Node's message already starts with the code.
+  if (typeof code === 'string' && /^E(EXIST|NOTDIR|ACCES|PERM|ROFS|NOSPC|DQUOT|LOOP|NAMETOOLONG|IO)$/.test(code)) {
+    return new StoreUnavailableError((error as Error).message, { cause: error });
+  }
   return error;
 }
 
