@@ -5,6 +5,7 @@ import type { Env } from '../store/location';
 import { storePath } from '../store/location';
 import { openSqliteAuthority, type SqliteAuthority } from '../store/sqlite';
 import { goalOf } from '../lifecycle/workspace';
+import { terminalSafe } from '../core/terminal';
 
 export interface Io {
   readonly env: Env;
@@ -52,4 +53,9 @@ export function goalFrom(io: Io, dir: string | undefined): string {
   }
 }
 
-export const printJson = (io: Io, value: unknown): void => io.out(JSON.stringify(value, null, 2) + '\n');
+/**
+ * JSON on stdout. JSON.stringify escapes C0 controls; the DEL, C1 and bidi characters it leaves raw are
+ * written as `\uXXXX` too (also when `io` is not the escaping one main.ts makes), so the text is still
+ * JSON, parses to the same values, and is safe on a terminal.
+ */
+export const printJson = (io: Io, value: unknown): void => io.out(terminalSafe(JSON.stringify(value, null, 2)) + '\n');

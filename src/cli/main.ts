@@ -1,5 +1,6 @@
 // The `turnkeeper` command line (contract §8). Each command lives in a small module; this file only
 // dispatches, maps errors to exit codes, and keeps `hook` free of anything that is not on its path.
+import { terminalSafe } from '../core/terminal';
 import type { Io } from './io';
 
 type Command = (args: string[], io: Io) => Promise<number>;
@@ -29,8 +30,22 @@ const USAGE = `usage: turnkeeper <command>
   doctor [--json]
 `;
 
-export async function main(argv: string[], io: Io): Promise<number> {
+/**
+ * The one place output is made safe for a terminal (contract §8): every command prints through an Io
+ * whose text has its control characters shown escaped, stored text included (titles, bodies, paths,
+ * hook commands read from a repository's config), so no command has to remember it. `hook` is the
+ * exception: its stdout is machine JSON for the agent that carries the stored presentation exactly as
+ * stored (contract §3; JSON.stringify already escapes C0 controls). Its stderr is for people: escaped.
+ */
+function escapedIo(io: Io, command: string | undefined): Io {
+  const err = (text: string) => io.err(terminalSafe(text));
+  if (command === 'hook') return { ...io, err };
+  return { ...io, out: (text) => io.out(terminalSafe(text)), err };
+}
+
+export async function main(argv: string[], rawIo: Io): Promise<number> {
   const [name, ...args] = argv;
+  const io = escapedIo(rawIo, name);
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     (name === undefined ? io.err : io.out)(USAGE);
     return name === undefined ? 2 : 0;
