@@ -1,7 +1,75 @@
 #!/usr/bin/env node
-// Entry of the `turnkeeper` command. It only turns on Node's on-disk compile cache before loading the
-// bundle: the cache must be enabled before a module is compiled to help it, and compiling the bundle
-// is most of a hook's start-up time.
+// Entry of the `turnkeeper` command (copied to dist/cli.js). It runs before the bundle, so it does two
+// things the bundle cannot do for itself (contract §2 rule 1, §10):
+//
+// 1. Off: with env TURNKEEPER=off or a file named `off` in TURNKEEPER_HOME, a hook drains its stdin
+//    and exits 0 without loading the bundle, and no command turns the compile cache on: nothing is
+//    created or opened.
+// 2. Compile cache: Node's on-disk compile cache must be enabled before a module is compiled to help
+//    it, and compiling the bundle is most of a hook's start-up. Node's default directory is the shared
+//    `$TMPDIR/node-compile-cache`, whose folders any local user can create first and fill with code
+//    that then runs in our process. So the cache lives in `$TURNKEEPER_HOME/compile-cache`, a
+//    directory that must be ours (lstat: a real directory, owned by our euid, mode 0700) inside a
+//    TURNKEEPER_HOME that is ours and not world-writable; otherwise the cache is off. It never falls
+//    back to a temporary directory, and TURNKEEPER_HOME itself is never created here.
+//
+// NODE_DISABLE_COMPILE_CACHE turns the cache off. NODE_COMPILE_CACHE is applied by Node itself before
+// this file runs (Turnkeeper cannot vet it; whoever can set it can set NODE_OPTIONS too): then this file
+// adds no directory of its own. See docs/decisions.md, "Compile cache".
 'use strict';
-require('node:module').enableCompileCache?.();
-require('./turnkeeper.js').runCli();
+const { existsSync, lstatSync, mkdirSync, readSync, statSync } = require('node:fs');
+const { join } = require('node:path');
+
+const env = process.env;
+// Keep in sync with turnkeeperHome() in src/store/location.ts.
+const home = env.TURNKEEPER_HOME || join(env.HOME || require('node:os').homedir(), '.turnkeeper');
+const off = env.TURNKEEPER === 'off' || existsSync(join(home, 'off'));
+
+if (off && process.argv[2] === 'hook') {
+  drainStdin();
+} else {
+  if (!off) enableCompileCache();
+  require('./turnkeeper.js').runCli();
+}
+
+/** Reads stdin to its end and drops it, so the agent writing the payload never sees a broken pipe. */
+function drainStdin() {
+  const chunk = Buffer.allocUnsafe(65536);
+  try {
+    while (readSync(0, chunk, 0, chunk.length, null) > 0);
+  } catch (error) {
+    // A non-blocking stdin: let the stream read it to the end (the process exits then).
+    if (error.code === 'EAGAIN') process.stdin.on('error', () => {}).resume();
+  }
+}
+
+function enableCompileCache() {
+  const nodeModule = require('node:module');
+  // Already enabled: NODE_COMPILE_CACHE, applied by Node at start-up.
+  if (!nodeModule.enableCompileCache || env.NODE_DISABLE_COMPILE_CACHE || nodeModule.getCompileCacheDir?.() !== undefined) return;
+  const dir = privateCacheDir();
+  if (dir !== undefined) nodeModule.enableCompileCache(dir);
+}
+
+/** `$TURNKEEPER_HOME/compile-cache` when it is (or has just been made) private to this user, else undefined. */
+function privateCacheDir() {
+  const euid = process.geteuid?.();
+  if (euid === undefined) return undefined;
+  const dir = join(home, 'compile-cache');
+  try {
+    // Others must not be able to swap the cache directory between the check below and Node's use. A
+    // sticky world-writable home (such as /tmp) is fine: only we may rename our entries there. A
+    // group-writable one is accepted: the shim agents run (bin/turnkeeper) sits in it with the same exposure.
+    const parent = statSync(home);
+    if (!parent.isDirectory() || parent.uid !== euid || (parent.mode & 0o1002) === 0o002) return undefined;
+    try {
+      mkdirSync(dir, { mode: 0o700 });
+    } catch (error) {
+      if (error.code !== 'EEXIST') return undefined;
+    }
+    const stat = lstatSync(dir);
+    return stat.isDirectory() && stat.uid === euid && (stat.mode & 0o7777) === 0o700 ? dir : undefined;
+  } catch {
+    return undefined;
+  }
+}

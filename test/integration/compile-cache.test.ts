@@ -1,0 +1,233 @@
+// Contract §10 and §2 rule 1 for Node's compile cache, through the real dist/cli.js: the cache lives in
+// a private directory under TURNKEEPER_HOME (never in a shared temporary directory another user can
+// fill first), an unsafe cache directory is not used, and an off hook opens and creates nothing.
+// The "other local user" is uid 65534 (tests run as root); strace, when present, shows every path the
+// hook and its children touched.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CLI, contextOf, makeWorld, payload, type World } from '../support/world';
+
+const OTHER = 65534;
+const asRoot = process.geteuid?.() === 0;
+const STRACE = ['/usr/bin/strace', '/bin/strace'].find((path) => existsSync(path));
+
+let world: World;
+let shared: string;
+let sharedTmp: string;
+beforeEach(() => {
+  world = makeWorld('cc');
+  // A shared TMPDIR like /tmp: world-writable and sticky, reachable by the other user.
+  shared = realpathSync(mkdtempSync(join(tmpdir(), 'cc-shared-')));
+  chmodSync(shared, 0o755);
+  sharedTmp = join(shared, 'tmp');
+  mkdirSync(sharedTmp);
+  chmodSync(sharedTmp, 0o1777);
+});
+afterEach(() => {
+  world.cleanup();
+  rmSync(shared, { recursive: true, force: true });
+});
+
+/** Every entry under `dir`, with owner and mode, so a before/after comparison sees any change. */
+function listing(dir: string): string[] {
+  if (!existsSync(dir)) return ['(missing)'];
+  const out: string[] = [];
+  const walk = (path: string, rel: string): void => {
+    for (const name of readdirSync(path).sort()) {
+      const stat = lstatSync(join(path, name));
+      out.push(`${rel}${name} uid=${stat.uid} mode=${(stat.mode & 0o7777).toString(8)}${stat.isDirectory() ? '/' : ''}`);
+      if (stat.isDirectory()) walk(join(path, name), `${rel}${name}/`);
+    }
+  };
+  walk(dir, '');
+  return out;
+}
+
+const filesUnder = (dir: string): number => listing(dir).filter((line) => !line.endsWith('/') && line !== '(missing)').length;
+
+/** The real hook as its own process, with the world's env plus `env`; under strace when `trace` is given. */
+function hook(input: string | Buffer, env: Record<string, string | undefined> = {}, trace?: string) {
+  const merged: Record<string, string> = { ...world.env, TMPDIR: sharedTmp };
+  for (const [key, value] of Object.entries(env)) {
+    if (value === undefined) delete merged[key];
+    else merged[key] = value;
+  }
+  const argv = [process.execPath, CLI, 'hook'];
+  const [bin, ...args] = trace && STRACE ? [STRACE, '-f', '-qq', '-e', 'trace=%file', '-o', trace, ...argv] : argv;
+  const result = spawnSync(bin!, args, { input, env: merged, cwd: world.repo, encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 });
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr, error: result.error };
+}
+
+/** `todo add` through the CLI, with a TMPDIR of its own: only the hooks under test see the shared one. */
+function addTodo(id: string): void {
+  const own = join(world.root, 'cli-tmp');
+  mkdirSync(own, { recursive: true });
+  expect(world.cli(['todo', 'add', `Title of ${id}`, '--id', id], { env: { TMPDIR: own } }).code).toBe(0);
+}
+const claimInput = (session: string, todo: string) => payload.codexPrompt(world, session, 'turn-1', `do #todo:${todo}`);
+const cacheDir = () => join(world.home, 'compile-cache');
+
+describe.skipIf(!asRoot)('compile cache: never in a shared TMPDIR', () => {
+  it("a TMPDIR/node-compile-cache another user created first is neither read nor written; the cache is a 0700 dir in TURNKEEPER_HOME", () => {
+    // The other user plants the folder Node would use by default, open to everyone.
+    execFileSync('setpriv', ['--reuid', String(OTHER), '--regid', String(OTHER), '--clear-groups', 'mkdir', '-m', '0777', join(sharedTmp, 'node-compile-cache')]);
+    expect(lstatSync(join(sharedTmp, 'node-compile-cache')).uid).toBe(OTHER);
+    mkdirSync(world.home, { mode: 0o700 });
+    addTodo('fix-login');
+    const before = listing(sharedTmp);
+
+    const trace = join(world.root, 'trace.txt');
+    const result = hook(claimInput('sess-a', 'fix-login'), {}, trace);
+    expect(result.code).toBe(0);
+    expect(contextOf(result.stdout)).toContain('Turnkeeper: Todo fix-login · capture cap_');
+
+    expect(listing(sharedTmp)).toEqual(before);
+    if (STRACE) {
+      // No process of the hook (node, git, …) named the shared TMPDIR in any file system call.
+      const lines = readFileSync(trace, 'utf8').split('\n');
+      expect(lines.length).toBeGreaterThan(20);
+      expect(lines.filter((line) => line.includes(sharedTmp))).toEqual([]);
+    }
+    // The cache is ours, private, and in use (entries were written for this runtime).
+    const stat = lstatSync(cacheDir());
+    expect(stat.isDirectory()).toBe(true);
+    expect(stat.uid).toBe(process.geteuid!());
+    expect(stat.mode & 0o7777).toBe(0o700);
+    expect(filesUnder(cacheDir())).toBeGreaterThan(0);
+  });
+
+  it('TURNKEEPER_HOME is never created for the cache, and no other directory is used instead', () => {
+    const result = hook(payload.codex(world, 'SessionStart', 'sess-a', undefined, { source: 'startup' }));
+    expect(result).toMatchObject({ code: 0, stdout: '' });
+    expect(existsSync(world.home)).toBe(false);
+    expect(listing(sharedTmp)).toEqual([]);
+  });
+});
+
+describe.skipIf(!asRoot)('rule 1: an off hook opens and creates nothing', () => {
+  // HOME, TURNKEEPER_HOME and TMPDIR exist and are empty (but for the `off` file); the hook may not
+  // change any of them. Root ignores permission bits, so the evidence is listings and strace.
+  const dirs = () => ({ HOME: join(world.root, 'userhome'), TURNKEEPER_HOME: world.home, TMPDIR: sharedTmp });
+  const snapshot = () => Object.values(dirs()).map((dir) => [dir, listing(dir)]);
+  beforeEach(() => {
+    mkdirSync(dirs().HOME, { recursive: true });
+    mkdirSync(world.home, { mode: 0o700 });
+  });
+
+  /** Paths under the three directories that a traced run touched, and whether it loaded the bundle. */
+  function touched(trace: string): { paths: string[]; bundle: boolean } {
+    const text = readFileSync(trace, 'utf8');
+    const paths = [...text.matchAll(/"([^"]+)"/g)].map((m) => m[1]!).filter((path) => Object.values(dirs()).some((dir) => path.startsWith(dir)));
+    return { paths: [...new Set(paths)], bundle: text.includes('turnkeeper.js"') };
+  }
+
+  const cases: [string, Record<string, string>, () => void][] = [
+    ['env TURNKEEPER=off', { TURNKEEPER: 'off' }, () => {}],
+    ['a file named off in TURNKEEPER_HOME', {}, () => writeFileSync(join(world.home, 'off'), '')],
+  ];
+  for (const [name, env, setup] of cases) {
+    it(`${name}: nothing printed, nothing created in HOME, TURNKEEPER_HOME or TMPDIR, the bundle not even loaded`, () => {
+      setup();
+      const before = snapshot();
+      const trace = join(world.root, 'trace.txt');
+      // 2 MiB of payload: the hook still reads stdin to its end, so the agent never gets EPIPE.
+      const big = claimInput('sess-a', 'fix-login').replace('do #todo', `${'x'.repeat(2 * 1024 * 1024)} #todo`);
+      const result = hook(big, { ...dirs(), ...env }, trace);
+      expect(result.error).toBeUndefined();
+      expect(result).toMatchObject({ code: 0, stdout: '', stderr: '' });
+      expect(snapshot()).toEqual(before);
+      if (STRACE) {
+        const seen = touched(trace);
+        expect(seen.bundle).toBe(false);
+        // At most the check for the `off` file itself.
+        expect(seen.paths.filter((path) => path !== join(world.home, 'off'))).toEqual([]);
+      }
+      // Another command while off: it runs, but without creating the cache directory.
+      const status = world.cli(['status'], { env: { ...dirs(), ...env } });
+      expect(status.code).not.toBeNull();
+      expect(snapshot()).toEqual(before);
+
+      // Control: the same hook with Turnkeeper on loads the bundle, creates the store and the cache.
+      rmSync(join(world.home, 'off'), { force: true });
+      const on = hook(claimInput('sess-a', 'fix-login'), dirs(), trace);
+      expect(on.code).toBe(0);
+      expect(contextOf(on.stdout)).toContain('[unknown_todo]');
+      expect(snapshot()).not.toEqual(before);
+      expect(existsSync(cacheDir())).toBe(true);
+      if (STRACE) expect(touched(trace).bundle).toBe(true);
+    });
+  }
+});
+
+describe.skipIf(!asRoot)('an unsafe cache directory is not used; the hook still works', () => {
+  const target = () => join(world.root, 'elsewhere');
+  const cases: [string, () => string][] = [
+    [
+      'owned by another user',
+      () => {
+        mkdirSync(cacheDir(), { mode: 0o700 });
+        chownSync(cacheDir(), OTHER, OTHER);
+        return cacheDir();
+      },
+    ],
+    [
+      'mode 0777',
+      () => {
+        mkdirSync(cacheDir());
+        chmodSync(cacheDir(), 0o777);
+        return cacheDir();
+      },
+    ],
+    [
+      'a symlink (to a private directory of ours)',
+      () => {
+        mkdirSync(target(), { mode: 0o700 });
+        symlinkSync(target(), cacheDir());
+        return target();
+      },
+    ],
+    [
+      'inside a world-writable TURNKEEPER_HOME',
+      () => {
+        chmodSync(world.home, 0o777);
+        mkdirSync(cacheDir(), { mode: 0o700 });
+        return cacheDir();
+      },
+    ],
+  ];
+  for (const [name, plant] of cases) {
+    it(`${name}`, () => {
+      mkdirSync(world.home, { mode: 0o700 });
+      const watched = plant();
+      const before = listing(watched);
+      addTodo('fix-login');
+      const result = hook(claimInput('sess-a', 'fix-login'));
+      expect(result.code).toBe(0);
+      expect(contextOf(result.stdout)).toContain('Turnkeeper: Todo fix-login · capture cap_');
+      // Nothing compiled was written to (or through) the unsafe directory, and no fallback was used.
+      expect(listing(watched)).toEqual(before);
+      expect(filesUnder(watched)).toBe(0);
+      expect(listing(sharedTmp)).toEqual([]);
+    });
+  }
+
+  it('control: a private 0700 cache directory of ours is used', () => {
+    mkdirSync(world.home, { mode: 0o700 });
+    mkdirSync(cacheDir(), { mode: 0o700 });
+    addTodo('fix-login');
+    const result = hook(claimInput('sess-a', 'fix-login'));
+    expect(contextOf(result.stdout)).toContain('Turnkeeper: Todo fix-login · capture cap_');
+    expect(filesUnder(cacheDir())).toBeGreaterThan(0);
+  });
+
+  it('NODE_DISABLE_COMPILE_CACHE turns it off without creating the directory', () => {
+    mkdirSync(world.home, { mode: 0o700 });
+    const result = hook(payload.codex(world, 'SessionStart', 'sess-a', undefined, { source: 'startup' }), { NODE_DISABLE_COMPILE_CACHE: '1' });
+    expect(result).toMatchObject({ code: 0, stdout: '' });
+    expect(existsSync(cacheDir())).toBe(false);
+    expect(listing(sharedTmp)).toEqual([]);
+  });
+});
