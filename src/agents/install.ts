@@ -12,10 +12,22 @@
 //   - a container we create ("hooks", or an event array) is printed with its closing bracket on its
 //     own line, which the fill of an existing empty container never produces: that is how removal
 //     tells "we created this, remove the key" from "this was empty before, leave it empty".
-import { chmodSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, realpathSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+// The one thing the content cannot tell is that the whole file is ours: install made it from nothing
+// (or from a blank file), so uninstall should delete it (or give the blank back) rather than leave
+// `{}`. Install records that in the backup directory, with a digest of what it wrote; uninstall
+// trusts the record only while the file still holds exactly what Turnkeeper last wrote.
+//
+// Files are bytes, not text: a config may hold bytes that are not UTF-8 (a Latin-1 `é` in a comment),
+// and a UTF-8 decode would turn each into U+FFFD for good. `decodeBytes` maps every byte that is not
+// part of a well-formed UTF-8 sequence to a lone surrogate U+DC80..U+DCFF (Python's "surrogateescape"),
+// which no UTF-8 text can produce, and `encodeText` maps those back to the very byte. So jsonc-parser
+// and the edits below see the file's real text (non-ASCII keys and values compare as they should),
+// and everything outside an edit encodes back to the bytes it came from. A stray byte outside a
+// string or comment is no more valid JSON than before: it is refused, not rewritten.
+import { chmodSync, closeSync, existsSync, fsyncSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, realpathSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { applyEdits, parseTree, printParseErrorCode, type Edit, type Node, type ParseError } from 'jsonc-parser';
 import type { Agent } from '../core/ids';
 
@@ -33,8 +45,10 @@ export interface HookTarget {
 export interface InstallResult {
   readonly path: string;
   readonly changed: boolean;
-  /** The pre-change copy, when an existing file was changed. */
+  /** The pre-change copy (its exact bytes, under the backup directory), when an existing file was changed. */
   readonly backup?: string;
+  /** Uninstall deleted the config, because install had created it and nobody has changed it since. */
+  readonly deleted?: true;
 }
 
 export interface HooksStatus {
@@ -50,6 +64,11 @@ export interface HooksStatus {
 }
 
 export interface WriteOptions {
+  /**
+   * Where backups and creation records go: `$TURNKEEPER_HOME/backups` (lifecycle/installation.ts),
+   * never beside the config, which may sit in a repository. Created with mode 0700.
+   */
+  readonly backupDir: string;
   /** Clock for backup names; tests pin it. */
   readonly now?: () => Date;
 }
@@ -118,24 +137,25 @@ const hookGroup = (agent: Agent, command: string): Record<string, unknown> => ({
 // ---------------------------------------------------------------------------------------------
 // Public operations
 
-export function installHooks(target: HookTarget, command: string, options: WriteOptions = {}): InstallResult {
+export function installHooks(target: HookTarget, command: string, options: WriteOptions): InstallResult {
   const path = hookConfigPath(target);
-  return rewrite(path, options, (text) => (text === undefined ? freshConfig(target.agent, command) : addHooks(path, text, target.agent, command)));
+  return rewrite(path, options, 'install', (text) => (text === undefined ? freshConfig(target.agent, command) : addHooks(path, text, target.agent, command)));
 }
 
 /** Removes our hook entries: exactly `command` when given, otherwise anything Turnkeeper-looking. */
-export function uninstallHooks(target: HookTarget, command?: string, options: WriteOptions = {}): InstallResult {
+export function uninstallHooks(target: HookTarget, command: string | undefined, options: WriteOptions): InstallResult {
   const path = hookConfigPath(target);
   const isOurs = (value: string): boolean => (command === undefined ? TURNKEEPER_COMMAND_PATTERN.test(value) : value === command);
-  return rewrite(path, options, (text) => (text === undefined ? undefined : removeHooks(path, text, isOurs)));
+  return rewrite(path, options, 'uninstall', (text) => (text === undefined ? undefined : removeHooks(path, text, isOurs)));
 }
 
 export function hooksStatus(target: HookTarget, command: string): HooksStatus {
   const path = hookConfigPath(target);
   const events: Record<string, boolean> = {};
   for (const event of HOOK_EVENTS[target.agent]) events[event] = false;
-  const text = readIfExists(path);
-  if (text === undefined) return { path, exists: false, installed: false, events, staleCommands: [] };
+  const raw = readBytes(path);
+  if (raw === undefined) return { path, exists: false, installed: false, events, staleCommands: [] };
+  const text = decodeBytes(raw);
   const stale = new Set<string>();
   let hooks: Node | undefined;
   try {
@@ -165,11 +185,16 @@ function freshConfig(agent: Agent, command: string): string {
   for (const event of HOOK_EVENTS[agent]) hooks[event] = [hookGroup(agent, command)];
   return `${JSON.stringify({ hooks }, null, 2)}\n`;
 }
+/** What removing every hook leaves of `freshConfig`: the "hooks" key goes, the empty root stays. */
+const FRESH_REMAINDER = '{}\n';
+
+/** No settings to keep: empty, or only whitespace (and a BOM). Install replaces such a file whole. */
+const isBlank = (text: string): boolean => splitBom(text).body.trim() === '';
 
 /** Adds one insertion at a time and re-parses, so each step sees the shape the last one left. */
 function addHooks(path: string, original: string, agent: Agent, command: string): string {
   const { bom, body } = splitBom(original);
-  if (body.trim() === '') return freshConfig(agent, command); // an empty file holds no settings to keep
+  if (isBlank(original)) return freshConfig(agent, command); // uninstall gives the blank back from the creation record
   let text = body;
   const style = detectStyle(text);
   for (;;) {
@@ -399,9 +424,10 @@ const childIndent = (text: string, container: Node, style: Style): string => lin
 // ---------------------------------------------------------------------------------------------
 // Files
 
-function readIfExists(path: string): string | undefined {
+/** The file's bytes, or undefined when there is none (a dangling symlink included). */
+function readBytes(path: string): Buffer | undefined {
   try {
-    return readFileSync(path, 'utf8');
+    return readFileSync(path);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
@@ -409,39 +435,172 @@ function readIfExists(path: string): string | undefined {
 }
 
 /**
+ * Lossless bytes-to-text (see the top of this file): well-formed UTF-8 decodes as usual (Unicode
+ * Table 3-7: no overlong forms, no surrogates, nothing above U+10FFFF), any other byte b becomes
+ * the lone surrogate U+DC00 + b.
+ */
+export function decodeBytes(bytes: Uint8Array): string {
+  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let text = '';
+  let run = 0; // start of the current stretch of well-formed UTF-8
+  let at = 0;
+  const continuation = (offset: number, low = 0x80, high = 0xbf): boolean => {
+    const byte = buffer[at + offset];
+    return byte !== undefined && byte >= low && byte <= high;
+  };
+  while (at < buffer.length) {
+    const lead = buffer[at] ?? 0;
+    let length = 0;
+    if (lead < 0x80) length = 1;
+    else if (lead >= 0xc2 && lead <= 0xdf) length = continuation(1) ? 2 : 0;
+    else if (lead >= 0xe0 && lead <= 0xef) {
+      const [low, high] = lead === 0xe0 ? [0xa0, 0xbf] : lead === 0xed ? [0x80, 0x9f] : [0x80, 0xbf];
+      length = continuation(1, low, high) && continuation(2) ? 3 : 0;
+    } else if (lead >= 0xf0 && lead <= 0xf4) {
+      const [low, high] = lead === 0xf0 ? [0x90, 0xbf] : lead === 0xf4 ? [0x80, 0x8f] : [0x80, 0xbf];
+      length = continuation(1, low, high) && continuation(2) && continuation(3) ? 4 : 0;
+    }
+    if (length > 0) {
+      at += length;
+      continue;
+    }
+    text += buffer.toString('utf8', run, at) + String.fromCharCode(0xdc00 + lead);
+    at += 1;
+    run = at;
+  }
+  return text + buffer.toString('utf8', run, at);
+}
+
+/** The inverse of `decodeBytes`: each lone U+DC80..U+DCFF is its byte again, the rest is UTF-8. */
+export function encodeText(text: string): Buffer {
+  const parts: Buffer[] = [];
+  let run = 0;
+  for (const match of text.matchAll(/(?<![\uD800-\uDBFF])[\uDC80-\uDCFF]/g)) {
+    parts.push(Buffer.from(text.slice(run, match.index), 'utf8'), Buffer.of(match[0].charCodeAt(0) - 0xdc00));
+    run = match.index + 1;
+  }
+  parts.push(Buffer.from(text.slice(run), 'utf8'));
+  return Buffer.concat(parts);
+}
+
+/**
+ * The file a write of `path` must replace: `path` itself, or, when it is a symlink (dotfile
+ * managers link configs into a repository of their own), the file at the end of the links, even
+ * one that does not exist yet. Renaming over the link would turn it into a regular file.
+ */
+function writeTarget(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  let current = path;
+  for (let hops = 0; hops < 40; hops++) {
+    try {
+      if (!lstatSync(current).isSymbolicLink()) return current;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      // Not there. For the config itself, its directory is created; behind a link, creating a
+      // directory (of an unmounted disk, a missing checkout) is not ours to do.
+      if (current !== path && !existsSync(dirname(current))) throw new HookConfigError(path, `it is a symlink to ${current}, whose directory does not exist`);
+      return current;
+    }
+    // A relative link is relative to the real directory that holds it.
+    current = resolve(realpathSync(dirname(current)), readlinkSync(current));
+  }
+  throw new HookConfigError(path, 'too many levels of symbolic links');
+}
+
+/** Install made the file from nothing (or from a blank file): the bytes it replaced and a digest of what it last wrote. */
+interface CreationRecord {
+  readonly config: string;
+  /** Base64 of the blank file install replaced; null when there was no file. */
+  readonly before: string | null;
+  /** SHA-256 (hex) of the bytes Turnkeeper last wrote to the config. */
+  readonly written: string;
+}
+
+const sha256 = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
+
+/** A file name that says which config it is about: the path with anything unusual as `_`, its end kept. */
+const configSlug = (path: string): string => path.replace(/^\/+/, '').replace(/[^A-Za-z0-9._-]+/g, '_').slice(-120);
+/** Keyed by the full path (slugs of two paths can collide), and checked against it when read. */
+const recordPath = (backupDir: string, path: string): string => join(backupDir, `${configSlug(path)}.${sha256(Buffer.from(path)).slice(0, 12)}.created`);
+
+function readRecord(backupDir: string, path: string): CreationRecord | undefined {
+  const raw = readBytes(recordPath(backupDir, path));
+  if (raw === undefined) return undefined;
+  try {
+    const value = JSON.parse(raw.toString('utf8')) as Partial<CreationRecord>;
+    const valid = value.config === path && typeof value.written === 'string' && (value.before === null || typeof value.before === 'string');
+    return valid ? (value as CreationRecord) : undefined;
+  } catch {
+    return undefined; // unreadable: as if there were none, and the file is kept
+  }
+}
+
+function ensureBackupDir(backupDir: string): void {
+  mkdirSync(backupDir, { recursive: true, mode: 0o700 });
+  chmodSync(backupDir, 0o700); // also when it existed with a wider mode: backups may hold secrets
+}
+
+/**
  * Reads, transforms and writes back only when the content changes, with a backup of an existing
  * file. An agent may rewrite its own settings meanwhile, so the file is read again just before the
  * rename and the whole step retried if it moved.
  */
-function rewrite(path: string, options: WriteOptions, transform: (text: string | undefined) => string | undefined): InstallResult {
+function rewrite(path: string, options: WriteOptions, operation: 'install' | 'uninstall', transform: (text: string | undefined) => string | undefined): InstallResult {
   for (let attempt = 0; ; attempt++) {
-    const before = readIfExists(path);
+    const beforeBytes = readBytes(path); // through any symlink
+    const before = beforeBytes === undefined ? undefined : decodeBytes(beforeBytes);
     const after = transform(before);
     if (after === undefined || after === before) return { path, changed: false };
-    // A symlinked config (dotfile managers) is written through, not replaced by a regular file.
-    const realPath = before === undefined ? path : realpathSync(path);
-    const mode = before === undefined ? undefined : statSync(realPath).mode & 0o7777; // a new file gets the umask's
-    const backup = before === undefined ? undefined : writeBackup(path, before, mode ?? 0o600, options.now?.() ?? new Date());
-    const written = writeFileAtomic(realPath, after, mode, () => readIfExists(path) === before);
-    if (written) return backup === undefined ? { path, changed: true } : { path, changed: true, backup };
+    const target = writeTarget(path);
+
+    let afterBytes: Buffer | undefined = encodeText(after); // undefined: delete the file
+    const record = readRecord(options.backupDir, path);
+    const whollyOurs = record !== undefined && beforeBytes !== undefined && record.written === sha256(beforeBytes);
+    let nextRecord: CreationRecord | undefined;
+    if (operation === 'install' && (before === undefined || isBlank(before))) {
+      nextRecord = { config: path, before: beforeBytes?.toString('base64') ?? null, written: sha256(afterBytes) };
+    } else if (whollyOurs && operation === 'uninstall' && after === FRESH_REMAINDER) {
+      afterBytes = record.before === null ? undefined : Buffer.from(record.before, 'base64');
+    } else if (whollyOurs) {
+      nextRecord = { ...record, written: sha256(afterBytes) };
+    }
+
+    const mode = beforeBytes === undefined ? undefined : statSync(target).mode & 0o7777; // a new file gets the umask's
+    const stillCurrent = (): boolean => {
+      const now = readBytes(path);
+      return now === undefined ? beforeBytes === undefined : beforeBytes !== undefined && now.equals(beforeBytes);
+    };
+    ensureBackupDir(options.backupDir);
+    const backup = beforeBytes === undefined ? undefined : writeBackup(options.backupDir, path, beforeBytes, options.now?.() ?? new Date());
+    const written = afterBytes === undefined ? deleteFile(target, stillCurrent) : writeFileAtomic(target, afterBytes, mode, stillCurrent);
+    if (written) {
+      if (nextRecord !== undefined) writeFileAtomic(recordPath(options.backupDir, path), `${JSON.stringify(nextRecord)}\n`, 0o600);
+      else if (record !== undefined) unlinkSync(recordPath(options.backupDir, path));
+      return { path, changed: true, ...(backup === undefined ? {} : { backup }), ...(afterBytes === undefined ? { deleted: true as const } : {}) };
+    }
     if (backup !== undefined) unlinkSync(backup);
     if (attempt >= 2) throw new Error(`${path} keeps changing while Turnkeeper edits it; try again`);
   }
 }
 
-function writeBackup(path: string, content: string, mode: number, now: Date): string {
+/** `<backupDir>/<config path as a slug>.<UTC stamp>[-n]`: the original bytes, mode 0600. */
+function writeBackup(backupDir: string, path: string, content: Uint8Array, now: Date): string {
   const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
   for (let n = 0; ; n++) {
-    const candidate = `${path}.turnkeeper-backup-${stamp}${n === 0 ? '' : `-${n}`}`;
+    const candidate = join(backupDir, `${configSlug(path)}.${stamp}${n === 0 ? '' : `-${n}`}`);
     let fd: number;
     try {
-      fd = openSync(candidate, 'wx', mode); // never overwrite an earlier backup, even within a second
+      fd = openSync(candidate, 'wx', 0o600); // never overwrite an earlier backup, even within a second
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'EEXIST') continue;
       throw error;
     }
     try {
-      writeSync(fd, content);
+      writeAll(fd, content);
       fsyncSync(fd);
     } finally {
       closeSync(fd);
@@ -450,18 +609,31 @@ function writeBackup(path: string, content: string, mode: number, now: Date): st
   }
 }
 
+function deleteFile(path: string, stillCurrent: () => boolean): boolean {
+  if (!stillCurrent()) return false;
+  unlinkSync(path);
+  syncDir(dirname(path));
+  return true;
+}
+
+/** writeSync may write less than asked; loop until every byte is out. */
+function writeAll(fd: number, content: string | Uint8Array): void {
+  const bytes = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
+  for (let done = 0; done < bytes.byteLength; ) done += writeSync(fd, bytes, done, bytes.byteLength - done);
+}
+
 /**
  * Temp file in the same directory, fsync, rename: readers see the old file or the new one, never
  * half of one. `stillCurrent` runs just before the rename; returning false abandons the write.
  */
-export function writeFileAtomic(path: string, content: string, mode: number | undefined, stillCurrent: () => boolean = () => true): boolean {
+export function writeFileAtomic(path: string, content: string | Uint8Array, mode: number | undefined, stillCurrent: () => boolean = () => true): boolean {
   const dir = dirname(path);
   mkdirSync(dir, { recursive: true });
   const temp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
   const fd = openSync(temp, 'wx', mode ?? 0o666);
   try {
     try {
-      writeSync(fd, content);
+      writeAll(fd, content);
       fsyncSync(fd);
     } finally {
       closeSync(fd);

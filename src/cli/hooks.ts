@@ -42,7 +42,11 @@ export async function hooksCommand(args: string[], io: Io): Promise<number> {
   }
   const result = uninstallAgentHooks(target(agent));
   if (values.json) printJson(io, { ok: true, agent, scope, ...result });
-  else io.out(`${result.changed ? 'removed' : 'nothing to remove'}: ${agent} hooks in ${result.path}\n`);
+  else {
+    // A config install created is deleted rather than left as `{}`; every change leaves a backup.
+    const detail = [result.deleted ? 'deleted the file, which install had created' : '', result.backup ? `backup ${result.backup}` : ''].filter(Boolean).join('; ');
+    io.out(`${result.changed ? 'removed' : 'nothing to remove'}: ${agent} hooks in ${result.path}${detail ? ` (${detail})` : ''}\n`);
+  }
   return EXIT.done;
 }
 

@@ -1,6 +1,7 @@
 // Installing the hooks, and checking an installation (`doctor`): shared by the CLI and the
 // extension, which differ only in the runtime the shim runs (node, or the extension host itself).
 import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { AGENTS, type Agent } from '../core/ids';
 import { hookCommand, hooksStatus, installHooks, uninstallHooks, type Scope } from '../agents/install';
 import { readShim, shimPath, writeShim } from '../agents/shim';
@@ -29,16 +30,23 @@ export interface InstallRequest {
   readonly projectRoot: string;
 }
 
+/**
+ * Backups of the agents' configs, and the records of configs install created, live here: never
+ * beside the config, which may be in a repository that teammates commit.
+ */
+export const hookBackupDir = (env: Env): string => join(turnkeeperHome(env), 'backups');
+
 export function installAgentHooks(request: InstallRequest, runtime: Runtime) {
   const home = turnkeeperHome(request.env);
   // The shim is rewritten to point at this Turnkeeper; the command in the agent's config stays the same.
   const shimChanged = writeShim(home, { ...runtime, home, db: request.env.TURNKEEPER_DB });
   const command = hookCommand(request.agent, shimPath(home));
-  return { ...installHooks(request, command), shim: shimPath(home), shimChanged, command, trustHint: TRUST_HINT[request.agent] };
+  const result = installHooks(request, command, { backupDir: hookBackupDir(request.env) });
+  return { ...result, shim: shimPath(home), shimChanged, command, trustHint: TRUST_HINT[request.agent] };
 }
 
 export function uninstallAgentHooks(request: InstallRequest) {
-  return uninstallHooks(request, hookCommand(request.agent, shimPath(turnkeeperHome(request.env))));
+  return uninstallHooks(request, hookCommand(request.agent, shimPath(turnkeeperHome(request.env))), { backupDir: hookBackupDir(request.env) });
 }
 
 export function agentHooksStatus(request: InstallRequest) {

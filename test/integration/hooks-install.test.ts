@@ -3,9 +3,9 @@
 import { describe, it, expect, afterAll } from 'vitest';
 import fc from 'fast-check';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { parse as parseJsonc, type ParseError } from 'jsonc-parser';
 import { AGENTS, type Agent } from '../../src/core/ids';
 import {
@@ -14,12 +14,16 @@ import {
   hookCommand,
   hookConfigPath,
   hooksStatus,
-  installHooks,
-  uninstallHooks,
+  installHooks as installHooksWith,
+  uninstallHooks as uninstallHooksWith,
   type Env,
   type HookTarget,
+  type InstallResult,
+  decodeBytes,
+  encodeText,
 } from '../../src/agents/install';
 import { readShim, shimPath, writeShim } from '../../src/agents/shim';
+import { installAgentHooks, uninstallAgentHooks } from '../../src/lifecycle/installation';
 
 const roots: string[] = [];
 const tempDir = (): string => {
@@ -36,8 +40,30 @@ const SHIM = "/opt/turn keeper's home/bin/turnkeeper";
 const commandFor = (agent: Agent): string => hookCommand(agent, SHIM);
 const projectTarget = (agent: Agent, projectRoot: string): HookTarget => ({ agent, scope: 'project', env: {}, projectRoot });
 const read = (path: string): string => readFileSync(path, 'utf8');
-const backupsOf = (path: string): string[] =>
-  existsSync(dirname(path)) ? readdirSync(dirname(path)).filter((name) => name.startsWith(`${path.split('/').pop()}.turnkeeper-backup-`)) : [];
+
+// Each project root (or user env) gets its own TURNKEEPER_HOME, outside the root, standing in for
+// ~/.turnkeeper; lifecycle/installation.ts passes `$TURNKEEPER_HOME/backups` the same way.
+const homes = new Map<string, string>();
+const tkHomeOf = (target: HookTarget): string => {
+  const key = target.projectRoot ?? JSON.stringify(target.env);
+  const home = homes.get(key) ?? tempDir();
+  homes.set(key, home);
+  return home;
+};
+const backupDirOf = (target: HookTarget): string => join(tkHomeOf(target), 'backups');
+const installHooks = (target: HookTarget, command: string, options: { now?: () => Date } = {}): InstallResult =>
+  installHooksWith(target, command, { backupDir: backupDirOf(target), ...options });
+const uninstallHooks = (target: HookTarget, command?: string, options: { now?: () => Date } = {}): InstallResult =>
+  uninstallHooksWith(target, command, { backupDir: backupDirOf(target), ...options });
+/** The backups of the configs of `target`'s root, wherever they are: under TURNKEEPER_HOME, or beside the config (the old place). */
+const backupsOf = (target: HookTarget): string[] => {
+  const beside = existsSync(dirname(hookConfigPath(target))) ? readdirSync(dirname(hookConfigPath(target))).filter((name) => name.includes('backup')) : [];
+  const home = existsSync(backupDirOf(target)) ? readdirSync(backupDirOf(target)).filter((name) => !name.endsWith('.created')) : [];
+  return [...beside, ...home];
+};
+/** Bytes from UTF-8 text and raw byte values, in order. */
+const bytes = (...parts: (string | number[])[]): Buffer => Buffer.concat(parts.map((part) => (typeof part === 'string' ? Buffer.from(part, 'utf8') : Buffer.from(part))));
+const hex = (path: string): string => readFileSync(path).toString('hex');
 const strictParse = (text: string): unknown => JSON.parse(text.replace(/^\uFEFF/, '')) as unknown;
 function jsoncParse(text: string): unknown {
   const errors: ParseError[] = [];
@@ -154,14 +180,14 @@ describe('installHooks', () => {
     writeFileSync(path, '{\n  "hooks": {}\n}\n');
     const first = installHooks(projectTarget('codex', root), commandFor('codex'));
     expect(first.changed).toBe(true);
-    expect(backupsOf(path)).toHaveLength(1);
+    expect(backupsOf(projectTarget('codex', root))).toHaveLength(1);
     const after = read(path);
     const mtime = statSync(path).mtimeMs;
     const second = installHooks(projectTarget('codex', root), commandFor('codex'));
     expect(second).toEqual({ path, changed: false });
     expect(read(path)).toBe(after);
     expect(statSync(path).mtimeMs).toBe(mtime);
-    expect(backupsOf(path)).toHaveLength(1);
+    expect(backupsOf(projectTarget('codex', root))).toHaveLength(1);
     // A different command (another shim path) would have been added: the skip is by exact command.
     expect(installHooks(projectTarget('codex', root), hookCommand('codex', '/elsewhere/bin/turnkeeper')).changed).toBe(true);
   });
@@ -178,39 +204,128 @@ describe('installHooks', () => {
     for (const event of ['SessionStart', 'BeforeAgent', 'AfterTool', 'AfterAgent']) expect(hooks[event]).toHaveLength(1);
   });
 
-  it('writes a timestamped backup equal to the pre-install content, with the same mode', () => {
+  it('keeps backups under $TURNKEEPER_HOME/backups in a 0700 directory, never beside the config', () => {
     const root = tempDir();
+    const target = projectTarget('claude', root);
     const path = join(root, '.claude', 'settings.json');
     mkdirSync(dirname(path));
     const original = '{\n\t"env": { "SECRET": "x" }\n}';
     writeFileSync(path, original);
-    chmodSync(path, 0o600);
+    chmodSync(path, 0o640);
     const now = () => new Date('2026-03-04T05:06:07.890Z');
-    const result = installHooks(projectTarget('claude', root), commandFor('claude'), { now });
-    expect(result.backup).toBe(`${path}.turnkeeper-backup-20260304T050607Z`);
+    const result = installHooks(target, commandFor('claude'), { now });
+    expect(result.changed).toBe(true);
+    const backups = backupDirOf(target);
+    expect(dirname(result.backup ?? '')).toBe(backups);
+    // The name says which config it was, and when.
+    expect(basename(result.backup ?? '')).toBe(`${root.slice(1).replace(/[^A-Za-z0-9._-]+/g, '_')}_.claude_settings.json.20260304T050607Z`);
     expect(read(result.backup ?? '')).toBe(original);
-    expect(statSync(result.backup ?? '').mode & 0o777).toBe(0o600);
-    expect(statSync(path).mode & 0o777).toBe(0o600);
+    expect(statSync(backups).mode & 0o777).toBe(0o700);
+    expect(statSync(result.backup ?? '').mode & 0o777).toBe(0o600); // it may hold secrets, whatever the config's mode
+    expect(statSync(path).mode & 0o777).toBe(0o640); // the config keeps its own mode
+    // Nothing beside the config or anywhere else in the repository: only the config changed.
+    expect(readdirSync(dirname(path))).toEqual(['settings.json']);
+    expect(readdirSync(root)).toEqual(['.claude']);
     // Uninstall in the same second backs up again without overwriting the first backup.
-    const removed = uninstallHooks(projectTarget('claude', root), commandFor('claude'), { now });
-    expect(removed.backup).toBe(`${path}.turnkeeper-backup-20260304T050607Z-1`);
+    const removed = uninstallHooks(target, commandFor('claude'), { now });
+    expect(removed.backup).toBe(`${result.backup ?? ''}-1`);
+    expect(read(removed.backup ?? '')).not.toBe(original); // control: that one holds the installed file
     expect(read(result.backup ?? '')).toBe(original);
     expect(read(path)).toBe(original);
-    // No temp files are left behind.
-    expect(readdirSync(dirname(path)).filter((name) => name.endsWith('.tmp'))).toEqual([]);
+    expect(readdirSync(dirname(path))).toEqual(['settings.json']); // no temp files either
   });
 
-  it('writes through a symlinked config instead of replacing the link', () => {
+  it('keeps bytes that are not UTF-8, in the config and in its backup', () => {
+    const root = tempDir();
+    const target = projectTarget('claude', root);
+    const path = hookConfigPath(target);
+    mkdirSync(dirname(path));
+    // `café` in UTF-8, then 0xFF (never UTF-8), a truncated sequence (C3) and a Latin-1 `é` (E9).
+    const comment = bytes('// café ', [0xff], '\r\n');
+    const value = bytes('"café ', [0xff, 0xc3], '"');
+    const block = bytes('/* ', [0xe9, 0x80], ' */');
+    const original = Buffer.concat([bytes('\uFEFF'), comment, bytes('{\r\n  "note": '), value, bytes(', '), block, bytes('\r\n  "hooks": {\r\n    "Stop": []\r\n  }\r\n}\r\n')]);
+    // Control: a UTF-8 decode and encode would damage this file, which is what used to happen.
+    expect(Buffer.from(original.toString('utf8'), 'utf8').equals(original)).toBe(false);
+    writeFileSync(path, original);
+    const result = installHooks(target, commandFor('claude'));
+    expect(result.changed).toBe(true);
+    const installed = readFileSync(path);
+    expect(installed.subarray(0, 3).toString('hex')).toBe('efbbbf');
+    for (const kept of [comment, value, block]) expect(installed.includes(kept)).toBe(true);
+    expect(installed.includes(Buffer.from('\uFFFD', 'utf8'))).toBe(false);
+    expect(hex(result.backup ?? '')).toBe(original.toString('hex'));
+    expect(hooksStatus(target, commandFor('claude')).installed).toBe(true);
+  });
+
+  it('the CLI and the extension back up under $TURNKEEPER_HOME/backups, by default ~/.turnkeeper/backups', () => {
+    const runtime = { runtime: process.execPath, script: '/opt/turnkeeper/dist/cli.js', electronRunAsNode: false };
+    for (const [name, withHome] of [['TURNKEEPER_HOME', true], ['default', false]] as const) {
+      const root = tempDir();
+      const home = join(tempDir(), name);
+      const env: Env = withHome ? { HOME: join(root, 'nohome'), TURNKEEPER_HOME: home } : { HOME: home };
+      const tkHome = withHome ? home : join(home, '.turnkeeper');
+      const path = hookConfigPath(projectTarget('gemini', root));
+      mkdirSync(dirname(path));
+      writeFileSync(path, '{}');
+      const result = installAgentHooks({ agent: 'gemini', scope: 'project', env, projectRoot: root }, runtime);
+      expect(dirname(result.backup ?? '')).toBe(join(tkHome, 'backups'));
+      expect(read(result.backup ?? '')).toBe('{}');
+      expect(readdirSync(dirname(path))).toEqual(['settings.json']);
+      expect(uninstallAgentHooks({ agent: 'gemini', scope: 'project', env, projectRoot: root })).toMatchObject({ changed: true });
+      expect(read(path)).toBe('{}');
+      expect(readdirSync(join(tkHome, 'backups'))).toHaveLength(2);
+    }
+  });
+
+  it('writes through a symlinked config instead of replacing the link, keeping the target\'s mode', () => {
     const root = tempDir();
     const real = join(root, 'dotfiles', 'claude-settings.json');
     mkdirSync(dirname(real));
-    writeFileSync(real, '{}\n');
+    const original = '{ "model": "opus" }\n';
+    writeFileSync(real, original);
+    chmodSync(real, 0o640);
+    mkdirSync(join(root, '.claude'));
+    const link = join(root, '.claude', 'settings.json');
+    symlinkSync('../dotfiles/claude-settings.json', link);
+    const result = installHooks(projectTarget('claude', root), commandFor('claude'));
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    expect(readlinkSync(link)).toBe('../dotfiles/claude-settings.json');
+    expect(read(real)).toContain(JSON.stringify(commandFor('claude')));
+    expect(statSync(real).mode & 0o777).toBe(0o640);
+    expect(read(result.backup ?? '')).toBe(original);
+    expect(readdirSync(dirname(real))).toEqual(['claude-settings.json']);
+    uninstallHooks(projectTarget('claude', root), commandFor('claude'));
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    expect(read(real)).toBe(original);
+  });
+
+  it('writes through a dangling symlink (a dotfile manager\'s link to a file not yet there)', () => {
+    const root = tempDir();
+    const real = join(root, 'dotfiles', 'claude-settings.json');
+    mkdirSync(dirname(real));
     mkdirSync(join(root, '.claude'));
     const link = join(root, '.claude', 'settings.json');
     symlinkSync(real, link);
-    installHooks(projectTarget('claude', root), commandFor('claude'));
+    const result = installHooks(projectTarget('claude', root), commandFor('claude'));
+    expect(result).toMatchObject({ path: link, changed: true });
     expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    expect(readlinkSync(link)).toBe(real);
     expect(read(real)).toContain(JSON.stringify(commandFor('claude')));
+    expect(hooksStatus(projectTarget('claude', root), commandFor('claude')).installed).toBe(true);
+    // Uninstall removes the file install created and leaves the link dangling, as it was.
+    expect(uninstallHooks(projectTarget('claude', root), commandFor('claude'))).toMatchObject({ changed: true, deleted: true });
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    expect(existsSync(real)).toBe(false);
+    // Control: a link into a directory that does not exist (an unmounted disk, a missing checkout)
+    // is refused rather than creating that directory.
+    const other = tempDir();
+    mkdirSync(join(other, '.claude'));
+    const nowhere = join(other, 'missing', 'dir', 'settings.json');
+    symlinkSync(nowhere, join(other, '.claude', 'settings.json'));
+    expect(() => installHooks(projectTarget('claude', other), commandFor('claude'))).toThrow(HookConfigError);
+    expect(readlinkSync(join(other, '.claude', 'settings.json'))).toBe(nowhere);
+    expect(existsSync(join(other, 'missing'))).toBe(false);
   });
 
   it('keeps tabs and CRLF line endings', () => {
@@ -308,7 +423,56 @@ describe('uninstallHooks', () => {
     mkdirSync(dirname(path));
     writeFileSync(path, '{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"x"}]}]}}');
     expect(uninstallHooks(projectTarget('codex', root))).toEqual({ path, changed: false });
-    expect(backupsOf(path)).toEqual([]);
+    expect(backupsOf(projectTarget('codex', root))).toEqual([]);
+  });
+
+  it('gives back the original bytes: BOM, CRLF, comments, `café` and bytes that are not UTF-8', () => {
+    for (const agent of AGENTS) {
+      const root = tempDir();
+      const target = projectTarget(agent, root);
+      const path = hookConfigPath(target);
+      mkdirSync(dirname(path));
+      const original = bytes('\uFEFF// café ', [0xff], '\r\n{\r\n  /* ', [0xe9], ' */ "note": "café ', [0xff, 0xc3], '",\r\n  "hooks": {}\r\n}\r\n');
+      writeFileSync(path, original);
+      expect(installHooks(target, commandFor(agent)).changed).toBe(true);
+      expect(hex(path)).not.toBe(original.toString('hex')); // control: install did change the file
+      expect(uninstallHooks(target, commandFor(agent)).changed).toBe(true);
+      expect(hex(path)).toBe(original.toString('hex'));
+      installHooks(target, commandFor(agent));
+      uninstallHooks(target); // by pattern, too
+      expect(hex(path)).toBe(original.toString('hex'));
+    }
+  });
+
+  it('deletes a config that install created, and only that', () => {
+    const root = tempDir();
+    const target = projectTarget('codex', root);
+    const path = hookConfigPath(target);
+    const created = installHooks(target, commandFor('codex'));
+    expect(created).toEqual({ path, changed: true }); // nothing to back up
+    expect(uninstallHooks(target, commandFor('codex'))).toEqual({ path, changed: true, deleted: true, backup: expect.any(String) as unknown });
+    expect(existsSync(path)).toBe(false);
+    expect(readdirSync(backupDirOf(target)).filter((name) => name.endsWith('.created'))).toEqual([]); // the record went with it
+    // Control: a user's own `{}` plus a newline, which is exactly what would remain, stays.
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, '{}\n');
+    installHooks(target, commandFor('codex'));
+    expect(uninstallHooks(target, commandFor('codex'))).not.toHaveProperty('deleted');
+    expect(read(path)).toBe('{}\n');
+    // Created by install, then replaced by the user with their own `{}`: install edits their file, so it stays.
+    rmSync(path);
+    installHooks(target, commandFor('codex'));
+    rmSync(path);
+    writeFileSync(path, '{}\n');
+    installHooks(target, commandFor('codex'));
+    uninstallHooks(target, commandFor('codex'));
+    expect(read(path)).toBe('{}\n');
+    // Created by install, then the user added a setting: their setting stays, in the file.
+    rmSync(path);
+    installHooks(target, commandFor('codex'));
+    writeFileSync(path, read(path).replace('{\n', '{\n  "model": "o3",\n'));
+    uninstallHooks(target, commandFor('codex'));
+    expect(read(path)).toBe('{\n  "model": "o3"\n}\n');
   });
 
   it.each([
@@ -363,8 +527,8 @@ describe('hooksStatus', () => {
 // final newline or not, multi-line or inline containers, line and block comments before members,
 // trailing commas, and empty containers with or without whitespace/comments inside.
 // Constraint, honestly stated: the root is always an object with its own text. An empty or
-// whitespace-only file is treated as `{}` by install, so uninstall leaves `{}` plus a newline there;
-// that case is pinned by its own test below instead.
+// whitespace-only file is replaced whole by install and given back from a record under
+// TURNKEEPER_HOME; that case is pinned by its own test below instead.
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 interface Layout {
@@ -505,15 +669,75 @@ describe('install then uninstall round-trips any user file', () => {
     expect(share(({ text }) => text === '{}')).toBeGreaterThan(3);
   });
 
-  it('an empty file is treated as `{}`: uninstall leaves `{}` (the documented exception)', () => {
-    const root = tempDir();
-    const path = hookConfigPath(projectTarget('claude', root));
-    mkdirSync(dirname(path));
-    writeFileSync(path, '  \n');
-    installHooks(projectTarget('claude', root), commandFor('claude'));
-    expect(hooksStatus(projectTarget('claude', root), commandFor('claude')).installed).toBe(true);
-    uninstallHooks(projectTarget('claude', root), commandFor('claude'));
-    expect(read(path)).toBe('{}\n');
+  it('an empty or whitespace-only file is replaced by a fresh config, and uninstall gives it back', () => {
+    for (const original of ['', '  \n', '\uFEFF\r\n']) {
+      const root = tempDir();
+      const path = hookConfigPath(projectTarget('claude', root));
+      mkdirSync(dirname(path));
+      writeFileSync(path, original);
+      installHooks(projectTarget('claude', root), commandFor('claude'));
+      expect(hooksStatus(projectTarget('claude', root), commandFor('claude')).installed).toBe(true);
+      uninstallHooks(projectTarget('claude', root), commandFor('claude'));
+      expect(read(path)).toBe(original);
+    }
+  });
+
+  it('property: decoding bytes to text and encoding it back gives the same bytes', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 64 }), fc.string({ unit: 'binary', maxLength: 16 }), (raw, text) => {
+        const decoded = decodeBytes(raw);
+        expect(encodeText(decoded).toString('hex')).toBe(Buffer.from(raw).toString('hex'));
+        // Valid UTF-8 decodes as UTF-8, so keys and commands compare as the text they are.
+        const utf8 = Buffer.from(text, 'utf8');
+        expect(decodeBytes(utf8)).toBe(utf8.toString('utf8'));
+        expect(encodeText(decodeBytes(Buffer.concat([utf8, Buffer.from(raw)]))).equals(Buffer.concat([utf8, Buffer.from(raw)]))).toBe(true);
+      }),
+      { numRuns: 2000 },
+    );
+    // Overlong forms, encoded surrogates and code points past U+10FFFF are bytes, not characters.
+    for (const sequence of [[0xc0, 0x80], [0xe0, 0x80, 0x80], [0xed, 0xa0, 0x80], [0xf4, 0x90, 0x80, 0x80], [0xf0, 0x9f, 0x98]]) {
+      expect(decodeBytes(Buffer.from(sequence))).toBe(String.fromCharCode(...sequence.map((b) => 0xdc00 + b)));
+    }
+    expect(decodeBytes(Buffer.from('é😀', 'utf8'))).toBe('é😀'); // control: well-formed sequences stay characters
+  });
+
+  it('property: any bytes inside a string or a block comment survive install and uninstall', () => {
+    let refused = 0;
+    let runs = 0;
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ maxLength: 24 }).map((raw) => [...raw].filter((b) => b >= 0x20 && b !== 0x22 && b !== 0x5c)), // no quote, backslash or control byte
+        fc.uint8Array({ maxLength: 24 }).map((raw) => [...raw].filter((b) => b !== 0x2a)), // no `*`, so the comment cannot end early
+        fc.constantFrom(...AGENTS),
+        (inString, inComment, agent) => {
+          runs++;
+          const root = mkdtempSync(join(tmpdir(), 'tk-bytes-'));
+          try {
+            const target = projectTarget(agent, root);
+            const path = hookConfigPath(target);
+            mkdirSync(dirname(path));
+            const original = bytes('{\n  /* ', inComment, ' */\n  "x": "', inString, '"\n}\n');
+            writeFileSync(path, original);
+            try {
+              installHooks(target, commandFor(agent));
+            } catch (error) {
+              // Only a sequence that decodes to something JSON forbids in a string may stop it, untouched.
+              if (!(error instanceof HookConfigError)) throw error;
+              refused++;
+              expect(hex(path)).toBe(original.toString('hex'));
+              return;
+            }
+            expect(readFileSync(path).includes(bytes('"x": "', inString, '"'))).toBe(true);
+            uninstallHooks(target, commandFor(agent));
+            expect(hex(path)).toBe(original.toString('hex'));
+          } finally {
+            rmSync(root, { recursive: true, force: true });
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+    expect(refused).toBeLessThan(runs / 10);
   });
 });
 
