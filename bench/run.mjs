@@ -4,7 +4,8 @@
 // the product runs, so background load hits both alike. Nothing listens on any port.
 //
 // Env knobs (for development only): BENCH_RUNS (default 30), BENCH_WARMUP (3), BENCH_RACE_REPS (5),
-// BENCH_MEM_RUNS (10), BENCH_VERIFY_RECEIPTS (100000), BENCH_KEEP=1 keeps the temp dir.
+// BENCH_MEM_RUNS (10), BENCH_VERIFY_RECEIPTS (100000), BENCH_KEEP=1 keeps the temp dir,
+// BENCH_ONLY=cache runs only row 6 (hook replay with and without the compile cache) and bare node.
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -39,6 +40,7 @@ const RACE_WIDTH = 64;
 const MEM_RUNS = int('BENCH_MEM_RUNS', 10);
 const VERIFY_RECEIPTS = int('BENCH_VERIFY_RECEIPTS', 100_000);
 const HOOK_RECEIPTS = 1_000;
+const ONLY = process.env.BENCH_ONLY;
 
 const major = Number(process.versions.node.split('.')[0]);
 if (major < 24) {
@@ -57,8 +59,9 @@ const fail = (text) => {
 
 // ---- baseline scripts (node -e), each the minimum a hook of that kind cannot avoid ----
 
-// The compile cache is enabled exactly as dist/cli.js does it, so the driver's JS is cached for the
-// floors too: the floors get every advantage the product gets.
+// The floors enable the compile cache too (in the bench's private TMPDIR; dist/cli.js keeps its own in
+// $TURNKEEPER_HOME/compile-cache), so the driver's JS is cached for them: they get every advantage the
+// product gets.
 const PRELUDE = `require('node:module').enableCompileCache?.(); const Database = require(${JSON.stringify(DRIVER)});`;
 const READ_ROW = `SELECT presentation, ready_digest FROM ready_captures WHERE capture = ?`;
 
@@ -148,6 +151,20 @@ async function main() {
   const replayState = () => snapshot(product, db, replayCapture);
   const before = await replayState();
 
+  // Row 6: what the compile cache buys a cold hook. dist/cli.js keeps it in $TURNKEEPER_HOME/compile-cache
+  // (0700, owner checked: contract §10); the same replay with NODE_DISABLE_COMPILE_CACHE=1 has none.
+  let turn = 1;
+  const noCacheEnv = { ...env, NODE_DISABLE_COMPILE_CACHE: '1' };
+  const replayWith = (runEnv) => {
+    const run = timed([CLI, 'hook'], { input: replayPayload(`turn-${String(++turn).padStart(4, '0')}`), env: runEnv, cwd: repo });
+    if (contextText(run.stdout) !== presented) fail(`replay did not present the stored bytes: ${run.stdout.slice(0, 200)} ${run.stderr}`);
+    return run;
+  };
+  if (ONLY === 'cache') {
+    cacheRowsOnly({ bare: () => timed(['-e', '0'], { env, cwd: repo }), replay: () => replayWith(env), replayNoCache: () => replayWith(noCacheEnv) }, home);
+    return;
+  }
+
   // World B: the verify store (row 3), its own TURNKEEPER_HOME; same repo as its Goal.
   const vhome = join(root, 'tkhome-verify');
   const vdb = join(vhome, 'turnkeeper.db');
@@ -171,7 +188,6 @@ async function main() {
   log('verify --json says ok:true over the seeded chain');
 
   // ---- the runners ----
-  let turn = 1;
   let claimIndex = 0;
   const runners = {
     bare: () => timed(['-e', '0'], { env, cwd: repo }),
@@ -185,11 +201,8 @@ async function main() {
       if (run.code !== 0) fail(`write floor failed: ${run.stderr}`);
       return run;
     },
-    replay: () => {
-      const run = cli(['hook'], replayPayload(`turn-${String(++turn).padStart(4, '0')}`));
-      if (contextText(run.stdout) !== presented) fail(`replay did not present the stored bytes: ${run.stdout.slice(0, 200)} ${run.stderr}`);
-      return run;
-    },
+    replay: () => replayWith(env),
+    replayNoCache: () => replayWith(noCacheEnv),
     claim: () => {
       const todo = claimTodos[claimIndex++] ?? fail('out of claim Todos');
       const run = cli(['hook'], codexPrompt({ root, repo, session: newSession(), turn: 'turn-0001', prompt: promptFor(todo) }));
@@ -215,12 +228,11 @@ async function main() {
 
   // Warm-up: populates Node's compile cache (dist bundle, driver JS) and the page cache. The verify
   // rows load the same bundle and driver, so one warm-up each (page cache) is enough for them.
-  const hookRows = ['bare', 'floor', 'replay', 'floorWrite', 'claim'];
+  const hookRows = ['bare', 'floor', 'replay', 'floorWrite', 'claim', 'replayNoCache'];
   const verifyRows = ['verify', 'verifyOpen', 'verifyScan'];
   for (let i = 0; i < WARMUP; i += 1) for (const name of hookRows) runners[name]();
   for (const name of verifyRows) runners[name]();
-  const cacheDir = join(scratch, 'node-compile-cache');
-  results.checks.compileCacheFiles = existsSync(cacheDir) ? countFiles(cacheDir) : 0;
+  results.checks.compileCacheFiles = productCacheFiles(home);
   log(`warm-up done; compile cache holds ${results.checks.compileCacheFiles} files`);
 
   // Rows 1 and 2, interleaved (rotating order) so drift and background load hit every row alike.
@@ -241,7 +253,7 @@ async function main() {
     }
   };
   measure(hookRows, RUNS);
-  log(`rows 1–2: ${RUNS} interleaved runs each`);
+  log(`rows 1–2 and 6: ${RUNS} interleaved runs each`);
   measure(verifyRows, RUNS);
   log(`row 3: ${RUNS} interleaved runs each`);
 
@@ -329,6 +341,70 @@ async function snapshot(product, db, capture) {
   }
 }
 
+/** Files in the product's compile cache, $TURNKEEPER_HOME/compile-cache (src/cli/launcher.cjs). */
+function productCacheFiles(home) {
+  const dir = join(home, 'compile-cache');
+  return existsSync(dir) ? countFiles(dir) : 0;
+}
+
+/** BENCH_ONLY=cache: warm-up, then rows bare / replay / replay without cache, interleaved, and row 6's comparison. */
+function cacheRowsOnly(runners, home) {
+  const names = Object.keys(runners);
+  for (let i = 0; i < WARMUP; i += 1) for (const name of names) runners[name]();
+  results.checks.compileCacheFiles = productCacheFiles(home);
+  for (const name of names) {
+    results.samples[name] = [];
+    results.cpu[name] = [];
+  }
+  for (let i = 0; i < RUNS; i += 1) {
+    for (let k = 0; k < names.length; k += 1) {
+      const name = names[(i + k) % names.length];
+      const run = runners[name]();
+      results.samples[name].push(run.ms);
+      results.cpu[name].push(run.cpuMs);
+    }
+  }
+  const s = Object.fromEntries(names.map((name) => [name, summary(results.samples[name])]));
+  const ms = (v) => `${v.toFixed(1)} ms`;
+  const cpu = (name) => ms(summary(results.cpu[name]).mean);
+  const out = [
+    `Turnkeeper bench (BENCH_ONLY=cache) · node ${process.version} · ${cpus().length} cpus · loadavg ${load0.toFixed(2)} → ${loadavg()[0].toFixed(2)} · ` +
+      `${RUNS} runs after ${WARMUP} warm-up · compile cache ${results.checks.compileCacheFiles} files in $TURNKEEPER_HOME/compile-cache`,
+    '',
+    ...table(
+      ['row', 'measurement (cold processes)', 'n', 'median', 'p90', 'min', 'cpu/proc'],
+      [
+        ['1', 'bare `node -e 0`', s.bare, 'bare'],
+        ['1', 'hook replay (rule 4, stored bytes)', s.replay, 'replay'],
+        ['6', 'hook replay, NODE_DISABLE_COMPILE_CACHE=1', s.replayNoCache, 'replayNoCache'],
+      ].map(([row, what, sum, name]) => [row, what, String(sum.n), ms(sum.median), ms(sum.p90), ms(sum.min), cpu(name)]),
+      [0, 0, 1, 1, 1, 1, 1],
+    ),
+    '',
+    ...table(['row', 'comparison', 'value', 'baseline', 'base median', 'ratio', 'spread', 'target', 'result'], [cacheComparison(s)], [0, 0, 1, 0, 1, 1, 0, 0, 0]),
+  ];
+  console.log(out.join('\n'));
+  console.log(`BENCH_JSON ${JSON.stringify({ node: process.version, only: 'cache', runs: RUNS, warmup: WARMUP, summaryMs: s, childCpuMs: results.cpu, checks: results.checks })}`);
+}
+
+/** Row 6's comparison: replay with the compile cache under TURNKEEPER_HOME against the same replay without it. */
+function cacheComparison(s) {
+  const ms = (v) => `${v.toFixed(1)} ms`;
+  const paired = summary(results.samples.replay.map((v, i) => v / results.samples.replayNoCache[i])).median;
+  const cpu = summary(results.cpu.replay).mean / summary(results.cpu.replayNoCache).mean;
+  return [
+    '6',
+    'hook replay, cache in TURNKEEPER_HOME',
+    ms(s.replay.median),
+    'replay without cache',
+    ms(s.replayNoCache.median),
+    `${(s.replay.median / s.replayNoCache.median).toFixed(2)}×`,
+    `saves ${ms(s.replayNoCache.median - s.replay.median)} · paired ${paired.toFixed(2)}× · cpu ${cpu.toFixed(2)}×`,
+    '—',
+    'info',
+  ];
+}
+
 function countFiles(dir) {
   let n = 0;
   for (const entry of readdirSync(dir, { withFileTypes: true })) n += entry.isDirectory() ? countFiles(join(dir, entry.name)) : 1;
@@ -371,6 +447,7 @@ function report() {
     ['1', 'hook replay (rule 4, stored bytes)', s.replay, ms, cpuOf('replay')],
     ['2', 'floor + 1 sync=FULL write txn', s.floorWrite, ms, cpuOf('floorWrite')],
     ['2', 'hook claim (fresh Todo, new lease)', s.claim, ms, cpuOf('claim')],
+    ['6', 'hook replay, NODE_DISABLE_COMPILE_CACHE=1', s.replayNoCache, ms, cpuOf('replayNoCache')],
     ['3', `verify --json (${vReceipts.toLocaleString('en-US')} receipts)`, s.verify, ms, cpuOf('verify')],
     ['3', 'floor: driver + open verify store', s.verifyOpen, ms, cpuOf('verifyOpen')],
     ['3', 'floor: driver + open + scan all rows', s.verifyScan, ms, cpuOf('verifyScan')],
@@ -394,6 +471,7 @@ function report() {
     ['1', 'hook replay', ms(s.replay.median), 'bare node', ms(s.bare.median), x(ratio(s.replay.median, s.bare.median)), `+${ms(s.replay.median - s.bare.median)} · paired ${x(paired('replay', 'bare'))}`, '—', 'info'],
     ['1', 'floor (read 1 row)', ms(s.floor.median), 'bare node', ms(s.bare.median), x(ratio(s.floor.median, s.bare.median)), `+${ms(s.floor.median - s.bare.median)}`, '—', 'info'],
     ['2', 'hook claim', ms(s.claim.median), 'floor + write txn', ms(s.floorWrite.median), x(ratio(s.claim.median, s.floorWrite.median)), `p90 ${x(ratio(s.claim.p90, s.floorWrite.p90))} · paired ${x(paired('claim', 'floorWrite'))} · cpu ${x(cpuRatio('claim', 'floorWrite'))}`, '—', 'info'],
+    cacheComparison(s),
     ['3', 'verify, wall time', `${fmtRate(rateWall)}/s`, `${vReceipts} receipts`, ms(s.verify.median), '', `p90 ${fmtRate(rateWallP90)}/s`, '≥ 200k/s', verdict(rateWall >= 200_000)],
     ['3', 'verify, walk ≈ wall − open', `${fmtRate(rateWalk)}/s`, 'open floor', ms(s.verifyOpen.median), '', `walk ${ms(walkMs)}`, '≥ 200k/s', verdict(rateWalk >= 200_000)],
     ['3', 'verify', ms(s.verify.median), 'scan floor', ms(s.verifyScan.median), x(ratio(s.verify.median, s.verifyScan.median)), `+${ms(s.verify.median - s.verifyScan.median)} JS`, '—', 'info'],
