@@ -10,11 +10,9 @@ import { ReadStream } from 'node:tty';
 import { readFileSync, writeSync } from 'node:fs';
 import { digestDocument } from '../core/canonical';
 import { digestOfDescriptor, identityOf, sameIdentity, type Attestation, type Identity } from './attest';
+import { decideInjection, describeVariables } from './environment';
 import { nativeLauncher, type NativeEvent } from './native';
 import { LaunchRefused, type LaunchRefusal } from './refusals';
-
-/** Loader variables change what runs without changing the executable; refused unless allowed. */
-export const LOADER_VARIABLE = /^(LD_[A-Z_]+|DYLD_[A-Z_]+|GLIBC_TUNABLES|GCONV_PATH|LOCPATH|NLSPATH|MALLOC_TRACE|MALLOC_PERTURB_|NODE_OPTIONS|NODE_PATH)$/;
 
 export const BARRIERS = ['after_attestation', 'after_argv_env', 'before_fork', 'parked', 'cancel'] as const;
 export type BarrierName = (typeof BARRIERS)[number];
@@ -29,6 +27,7 @@ export interface LaunchFacts {
   readonly argvDigest: string;
   readonly envDigest: string;
   readonly cwd: string;
+  /** The injection-variable decision (src/launcher/environment.ts): `none`, `allowed: …`, or `refused: …` on a refusal. */
   readonly loaderEnvironment: string;
 }
 
@@ -102,11 +101,12 @@ export async function launchAttested(request: LaunchRequest): Promise<RunningLau
     // The npm Codex shim clears every package-manager marker before setting its own; so do we.
     if (attestation.environment.CODEX_MANAGED_PACKAGE_ROOT !== undefined) for (const name of Object.keys(env)) if (name.startsWith('CODEX_MANAGED_BY_')) delete env[name];
     Object.assign(env, attestation.environment);
-    const loaderVariables = Object.keys(env).filter((name) => LOADER_VARIABLE.test(name));
-    const allowed = new Set(request.allowLoaderVariables ?? []);
-    const rejected = loaderVariables.filter((name) => !allowed.has(name));
-    if (rejected.length > 0) await refuse('loader_environment_rejected', `loader variables set: ${rejected.join(', ')}`);
-    partial.loaderEnvironment = loaderVariables.length === 0 ? 'none' : `allowed: ${loaderVariables.join(', ')}`;
+    // Code-injection variables of the loader and of every runtime (the closed list in environment.ts).
+    const injection = decideInjection(env, request.allowLoaderVariables);
+    partial.loaderEnvironment = injection.record;
+    if (injection.refused.length > 0) {
+      await refuse('loader_environment_rejected', `code-injection variables set: ${describeVariables(injection.refused)}; unset them or allow each by name`);
+    }
     const argv = [attestation.resolved, ...request.args];
     const envp = Object.entries(env).map(([name, value]) => `${name}=${value}`);
     for (const item of [...argv, ...envp, request.cwd]) if (item.includes('\0')) await refuse('launch_verification_failed', 'NUL byte in argv, env or cwd');

@@ -31,7 +31,8 @@ export const REFUSAL_GUIDANCE: Readonly<Record<LaunchRefusal, string>> = {
   resolution_changed: 'The path of the executable resolved to something else between attestation and launch; run the command again and check who is changing it.',
   object_changed: 'The attested file changed (size, times or identity) before it ran; reinstall or re-attest the agent.',
   mutable_executable: 'The executable is writable by someone other than its owner; fix its permissions (chmod go-w).',
-  loader_environment_rejected: 'The environment sets loader variables (LD_PRELOAD, LD_LIBRARY_PATH, NODE_OPTIONS, …); unset them or allow them explicitly.',
+  loader_environment_rejected:
+    'The environment sets code-injection variables of the loader or of a runtime (LD_PRELOAD, NODE_OPTIONS, BUN_OPTIONS, PYTHONPATH, …); unset them, or allow each by name with --allow-loader-env NAME.',
   receipt_failed: 'The launch receipt could not be committed, so the agent was killed before its first instruction; run turnkeeper doctor.',
   launch_verification_failed: 'The parked process could not be verified as the attested executable (or ptrace is unavailable); the agent never ran.',
   launch_timeout: 'The launch was not committed in time; the parked agent was killed before its first instruction.',

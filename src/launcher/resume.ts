@@ -198,7 +198,10 @@ export async function resumeCapture(options: ResumeOptions): Promise<ResumeResul
       barriers: options.barriers,
       commit: (facts) => store.appendReceipt({ kind: 'launch_committed', ...receiptBase, detail: { launch: launchId, ...launchDetail(capture.agent, facts, check.plan.drift, attestation.interpreter) } }, now()),
       recordRefusal: async (reason, detail, facts) => {
-        await store.appendReceipt({ kind: 'launch_refused', ...receiptBase, detail: { reason, why: detail.slice(0, 500), digest: facts.digest ?? null } }, now());
+        await store.appendReceipt(
+          { kind: 'launch_refused', ...receiptBase, detail: { reason, why: detail.slice(0, 500), digest: facts.digest ?? null, loaderEnvironment: facts.loaderEnvironment ?? null } },
+          now(),
+        );
       },
     });
     const { fd: _fd, ...attested } = attestation;

@@ -277,7 +277,7 @@ export async function receiptStore(
         Date.now(),
       ),
     recordRefusal: async (reason, detail, facts) => {
-      await store.appendReceipt({ kind: 'launch_refused', goal: GOAL, detail: { reason, why: detail.slice(0, 300), digest: facts.digest ?? null, pid: facts.pid ?? null } }, Date.now());
+      await store.appendReceipt({ kind: 'launch_refused', goal: GOAL, detail: { reason, why: detail.slice(0, 300), digest: facts.digest ?? null, pid: facts.pid ?? null, loaderEnvironment: facts.loaderEnvironment ?? null } }, Date.now());
     },
     receipts,
     committed: async () => (await receipts()).filter((receipt) => receipt.kind === 'launch_committed'),
