@@ -2,6 +2,9 @@
 import { digestText } from '../core/canonical';
 import { isCaptureId, isOwner, isTodoId } from '../core/ids';
 import { isoTime } from '../core/lease';
+import { parseReceipt } from '../core/receipts';
+import { storePath } from '../store/location';
+import { readAnchor } from '../store/anchor';
 import { statusSnapshot, leaseView } from '../lifecycle/status';
 import { callerOwner, requesterOf } from '../lifecycle/settings';
 import { EXIT, goalFrom, openStore, parse, printJson, UsageError, type Io } from './io';
@@ -66,8 +69,17 @@ export async function showCommand(args: string[], io: Io): Promise<number> {
 export async function verifyCommand(args: string[], io: Io): Promise<number> {
   const { values } = parse(args, { json: { type: 'boolean' } }, { min: 0, max: 0, usage: 'turnkeeper verify [--json]' });
   const store = await openStore(io, false);
-  const report = store ? await store.verifyChain() : { ok: true, verified: 0, breaks: [] };
-  store?.close();
+  if (!store) {
+    // A missing store is not an empty, verified chain (a mistyped TURNKEEPER_DB would "verify").
+    const path = storePath(io.env);
+    const anchor = readAnchor(path);
+    const message = `no store at ${path}${anchor && anchor !== 'unreadable' ? ` (its anchor names receipt ${anchor.seq}: the database was removed)` : ''}`;
+    if (values.json) printJson(io, { ok: false, verified: 0, breaks: [], error: { code: 'no_store', message } });
+    else io.err(`${message}\n`);
+    return EXIT.refused;
+  }
+  const report = await store.verifyChain();
+  store.close();
   // The contract's shape, exactly: {ok, verified, breaks}.
   if (values.json) printJson(io, { ok: report.ok, verified: report.verified, breaks: report.breaks });
   else if (report.ok) io.out(`receipt chain verifies: ${report.verified} receipts\n`);
@@ -127,24 +139,22 @@ export async function receiptsCommand(args: string[], io: Io): Promise<number> {
   const rows = store ? await store.receipts({ beforeSeq: before, limit }) : [];
   store?.close();
   if (values.json) {
-    printJson(io, rows.map((row) => ({ seq: row.seq, hash: row.hash, doc: parseOrText(row.doc) })));
+    printJson(io, rows.map((row) => ({ seq: row.seq, hash: row.hash, doc: parseReceipt(row.doc) ?? null, ...(parseReceipt(row.doc) ? {} : { text: row.doc }) })));
     return EXIT.done;
   }
   for (const row of rows) {
-    const doc = parseOrText(row.doc) as Record<string, unknown>;
-    const lease = doc.lease as { epoch?: number; version?: number } | undefined;
+    // Only a well-formed receipt is read field by field; anything else is shown as what it is.
+    const doc = parseReceipt(row.doc);
+    if (!doc) {
+      io.out(`#${row.seq} (not a receipt: ${JSON.stringify(String(row.doc).slice(0, 80))}; turnkeeper verify)\n`);
+      continue;
+    }
+    const reason = typeof doc.detail?.reason === 'string' ? ` [${doc.detail.reason}]` : '';
     io.out(
-      `#${row.seq} ${String(doc.at ?? '?')} ${String(doc.kind ?? '?').padEnd(18)} ${String(doc.todo ?? '').padEnd(20)} ${String(doc.owner ?? '')}` +
-        `${lease ? ` epoch ${lease.epoch} v${lease.version}` : ''}${doc.capture ? ` ${String(doc.capture)}` : ''}\n`,
+      `#${row.seq} ${doc.at} ${doc.kind.padEnd(18)} ${(doc.todo ?? '').padEnd(20)} ${doc.owner ?? ''}` +
+        `${doc.lease ? ` epoch ${doc.lease.epoch} v${doc.lease.version}` : ''}${doc.capture ? ` ${doc.capture}` : ''}${reason}\n`,
     );
   }
   return EXIT.done;
 }
 
-function parseOrText(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return text;
-  }
-}

@@ -61,7 +61,19 @@ export function buildReceipt(
   return { document, text, hash: digestText(text) };
 }
 
-export const BREAK_KINDS = ['content_altered', 'hash_missing', 'link_broken', 'missing', 'head_mismatch'] as const;
+export const BREAK_KINDS = [
+  'content_altered',
+  'hash_missing',
+  'link_broken',
+  'missing',
+  'head_mismatch',
+  /** The anchor outside the store names a receipt that is no longer there (the tail was cut). */
+  'truncated_after_checkpoint',
+  /** The anchor's receipt is there with another hash, or the store is another store. */
+  'checkpoint_mismatch',
+  'signature_invalid',
+  'untrusted_key',
+] as const;
 export type BreakKind = (typeof BREAK_KINDS)[number];
 export interface ChainBreak {
   readonly seq: number;
@@ -73,6 +85,8 @@ export interface ChainReport {
   readonly breaks: ChainBreak[];
   /** The last row walked and the hash the next one must link to (lets a reader continue from here). */
   readonly end?: ChainLink;
+  /** The anchor the store was compared with: the receipt it names, or why there was none to compare. */
+  readonly anchor?: { readonly seq: number } | 'none' | 'unreadable';
 }
 
 /** A stored row, exactly as read: columns may hold anything, a reader must never crash on them. */
@@ -130,40 +144,19 @@ export function walkChain(rows: Iterable<StoredReceiptRow>, head: { seq: unknown
   return { ok: breaks.length === 0, verified, breaks, end: { seq: lastSeq, hash: previousHash } };
 }
 
-// In canonical (RFC 8785) order a receipt ends with `"prevHash":"sha256:<hex>","schema":"…","seq":N`
-// and then only `,"todo":"…"` may follow; every earlier member sorts before "prevHash". Reading the
-// link from that tail is what lets `verify` check ~10^5 receipts a second; a document that does not
-// have exactly this shape is parsed in full, and is a break unless it is a well-formed receipt.
-const TAIL_MARK = '"prevHash":"sha256:';
-const TAIL_SCHEMA = `","schema":"${RECEIPT_SCHEMA}","seq":`;
-
+// Every stored document is parsed as a receipt (spec §5: no fast path skips the parse). An earlier
+// version read the link from the canonical tail alone, so a row of non-JSON text that kept a valid
+// tail and hash verified, and readers then printed nonsense from it.
 function chainLinkOf(text: string): { seq: number; prevHash: string } | undefined {
-  const at = text.lastIndexOf(TAIL_MARK);
-  if (at > 0 && text.charCodeAt(0) === 0x7b && text.charCodeAt(text.length - 1) === 0x7d) {
-    const hexStart = at + TAIL_MARK.length;
-    const schemaAt = hexStart + 64;
-    if (text.startsWith(TAIL_SCHEMA, schemaAt) && isLowerHex(text, hexStart, schemaAt)) {
-      const seqStart = schemaAt + TAIL_SCHEMA.length;
-      let seq = 0;
-      let seqEnd = seqStart;
-      for (let code = text.charCodeAt(seqEnd); code >= 0x30 && code <= 0x39; code = text.charCodeAt(++seqEnd)) seq = seq * 10 + (code - 0x30);
-      const closes = seqEnd === text.length - 1 || text.startsWith(',"todo":"', seqEnd);
-      if (seqEnd > seqStart && seqEnd - seqStart < 16 && closes) return { seq, prevHash: text.slice(at + TAIL_MARK.length - 7, schemaAt) };
-    }
-  }
   const parsed = parseReceipt(text);
   return parsed && { seq: parsed.seq, prevHash: parsed.prevHash };
 }
 
-function isLowerHex(text: string, from: number, to: number): boolean {
-  for (let i = from; i < to; i += 1) {
-    const code = text.charCodeAt(i);
-    if (!((code >= 0x30 && code <= 0x39) || (code >= 0x61 && code <= 0x66))) return false;
-  }
-  return true;
-}
-
-/** Parses a stored receipt; undefined when it is not a well-formed receipt document. */
+/**
+ * Parses a stored receipt; undefined unless it is a well-formed receipt document: a JSON object (not
+ * an array) with the schema, a positive integer seq, digests where digests go, a kind, an ISO
+ * time, and the optional members of the right types.
+ */
 export function parseReceipt(text: string): ReceiptDocument | undefined {
   let value: unknown;
   try {
@@ -171,10 +164,57 @@ export function parseReceipt(text: string): ReceiptDocument | undefined {
   } catch {
     return undefined;
   }
-  if (typeof value !== 'object' || value === null) return undefined;
-  const doc = value as Partial<ReceiptDocument>;
-  if (doc.schema !== RECEIPT_SCHEMA || typeof doc.seq !== 'number' || !isDigest(doc.prevHash) || typeof doc.kind !== 'string') {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const doc = value as Record<string, unknown>;
+  const optional = (name: string, type: 'string' | 'object') => doc[name] === undefined || (typeof doc[name] === type && doc[name] !== null);
+  if (
+    doc.schema !== RECEIPT_SCHEMA ||
+    !Number.isSafeInteger(doc.seq) ||
+    (doc.seq as number) < 1 ||
+    !isDigest(doc.prevHash) ||
+    typeof doc.kind !== 'string' ||
+    !KIND_GRAMMAR.test(doc.kind) ||
+    typeof doc.at !== 'string' ||
+    !ISO_TIME.test(doc.at) ||
+    typeof doc.goal !== 'string' ||
+    !optional('todo', 'string') ||
+    !optional('capture', 'string') ||
+    !optional('owner', 'string') ||
+    !optional('op', 'string') ||
+    !optional('lease', 'object') ||
+    !optional('detail', 'object') ||
+    Array.isArray(doc.detail) ||
+    Array.isArray(doc.lease)
+  ) {
     return undefined;
   }
-  return doc as ReceiptDocument;
+  return doc as unknown as ReceiptDocument;
+}
+
+// Any well-formed kind, not only the ones this version writes: a newer Turnkeeper's receipts must
+// still verify here (a team may run two versions against one store).
+const KIND_GRAMMAR = /^[a-z][a-z_]{0,63}$/;
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+/**
+ * The store's anchor: the last (seq, hash) the store itself wrote, kept outside the database (a sidecar
+ * file) so that deleting the tail of the chain and fixing the head row cannot pass unnoticed.
+ */
+export interface ChainAnchor {
+  readonly storeId: string;
+  readonly seq: number;
+  readonly hash: string;
+}
+
+/**
+ * Compares the store with its anchor: the receipt the anchor names must still be there with the same
+ * hash, in a store with the same identity. `hashAt` reads the stored hash of one seq.
+ */
+export function checkAnchor(anchor: ChainAnchor, store: { readonly storeId: string | undefined; hashAt(seq: number): unknown }): ChainBreak[] {
+  if (store.storeId !== anchor.storeId) return [{ seq: anchor.seq, kind: 'checkpoint_mismatch' }];
+  if (anchor.seq === 0) return []; // anchored before the first receipt: nothing to compare yet
+  const hash = store.hashAt(anchor.seq);
+  if (hash === undefined) return [{ seq: anchor.seq, kind: 'truncated_after_checkpoint' }];
+  if (hash !== anchor.hash) return [{ seq: anchor.seq, kind: 'checkpoint_mismatch' }];
+  return [];
 }

@@ -6,6 +6,8 @@ export const FAULT_POINTS = [
   'claim.inside_transaction',
   'claim.after_commit',
   'store.before_commit',
+  /** Committed, anchor not yet moved: the window in which a killed writer leaves the anchor behind. */
+  'store.after_commit',
 ] as const;
 export type FaultPoint = (typeof FAULT_POINTS)[number];
 

@@ -46,6 +46,14 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX receipt_index_by_capture ON receipt_index (capture, kind);
   CREATE INDEX receipt_index_by_todo ON receipt_index (goal, todo, seq);
   `,
+  // v2: the store's identity and a counter every write transaction advances (the anchor sidecar records
+  // both, so a swapped database or a foreign WAL shows; src/store/anchor.ts),
+  // and the lookup of an earlier claim of the same Turn (capture v2: the Turn is the identity).
+  `
+  CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+  INSERT INTO store_meta (key, value) VALUES ('store_id', lower(hex(randomblob(16)))), ('writes', '0');
+  CREATE INDEX captures_by_turn ON captures (goal, todo, agent, session, turn);
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -4,13 +4,15 @@
 import { mkdirSync, existsSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
-import { buildReceipt, parseReceipt, walkChain, type ReceiptFields, type StoredReceiptRow } from '../core/receipts';
+import { buildReceipt, checkAnchor, parseReceipt, walkChain, type ChainReport, type ReceiptFields, type StoredReceiptRow } from '../core/receipts';
+import { ZERO_DIGEST } from '../core/canonical';
 import { decideClaim, decideRelease, decideRenewal, acquiredLease, type Lease } from '../core/lease';
 import { buildReadyCapture, type HistoryEntry } from '../core/ready';
 import type { Owner } from '../core/ids';
 import { MIGRATIONS, SCHEMA_VERSION } from './schema';
 import { toCapture, toLease, toSession, toTodo, type CaptureRowRaw, type LeaseRowRaw, type SessionRowRaw, type TodoRowRaw } from './rows';
 import { faultPoint } from './faults';
+import { advanceAnchor, anchorPath, readAnchor, readWalSalts, walHasCommit } from './anchor';
 import {
   TodoExistsError,
   type Authority,
@@ -93,6 +95,7 @@ export async function openSqliteAuthority(options: OpenOptions): Promise<SqliteA
   const Database = await loadDriver();
   try {
     if (options.create) mkdirSync(dirname(options.path), { recursive: true, mode: 0o700 });
+    refuseForeignWal(Database, options.path);
     // SQLite's own busy handler only covers short waits; `write` retries BEGIN IMMEDIATE itself.
     const db = new Database(options.path, { fileMustExist: !options.create, timeout: SQLITE_BUSY_SLICE_MS });
     try {
@@ -105,10 +108,58 @@ export async function openSqliteAuthority(options: OpenOptions): Promise<SqliteA
       throw error;
     }
     const file = statSync(options.path);
-    return new SqliteAuthority(db, options.path, options.busyTimeoutMs ?? 5000, { dev: file.dev, ino: file.ino });
+    const storeId = (db.prepare("SELECT value FROM store_meta WHERE key = 'store_id'").get() as { value: string } | undefined)?.value;
+    return new SqliteAuthority(db, options.path, options.busyTimeoutMs ?? 5000, { dev: file.dev, ino: file.ino }, storeId);
   } catch (error) {
     throw asStoreError(error);
   }
+}
+
+/**
+ * SQLite replays whatever `-wal` file lies next to a database, even one left by another database: its
+ * pages would silently replace this store's (a Todo vanished, the other chain "verified"). The anchor
+ * (src/store/anchor.ts) names the log this store last wrote (its header salts) and the store's write
+ * counter then. A log with other salts is accepted only if, seen through a read-only connection (which
+ * cannot checkpoint, so a refused log is left unreplayed on disk), it is this store's identity, *newer*
+ * than the anchor (a writer killed before it could move the anchor), and the anchored receipt holds.
+ * A log generation without a commit frame is a writer in flight: it would replay nothing.
+ */
+function refuseForeignWal(Database: typeof BetterSqlite3, path: string): void {
+  const salts = readWalSalts(path);
+  if (salts === undefined || !existsSync(path)) return;
+  const anchor = readAnchor(path);
+  if (anchor === undefined || anchor === 'unreadable') return;
+  if (anchor.wal && anchor.wal.salt1 === salts.salt1 && anchor.wal.salt2 === salts.salt2) return;
+  if (!walHasCommit(path, salts)) return;
+  let why: string | undefined;
+  try {
+    const look = new Database(path, { readonly: true, fileMustExist: true, timeout: SQLITE_BUSY_SLICE_MS });
+    try {
+      const state = anchoredState(look);
+      if (state.storeId !== anchor.storeId) why = 'it carries another store identity';
+      else if (state.writes <= anchor.writes) why = `it is not newer than the last write this store anchored (write ${anchor.writes})`;
+      else if (checkAnchor(anchor, state).length > 0) why = `it would replace receipt ${anchor.seq}`;
+    } finally {
+      look.close();
+    }
+  } catch (error) {
+    if ((error as { code?: string }).code === 'SQLITE_BUSY') return; // a writer is mid-commit: the log is in use, so it is ours
+    why = `it cannot be read with this database (${(error as Error).message})`;
+  }
+  if (why !== undefined) {
+    throw new StoreUnavailableError(
+      `${path}-wal does not belong to this database: ${why} (anchor ${anchorPath(path)}); it was not replayed. ` +
+        'If that log is not this store\'s, move it aside; see docs/recovery.md#store_unavailable',
+    );
+  }
+}
+
+/** What the anchor check reads from a store: its identity, write counter and the stored hash of one receipt. */
+function anchoredState(db: BetterSqlite3.Database): { storeId: string | undefined; writes: number; hashAt(seq: number): unknown } {
+  const hasMeta = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'store_meta'").get() !== undefined;
+  const meta = (key: string) => (hasMeta ? (db.prepare('SELECT value FROM store_meta WHERE key = ?').get(key) as { value: string } | undefined)?.value : undefined);
+  const hashAt = db.prepare('SELECT hash FROM receipts WHERE seq = ?');
+  return { storeId: meta('store_id'), writes: Number(meta('writes') ?? 0), hashAt: (seq) => (hashAt.get(seq) as { hash: unknown } | undefined)?.hash };
 }
 
 function migrate(db: BetterSqlite3.Database, busyTimeoutMs: number): void {
@@ -158,7 +209,11 @@ export class SqliteAuthority implements Authority {
     readonly path: string,
     private readonly busyTimeoutMs: number,
     private readonly file: { readonly dev: number; readonly ino: number },
+    private readonly storeId: string | undefined,
   ) {}
+
+  /** What the current transaction leaves behind for the anchor: the write counter and the chain head. */
+  private pendingAnchor: { writes: number; seq: number; hash: string } | undefined;
 
   private guard<T>(work: () => T): Promise<T> {
     try {
@@ -175,15 +230,22 @@ export class SqliteAuthority implements Authority {
 
   private immediate<T>(work: () => T): T {
     this.assertFileInPlace();
-    return immediateWithRetry(
+    const result = immediateWithRetry(
       this.db,
       () => {
         const result = work();
+        this.pendingAnchor = this.storeId === undefined ? undefined : this.countWrite();
         faultPoint('store.before_commit');
         return result;
       },
       this.busyTimeoutMs,
     );
+    // After the commit, never inside it: an anchor must only ever name what was committed.
+    faultPoint('store.after_commit');
+    const pending = this.pendingAnchor;
+    this.pendingAnchor = undefined;
+    if (pending && this.storeId) advanceAnchor(this.path, { storeId: this.storeId, ...pending, wal: readWalSalts(this.path) ?? null });
+    return result;
   }
 
   /**
@@ -214,6 +276,13 @@ export class SqliteAuthority implements Authority {
       .prepare('INSERT INTO receipt_index (seq, goal, todo, capture, kind) VALUES (?, ?, ?, ?, ?)')
       .run(seq, fields.goal, fields.todo ?? null, fields.capture ?? null, fields.kind);
     return { seq, hash: receipt.hash };
+  }
+
+  /** Advances the store's write counter (inside the transaction) and reads the head the anchor will name. */
+  private countWrite(): { writes: number; seq: number; hash: string } {
+    const writes = Number((this.db.prepare("UPDATE store_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'writes' RETURNING value").get() as { value: unknown }).value);
+    const head = this.db.prepare('SELECT seq, hash FROM receipt_head WHERE id = 1').get() as { seq: number; hash: string } | undefined;
+    return { writes, seq: head?.seq ?? 0, hash: head?.hash ?? ZERO_DIGEST };
   }
 
   addTodo(todo: { goal: string; id: string; title: string; body: string }, now: number): Promise<Todo> {
@@ -600,9 +669,14 @@ export class SqliteAuthority implements Authority {
   verifyChain(after?: { seq: number; hash: string }) {
     return this.guard(() => {
       // A read transaction gives one consistent snapshot of rows and head while hooks keep writing.
-      return this.db.transaction(() => {
+      return this.db.transaction((): ChainReport => {
         const head = this.db.prepare('SELECT seq, hash FROM receipt_head WHERE id = 1').get() as { seq: unknown; hash: unknown } | undefined;
-        return walkChain(this.receiptRowsAfter(after?.seq ?? Number.MIN_SAFE_INTEGER), head, after);
+        const report = walkChain(this.receiptRowsAfter(after?.seq ?? Number.MIN_SAFE_INTEGER), head, after);
+        // The anchor outside the database: a cut tail with a fixed head still links, but not to it.
+        const anchor = readAnchor(this.path);
+        if (anchor === undefined || anchor === 'unreadable') return { ...report, anchor: anchor ?? 'none' };
+        const breaks = checkAnchor(anchor, anchoredState(this.db));
+        return { ...report, ok: report.ok && breaks.length === 0, breaks: [...report.breaks, ...breaks], anchor: { seq: anchor.seq } };
       })();
     });
   }

@@ -154,7 +154,7 @@ describe('finding 8: concurrent prompts of one session for different Todos', () 
     }
     const contexts = results.map((r) => contextOf(r.stdout) ?? '');
     const refused = contexts.filter((c) => c.includes('[session_holds_other]'));
-    expect(refused).toHaveLength(7);
+    expect(refused, JSON.stringify(results.map((r) => [r.stdout.slice(0, 160), r.stderr.slice(0, 300)]), null, 1)).toHaveLength(7);
     expect(contexts.filter((c) => !refused.includes(c) && /^Turnkeeper: Todo task-\d+ .* epoch 1/.test(c))).toHaveLength(1);
     const refusals = await withStore(async (s) => (await s.receipts({ limit: 100 })).map((r) => parseReceipt(r.doc)!).filter((d) => d.kind === 'claim_refused'));
     expect(refusals.filter((d) => d.detail?.reason === 'session_holds_other')).toHaveLength(7);

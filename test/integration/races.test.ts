@@ -43,7 +43,7 @@ describe('kill -9 at each step of the claim, then the same hook again', () => {
       // Control that the fault point was reached: the process really died by SIGKILL.
       expect(killed.signal).toBe('SIGKILL');
       expect(killed.stdout).toBe('');
-      const committed = point === 'claim.after_commit';
+      const committed = point === 'claim.after_commit' || point === 'store.after_commit';
 
       const store = await world.store();
       expect(await store.listLeases()).toHaveLength(committed ? 1 : 0);
