@@ -20,7 +20,7 @@ export const REASON_CODES = [
 export type HookReasonCode = (typeof REASON_CODES)[number];
 
 /** Refusals that only `resume` gives (contract §7), beside the hook's closed set above. */
-export const RESUME_REASON_CODES = ['unknown_capture', 'unbound_capture', 'lease_moved'] as const;
+export const RESUME_REASON_CODES = ['unknown_capture', 'unbound_capture', 'lease_moved', 'launch_in_progress'] as const;
 export type ReasonCode = HookReasonCode | (typeof RESUME_REASON_CODES)[number];
 
 /** Facts a guidance message may name. Only what is known is shown. */
@@ -134,6 +134,12 @@ export const REASONS: Readonly<Record<ReasonCode, ReasonEntry>> = {
     explain: (f) =>
       `Todo ${q(f.todo)} is now leased to ${q(f.holder, 'another agent')} (epoch ${q(f.epoch, '?')}); capture ${q(f.capture, '?')} lost its lease and cannot be resumed.`,
     recover: (f) => `turnkeeper status   # coordinate with ${q(f.holder, 'the holder')}, or start a new turn that names #todo:${q(f.todo)} once it is released`,
+  },
+  launch_in_progress: {
+    conflict: true,
+    explain: (f) =>
+      `Capture ${q(f.capture, '?')} of Todo ${q(f.todo)} is already running (${q(f.detail, 'an earlier launch is still alive')}); a second agent under the same Owner could not be told apart by fencing, so nothing was started.`,
+    recover: (f) => `use the running agent; once it has exited (or was stopped): turnkeeper resume ${q(f.capture, '<captureId>')}`,
   },
   transcript_missing: {
     conflict: false,

@@ -11,8 +11,9 @@ import { readFileSync, writeSync } from 'node:fs';
 import { digestDocument } from '../core/canonical';
 import { digestOfDescriptor, identityOf, sameIdentity, type Attestation, type Identity } from './attest';
 import { decideInjection, describeVariables } from './environment';
+import { processStart } from './liveness';
 import { nativeLauncher, type NativeEvent } from './native';
-import { LaunchRefused, type LaunchRefusal } from './refusals';
+import { CommitRefused, LaunchRefused, type LaunchRefusal } from './refusals';
 
 export const BARRIERS = ['after_attestation', 'after_argv_env', 'before_fork', 'parked', 'cancel'] as const;
 export type BarrierName = (typeof BARRIERS)[number];
@@ -21,6 +22,8 @@ export type Barriers = Partial<Record<BarrierName, () => Promise<void> | void>>;
 
 export interface LaunchFacts {
   readonly pid: number;
+  /** The parked child's start time (/proc/<pid>/stat field 22): with the pid, names this process even after the pid is reused. */
+  readonly pidStart: string | null;
   readonly digest: string;
   readonly identity: Identity;
   readonly argv: readonly string[];
@@ -43,7 +46,11 @@ export interface LaunchRequest {
   readonly allowLoaderVariables?: readonly string[];
   /** How long the parked child may wait for verification and the receipt. */
   readonly timeoutMs?: number;
-  /** Writes the `launch_committed` receipt; the agent runs only after this resolves. */
+  /**
+   * Writes the `launch_committed` receipt; the agent runs only after this resolves. Rejecting with
+   * `CommitRefused` means the commit decided against this launch and recorded why itself: the
+   * child is killed and the error reaches the caller as it is. Any other rejection is `receipt_failed`.
+   */
   readonly commit: (facts: LaunchFacts) => Promise<{ seq: number; hash: string }>;
   /** Records `launch_refused` when the store is writable; failures here are swallowed. */
   readonly recordRefusal?: (reason: LaunchRefusal, detail: string, facts: Partial<LaunchFacts>) => Promise<void>;
@@ -162,6 +169,8 @@ export async function launchAttested(request: LaunchRequest): Promise<RunningLau
         await refuse('launch_verification_failed', `/proc/${pid}/exe is not the attested object (or the child is gone)`);
       }
     }
+    // Our unreaped, parked child: its start time cannot belong to another process yet.
+    partial.pidStart = processStart(pid) ?? null;
     const atExec = native.fstatFd(attestation.fd);
     if (!atExec || !sameIdentity(attestation.identity, identityOf(atExec))) await refuse('object_changed', `${attestation.resolved} changed before it was executed`);
     // A dynamic executable runs its loader first: the loader the kernel mapped must be the attested one.
@@ -189,6 +198,12 @@ export async function launchAttested(request: LaunchRequest): Promise<RunningLau
     try {
       receipt = await request.commit(facts);
     } catch (error) {
+      if (error instanceof CommitRefused) {
+        // The commit refused this launch (and recorded why): kill the held child, which never ran.
+        native.decide(handles.id, 'kill', 'receipt_failed');
+        launchId = undefined;
+        throw error;
+      }
       return await refuse('receipt_failed', (error as Error).message);
     }
     if (!native.decide(handles.id, 'detach')) {

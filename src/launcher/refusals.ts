@@ -1,5 +1,7 @@
 // The closed set of launcher refusals (contract §6). Callers render guidance; nothing retries
 // through a pathname.
+import type { GuidanceFacts } from '../core/reasons';
+
 export const LAUNCH_REFUSALS = [
   'unsupported_platform',
   'unsupported_entrypoint',
@@ -21,6 +23,23 @@ export class LaunchRefused extends Error {
   ) {
     super(`launch refused [${reason}]: ${detail}`);
     this.name = 'LaunchRefused';
+  }
+}
+
+/**
+ * The commit of a launch refused it: the capture's lease moved, was released, or another launch of
+ * the capture is alive (contract §6, "exclusivity and freshness"). These are resume reasons, not
+ * launcher refusals: the commit already recorded `launch_refused`, `launchAttested` kills the parked
+ * child and rethrows this as it is, and the caller renders its own guidance.
+ */
+export class CommitRefused extends Error {
+  constructor(
+    readonly reason: string,
+    readonly detail: string,
+    readonly facts: GuidanceFacts = {},
+  ) {
+    super(`launch refused at commit [${reason}]: ${detail}`);
+    this.name = 'CommitRefused';
   }
 }
 

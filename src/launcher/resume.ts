@@ -9,16 +9,17 @@ import type { Agent } from '../core/ids';
 import type { Lease } from '../core/lease';
 import { renderGuidance, type GuidanceFacts, type ReasonCode } from '../core/reasons';
 import type { Preconditions, ReadyDocument } from '../core/ready';
-import type { Authority, StoredCapture } from '../store/authority';
+import type { Authority, LaunchCommitRefusal, LaunchCommitResult, StoredCapture } from '../store/authority';
 import type { Env } from '../store/location';
 import { preconditionsOf } from '../lifecycle/workspace';
 import { attest, releaseAttestation, type Attestation } from './attest';
 import { launchAttested, type Barriers, type LaunchFacts, type RunningLaunch } from './launch';
-import { LaunchRefused, REFUSAL_GUIDANCE, type LaunchRefusal } from './refusals';
+import { isLaunchLive, launchLiveness } from './liveness';
+import { CommitRefused, LaunchRefused, REFUSAL_GUIDANCE, type LaunchRefusal } from './refusals';
 
 export type ResumeReason = Extract<
   ReasonCode,
-  'unknown_capture' | 'unbound_capture' | 'capture_released' | 'lease_moved' | 'ready_corrupted' | 'precondition_changed' | 'transcript_missing'
+  'unknown_capture' | 'unbound_capture' | 'capture_released' | 'lease_moved' | 'ready_corrupted' | 'precondition_changed' | 'transcript_missing' | 'launch_in_progress'
 >;
 
 export interface ResumePlan {
@@ -196,7 +197,20 @@ export async function resumeCapture(options: ResumeOptions): Promise<ResumeResul
       allowLoaderVariables: options.allowLoaderVariables,
       signal: options.signal,
       barriers: options.barriers,
-      commit: (facts) => store.appendReceipt({ kind: 'launch_committed', ...receiptBase, detail: { launch: launchId, ...launchDetail(capture.agent, facts, check.plan.drift, attestation.interpreter) } }, now()),
+      // One transaction re-checks what checkResume saw (the lease, and no other live launch of this
+      // capture) and writes the receipt; a refusal there kills the parked agent (contract §6).
+      commit: async (facts) => {
+        const result = await store.commitLaunch(
+          {
+            expected: { capture: capture.id, owner: lease.owner, epoch: lease.epoch, version: lease.version },
+            receipt: { kind: 'launch_committed', ...receiptBase, detail: { launch: launchId, ...launchDetail(capture.agent, facts, check.plan.drift, attestation.interpreter) } },
+            isLive: isLaunchLive,
+          },
+          now(),
+        );
+        if (result.kind === 'refused') throw new CommitRefused(result.reason, result.why, commitFacts(result));
+        return { seq: result.seq, hash: result.hash };
+      },
       recordRefusal: async (reason, detail, facts) => {
         await store.appendReceipt(
           { kind: 'launch_refused', ...receiptBase, detail: { reason, why: detail.slice(0, 500), digest: facts.digest ?? null, loaderEnvironment: facts.loaderEnvironment ?? null } },
@@ -209,7 +223,28 @@ export async function resumeCapture(options: ResumeOptions): Promise<ResumeResul
     return { ok: true, dryRun: false, capture: capture.id, agent: capture.agent, launch, attestation: attested };
   } catch (error) {
     if (error instanceof LaunchRefused) return { ok: false, reason: error.reason, guidance: `Turnkeeper [${error.reason}]: ${REFUSAL_GUIDANCE[error.reason]}\n${error.detail}` };
+    if (error instanceof CommitRefused) {
+      const reason = error.reason as LaunchCommitRefusal;
+      const facts: GuidanceFacts = { capture: capture.id, todo: capture.todo, agent: capture.agent, ...error.facts };
+      return { ok: false, reason, guidance: `${renderGuidance(reason, facts)}\n${error.detail}`, facts };
+    }
     throw error;
+  }
+}
+
+/** The guidance facts of a commit-time refusal. */
+function commitFacts(result: Extract<LaunchCommitResult, { kind: 'refused' }>): GuidanceFacts {
+  switch (result.reason) {
+    case 'lease_moved': {
+      const holder = result.holder ?? result.lease;
+      return { holder: holder?.owner, epoch: holder?.epoch };
+    }
+    case 'capture_released':
+      return { epoch: result.lease?.epoch };
+    case 'launch_in_progress': {
+      const previous = result.previous;
+      return { detail: previous ? `launch receipt #${previous.seq}, pid ${previous.pid ?? '?'} on ${previous.host ?? '?'}` : undefined };
+    }
   }
 }
 
@@ -218,6 +253,8 @@ function launchDetail(agent: Agent, facts: LaunchFacts, drift: string | undefine
     loader: loader ? `${loader.path} ${loader.digest}` : null,
     agent,
     pid: facts.pid,
+    // Who can tell later whether this launch still runs (one live launch per capture).
+    ...launchLiveness(facts.pidStart),
     digest: facts.digest,
     dev: facts.identity.dev,
     ino: facts.identity.ino,

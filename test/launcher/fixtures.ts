@@ -5,7 +5,8 @@
 // The victim and the attacker are the same source compiled with a different TAG. When env
 // TK_MARKER_DIR is set, the program first copies /proc/self/exe to <dir>/<tag>.exe (the bytes that
 // actually ran) and then writes <dir>/<tag>.json atomically: tag, pid, exe link, cwd, argv, what fd 1
-// is, isatty(0) and LD_PRELOAD. Its first argument selects a behaviour (exit N, sleep, echo, tty).
+// is, isatty(0) and LD_PRELOAD. Its first argument selects a behaviour (exit N, sleep, echo, tty);
+// env TK_MODE overrides it (a resumed agent's argv is the agent's own resume command line).
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
@@ -75,7 +76,7 @@ int main(int argc, char **argv) {
       rename(tmp, path);
     }
   }
-  const char *mode = argc > 1 ? argv[1] : "";
+  const char *mode = getenv("TK_MODE") ? getenv("TK_MODE") : argc > 1 ? argv[1] : "";
   if (!strcmp(mode, "exit")) return argc > 2 ? atoi(argv[2]) : 0;
   if (!strcmp(mode, "sleep")) { for (;;) pause(); }
   if (!strcmp(mode, "echo")) {

@@ -1,0 +1,57 @@
+// Is an earlier launch of a capture still running? (contract §6: at most one live launch per
+// capture.) A launch receipt names its process by host, boot, pid and the pid's start time, so a
+// pid the kernel handed to another process since, or a machine that rebooted, is not mistaken for
+// the agent. The store asks this inside the transaction that commits the next launch.
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import type { PreviousLaunch } from '../store/authority';
+
+/** Field 22 of /proc/<pid>/stat (start time in clock ticks since boot), or undefined when the pid is gone or a zombie. */
+export function processStart(pid: number): string | undefined {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  // The command name (field 2) is in parentheses and may hold spaces or ')': split after the last ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const state = fields[0];
+  if (state === 'Z' || state === 'X' || state === 'x') return undefined;
+  return fields[19];
+}
+
+let bootId: string | null | undefined;
+/** This boot of this kernel (changes on every reboot), or null where it cannot be read. */
+export function currentBoot(): string | null {
+  if (bootId === undefined) {
+    try {
+      bootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() || null;
+    } catch {
+      bootId = null;
+    }
+  }
+  return bootId;
+}
+
+/** What a `launch_committed` receipt records so that a later resume can tell whether it still runs. */
+export function launchLiveness(pidStart: string | null): { host: string; boot: string | null; pidStart: string | null } {
+  return { host: hostname(), boot: currentBoot(), pidStart };
+}
+
+/**
+ * The rule (docs/launcher.md "One live launch per capture"):
+ * - another host: live. Its processes cannot be seen from here; resume it on that host, where the
+ *   check can be made, or release the Todo if that host is gone for good.
+ * - this host, another boot: dead (a reboot ended every process).
+ * - this host and boot: live while the pid exists, is not a zombie, and has the recorded start time.
+ * - a receipt without host or start time (written before this rule): not live. It cannot be told
+ *   from a recycled pid, and a record that can never expire must not block the capture forever.
+ */
+export function isLaunchLive(previous: PreviousLaunch): boolean {
+  if (previous.pid === null || previous.host === null || previous.pidStart === null) return false;
+  if (previous.host !== hostname()) return true;
+  const boot = currentBoot();
+  if (previous.boot !== null && boot !== null && previous.boot !== boot) return false;
+  return processStart(previous.pid) === previous.pidStart;
+}
