@@ -1,0 +1,117 @@
+// Property (spec §10): any sequence of claims, releases, clock steps (forward and back), renewals and
+// retries of the same Turn from other directories or through another binding never yields two active
+// holders, never revives a released capture, never fences the current holder, and keeps epochs gap-free.
+// The real hook runs in-process against a real SQLite store, with an injected clock.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { runHook } from '../../src/lifecycle/hook';
+import { makeWorld, parseHookStdout, payload, type World } from '../support/world';
+
+const TODOS = ['task-a', 'task-b'] as const;
+// Few sessions, Turns and Todos: the bad interleavings (claim, release, retry of the same Turn; holder
+// of one Todo after a clock step back) need the same names to come back often.
+const SESSIONS = ['s1', 's2'] as const;
+const HOUR = 60 * 60 * 1000;
+
+const action = fc.oneof(
+  { weight: 4, arbitrary: fc.record({
+    type: fc.constant('prompt' as const),
+    session: fc.constantFrom(...SESSIONS),
+    turn: fc.nat(1),
+    todo: fc.constantFrom(...TODOS),
+    subdirectory: fc.boolean(),
+    viaEnv: fc.boolean(),
+  }) },
+  fc.record({ type: fc.constant('release' as const), todo: fc.constantFrom(...TODOS), byHolder: fc.boolean() }),
+  fc.record({ type: fc.constant('clock' as const), delta: fc.integer({ min: -48 * HOUR, max: 48 * HOUR }) }),
+  fc.record({ type: fc.constant('write_tool' as const), session: fc.constantFrom(...SESSIONS) }),
+  fc.record({ type: fc.constant('stop' as const), session: fc.constantFrom(...SESSIONS) }),
+);
+
+let world: World;
+beforeAll(() => {
+  world = makeWorld('leaseprops');
+  mkdirSync(join(world.repo, 'sub', 'deeper'), { recursive: true });
+});
+afterAll(() => world.cleanup());
+
+describe('lease properties over real hooks', () => {
+  it('never two holders, never a revived capture, never a fenced holder, epochs without gaps', async () => {
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.array(action, { minLength: 1, maxLength: 25 }), async (actions) => {
+        // A fresh store per run, in the same repository.
+        const db = join(world.root, `run-${run++}.db`);
+        const env = { ...world.env, TURNKEEPER_DB: db };
+        const setup = await world.store();
+        setup.close();
+        const { openSqliteAuthority } = await import('../../src/store/sqlite');
+        const store = (await openSqliteAuthority({ path: db, create: true }))!;
+        try {
+          for (const id of TODOS) await store.addTodo({ goal: world.repo, id, title: id, body: '' }, 0);
+          let now = 2_000_000_000_000;
+          const everReleased = new Set<string>();
+          const hook = (input: string, extra: Record<string, string> = {}) =>
+            runHook(input, { env: { ...env, ...extra }, now: () => now, openStore: async () => store });
+
+          for (const step of actions) {
+            switch (step.type) {
+              case 'prompt': {
+                const input = JSON.parse(payload.codexPrompt(world, step.session, `turn-${step.turn}`, step.viaEnv ? 'go on' : `#todo:${step.todo}`)) as Record<string, unknown>;
+                if (step.subdirectory) input.cwd = join(world.repo, 'sub', 'deeper');
+                const result = await hook(JSON.stringify(input), step.viaEnv ? { TURNKEEPER_TODO: step.todo } : {});
+                expect(result.stderr.join('\n')).not.toContain('internal error');
+                break;
+              }
+              case 'release': {
+                const active = (await store.listLeases()).find((l) => l.todo === step.todo && l.status === 'active');
+                if (!active) break;
+                const request = step.byHolder
+                  ? { goal: world.repo, todo: step.todo, by: active.owner, identifiedBy: 'agent_environment' as const, force: false }
+                  : { goal: world.repo, todo: step.todo, identifiedBy: 'force' as const, force: true, reason: 'property' };
+                expect((await store.release(request, now)).kind).toBe('released');
+                break;
+              }
+              case 'clock':
+                now += step.delta;
+                break;
+              case 'write_tool': {
+                const result = await hook(payload.codex(world, 'PreToolUse', step.session, 'turn-x', { tool_name: 'apply_patch', tool_input: { command: 'x' } }));
+                const holds = (await store.listLeases()).some((l) => l.owner === `codex:${step.session}` && l.status === 'active');
+                const denied = JSON.stringify(parseHookStdout(result.stdout) ?? {}).includes('"deny"');
+                // The current holder is never fenced, whatever the clock did.
+                if (holds) expect(denied).toBe(false);
+                break;
+              }
+              case 'stop':
+                await hook(payload.codex(world, 'Stop', step.session, 'turn-x'));
+                break;
+            }
+
+            const leases = await store.listLeases();
+            for (const todo of TODOS) {
+              const ofTodo = leases.filter((l) => l.todo === todo);
+              expect(ofTodo.filter((l) => l.status === 'active').length).toBeLessThanOrEqual(1);
+              // Epochs are exactly 1..n: no gap, no reuse, whatever the clock did.
+              expect(ofTodo.map((l) => l.epoch).sort((a, b) => a - b)).toStrictEqual(ofTodo.map((_, i) => i + 1));
+            }
+            for (const lease of leases) {
+              if (lease.status === 'released') everReleased.add(lease.capture);
+              else expect(everReleased.has(lease.capture), `capture ${lease.capture} came back`).toBe(false);
+            }
+            // One capture per Turn and Todo, whatever directory or binding the retries came through.
+            const captures = await store.listCaptures();
+            const turns = captures.map((c) => `${c.session}/${c.turn}/${c.todo}`);
+            expect(new Set(turns).size).toBe(turns.length);
+          }
+          expect((await store.verifyChain()).ok).toBe(true);
+        } finally {
+          store.close();
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
