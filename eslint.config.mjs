@@ -12,6 +12,9 @@ const layer = (files, forbidden, message) => ({
   },
 });
 
+// Store implementations: only src/store itself and the factory src/lifecycle/open.ts name them.
+const storeImplementations = ['**/store/sqlite', '**/store/postgres*'];
+
 // A regex, not a gitignore-style group: `vscode` as a group also matched any path segment, such as
 // the e2e harness in test/vscode/.
 const vscodeOnlyInExtension = { regex: '^vscode(/.*)?$', message: "'vscode' may only be imported under src/extension" };
@@ -33,11 +36,13 @@ export default tseslint.config(
   ),
   layer(['src/store/**/*.ts'], ['vscode', '**/agents/**', '**/lifecycle/**', '**/launcher/**', '**/cli/**', '**/extension/**'], 'src/store may only use src/core'),
   layer(['src/agents/**/*.ts'], ['vscode', '**/store/**', '**/lifecycle/**', '**/launcher/**', '**/cli/**', '**/extension/**'], 'src/agents may only use src/core'),
-  layer(['src/lifecycle/**/*.ts'], ['vscode', '**/launcher/**', '**/cli/**', '**/extension/**'], 'src/lifecycle may use core, store and agents'),
-  layer(['src/launcher/**/*.ts'], ['vscode', '**/cli/**', '**/extension/**'], 'src/launcher (launch and resume) may use core, store, agents and lifecycle'),
-  layer(['src/cli/**/*.ts'], ['vscode', '**/extension/**'], 'the CLI never imports the extension'),
+  layer(['src/lifecycle/**/*.ts'], ['vscode', '**/launcher/**', '**/cli/**', '**/extension/**', ...storeImplementations], 'src/lifecycle may use core, store and agents; only open.ts opens a store'),
+  // The one factory: the only file outside src/store that may name a store implementation.
+  layer(['src/lifecycle/open.ts'], ['vscode', '**/launcher/**', '**/cli/**', '**/extension/**'], 'src/lifecycle may use core, store and agents'),
+  layer(['src/launcher/**/*.ts'], ['vscode', '**/cli/**', '**/extension/**', ...storeImplementations], 'src/launcher (launch and resume) may use core, store, agents and lifecycle; stores are opened by src/lifecycle/open.ts'),
+  layer(['src/cli/**/*.ts'], ['vscode', '**/extension/**', ...storeImplementations], 'the CLI never imports the extension; stores are opened by src/lifecycle/open.ts'),
   // The one folder where `vscode` is allowed; it never imports the other shell.
-  layer(['src/extension/**/*.ts'], ['**/cli/**'], 'the extension never imports the CLI'),
+  layer(['src/extension/**/*.ts'], ['**/cli/**', ...storeImplementations], 'the extension never imports the CLI; stores are opened by src/lifecycle/open.ts'),
   // Tests of the extension import `vscode`, which vitest aliases to the double in test/support/vscode.ts.
   { files: ['test/extension/**/*.ts'], rules: { 'no-restricted-imports': 'off' } },
 );

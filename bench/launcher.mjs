@@ -27,7 +27,7 @@ await build({
     contents: [
       "export { attest, clearAttestationCache, attestationCacheSize, releaseAttestation } from './src/launcher/attest';",
       "export { launchAttested } from './src/launcher/launch';",
-      "export { openSqliteAuthority } from './src/store/sqlite';",
+      "export { openSqliteAuthority } from './src/lifecycle/open';",
       "export { receiptNodes } from './src/extension/models';",
       "export { parseReceipt, buildReceipt } from './src/core/receipts';",
       "export { digestText, digestTextBulk } from './src/core/canonical';",

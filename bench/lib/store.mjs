@@ -27,7 +27,7 @@ export async function loadProductStore(scratch) {
   await build({
     stdin: {
       contents: [
-        "export { openSqliteAuthority } from './src/store/sqlite';",
+        "export { openSqliteAuthority } from './src/lifecycle/open';",
         "export { buildCapture } from './src/core/capture';",
         "export { preconditionsOf } from './src/lifecycle/workspace';",
       ].join('\n'),

@@ -2,8 +2,8 @@
 // Commands return an exit code: 0 done, 1 refused (the output names the reason), 2 usage error.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { Env } from '../store/location';
-import { storePath } from '../store/location';
-import { openSqliteAuthority, type SqliteAuthority } from '../store/sqlite';
+import type { Authority } from '../store/authority';
+import { openAuthority } from '../lifecycle/open';
 import { goalOf } from '../lifecycle/workspace';
 import { terminalSafe } from '../core/terminal';
 
@@ -40,8 +40,8 @@ export function parse<T extends Options>(args: string[], options: T, positionals
   return parsed;
 }
 
-export async function openStore(io: Io, create: boolean): Promise<SqliteAuthority | undefined> {
-  return openSqliteAuthority({ path: storePath(io.env), create, busyTimeoutMs: 5000 });
+export async function openStore(io: Io, create: boolean): Promise<Authority | undefined> {
+  return openAuthority(io.env, { create, busyTimeoutMs: 5000 });
 }
 
 /** Goal of `--goal <dir>`, or of the current directory. */

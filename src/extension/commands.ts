@@ -9,7 +9,7 @@ import { requesterOf } from '../lifecycle/settings';
 import { cachedWorkspace, checkResume } from '../launcher/resume';
 import type { Preconditions } from '../core/ready';
 import { TodoExistsError } from '../store/authority';
-import { openSqliteAuthority } from '../store/sqlite';
+import { openAuthority } from '../lifecycle/open';
 import type { Ctx } from './ctx';
 import { receiptUri, guidanceUri } from './documents';
 import { relativeTime, type ViewNode } from './models';
@@ -259,7 +259,7 @@ async function copyCaptureId(ctx: Ctx, captureId: string | undefined): Promise<v
 
 async function doctor(ctx: Ctx): Promise<void> {
   // doctorReport closes the store it opens, so it gets its own connection, not the views' one.
-  const report = await doctorReport(ctx.env, ctx.goal ?? ctx.extension.extensionPath, () => openSqliteAuthority({ path: ctx.dbPath, create: false }));
+  const report = await doctorReport(ctx.env, ctx.goal ?? ctx.extension.extensionPath, () => openAuthority(ctx.env, { create: false }));
   ctx.log.info(`doctor: ${JSON.stringify(report)}`);
   ctx.log.show(true);
   if (report.problems.length === 0) void vscode.window.showInformationMessage(t('Turnkeeper doctor: no problems found.'));

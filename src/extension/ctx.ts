@@ -8,7 +8,8 @@ import { agentHooksStatus } from '../lifecycle/installation';
 import type { ChainReport } from '../core/receipts';
 import { parseReceipt } from '../core/receipts';
 import { storePath, turnkeeperHome, type Env } from '../store/location';
-import { openSqliteAuthority, type SqliteAuthority } from '../store/sqlite';
+import type { Authority } from '../store/authority';
+import { openAuthority } from '../lifecycle/open';
 import { statusSnapshot, type StatusSnapshot } from '../lifecycle/status';
 import { goalOf } from '../lifecycle/workspace';
 import { captureNodes, leaseNodes, receiptNodes, TreeModel, type ReceiptRowView } from './models';
@@ -24,7 +25,7 @@ export class Ctx implements vscode.Disposable {
   private readonly snapshotChanged = new vscode.EventEmitter<StatusSnapshot>();
   readonly onDidChangeSnapshot = this.snapshotChanged.event;
 
-  private store: SqliteAuthority | undefined;
+  private store: Authority | undefined;
   private watcher: FSWatcher | undefined;
   private refreshTimer: NodeJS.Timeout | undefined;
   private refreshing: Promise<void> | undefined;
@@ -110,12 +111,12 @@ export class Ctx implements vscode.Disposable {
   // ---- store --------------------------------------------------------------------------------
 
   /** The open store, or undefined while no database exists. Opening is async and never on activation. */
-  async openStore(create = false): Promise<SqliteAuthority | undefined> {
-    if (this.store && !existsSync(this.store.path)) this.closeStore();
-    if (this.store && this.store.path !== this.dbPath) this.closeStore();
+  async openStore(create = false): Promise<Authority | undefined> {
+    if (this.store && !existsSync(this.store.location)) this.closeStore();
+    if (this.store && this.store.location !== this.dbPath) this.closeStore();
     if (!this.store) {
-      this.store = await openSqliteAuthority({ path: this.dbPath, create, busyTimeoutMs: 2000 });
-      if (this.store) this.log.info(`opened ${this.store.path}`);
+      this.store = await openAuthority(this.env, { create, busyTimeoutMs: 2000 });
+      if (this.store) this.log.info(`opened ${this.store.location}`);
       this.watch();
     }
     return this.store;
@@ -161,7 +162,7 @@ export class Ctx implements vscode.Disposable {
   }
 
   /** Verifies the rows after `from` and folds them into the report; remembers the new verified end. */
-  private async extendChainReport(store: SqliteAuthority, from: { seq: number; hash: string } | undefined): Promise<ChainReport> {
+  private async extendChainReport(store: Authority, from: { seq: number; hash: string } | undefined): Promise<ChainReport> {
     const tail = await store.verifyChain(from);
     const report: ChainReport =
       from && this.chain ? { ok: this.chain.ok && tail.ok, verified: this.chain.verified + tail.verified, breaks: [...this.chain.breaks, ...tail.breaks], end: tail.end ?? from } : tail;

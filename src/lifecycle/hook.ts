@@ -11,8 +11,9 @@ import { blockOutput, contextOutput, denyToolOutput, type HookOutput } from '../
 import { InvalidHookInput, isWriteTool, parseHookInput, type HookEvent } from '../agents/payload';
 import type { Authority, SessionTouch } from '../store/authority';
 import { faultPoint } from '../store/faults';
-import { storePath, type Env } from '../store/location';
-import { openSqliteAuthority, SchemaTooNewError, StoreUnavailableError } from '../store/sqlite';
+import type { Env } from '../store/location';
+import { SchemaTooNewError, StoreUnavailableError } from '../store/authority';
+import { openAuthority } from './open';
 import { hookBusyTimeoutMs, isTurnedOff, leaseTtlSeconds, onConflict } from './settings';
 import { goalOf, preconditionsOf } from './workspace';
 
@@ -72,7 +73,7 @@ export async function runHook(raw: string | Buffer, options: HookOptions): Promi
 const defaultOpener =
   (env: Env) =>
   (create: boolean): Promise<Authority | undefined> =>
-    openSqliteAuthority({ path: storePath(env), create, busyTimeoutMs: hookBusyTimeoutMs(env) });
+    openAuthority(env, { create, busyTimeoutMs: hookBusyTimeoutMs(env) });
 
 interface HookRequest {
   readonly event: HookEvent;

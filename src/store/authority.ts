@@ -126,6 +126,25 @@ export interface StoreHealth {
   readonly receipts: number;
 }
 
+/** The store cannot be used now (locked past the wait, unreadable, full, a foreign log, unreachable). */
+export class StoreUnavailableError extends Error {
+  constructor(readonly detail: string, options?: { cause?: unknown }) {
+    super(`store unavailable: ${detail}`, options);
+    this.name = 'StoreUnavailableError';
+  }
+}
+
+/** The store was written by a newer Turnkeeper; it is refused, never rewritten. */
+export class SchemaTooNewError extends Error {
+  constructor(readonly found: number, readonly supported: number) {
+    super(
+      `this database has schema version ${found}, but this Turnkeeper understands up to ${supported}; ` +
+        'upgrade Turnkeeper (the database was not changed)',
+    );
+    this.name = 'SchemaTooNewError';
+  }
+}
+
 export class TodoExistsError extends Error {
   constructor(readonly goal: string, readonly todo: string) {
     super(`Todo ${todo} already exists in ${goal}`);
@@ -134,6 +153,8 @@ export class TodoExistsError extends Error {
 }
 
 export interface Authority {
+  /** Where the store is, for messages: a file path, or a server address without credentials. */
+  readonly location: string;
   addTodo(todo: { goal: string; id: string; title: string; body: string }, now: number): Promise<Todo>;
   getTodo(goal: string, id: string): Promise<Todo | undefined>;
   listTodos(goal?: string): Promise<Todo[]>;

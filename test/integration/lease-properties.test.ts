@@ -47,7 +47,7 @@ describe('lease properties over real hooks', () => {
         const env = { ...world.env, TURNKEEPER_DB: db };
         const setup = await world.store();
         setup.close();
-        const { openSqliteAuthority } = await import('../../src/store/sqlite');
+        const { openSqliteAuthority } = await import('../../src/lifecycle/open');
         const store = (await openSqliteAuthority({ path: db, create: true }))!;
         try {
           for (const id of TODOS) await store.addTodo({ goal: world.repo, id, title: id, body: '' }, 0);

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { authorityConformance } from './authority.conformance';
-import { openSqliteAuthority, SchemaTooNewError } from '../../src/store/sqlite';
+import { openSqliteAuthority } from '../../src/lifecycle/open';
+import { SchemaTooNewError } from '../../src/store/authority';
 import { SCHEMA_VERSION } from '../../src/store/schema';
 
 const tempDb = () => {

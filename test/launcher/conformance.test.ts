@@ -381,9 +381,9 @@ describe('receipt failure: the agent never runs without its receipt', () => {
     const previous = process.env.TURNKEEPER_TEST_FAULT;
     process.env.TURNKEEPER_TEST_FAULT = 'store.before_commit=ioerr';
     vi.resetModules();
-    let faulted: typeof import('../../src/store/sqlite');
+    let faulted: typeof import('../../src/lifecycle/open');
     try {
-      faulted = await import('../../src/store/sqlite');
+      faulted = await import('../../src/lifecycle/open');
     } finally {
       if (previous === undefined) delete process.env.TURNKEEPER_TEST_FAULT;
       else process.env.TURNKEEPER_TEST_FAULT = previous;

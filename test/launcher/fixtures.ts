@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openSqliteAuthority, type SqliteAuthority } from '../../src/store/sqlite';
+import { openSqliteAuthority, type SqliteAuthority } from '../../src/lifecycle/open';
 import type { LaunchFacts } from '../../src/launcher/launch';
 
 const PROGRAM = String.raw`

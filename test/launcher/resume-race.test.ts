@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { resumeCapture, type ResumeResult } from '../../src/launcher/resume';
 import type { Barriers } from '../../src/launcher/launch';
-import type { SqliteAuthority } from '../../src/store/sqlite';
+import type { SqliteAuthority } from '../../src/lifecycle/open';
 import { contextOf, makeWorld, payload, type World } from '../support/world';
 import { alive, buildFixtures, readMarker, scene, waitFor, type Fixtures, type Scene } from './fixtures';
 

@@ -4,7 +4,7 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { openSqliteAuthority, type SqliteAuthority } from '../../src/store/sqlite';
+import { openSqliteAuthority, type SqliteAuthority } from '../../src/lifecycle/open';
 
 export const CLI = resolve(__dirname, '../../dist/cli.js');
 

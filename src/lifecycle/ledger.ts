@@ -1,0 +1,353 @@
+// The policy of the store, once for every authority (spec §2, §4, §5): what a claim, a renewal, a
+// release and a launch commit decide and record, and how receipts chain. It runs the pure decisions
+// of src/core over the row port (src/store/port.ts) inside one write transaction each, so a SQLite
+// and a PostgreSQL authority differ only in their row operations.
+import { buildReceipt, parseReceipt, type ReceiptFields } from '../core/receipts';
+import { acquiredLease, decideClaim, decideRelease, decideRenewal, type Lease } from '../core/lease';
+import { buildReadyCapture, type HistoryEntry } from '../core/ready';
+import type { Owner } from '../core/ids';
+import {
+  TodoExistsError,
+  type Authority,
+  type ClaimInput,
+  type ClaimResult,
+  type LaunchCommit,
+  type LaunchCommitResult,
+  type LaunchReceipt,
+  type ReleaseRequest,
+  type ReleaseResult,
+  type RenewResult,
+  type RequesterIdentification,
+  type SessionTouch,
+  type Todo,
+  type TodoStatus,
+} from '../store/authority';
+import type { StorePort, StoreTx } from '../store/port';
+import { faultPoint } from '../store/faults';
+
+const HISTORY_LENGTH = 5;
+
+/** Appends one receipt in the open transaction: builds it on the head it read, then inserts it. */
+async function append(tx: StoreTx, fields: ReceiptFields, now: number): Promise<{ seq: number; hash: string }> {
+  const head = await tx.chainHead();
+  const receipt = buildReceipt(head, fields, now);
+  const seq = receipt.document.seq;
+  await tx.appendReceipt({ seq, doc: receipt.text, hash: receipt.hash, goal: fields.goal, todo: fields.todo ?? null, capture: fields.capture ?? null, kind: fields.kind }, head);
+  return { seq, hash: receipt.hash };
+}
+
+interface ReleaseRecord {
+  readonly reason: string;
+  readonly forced: boolean;
+  readonly identifiedBy: RequesterIdentification;
+  readonly requestedBy?: Owner | undefined;
+  readonly requester?: string | undefined;
+}
+
+/** Writes a release (compare-and-set on the version it read) and its receipt. */
+async function releaseIn(tx: StoreTx, lease: Lease, why: ReleaseRecord, now: number): Promise<Lease> {
+  const released: Lease = { ...lease, status: 'released' };
+  if (!(await tx.updateLease(lease, released, { at: now, reason: why.reason }))) throw new Error(`lease ${lease.todo} epoch ${lease.epoch} moved inside its own transaction`);
+  await append(
+    tx,
+    {
+      kind: 'lease_released',
+      goal: lease.goal,
+      todo: lease.todo,
+      capture: lease.capture,
+      owner: lease.owner,
+      lease: { epoch: lease.epoch, version: lease.version },
+      // Who asked and how they were identified, never more: `requestedBy` is only what was proven
+      // (agent environment) or claimed (self_declared); `owner` above is the lease's holder.
+      detail: { reason: why.reason, forced: why.forced, identifiedBy: why.identifiedBy, requestedBy: why.requestedBy ?? null, requester: why.requester ?? null },
+    },
+    now,
+  );
+  return released;
+}
+
+export class Ledger implements Authority {
+  constructor(readonly rows: StorePort) {}
+
+  get location(): string {
+    return this.rows.location;
+  }
+
+  addTodo(todo: { goal: string; id: string; title: string; body: string }, now: number): Promise<Todo> {
+    return this.rows.write(async (tx) => {
+      if (await tx.todo(todo.goal, todo.id)) throw new TodoExistsError(todo.goal, todo.id);
+      const stored: Todo = { ...todo, status: 'open', createdAt: now, updatedAt: now };
+      await tx.insertTodo(stored);
+      await append(tx, { kind: 'todo_added', goal: todo.goal, todo: todo.id }, now);
+      return stored;
+    });
+  }
+
+  setTodoStatus(goal: string, id: string, status: TodoStatus, now: number): Promise<{ todo: Todo; released?: Lease } | undefined> {
+    return this.rows.write(async (tx) => {
+      const todo = await tx.todo(goal, id);
+      if (!todo) return undefined;
+      await tx.setTodoStatus(goal, id, status, now);
+      await append(tx, { kind: 'todo_status_changed', goal, todo: id, detail: { from: todo.status, to: status } }, now);
+      let released: Lease | undefined;
+      if (status !== 'open') {
+        const active = await tx.activeLeaseOfTodo(goal, id);
+        if (active) released = await releaseIn(tx, active, { reason: `todo_${status}`, forced: false, identifiedBy: 'todo_status' }, now);
+      }
+      return { todo: { ...todo, status, updatedAt: now }, ...(released ? { released } : {}) };
+    });
+  }
+
+  claim(input: ClaimInput, now: number): Promise<ClaimResult> {
+    faultPoint('claim.before_transaction');
+    return this.rows.write(async (tx): Promise<ClaimResult> => {
+      const { capture, owner } = input;
+      if (input.session) await tx.upsertSession(input.session, now);
+      const doc = capture.document;
+      const refuse = (detail: Record<string, string | number>, extra: Partial<ReceiptFields> = {}) =>
+        append(tx, { kind: 'claim_refused', goal: doc.goal, todo: doc.todo, owner, op: capture.op, detail, ...extra }, now);
+
+      // Rule 6, in its order: the Todo first, then the operation, then the lease.
+      const todo = await tx.todo(doc.goal, doc.todo);
+      if (!todo) {
+        await refuse({ reason: 'unknown_todo' });
+        return { kind: 'unknown_todo' };
+      }
+      if (todo.status !== 'open') {
+        await refuse({ reason: 'todo_not_open', status: todo.status });
+        return { kind: 'todo_not_open', status: todo.status };
+      }
+      // "Already recorded" means this Turn already claimed this Todo, whatever capture schema it was
+      // written under: a v1 capture of the same Turn (cwd and binding in its identity) is the same
+      // claim, so a released one is never revived by a retry from another directory.
+      const recorded = await tx.claimOfTurn(doc);
+      const active = await tx.activeLeaseOfTodo(doc.goal, doc.todo);
+      const decision = decideClaim(
+        {
+          active,
+          lastEpoch: await tx.lastEpoch(doc.goal, doc.todo),
+          recorded: recorded && { capture: recorded.capture, epoch: recorded.epoch, leaseStatus: recorded.status },
+          ownerHolds: await tx.activeLeaseOfOwner(owner),
+        },
+        { owner, capture: capture.captureId, op: capture.op },
+        now,
+      );
+
+      switch (decision.kind) {
+        case 'replay':
+          return { kind: 'replayed', lease: (await tx.leaseOfCapture(decision.capture))!, ready: await tx.readReady(decision.capture) };
+        case 'refuse':
+          if (decision.reason === 'capture_released') {
+            await refuse({ reason: 'capture_released' }, { capture: recorded?.capture });
+            return { kind: 'capture_released', capture: recorded!.capture, epoch: decision.epoch };
+          }
+          if (decision.reason === 'session_holds_other') {
+            await refuse({ reason: 'session_holds_other', held: decision.held.todo, heldEpoch: decision.held.epoch });
+            return { kind: 'session_holds_other', held: decision.held };
+          }
+          await refuse({ reason: decision.reason, holder: decision.holder.owner, holderEpoch: decision.holder.epoch }, { capture: capture.captureId });
+          return { kind: decision.reason, holder: decision.holder };
+        case 'acquire':
+          break;
+      }
+
+      const history = historyOf(await tx.recentReceiptsOfTodo(doc.goal, doc.todo, HISTORY_LENGTH));
+      const lease = acquiredLease({ goal: doc.goal, todo: doc.todo, owner, capture: capture.captureId, epoch: decision.epoch }, now, input.ttlSeconds);
+      const ready = buildReadyCapture({
+        capture: capture.captureId,
+        originalDigest: capture.originalDigest,
+        lease: { owner, epoch: lease.epoch },
+        todo: { id: todo.id, title: todo.title, body: todo.body },
+        goal: doc.goal,
+        history,
+        preconditions: input.preconditions,
+      });
+      await tx.insertCapture({
+        id: capture.captureId,
+        goal: doc.goal,
+        todo: doc.todo,
+        agent: doc.agent,
+        session: doc.session,
+        turn: doc.turn,
+        cwd: input.cwd,
+        binding: input.binding,
+        canonical: capture.canonical,
+        originalDigest: capture.originalDigest,
+        op: capture.op,
+        createdAt: now,
+      });
+      await tx.insertLease(lease);
+      const stored = { capture: capture.captureId, canonical: ready.canonical, presentation: ready.presentation, readyDigest: ready.readyDigest };
+      await tx.insertReady(stored);
+      const common = { goal: doc.goal, todo: doc.todo, capture: capture.captureId, owner, op: capture.op };
+      const leaseRef = { epoch: lease.epoch, version: lease.version };
+      await append(tx, { kind: 'capture_bound', ...common, detail: { originalDigest: capture.originalDigest, turn: doc.turn, binding: input.binding, cwd: input.cwd } }, now);
+      await append(tx, { kind: 'lease_acquired', ...common, lease: leaseRef, detail: { expiresAt: new Date(lease.expiresAt).toISOString() } }, now);
+      await append(tx, { kind: 'ready_written', ...common, lease: leaseRef, detail: { readyDigest: ready.readyDigest } }, now);
+      faultPoint('claim.inside_transaction');
+      return { kind: 'acquired', lease, ready: stored };
+    });
+  }
+
+  async renew(owner: Owner, now: number, ttlSeconds: number): Promise<RenewResult> {
+    // Decide on a plain read first: most tool events are within the renewal interval and write nothing.
+    const read = await this.rows.activeLeaseOfOwner(owner);
+    if (!read) return { kind: 'skipped', why: 'no_active_lease' };
+    const first = decideRenewal(read, owner, now, ttlSeconds);
+    if (first.kind === 'skip') return { kind: 'skipped', why: first.why };
+    return this.rows.write(async (tx): Promise<RenewResult> => {
+      const current = await tx.activeLeaseOfOwner(owner);
+      if (!current) return { kind: 'skipped', why: 'no_active_lease' };
+      const decision = decideRenewal(current, owner, now, ttlSeconds);
+      if (decision.kind === 'skip') return { kind: 'skipped', why: decision.why };
+      const lease = decision.lease;
+      if (!(await tx.updateLease(current, lease))) return { kind: 'skipped', why: 'moved' };
+      await append(
+        tx,
+        {
+          kind: 'lease_renewed',
+          goal: lease.goal,
+          todo: lease.todo,
+          capture: lease.capture,
+          owner,
+          lease: { epoch: lease.epoch, version: lease.version },
+          detail: { expiresAt: new Date(lease.expiresAt).toISOString() },
+        },
+        now,
+      );
+      return { kind: 'renewed', lease };
+    });
+  }
+
+  release(request: ReleaseRequest, now: number): Promise<ReleaseResult> {
+    return this.rows.write(async (tx): Promise<ReleaseResult> => {
+      const active = await tx.activeLeaseOfTodo(request.goal, request.todo);
+      const decision = decideRelease(active, request);
+      if (decision.kind === 'refuse') return { kind: 'refused', why: decision.why, lease: active };
+      const byHolder = request.by !== undefined && request.by === active?.owner;
+      const forced = request.force && !byHolder;
+      const asked = byHolder ? (request.identifiedBy === 'agent_environment' ? 'released by its owner' : `released by a self-declared owner (${request.identifiedBy})`) : 'forced release';
+      const record: ReleaseRecord = {
+        reason: request.reason?.trim() || asked,
+        forced,
+        identifiedBy: forced ? 'force' : request.identifiedBy,
+        requestedBy: request.by,
+        requester: request.requester,
+      };
+      return { kind: 'released', lease: await releaseIn(tx, active!, record, now) };
+    });
+  }
+
+  appendReceipt(fields: ReceiptFields, now: number, session?: SessionTouch): Promise<{ seq: number; hash: string }> {
+    return this.rows.write(async (tx) => {
+      if (session) await tx.upsertSession(session, now);
+      return append(tx, fields, now);
+    });
+  }
+
+  async touchSession(record: SessionTouch, now: number, minIntervalMs: number): Promise<void> {
+    const current = await this.rows.getSession(record.owner);
+    const transcriptChanged = record.transcriptPath !== null && current?.transcriptPath !== record.transcriptPath;
+    if (current && now - current.lastHookAt < minIntervalMs && !transcriptChanged) return;
+    await this.rows.write((tx) => tx.upsertSession(record, now));
+  }
+
+  commitLaunch(request: LaunchCommit, now: number): Promise<LaunchCommitResult> {
+    type Refused = Extract<LaunchCommitResult, { kind: 'refused' }>;
+    return this.rows.write(async (tx): Promise<LaunchCommitResult> => {
+      const { expected, receipt } = request;
+      const refuse = async (refusal: Omit<Refused, 'kind'>): Promise<LaunchCommitResult> => {
+        const detail = receipt.detail ?? {};
+        await append(
+          tx,
+          {
+            ...receipt,
+            kind: 'launch_refused',
+            detail: { reason: refusal.reason, why: refusal.why.slice(0, 500), launch: detail.launch ?? null, digest: detail.digest ?? null, pid: detail.pid ?? null },
+          },
+          now,
+        );
+        return { kind: 'refused', ...refusal };
+      };
+      // What resume checked, read again under the write lock: the lease row of this capture.
+      const lease = await tx.leaseOfCapture(expected.capture);
+      if (!lease || lease.status !== 'active' || lease.owner !== expected.owner || lease.epoch !== expected.epoch) {
+        const holder = lease && (await tx.activeLeaseOfTodo(lease.goal, lease.todo));
+        if (holder && holder.capture !== expected.capture) {
+          return refuse({ reason: 'lease_moved', why: `the lease moved to ${holder.owner} (epoch ${holder.epoch}) after resume checked it`, lease, holder });
+        }
+        return refuse({ reason: 'capture_released', why: `the lease (epoch ${expected.epoch}) was released after resume checked it`, lease });
+      }
+      // At most one live launch per capture: the latest one must be dead (its predecessors were
+      // found dead when it was committed).
+      const latest = await tx.latestLaunchOfCapture(expected.capture);
+      if (latest) {
+        const detail = parseReceipt(latest.doc)?.detail ?? {};
+        const text = (value: unknown) => (typeof value === 'string' ? value : null);
+        const previous = {
+          seq: latest.seq,
+          launch: text(detail.launch),
+          pid: typeof detail.pid === 'number' ? detail.pid : null,
+          host: text(detail.host),
+          boot: text(detail.boot),
+          pidStart: text(detail.pidStart),
+        };
+        if (request.isLive(previous)) {
+          const where = `pid ${previous.pid ?? '?'} on ${previous.host ?? 'an unknown host'}`;
+          return refuse({ reason: 'launch_in_progress', why: `launch receipt #${previous.seq} of this capture is still running (${where})`, lease, previous });
+        }
+      }
+      if (lease.version !== expected.version) {
+        return refuse({ reason: 'lease_moved', why: `the lease was renewed (version ${expected.version} → ${lease.version}) after resume checked it: the session is active elsewhere`, lease });
+      }
+      return { kind: 'committed', ...(await append(tx, receipt, now)) };
+    });
+  }
+
+  async launchReceipts(captureId: string): Promise<LaunchReceipt[]> {
+    return launchReceiptsOf(await this.rows.launchReceiptRows(captureId));
+  }
+
+  async launches(): Promise<(LaunchReceipt & { hooked: boolean })[]> {
+    const rows = launchReceiptsOf(await this.rows.launchReceiptRows());
+    const hooked = new Set(rows.filter((row) => row.kind === 'launch_hooked').map((row) => row.launch));
+    return rows.filter((row) => row.kind === 'launch_committed').map((row) => ({ ...row, hooked: row.launch !== null && hooked.has(row.launch) }));
+  }
+
+  // Reads go straight to the rows.
+  getTodo = (goal: string, id: string) => this.rows.getTodo(goal, id);
+  listTodos = (goal?: string) => this.rows.listTodos(goal);
+  activeLeaseOfOwner = (owner: Owner) => this.rows.activeLeaseOfOwner(owner);
+  latestLeaseOfOwner = (owner: Owner) => this.rows.latestLeaseOfOwner(owner);
+  leaseOfCapture = (capture: string) => this.rows.leaseOfCapture(capture);
+  readReady = (capture: string) => this.rows.readReady(capture);
+  getCapture = (capture: string) => this.rows.getCapture(capture);
+  getSession = (owner: Owner) => this.rows.getSession(owner);
+  listSessions = () => this.rows.listSessions();
+  listLeases = () => this.rows.listLeases();
+  listCaptures = () => this.rows.listCaptures();
+  receipts = (page: { beforeSeq?: number | undefined; limit: number }) => this.rows.receipts(page);
+  verifyChain = (after?: { seq: number; hash: string }) => this.rows.verifyChain(after);
+  health = () => this.rows.health();
+  close = () => this.rows.close();
+}
+
+function historyOf(docsNewestFirst: string[]): HistoryEntry[] {
+  const entries: HistoryEntry[] = [];
+  for (const doc of [...docsNewestFirst].reverse()) {
+    const receipt = parseReceipt(doc);
+    if (receipt) entries.push({ seq: receipt.seq, kind: receipt.kind, at: receipt.at, owner: receipt.owner, epoch: receipt.lease?.epoch });
+  }
+  return entries;
+}
+
+function launchReceiptsOf(rows: { seq: number; doc: string }[]): LaunchReceipt[] {
+  const out: LaunchReceipt[] = [];
+  for (const row of rows) {
+    const doc = parseReceipt(row.doc);
+    if (!doc?.capture) continue;
+    const launch = doc.detail?.launch;
+    out.push({ seq: row.seq, kind: doc.kind as LaunchReceipt['kind'], capture: doc.capture, launch: typeof launch === 'string' ? launch : null, at: Date.parse(doc.at) });
+  }
+  return out;
+}

@@ -1,0 +1,71 @@
+// The one place that opens a store (spec §4 "Selection"). The hook, the CLI and the extension ask for
+// an `Authority`; which authority that is (SQLite file or a team server) is decided here, from env
+// `TURNKEEPER_STORE`, then `store` in `$TURNKEEPER_HOME/config.json`, then the machine-scoped editor
+// setting, then the per-user SQLite file. One authority, no fallback: a selected store that cannot be
+// used is an error, never a quiet switch to another one. A lint rule keeps src/store/sqlite out of
+// every other import.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type BetterSqlite3 from 'better-sqlite3';
+import { StoreUnavailableError, type Authority } from '../store/authority';
+import { storePath, turnkeeperHome, type Env } from '../store/location';
+import { openSqliteStore, type OpenOptions } from '../store/sqlite';
+import { Ledger } from './ledger';
+
+export interface AuthorityOptions {
+  /** Create the store when it does not exist (a claim, `todo add`); otherwise a missing store is `undefined`. */
+  readonly create: boolean;
+  /** How long a write waits for the store's lock before `StoreUnavailableError`. */
+  readonly busyTimeoutMs?: number;
+  /** The editor's machine-scoped `turnkeeper.store` / `turnkeeper.storePath` setting, when the caller has one. */
+  readonly setting?: string | undefined;
+}
+
+export type StoreSelection =
+  | { readonly kind: 'sqlite'; readonly path: string; readonly from: 'TURNKEEPER_STORE' | 'config.json' | 'setting' | 'TURNKEEPER_DB' | 'default' }
+  | { readonly kind: 'postgres'; readonly url: string; readonly from: 'TURNKEEPER_STORE' | 'config.json' | 'setting' };
+
+/** Which store this environment selects (no I/O beyond reading config.json). */
+export function selectStore(env: Env, setting?: string): StoreSelection {
+  const fromEnv = env.TURNKEEPER_STORE?.trim();
+  if (fromEnv) return parseSelection(fromEnv, 'TURNKEEPER_STORE');
+  const fromConfig = configuredStore(env);
+  if (fromConfig) return parseSelection(fromConfig, 'config.json');
+  if (setting?.trim()) return parseSelection(setting.trim(), 'setting');
+  return { kind: 'sqlite', path: storePath(env), from: env.TURNKEEPER_DB ? 'TURNKEEPER_DB' : 'default' };
+}
+
+function parseSelection(value: string, from: 'TURNKEEPER_STORE' | 'config.json' | 'setting'): StoreSelection {
+  if (/^postgres(ql)?:\/\//i.test(value)) return { kind: 'postgres', url: value, from };
+  if (value.startsWith('sqlite:')) return { kind: 'sqlite', path: value.slice('sqlite:'.length), from };
+  // A bare path in the editor setting (the older `turnkeeper.storePath`) names a SQLite file.
+  if (from === 'setting' && value.startsWith('/')) return { kind: 'sqlite', path: value, from };
+  throw new StoreUnavailableError(`${from} names a store Turnkeeper does not know: use postgres://… or sqlite:<path>`);
+}
+
+function configuredStore(env: Env): string | undefined {
+  try {
+    const value = (JSON.parse(readFileSync(join(turnkeeperHome(env), 'config.json'), 'utf8')) as { store?: unknown }).store;
+    return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Opens the selected authority; `undefined` when it does not exist and `create` is false. */
+export async function openAuthority(env: Env, options: AuthorityOptions): Promise<Authority | undefined> {
+  const selection = selectStore(env, options.setting);
+  if (selection.kind === 'postgres') {
+    throw new StoreUnavailableError(`${selection.from} selects a PostgreSQL team store, which this build of Turnkeeper cannot open yet`);
+  }
+  return openSqliteAuthority({ path: selection.path, create: options.create, busyTimeoutMs: options.busyTimeoutMs });
+}
+
+/** A SQLite authority with its connection in reach: for tests, benchmarks and tamper tools. */
+export type SqliteAuthority = Ledger & { readonly connection: BetterSqlite3.Database; readonly path: string };
+
+export async function openSqliteAuthority(options: OpenOptions): Promise<SqliteAuthority | undefined> {
+  const rows = await openSqliteStore(options);
+  if (!rows) return undefined;
+  return Object.assign(new Ledger(rows), { connection: rows.connection, path: rows.path });
+}

@@ -1,0 +1,86 @@
+// The row port: what an authority (SQLite today, PostgreSQL for teams) implements. Row reads and
+// writes only, no policy: which claim wins, what a refusal records, how receipts chain and what a
+// ready capture says live above it, in src/lifecycle/ledger.ts, once for every authority.
+import type { ChainLink, ChainReport } from '../core/receipts';
+import type { Lease } from '../core/lease';
+import type { Owner } from '../core/ids';
+import type { ReceiptRow, SessionRecord, SessionTouch, StoreHealth, StoredCapture, StoredReady, Todo, TodoStatus } from './authority';
+
+/** A receipt row to append: the stored text, its hash, and the lookup columns beside the chain. */
+export interface ReceiptInsert {
+  readonly seq: number;
+  readonly doc: string;
+  readonly hash: string;
+  readonly goal: string;
+  readonly todo: string | null;
+  readonly capture: string | null;
+  readonly kind: string;
+}
+
+/** The Turn's earlier claim of a Todo, whatever capture schema it was written under. */
+export interface ClaimOfTurn {
+  readonly capture: string;
+  readonly epoch: number;
+  readonly status: 'active' | 'released';
+}
+
+/** Row operations inside one write transaction. Every method may be called only while it is open. */
+export interface StoreTx {
+  todo(goal: string, id: string): Promise<Todo | undefined>;
+  insertTodo(todo: Todo): Promise<void>;
+  setTodoStatus(goal: string, id: string, status: TodoStatus, now: number): Promise<void>;
+
+  activeLeaseOfTodo(goal: string, todo: string): Promise<Lease | undefined>;
+  activeLeaseOfOwner(owner: Owner): Promise<Lease | undefined>;
+  leaseOfCapture(capture: string): Promise<Lease | undefined>;
+  /** Highest epoch ever issued for the Todo, 0 when never leased. */
+  lastEpoch(goal: string, todo: string): Promise<number>;
+  insertLease(lease: Lease): Promise<void>;
+  /**
+   * Compare-and-set on one lease row: writes `next` only if the row `(goal, todo, epoch)` is still
+   * active with the `version` the caller planned from. Returns whether it wrote.
+   */
+  updateLease(planned: Pick<Lease, 'goal' | 'todo' | 'epoch' | 'version'>, next: Lease, release?: { readonly at: number; readonly reason: string }): Promise<boolean>;
+
+  claimOfTurn(turn: { goal: string; todo: string; agent: string; session: string; turn: string }): Promise<ClaimOfTurn | undefined>;
+  insertCapture(capture: StoredCapture): Promise<void>;
+  insertReady(ready: StoredReady): Promise<void>;
+  readReady(capture: string): Promise<StoredReady | undefined>;
+
+  upsertSession(record: SessionTouch, now: number): Promise<void>;
+
+  chainHead(): Promise<ChainLink | undefined>;
+  /** Inserts the row and advances the head from `previous`; fails if the head moved meanwhile. */
+  appendReceipt(row: ReceiptInsert, previous: ChainLink | undefined): Promise<void>;
+  /** Stored docs of the Todo's newest receipts, newest first. */
+  recentReceiptsOfTodo(goal: string, todo: string, limit: number): Promise<string[]>;
+  /** The capture's newest `launch_committed` receipt. */
+  latestLaunchOfCapture(capture: string): Promise<{ seq: number; doc: string } | undefined>;
+}
+
+export interface StorePort {
+  /** Where this store is, for messages: a path, or a redacted server address. */
+  readonly location: string;
+  /** Runs `work` in one write transaction (SQLite: BEGIN IMMEDIATE), committing when it resolves. */
+  write<T>(work: (tx: StoreTx) => Promise<T>): Promise<T>;
+
+  getTodo(goal: string, id: string): Promise<Todo | undefined>;
+  listTodos(goal?: string): Promise<Todo[]>;
+  activeLeaseOfOwner(owner: Owner): Promise<Lease | undefined>;
+  /** The Owner's lease acquired last in chain order, with the Todo's highest epoch. */
+  latestLeaseOfOwner(owner: Owner): Promise<{ lease: Lease; currentEpoch: number } | undefined>;
+  leaseOfCapture(capture: string): Promise<Lease | undefined>;
+  readReady(capture: string): Promise<StoredReady | undefined>;
+  getCapture(capture: string): Promise<StoredCapture | undefined>;
+  /** `launch_committed` and `launch_hooked` receipts, of one capture or all, oldest first. */
+  launchReceiptRows(capture?: string): Promise<{ seq: number; doc: string }[]>;
+  getSession(owner: Owner): Promise<SessionRecord | undefined>;
+  listSessions(): Promise<SessionRecord[]>;
+  listLeases(): Promise<Lease[]>;
+  listCaptures(): Promise<StoredCapture[]>;
+  receipts(page: { beforeSeq?: number | undefined; limit: number }): Promise<ReceiptRow[]>;
+  /** Walks the chain in one snapshot (and compares the store's anchor, where it has one). */
+  verifyChain(after?: ChainLink): Promise<ChainReport>;
+  health(): Promise<StoreHealth>;
+  close(): void;
+}
