@@ -3,7 +3,7 @@ import { realpathSync } from 'node:fs';
 import { AGENTS, isAgent, type Agent } from '../core/ids';
 import type { Scope } from '../agents/install';
 import { agentHooksStatus, doctorReport, installAgentHooks, uninstallAgentHooks } from '../lifecycle/installation';
-import { EXIT, goalFrom, openStore, parse, printJson, UsageError, type Io } from './io';
+import { EXIT, placementFrom, openStore, parse, printJson, UsageError, type Io } from './io';
 
 
 export async function hooksCommand(args: string[], io: Io): Promise<number> {
@@ -17,7 +17,7 @@ export async function hooksCommand(args: string[], io: Io): Promise<number> {
   );
   const agents: Agent[] = values.agent === undefined && sub === 'status' ? [...AGENTS] : [parseAgent(values.agent, usage)];
   const scope = parseScope(values.scope, usage);
-  const target = (agent: Agent) => ({ agent, scope, env: io.env, projectRoot: goalFrom(io, values.goal) });
+  const target = (agent: Agent) => ({ agent, scope, env: io.env, projectRoot: placementFrom(io, values.goal).checkout });
 
   if (sub === 'status') {
     const report = agents.map((agent) => ({ agent, scope, ...agentHooksStatus(target(agent)) }));
@@ -67,7 +67,7 @@ function cliScriptPath(): string {
 
 export async function doctorCommand(args: string[], io: Io): Promise<number> {
   const { values } = parse(args, { json: { type: 'boolean' }, goal: { type: 'string' } }, { min: 0, max: 0, usage: 'turnkeeper doctor [--json]' });
-  const report = await doctorReport(io.env, goalFrom(io, values.goal), () => openStore(io, false));
+  const report = await doctorReport(io.env, placementFrom(io, values.goal).checkout, () => openStore(io, false));
   if (values.json) printJson(io, report);
   else {
     const store = report.store;

@@ -20,7 +20,8 @@ export async function statusCommand(args: string[], io: Io): Promise<number> {
   }
   const active = snapshot.leases.filter((lease) => lease.status === 'active');
   io.out(active.length === 0 ? 'no active leases\n' : 'active leases:\n');
-  for (const lease of active) io.out(`  ${lease.todo.padEnd(24)} ${lease.owner}  epoch ${lease.epoch} v${lease.version}  until ${lease.expiresAt}  ${lease.capture}\n`);
+  // Which checkout holds each lease: worktrees of one repository share its Todos (docs/goals.md).
+  for (const lease of active) io.out(`  ${lease.todo.padEnd(24)} ${lease.owner}  epoch ${lease.epoch} v${lease.version}  in ${lease.checkout ?? '?'}  until ${lease.expiresAt}  ${lease.capture}\n`);
   if (snapshot.captures.length > 0) io.out('captures:\n');
   for (const capture of snapshot.captures) io.out(`  ${capture.id}  ${capture.state.padEnd(14)} ${capture.todo.padEnd(24)} ${capture.agent}:${capture.session}\n`);
   for (const launch of snapshot.silentLaunches) io.out(`warning: the agent launched for ${launch.capture} at ${launch.committedAt} never fired a hook (turnkeeper doctor)\n`);

@@ -2,9 +2,10 @@
 // Commands return an exit code: 0 done, 1 refused (the output names the reason), 2 usage error.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { Env } from '../store/location';
-import type { Authority } from '../store/authority';
+import type { Authority, Placement } from '../store/authority';
 import { openAuthority } from '../lifecycle/open';
-import { goalOf } from '../lifecycle/workspace';
+import { resolveGoal } from '../lifecycle/goal';
+import { GoalError } from '../core/goal';
 import { terminalSafe } from '../core/terminal';
 
 export interface Io {
@@ -44,13 +45,21 @@ export async function openStore(io: Io, create: boolean): Promise<Authority | un
   return openAuthority(io.env, { create, busyTimeoutMs: 5000 });
 }
 
-/** Goal of `--goal <dir>`, or of the current directory. */
+/** Goal of `--goal <dir>`, or of the current directory: the repository's Goal id (docs/goals.md). */
 export function goalFrom(io: Io, dir: string | undefined): string {
+  return placementFrom(io, dir).goal;
+}
+
+/** The Goal and where it was found (checkout, repository), for commands that record the place. */
+export function placementFrom(io: Io, dir: string | undefined): Placement & { readonly goal: string } {
+  let goal;
   try {
-    return goalOf(dir ?? io.cwd);
-  } catch {
+    goal = resolveGoal(dir ?? io.cwd);
+  } catch (error) {
+    if (error instanceof GoalError) throw new UsageError(`${error.message}; see turnkeeper goal`);
     throw new UsageError(`no such directory: ${dir ?? io.cwd}`);
   }
+  return { goal: goal.id, checkout: goal.checkout, commonDir: goal.commonDir, place: goal.commonDir ?? goal.checkout, goalKey: goal.key, displayName: goal.displayName };
 }
 
 /**

@@ -16,6 +16,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   resume: async () => (await import('./launch')).resumeCommand,
   hooks: async () => (await import('./hooks')).hooksCommand,
   doctor: async () => (await import('./hooks')).doctorCommand,
+  goal: async () => (await import('./goal')).goalCommand,
 };
 
 const USAGE = `usage: turnkeeper <command>
@@ -27,6 +28,7 @@ const USAGE = `usage: turnkeeper <command>
   attest <path> [--json]
   resume <captureId> [--dry-run] [--json] [--accept-drift] [--agent-bin <path>] [--interactive] [-- <agent args>]
   hooks install|uninstall|status --agent <agent> [--scope user|project]
+  goal [--json]  |  goal init [--key <key>]  |  goal move --from <goal>
   doctor [--json]
 `;
 

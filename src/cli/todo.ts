@@ -1,7 +1,7 @@
 // `turnkeeper todo add|list|done`
 import { isTodoId, todoIdFromTitle } from '../core/ids';
-import { TodoExistsError } from '../store/authority';
-import { EXIT, goalFrom, openStore, parse, printJson, UsageError, type Io } from './io';
+import { GoalChangedError, TodoExistsError } from '../store/authority';
+import { EXIT, goalFrom, openStore, parse, placementFrom, printJson, UsageError, type Io } from './io';
 
 export async function todoCommand(args: string[], io: Io): Promise<number> {
   const [sub, ...rest] = args;
@@ -28,14 +28,20 @@ async function todoAdd(args: string[], io: Io): Promise<number> {
   if (title === '' || !title.isWellFormed()) throw new UsageError(`the title must be non-empty text\nusage: ${usage}`);
   const id = values.id ?? todoIdFromTitle(title);
   if (!isTodoId(id)) throw new UsageError(`Todo id ${JSON.stringify(id)} must match ^[a-z0-9][a-z0-9_-]{2,63}$`);
-  const goal = goalFrom(io, values.goal);
+  const placement = placementFrom(io, values.goal);
+  const goal = placement.goal;
   const store = (await openStore(io, true))!;
   try {
-    const todo = await store.addTodo({ goal, id, title, body: values.body ?? '' }, Date.now());
+    const todo = await store.addTodo({ goal, id, title, body: values.body ?? '' }, Date.now(), placement);
     if (values.json) printJson(io, todo);
-    else io.out(`added Todo ${todo.id} in ${goal}\nprompt an agent with "#todo:${todo.id}" to work on it\n`);
+    else io.out(`added Todo ${todo.id} in ${placement.displayName} (${goal})\nprompt an agent with "#todo:${todo.id}" to work on it\n`);
     return EXIT.done;
   } catch (error) {
+    if (error instanceof GoalChangedError) {
+      if (values.json) printJson(io, { ok: false, reason: 'goal_changed', previous: error.previous, goal });
+      else io.err(`${error.message}\n`);
+      return EXIT.refused;
+    }
     if (!(error instanceof TodoExistsError)) throw error;
     if (values.json) printJson(io, { ok: false, reason: 'todo_exists', todo: id, goal });
     else io.err(`Todo ${id} already exists in ${goal} (turnkeeper todo list)\n`);

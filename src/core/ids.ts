@@ -35,6 +35,20 @@ export function todoMentionedIn(prompt: string): string | undefined {
   return TODO_MENTION.exec(prompt)?.[1];
 }
 
+/**
+ * A mention that means a Todo but is not a well-formed id (`#todo:Fix-Login`, `#TODO:fix-login`,
+ * `#todo:ab`): what was written, so guidance can say why it binds nothing. Undefined when there is none.
+ */
+const ANY_MENTION = /#todo:(\S{0,80})/i;
+export function malformedTodoMention(prompt: string): string | undefined {
+  if (todoMentionedIn(prompt) !== undefined) return undefined;
+  const found = ANY_MENTION.exec(prompt);
+  return found ? found[0] : undefined;
+}
+
+/** The Todo id grammar in plain words, for people (guidance, usage errors). */
+export const TODO_ID_RULE = '3 to 64 characters: lower-case letters a-z, digits, "-" and "_", starting with a letter or digit (e.g. fix-login)';
+
 /** A Todo id derived from a title when the user gives none: lower-case words joined by '-'. */
 export function todoIdFromTitle(title: string): string {
   const slug = title

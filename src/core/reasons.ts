@@ -2,6 +2,8 @@
 // names, and the exact command that recovers. Guidance text is rendered from here and nowhere else;
 // docs/recovery.md has one section per code (a test keeps the two in step).
 
+import { TODO_ID_RULE } from './ids';
+
 export const REASON_CODES = [
   'lease_held',
   'lease_expired_hold',
@@ -16,11 +18,13 @@ export const REASON_CODES = [
   'precondition_changed',
   'lease_fenced',
   'transcript_missing',
+  'goal_changed',
+  'invalid_todo_mention',
 ] as const;
 export type HookReasonCode = (typeof REASON_CODES)[number];
 
 /** Refusals that only `resume` gives (contract §7), beside the hook's closed set above. */
-export const RESUME_REASON_CODES = ['unknown_capture', 'unbound_capture', 'lease_moved', 'launch_in_progress'] as const;
+export const RESUME_REASON_CODES = ['unknown_capture', 'unbound_capture', 'lease_moved', 'launch_in_progress', 'checkout_missing'] as const;
 export type ReasonCode = HookReasonCode | (typeof RESUME_REASON_CODES)[number];
 
 /** Facts a guidance message may name. Only what is known is shown. */
@@ -34,6 +38,12 @@ export interface GuidanceFacts {
   readonly status?: string | undefined;
   readonly agent?: string | undefined;
   readonly detail?: string | undefined;
+  /** The checkout (worktree root) concerned: the holder's, or the one that is gone. */
+  readonly checkout?: string | undefined;
+  readonly goal?: string | undefined;
+  readonly previousGoal?: string | undefined;
+  /** A command the facts already spell out (e.g. the `git worktree add` that recreates a checkout). */
+  readonly command?: string | undefined;
 }
 
 interface ReasonEntry {
@@ -52,13 +62,13 @@ export const REASONS: Readonly<Record<ReasonCode, ReasonEntry>> = {
   lease_held: {
     conflict: true,
     explain: (f) =>
-      `Todo ${q(f.todo)} is leased to ${q(f.holder, 'another agent')} (epoch ${q(f.epoch, '?')}) until ${q(f.expiresAt, '?')}. This turn did not claim it; work on something else or wait.`,
+      `Todo ${q(f.todo)} is leased to ${q(f.holder, 'another agent')} (epoch ${q(f.epoch, '?')})${f.checkout ? ` in ${f.checkout}` : ''} until ${q(f.expiresAt, '?')}. This turn did not claim it; work on something else or wait.`,
     recover: (f) => `turnkeeper status   # if the holder is gone for good: turnkeeper release ${q(f.todo)} --force --reason "<why>"`,
   },
   lease_expired_hold: {
     conflict: true,
     explain: (f) =>
-      `Todo ${q(f.todo)} is still held by ${q(f.holder, 'another agent')} (epoch ${q(f.epoch, '?')}); its lease expired at ${q(f.expiresAt, '?')} but expiry is a hold, not a release. Nothing was taken over automatically.`,
+      `Todo ${q(f.todo)} is still held by ${q(f.holder, 'another agent')} (epoch ${q(f.epoch, '?')})${f.checkout ? ` in ${f.checkout}` : ''}; its lease expired at ${q(f.expiresAt, '?')} but expiry is a hold, not a release. Nothing was taken over automatically.`,
     recover: (f) => `turnkeeper release ${q(f.todo)} --force --reason "take over from ${q(f.holder, 'holder')}"   # then send the prompt again`,
   },
   no_turn: {
@@ -140,6 +150,24 @@ export const REASONS: Readonly<Record<ReasonCode, ReasonEntry>> = {
     explain: (f) =>
       `Capture ${q(f.capture, '?')} of Todo ${q(f.todo)} is already running (${q(f.detail, 'an earlier launch is still alive')}); a second agent under the same Owner could not be told apart by fencing, so nothing was started.`,
     recover: (f) => `use the running agent; once it has exited (or was stopped): turnkeeper resume ${q(f.capture, '<captureId>')}`,
+  },
+  invalid_todo_mention: {
+    conflict: false,
+    explain: (f) =>
+      `The prompt says ${q(f.detail, '#todo:…')}, which is not a Todo id, so no Todo was bound and nothing was claimed. A Todo id is ${TODO_ID_RULE}, and the mention is written in lower case: #todo:<id>.`,
+    recover: (f) => `turnkeeper todo list   # then send the prompt again with #todo:<id>${f.todo ? ` (perhaps #todo:${f.todo})` : ''}`,
+  },
+  goal_changed: {
+    conflict: true,
+    explain: (f) =>
+      `This repository (${q(f.checkout, 'this checkout')}) used Goal ${q(f.previousGoal, '?')} until now, but its key now gives Goal ${q(f.goal, '?')} (an origin was added or renamed, or .turnkeeper.json appeared). Nothing was claimed, so the repository is not split into two Goals.`,
+    recover: (f) => `turnkeeper goal move --from ${q(f.previousGoal, '<old goal>')}   # carries its Todos, leases and captures to the new Goal; then send the prompt again`,
+  },
+  checkout_missing: {
+    conflict: false,
+    explain: (f) =>
+      `Capture ${q(f.capture, '?')} of Todo ${q(f.todo)} ran in ${q(f.checkout, 'a checkout')}, which is gone (a removed worktree?); its agent must resume there, so nothing was started.`,
+    recover: (f) => `${q(f.command, 'git worktree add <path> <branch>')}   # then: turnkeeper resume ${q(f.capture, '<captureId>')}`,
   },
   transcript_missing: {
     conflict: false,

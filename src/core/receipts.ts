@@ -18,6 +18,10 @@ export const RECEIPT_KINDS = [
   'launch_hooked',
   'launch_refused',
   'resume_refused',
+  /** A Goal named by path (stores of the previous release) was mapped to its repository's Goal id. */
+  'goal_migrated',
+  /** `turnkeeper goal move`: a repository's Todos, leases and captures carried to its new Goal. */
+  'goal_moved',
 ] as const;
 export type ReceiptKind = (typeof RECEIPT_KINDS)[number];
 

@@ -188,7 +188,7 @@ async function installHooks(ctx: Ctx): Promise<void> {
     { title: t('Install Agent Hooks: which agent?') },
   );
   if (!agent) return;
-  const projectRoot = ctx.goal;
+  const projectRoot = ctx.checkout;
   const scopes: { label: string; description: string; scope: 'user' | 'project' }[] = [{ label: t('User'), description: t('every repository'), scope: 'user' }];
   if (projectRoot) scopes.push({ label: t('Project'), description: projectRoot, scope: 'project' });
   const scope = await vscode.window.showQuickPick(scopes, { title: t('Install Agent Hooks: where?') });
@@ -259,7 +259,7 @@ async function copyCaptureId(ctx: Ctx, captureId: string | undefined): Promise<v
 
 async function doctor(ctx: Ctx): Promise<void> {
   // doctorReport closes the store it opens, so it gets its own connection, not the views' one.
-  const report = await doctorReport(ctx.env, ctx.goal ?? ctx.extension.extensionPath, () => openAuthority(ctx.env, { create: false }));
+  const report = await doctorReport(ctx.env, ctx.checkout ?? ctx.extension.extensionPath, () => openAuthority(ctx.env, { create: false }));
   ctx.log.info(`doctor: ${JSON.stringify(report)}`);
   ctx.log.show(true);
   if (report.problems.length === 0) void vscode.window.showInformationMessage(t('Turnkeeper doctor: no problems found.'));

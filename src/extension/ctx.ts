@@ -11,7 +11,7 @@ import { storePath, turnkeeperHome, type Env } from '../store/location';
 import type { Authority } from '../store/authority';
 import { openAuthority } from '../lifecycle/open';
 import { statusSnapshot, type StatusSnapshot } from '../lifecycle/status';
-import { goalOf } from '../lifecycle/workspace';
+import { resolveGoal, type ResolvedGoal } from '../lifecycle/goal';
 import { captureNodes, leaseNodes, receiptNodes, TreeModel, type ReceiptRowView } from './models';
 
 export const RECEIPTS_PAGE = 50;
@@ -69,15 +69,25 @@ export class Ctx implements vscode.Disposable {
     return this.config.get<string>(`agents.${agent}.path`)?.trim() || undefined;
   }
 
-  /** The Goal of the first workspace folder, or undefined without a (local) folder. */
-  get goal(): string | undefined {
+  /** The repository (Goal) and checkout of the first workspace folder, or undefined without a (local) folder. */
+  get workspace(): ResolvedGoal | undefined {
     const folder = vscode.workspace.workspaceFolders?.find((candidate) => candidate.uri.scheme === 'file');
     if (!folder) return undefined;
     try {
-      return goalOf(folder.uri.fsPath);
+      return resolveGoal(folder.uri.fsPath);
     } catch {
       return undefined;
     }
+  }
+
+  /** The Goal id of the workspace: every worktree and clone of one repository shares it. */
+  get goal(): string | undefined {
+    return this.workspace?.id;
+  }
+
+  /** The workspace's checkout (worktree root): where project-scope hooks and preconditions live. */
+  get checkout(): string | undefined {
+    return this.workspace?.checkout;
   }
 
   /**

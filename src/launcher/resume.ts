@@ -19,7 +19,7 @@ import { CommitRefused, LaunchRefused, REFUSAL_GUIDANCE, type LaunchRefusal } fr
 
 export type ResumeReason = Extract<
   ReasonCode,
-  'unknown_capture' | 'unbound_capture' | 'capture_released' | 'lease_moved' | 'ready_corrupted' | 'precondition_changed' | 'transcript_missing' | 'launch_in_progress'
+  'unknown_capture' | 'unbound_capture' | 'capture_released' | 'lease_moved' | 'ready_corrupted' | 'precondition_changed' | 'transcript_missing' | 'checkout_missing' | 'launch_in_progress'
 >;
 
 export interface ResumePlan {
@@ -45,19 +45,28 @@ const refusal = (reason: ResumeReason, facts: GuidanceFacts, goal?: string): Res
 /** Every eligibility rule of contract §7, in order; reads only. */
 export interface CheckOptions {
   readonly acceptDrift: boolean;
-  /** The workspace's git state now (runs git twice); a caller checking many captures passes a cached one. */
-  readonly workspace?: (goal: string) => Preconditions;
+  /** A checkout's git state now (runs git twice); a caller checking many captures passes a cached one. */
+  readonly workspace?: (checkout: string) => Preconditions;
 }
 
-/** preconditionsOf, once per Goal: for checking a list of captures (the resume pick) with two git runs, not 2N. */
-export function cachedWorkspace(): (goal: string) => Preconditions {
+/** preconditionsOf, once per checkout: for checking a list of captures (the resume pick) with two git runs per checkout, not 2N. */
+export function cachedWorkspace(): (checkout: string) => Preconditions {
   const seen = new Map<string, Preconditions>();
-  return (goal) => {
-    let state = seen.get(goal);
-    if (!state) seen.set(goal, (state = preconditionsOf(goal)));
+  return (checkout) => {
+    let state = seen.get(checkout);
+    if (!state) seen.set(checkout, (state = preconditionsOf(checkout)));
     return state;
   };
 }
+
+/** The command that recreates a removed worktree where the capture ran, at its branch (or commit). */
+export function recreateCommand(capture: Pick<StoredCapture, 'checkout' | 'commonDir' | 'branch'>, commit: string | null): string {
+  const where = capture.commonDir ? `git --git-dir=${shellWord(capture.commonDir)} ` : 'git ';
+  const at = capture.branch ? ` ${shellWord(capture.branch)}` : commit ? ` --detach ${commit}` : '';
+  return `${where}worktree add ${shellWord(capture.checkout)}${at}`;
+}
+
+const shellWord = (text: string): string => (/^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`);
 
 export async function checkResume(store: Authority, captureId: string, options: CheckOptions): Promise<ResumeCheck> {
   const found = await store.getCapture(captureId);
@@ -77,7 +86,12 @@ export async function checkResume(store: Authority, captureId: string, options: 
   const ready = await store.readReady(captureId);
   if (!ready || digestText(ready.presentation) !== ready.readyDigest) return refuse('ready_corrupted');
   const readyDocument = JSON.parse(ready.canonical) as ReadyDocument;
-  const now = (options.workspace ?? preconditionsOf)(capture.goal);
+  // Resume runs in the capture's own checkout: a removed worktree is said plainly, with the command
+  // that recreates it, instead of relaunching the agent somewhere else.
+  if (!existsSync(capture.checkout)) {
+    return refuse('checkout_missing', { checkout: capture.checkout, command: recreateCommand(capture, readyDocument.preconditions.gitHead) });
+  }
+  const now = (options.workspace ?? preconditionsOf)(capture.checkout);
   const then = readyDocument.preconditions;
   const drift =
     now.gitHead !== then.gitHead ? `git HEAD moved from ${then.gitHead ?? 'none'} to ${now.gitHead ?? 'none'}` : now.statusDigest !== then.statusDigest ? 'git status differs from capture time' : undefined;
@@ -189,7 +203,8 @@ export async function resumeCapture(options: ResumeOptions): Promise<ResumeResul
     const launch = await launchAttested({
       attestation,
       args,
-      cwd: capture.cwd,
+      // Where the hook ran, inside the capture's checkout; the checkout root when that folder is gone.
+      cwd: existsSync(capture.cwd) ? capture.cwd : capture.checkout,
       env,
       stdio: options.stdio,
       cols: options.cols,

@@ -4,18 +4,20 @@
 import { realpathSync } from 'node:fs';
 import { buildCapture, type Binding } from '../core/capture';
 import { digestText } from '../core/canonical';
-import { isCaptureId, isLaunchId, isTodoId, isTurnId, ownerOf, todoMentionedIn, type Agent, type Owner } from '../core/ids';
+import { isCaptureId, isLaunchId, isTodoId, isTurnId, malformedTodoMention, ownerOf, todoMentionedIn, type Agent, type Owner } from '../core/ids';
 import { isFenced, isoTime, type Lease } from '../core/lease';
 import { REASONS, renderGuidance, type GuidanceFacts, type ReasonCode } from '../core/reasons';
 import { blockOutput, contextOutput, denyToolOutput, type HookOutput } from '../agents/output';
 import { InvalidHookInput, isWriteTool, parseHookInput, type HookEvent } from '../agents/payload';
-import type { Authority, SessionTouch } from '../store/authority';
+import type { Authority, Placement, SessionTouch } from '../store/authority';
 import { faultPoint } from '../store/faults';
 import type { Env } from '../store/location';
 import { SchemaTooNewError, StoreUnavailableError } from '../store/authority';
 import { openAuthority } from './open';
 import { hookBusyTimeoutMs, isTurnedOff, leaseTtlSeconds, onConflict } from './settings';
-import { goalOf, preconditionsOf } from './workspace';
+import { branchOf, preconditionsOf } from './workspace';
+import { resolveGoal } from './goal';
+import { GoalError } from '../core/goal';
 
 /** lastHookAt is proof of life, not an audit trail: refreshing it at most this often keeps replays read-only. */
 export const SESSION_TOUCH_INTERVAL_MS = 15_000;
@@ -56,7 +58,8 @@ export async function runHook(raw: string | Buffer, options: HookOptions): Promi
   let store: Authority | undefined;
   try {
     store = await (options.openStore ?? defaultOpener(env))(mayCreate);
-    if (!store) return NOTHING;
+    // No store: nothing is held, so a malformed mention can be answered without one (never silence).
+    if (!store) return request.malformedMention === undefined ? NOTHING : emit(malformedMentionGuidance(request, env));
     const decider = new HookDecider(store, request, env, now, stderr);
     return emit(await decider.decide());
   } catch (error) {
@@ -80,7 +83,10 @@ interface HookRequest {
   readonly owner: Owner;
   readonly goal: string;
   readonly cwd: string;
+  readonly placement: Placement;
   readonly boundTodo: string | undefined;
+  /** A `#todo:` mention that is not a well-formed id, as written (guidance, never silence). */
+  readonly malformedMention: string | undefined;
   readonly binding: Binding;
   readonly turn: string | undefined;
   readonly envCapture: string | undefined;
@@ -98,19 +104,36 @@ function readRequest(raw: string | Buffer, options: HookOptions): HookRequest {
   const envCapture = optionalEnv(env, 'TURNKEEPER_CAPTURE', isCaptureId);
   const envLaunch = optionalEnv(env, 'TURNKEEPER_LAUNCH', isLaunchId);
   let cwd: string;
-  let goal: string;
   try {
     cwd = realpathSync(event.cwd);
-    goal = goalOf(cwd);
   } catch {
     throw new InvalidHookInput(`cwd ${JSON.stringify(event.cwd)} does not exist`);
   }
+  // The Goal is the repository, whatever checkout (worktree, clone) the agent runs in; found from the
+  // git layout without spawning git (docs/goals.md). A checkout that names its repository wrongly is
+  // never filed under another rule's Goal: the hook says why on stderr and claims nothing.
+  let resolved;
+  try {
+    resolved = resolveGoal(cwd);
+  } catch (error) {
+    if (error instanceof GoalError) throw new InvalidHookInput(`${error.message}; run turnkeeper goal`);
+    throw new InvalidHookInput(`the Goal of ${JSON.stringify(cwd)} cannot be read: ${(error as Error).message}`);
+  }
+  const goal = resolved.id;
+  const placement: Placement = {
+    checkout: resolved.checkout,
+    commonDir: resolved.commonDir,
+    place: resolved.commonDir ?? resolved.checkout,
+    goalKey: resolved.key,
+    displayName: resolved.displayName,
+  };
   // Only prompts bind (contract §2 "Binding"); SessionStart never has a Turn.
   const mentioned = event.kind === 'prompt' ? todoMentionedIn(event.prompt ?? '') : undefined;
   const boundTodo = event.kind === 'prompt' ? (mentioned ?? envTodo) : undefined;
   const binding: Binding = mentioned !== undefined ? 'prompt' : envCapture !== undefined ? 'launch' : 'env';
   const turn = event.kind === 'session_start' ? undefined : (event.turn ?? envTurn);
-  return { event, owner: ownerOf(event.agent, event.session), goal, cwd, boundTodo, binding, turn, envCapture, envLaunch };
+  const malformedMention = event.kind === 'prompt' && boundTodo === undefined ? malformedTodoMention(event.prompt ?? '') : undefined;
+  return { event, owner: ownerOf(event.agent, event.session), goal, cwd, placement, boundTodo, malformedMention, binding, turn, envCapture, envLaunch };
 }
 
 function optionalEnv(env: Env, name: string, valid: (value: string) => boolean): string | undefined {
@@ -124,6 +147,13 @@ function guidanceOutput(request: HookRequest, env: Env, code: ReasonCode, facts:
   const text = renderGuidance(code, { agent: request.event.agent, ...facts });
   if (REASONS[code].conflict && request.event.kind === 'prompt' && onConflict(env) === 'block') return blockOutput(request.event.agent, text);
   return contextOutput(request.event.eventName, text);
+}
+
+/** `[invalid_todo_mention]`, quoting what was written and suggesting the id it may have meant. */
+function malformedMentionGuidance(request: HookRequest, env: Env): HookOutput {
+  const written = request.malformedMention ?? '#todo:';
+  const guess = written.slice('#todo:'.length).toLowerCase().replace(/[^a-z0-9_-].*$/, '');
+  return guidanceOutput(request, env, 'invalid_todo_mention', { detail: written, todo: isTodoId(guess) ? guess : undefined });
 }
 
 class HookDecider {
@@ -207,8 +237,8 @@ class HookDecider {
       }
       return this.present(held.capture, held.todo);
     }
-    // Rule 7: nothing bound, nothing held.
-    if (boundTodo === undefined) return undefined;
+    // Rule 7: nothing bound, nothing held; but a mention that is not a Todo id is said, never silence.
+    if (boundTodo === undefined) return this.request.malformedMention === undefined ? undefined : malformedMentionGuidance(this.request, this.env);
     // Rule 5: a claim needs a Turn, or it could not be replayed.
     if (this.request.turn === undefined) {
       await this.recordRefusal('no_turn', {});
@@ -219,10 +249,21 @@ class HookDecider {
 
   /** Rule 6. */
   private async claim(todo: string, turn: string): Promise<HookOutput> {
-    const { event, owner, goal, cwd, binding } = this.request;
+    const { event, owner, goal, cwd, binding, placement } = this.request;
     const capture = buildCapture({ goal, todo, agent: event.agent, session: event.session, turn });
     const result = await this.store.claim(
-      { capture, cwd, binding, owner, preconditions: preconditionsOf(goal), ttlSeconds: leaseTtlSeconds(this.env), session: this.sessionTouch },
+      {
+        capture,
+        cwd,
+        binding,
+        placement,
+        branch: branchOf(placement.checkout),
+        owner,
+        // Preconditions are the checkout's own: another worktree of the Goal has its own HEAD and status.
+        preconditions: preconditionsOf(placement.checkout),
+        ttlSeconds: leaseTtlSeconds(this.env),
+        session: this.sessionTouch,
+      },
       this.now(),
     );
     this.touched = true;
@@ -239,6 +280,8 @@ class HookDecider {
         return this.guidance('capture_released', { todo, capture: result.capture, epoch: result.epoch });
       case 'session_holds_other':
         return this.guidance('session_holds_other', { todo, heldTodo: result.held.todo, capture: result.held.capture, epoch: result.held.epoch });
+      case 'goal_changed':
+        return this.guidance('goal_changed', { todo, previousGoal: result.previous, goal: result.current, checkout: placement.checkout });
       case 'lease_held':
       case 'lease_expired_hold':
         return this.guidance(result.kind, {
@@ -246,6 +289,7 @@ class HookDecider {
           holder: result.holder.owner,
           epoch: result.holder.epoch,
           expiresAt: isoTime(result.holder.expiresAt),
+          checkout: result.holderCheckout,
         });
     }
   }

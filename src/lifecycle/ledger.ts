@@ -6,11 +6,15 @@ import { buildReceipt, parseReceipt, type ReceiptFields } from '../core/receipts
 import { acquiredLease, decideClaim, decideRelease, decideRenewal, type Lease } from '../core/lease';
 import { buildReadyCapture, type HistoryEntry } from '../core/ready';
 import type { Owner } from '../core/ids';
+import { goalIdOf, localKeyOf } from '../core/goal';
 import {
+  GoalChangedError,
   TodoExistsError,
   type Authority,
   type ClaimInput,
   type ClaimResult,
+  type GoalMoveResult,
+  type Placement,
   type LaunchCommit,
   type LaunchCommitResult,
   type LaunchReceipt,
@@ -73,8 +77,16 @@ export class Ledger implements Authority {
     return this.rows.location;
   }
 
-  addTodo(todo: { goal: string; id: string; title: string; body: string }, now: number): Promise<Todo> {
+  addTodo(todo: { goal: string; id: string; title: string; body: string }, now: number, placement?: Placement): Promise<Todo> {
     return this.rows.write(async (tx) => {
+      if (placement) {
+        const known = await tx.goalOfPlace(placement.place);
+        if (known && known.goal !== todo.goal) throw new GoalChangedError(known.goal, todo.goal);
+        if (!known) {
+          await tx.rememberPlace(placement.place, todo.goal, placement.checkout, now);
+          await tx.rememberGoal({ id: todo.goal, key: placement.goalKey, displayName: placement.displayName });
+        }
+      }
       if (await tx.todo(todo.goal, todo.id)) throw new TodoExistsError(todo.goal, todo.id);
       const stored: Todo = { ...todo, status: 'open', createdAt: now, updatedAt: now };
       await tx.insertTodo(stored);
@@ -106,6 +118,21 @@ export class Ledger implements Authority {
       const doc = capture.document;
       const refuse = (detail: Record<string, string | number>, extra: Partial<ReceiptFields> = {}) =>
         append(tx, { kind: 'claim_refused', goal: doc.goal, todo: doc.todo, owner, op: capture.op, detail, ...extra }, now);
+
+      // A place (repository) whose Goal key changed under it (an origin added, `goal init` later) would
+      // silently split one repository into two Goals: refuse until `turnkeeper goal move`.
+      const placement = input.placement;
+      if (placement) {
+        const known = await tx.goalOfPlace(placement.place);
+        if (known && known.goal !== doc.goal) {
+          await refuse({ reason: 'goal_changed', previous: known.goal });
+          return { kind: 'goal_changed', previous: known.goal, current: doc.goal };
+        }
+        if (!known) {
+          await tx.rememberPlace(placement.place, doc.goal, placement.checkout, now);
+          await tx.rememberGoal({ id: doc.goal, key: placement.goalKey, displayName: placement.displayName });
+        }
+      }
 
       // Rule 6, in its order: the Todo first, then the operation, then the lease.
       const todo = await tx.todo(doc.goal, doc.todo);
@@ -145,8 +172,11 @@ export class Ledger implements Authority {
             await refuse({ reason: 'session_holds_other', held: decision.held.todo, heldEpoch: decision.held.epoch });
             return { kind: 'session_holds_other', held: decision.held };
           }
-          await refuse({ reason: decision.reason, holder: decision.holder.owner, holderEpoch: decision.holder.epoch }, { capture: capture.captureId });
-          return { kind: decision.reason, holder: decision.holder };
+          {
+            const holderCheckout = await tx.checkoutOfCapture(decision.holder.capture);
+            await refuse({ reason: decision.reason, holder: decision.holder.owner, holderEpoch: decision.holder.epoch, ...(holderCheckout ? { holderCheckout } : {}) }, { capture: capture.captureId });
+            return { kind: decision.reason, holder: decision.holder, holderCheckout };
+          }
         case 'acquire':
           break;
       }
@@ -175,6 +205,9 @@ export class Ledger implements Authority {
         originalDigest: capture.originalDigest,
         op: capture.op,
         createdAt: now,
+        checkout: placement?.checkout ?? input.cwd,
+        commonDir: placement?.commonDir ?? null,
+        branch: input.branch ?? null,
       });
       await tx.insertLease(lease);
       const stored = { capture: capture.captureId, canonical: ready.canonical, presentation: ready.presentation, readyDigest: ready.readyDigest };
@@ -304,6 +337,57 @@ export class Ledger implements Authority {
     });
   }
 
+  moveGoal(from: string, to: Placement & { readonly goal: string }, now: number): Promise<GoalMoveResult> {
+    return this.rows.write(async (tx): Promise<GoalMoveResult> => {
+      if (from === to.goal) return { kind: 'refused', why: 'same_goal' };
+      const moving = await tx.todoIdsOf(from);
+      const known = await tx.goalOfPlace(to.place);
+      if (moving.length === 0 && known?.goal !== from) return { kind: 'refused', why: 'unknown_goal' };
+      const present = new Set(await tx.todoIdsOf(to.goal));
+      const collisions = moving.filter((id) => present.has(id));
+      if (collisions.length > 0) return { kind: 'refused', why: 'todo_collision', todos: collisions };
+      const counts = await this.countsOf(from);
+      await tx.remapGoal(from, to.goal);
+      await tx.rememberGoal({ id: to.goal, key: to.goalKey, displayName: to.displayName });
+      await tx.rememberPlace(to.place, to.goal, to.checkout, now);
+      await append(tx, { kind: 'goal_moved', goal: to.goal, detail: { from, key: to.goalKey, todos: counts.todos, leases: counts.leases, captures: counts.captures } }, now);
+      return { kind: 'moved', ...counts };
+    });
+  }
+
+  private async countsOf(goal: string): Promise<{ todos: number; leases: number; captures: number }> {
+    const [todos, leases, captures] = await Promise.all([this.rows.listTodos(goal), this.rows.listLeases(), this.rows.listCaptures()]);
+    return { todos: todos.length, leases: leases.filter((l) => l.goal === goal).length, captures: captures.filter((c) => c.goal === goal).length };
+  }
+
+  /**
+   * Maps Goals that the previous release named by path (the checkout root) to Goal ids, once: each
+   * path is resolved as a hook would resolve it today (a path that is gone gets its `local:` key).
+   * Receipts are never rewritten; a `goal_migrated` receipt records each mapping. A path whose Todos
+   * collide with the target Goal's is left as it is, for `turnkeeper goal move` (doctor names it).
+   */
+  async adoptLegacyGoals(resolve: (path: string) => { id: string; key: string; displayName: string } | undefined, now: number): Promise<{ adopted: number; left: string[] }> {
+    if ((await this.rows.getMeta('legacy_goals')) !== 'pending') return { adopted: 0, left: [] };
+    return this.rows.write(async (tx) => {
+      let adopted = 0;
+      const left: string[] = [];
+      for (const path of await tx.legacyGoals()) {
+        const resolved = resolve(path) ?? { id: goalIdOf(localKeyOf(path)), key: localKeyOf(path), displayName: path.split('/').pop() || path };
+        const present = new Set(await tx.todoIdsOf(resolved.id));
+        if ((await tx.todoIdsOf(path)).some((id) => present.has(id))) {
+          left.push(path);
+          continue;
+        }
+        await tx.remapGoal(path, resolved.id);
+        await tx.rememberGoal(resolved);
+        await append(tx, { kind: 'goal_migrated', goal: resolved.id, detail: { from: path, key: resolved.key } }, now);
+        adopted += 1;
+      }
+      await tx.setMeta('legacy_goals', left.length === 0 ? 'done' : `left: ${left.join(' ')}`);
+      return { adopted, left };
+    });
+  }
+
   async launchReceipts(captureId: string): Promise<LaunchReceipt[]> {
     return launchReceiptsOf(await this.rows.launchReceiptRows(captureId));
   }
@@ -316,6 +400,8 @@ export class Ledger implements Authority {
 
   // Reads go straight to the rows.
   getTodo = (goal: string, id: string) => this.rows.getTodo(goal, id);
+  goalOfPlace = (place: string) => this.rows.goalOfPlace(place);
+  listGoals = () => this.rows.listGoals();
   listTodos = (goal?: string) => this.rows.listTodos(goal);
   activeLeaseOfOwner = (owner: Owner) => this.rows.activeLeaseOfOwner(owner);
   latestLeaseOfOwner = (owner: Owner) => this.rows.latestLeaseOfOwner(owner);

@@ -11,6 +11,7 @@ import { StoreUnavailableError, type Authority } from '../store/authority';
 import { storePath, turnkeeperHome, type Env } from '../store/location';
 import { openSqliteStore, type OpenOptions } from '../store/sqlite';
 import { Ledger } from './ledger';
+import { resolveGoal } from './goal';
 
 export interface AuthorityOptions {
   /** Create the store when it does not exist (a claim, `todo add`); otherwise a missing store is `undefined`. */
@@ -67,5 +68,27 @@ export type SqliteAuthority = Ledger & { readonly connection: BetterSqlite3.Data
 export async function openSqliteAuthority(options: OpenOptions): Promise<SqliteAuthority | undefined> {
   const rows = await openSqliteStore(options);
   if (!rows) return undefined;
-  return Object.assign(new Ledger(rows), { connection: rows.connection, path: rows.path });
+  const ledger = Object.assign(new Ledger(rows), { connection: rows.connection, path: rows.path });
+  await adoptLegacyGoals(ledger);
+  return ledger;
+}
+
+/**
+ * A store of the previous release names its Goals by checkout path; the first process that opens it
+ * after the upgrade maps them to Goal ids (one read of store_meta on every other open).
+ */
+async function adoptLegacyGoals(ledger: Ledger): Promise<void> {
+  try {
+    await ledger.adoptLegacyGoals((path) => {
+      try {
+        const goal = resolveGoal(path);
+        return { id: goal.id, key: goal.key, displayName: goal.displayName };
+      } catch {
+        return undefined; // gone or unreadable: its local key (the ledger's default)
+      }
+    }, Date.now());
+  } catch (error) {
+    ledger.close();
+    throw error;
+  }
 }

@@ -13,6 +13,8 @@ export interface LeaseView {
   readonly version: number;
   readonly status: 'active' | 'released';
   readonly expiresAt: string;
+  /** The checkout (worktree root) the holder works in, from its capture; absent when unknown. */
+  readonly checkout?: string | undefined;
 }
 
 export interface CaptureView {
@@ -25,6 +27,7 @@ export interface CaptureView {
   readonly state: CaptureState;
   readonly originalDigest: string;
   readonly readyDigest: string | null;
+  readonly checkout: string;
 }
 
 export interface SilentLaunch {
@@ -50,7 +53,7 @@ export async function silentLaunches(store: Authority, now: number): Promise<Sil
     .map((launch) => ({ capture: launch.capture, launch: launch.launch, seq: launch.seq, committedAt: isoTime(launch.at) }));
 }
 
-export const leaseView = (lease: Lease): LeaseView => ({
+export const leaseView = (lease: Lease, checkout?: string): LeaseView => ({
   goal: lease.goal,
   todo: lease.todo,
   owner: lease.owner,
@@ -59,13 +62,16 @@ export const leaseView = (lease: Lease): LeaseView => ({
   version: lease.version,
   status: lease.status,
   expiresAt: isoTime(lease.expiresAt),
+  ...(checkout ? { checkout } : {}),
 });
 
 export async function statusSnapshot(store: Authority, now: number): Promise<StatusSnapshot> {
   const leases = await store.listLeases();
   const leaseByCapture = new Map(leases.map((lease) => [lease.capture, lease]));
   const captures: CaptureView[] = [];
-  for (const capture of await store.listCaptures()) {
+  const storedCaptures = await store.listCaptures();
+  const checkoutOf = new Map(storedCaptures.map((capture) => [capture.id, capture.checkout]));
+  for (const capture of storedCaptures) {
     const lease = leaseByCapture.get(capture.id);
     const ready = await store.readReady(capture.id);
     captures.push({
@@ -84,7 +90,8 @@ export async function statusSnapshot(store: Authority, now: number): Promise<Sta
       }),
       originalDigest: capture.originalDigest,
       readyDigest: ready?.readyDigest ?? null,
+      checkout: capture.checkout,
     });
   }
-  return { leases: leases.map(leaseView), captures, silentLaunches: await silentLaunches(store, now) };
+  return { leases: leases.map((lease) => leaseView(lease, checkoutOf.get(lease.capture))), captures, silentLaunches: await silentLaunches(store, now) };
 }

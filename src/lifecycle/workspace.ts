@@ -1,17 +1,14 @@
 // Goals and git preconditions (contract §1, §3). The Goal is found by walking up to `.git` without
 // spawning git, because it sits on every hook's hot path; git itself runs only when a claim is made.
-import { existsSync, realpathSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { resolveGoal } from './goal';
 import { digestText } from '../core/canonical';
 import type { Preconditions } from '../core/ready';
 
-/** Realpath of the git top level containing `cwd`, or of `cwd` itself outside git. */
+/** The Goal id of the repository containing `cwd` (docs/goals.md); throws GoalError when it cannot be named. */
 export function goalOf(cwd: string): string {
-  const real = realpathSync(cwd);
-  for (let dir = real; ; dir = dirname(dir)) {
-    if (existsSync(join(dir, '.git'))) return dir;
-    if (dirname(dir) === dir) return real;
-  }
+  return resolveGoal(cwd).id;
 }
 
 function git(goal: string, args: string[]): string | null {
@@ -24,10 +21,16 @@ function git(goal: string, args: string[]): string | null {
   }
 }
 
+/** The branch checked out in `checkout` (to recreate a removed worktree at it), or null when detached or outside git. */
+export function branchOf(checkout: string): string | null {
+  if (!existsSync(join(checkout, '.git'))) return null;
+  return git(checkout, ['symbolic-ref', '--short', '-q', 'HEAD'])?.trim() || null;
+}
+
 /** HEAD and a digest of `git status` at claim time; both null outside git or before the first commit. */
-export function preconditionsOf(goal: string): Preconditions {
-  if (!existsSync(join(goal, '.git'))) return { gitHead: null, statusDigest: null };
-  const head = git(goal, ['rev-parse', '--verify', '-q', 'HEAD'])?.trim() || null;
-  const status = git(goal, ['status', '--porcelain=v1', '-z', '--untracked-files=all']);
+export function preconditionsOf(checkout: string): Preconditions {
+  if (!existsSync(join(checkout, '.git'))) return { gitHead: null, statusDigest: null };
+  const head = git(checkout, ['rev-parse', '--verify', '-q', 'HEAD'])?.trim() || null;
+  const status = git(checkout, ['status', '--porcelain=v1', '-z', '--untracked-files=all']);
   return { gitHead: head, statusDigest: status === null ? null : digestText(status) };
 }

@@ -35,6 +35,24 @@ export interface StoredCapture {
   readonly originalDigest: string;
   readonly op: string | null;
   readonly createdAt: number;
+  /** The worktree root the capture ran in (its preconditions and its resume are this checkout's). */
+  readonly checkout: string;
+  /** The repository's common git directory; null outside git and for captures of the previous release. */
+  readonly commonDir: string | null;
+  /** The branch checked out at capture time (to recreate a removed worktree); null when detached or unknown. */
+  readonly branch: string | null;
+}
+
+/** Where a hook ran, beside the Goal: what `[goal_changed]`, status and resume need. */
+export interface Placement {
+  /** Realpath of the worktree root (outside git: the directory). */
+  readonly checkout: string;
+  /** The repository's common git directory, or null outside git. */
+  readonly commonDir: string | null;
+  /** The registry key of the place: its common git directory, else the checkout. */
+  readonly place: string;
+  readonly goalKey: string;
+  readonly displayName: string;
 }
 
 export interface StoredReady {
@@ -50,6 +68,9 @@ export interface ClaimInput {
   /** Where the hook ran and how the Todo was bound: stored beside the capture, never in its identity. */
   readonly cwd: string;
   readonly binding: Binding;
+  /** The checkout and repository the hook ran in; absent in tests of the bare authority. */
+  readonly placement?: Placement | undefined;
+  readonly branch?: string | null | undefined;
   readonly owner: Owner;
   readonly preconditions: Preconditions;
   readonly ttlSeconds: number;
@@ -65,9 +86,15 @@ export type ClaimResult =
   | { readonly kind: 'unknown_todo' }
   | { readonly kind: 'todo_not_open'; readonly status: TodoStatus }
   | { readonly kind: 'capture_released'; readonly capture: string; readonly epoch: number }
-  | { readonly kind: 'lease_held' | 'lease_expired_hold'; readonly holder: Lease }
+  | { readonly kind: 'lease_held' | 'lease_expired_hold'; readonly holder: Lease; readonly holderCheckout?: string | undefined }
+  /** The place last used another Goal: nothing is claimed until `turnkeeper goal move`. */
+  | { readonly kind: 'goal_changed'; readonly previous: string; readonly current: string }
   /** The Owner already holds another Todo (a concurrent prompt of the same session won the race). */
   | { readonly kind: 'session_holds_other'; readonly held: Lease };
+
+export type GoalMoveResult =
+  | { readonly kind: 'moved'; readonly todos: number; readonly leases: number; readonly captures: number }
+  | { readonly kind: 'refused'; readonly why: 'same_goal' | 'unknown_goal' | 'todo_collision'; readonly todos?: readonly string[] };
 
 export type RenewResult = { readonly kind: 'renewed'; readonly lease: Lease } | { readonly kind: 'skipped'; readonly why: string };
 
@@ -145,6 +172,14 @@ export class SchemaTooNewError extends Error {
   }
 }
 
+/** The place (repository) last used another Goal: `turnkeeper goal move --from <previous>` first. */
+export class GoalChangedError extends Error {
+  constructor(readonly previous: string, readonly current: string) {
+    super(`this repository used Goal ${previous} until now, and its key now gives ${current}; run: turnkeeper goal move --from ${previous}`);
+    this.name = 'GoalChangedError';
+  }
+}
+
 export class TodoExistsError extends Error {
   constructor(readonly goal: string, readonly todo: string) {
     super(`Todo ${todo} already exists in ${goal}`);
@@ -155,7 +190,8 @@ export class TodoExistsError extends Error {
 export interface Authority {
   /** Where the store is, for messages: a file path, or a server address without credentials. */
   readonly location: string;
-  addTodo(todo: { goal: string; id: string; title: string; body: string }, now: number): Promise<Todo>;
+  /** With a placement, refused (`GoalChangedError`) when that place last used another Goal; else the place is remembered. */
+  addTodo(todo: { goal: string; id: string; title: string; body: string }, now: number, placement?: Placement): Promise<Todo>;
   getTodo(goal: string, id: string): Promise<Todo | undefined>;
   listTodos(goal?: string): Promise<Todo[]>;
   /** Marking a Todo done or blocked also releases its active lease (one transaction). */
@@ -171,6 +207,17 @@ export interface Authority {
   launchReceipts(captureId: string): Promise<LaunchReceipt[]>;
   /** Every `launch_committed` with whether a hook of that launch ever reported (proof of life). */
   launches(): Promise<(LaunchReceipt & { readonly hooked: boolean })[]>;
+
+  /** The Goal a place (a repository's common git directory, or a directory outside git) last used. */
+  goalOfPlace(place: string): Promise<{ goal: string; checkout: string } | undefined>;
+  /** Goal ids with the key and display name they were last seen with. */
+  listGoals(): Promise<{ id: string; key: string; displayName: string }[]>;
+  /**
+   * `turnkeeper goal move --from <old>`: every Todo, lease (open or not) and capture of Goal `from`
+   * becomes Goal `to`'s, in one transaction with a `goal_moved` receipt; refused when a Todo id exists
+   * in both. The place is remembered under `to`.
+   */
+  moveGoal(from: string, to: Placement & { readonly goal: string }, now: number): Promise<GoalMoveResult>;
 
   /** Capture + lease + ready capture + receipts in one write transaction, or a typed refusal. */
   claim(input: ClaimInput, now: number): Promise<ClaimResult>;

@@ -54,8 +54,27 @@ export interface StoreTx {
   appendReceipt(row: ReceiptInsert, previous: ChainLink | undefined): Promise<void>;
   /** Stored docs of the Todo's newest receipts, newest first. */
   recentReceiptsOfTodo(goal: string, todo: string, limit: number): Promise<string[]>;
+  /** The checkout a capture ran in. */
+  checkoutOfCapture(capture: string): Promise<string | undefined>;
   /** The capture's newest `launch_committed` receipt. */
   latestLaunchOfCapture(capture: string): Promise<{ seq: number; doc: string } | undefined>;
+
+  /** The Goal a place (common git dir, or a directory outside git) last used. */
+  goalOfPlace(place: string): Promise<{ goal: string; checkout: string } | undefined>;
+  rememberPlace(place: string, goal: string, checkout: string, now: number): Promise<void>;
+  rememberGoal(goal: GoalRecord): Promise<void>;
+  /** Moves every row of Goal `from` (Todos, leases, captures, sessions, places, the receipt lookup) to `to`. */
+  remapGoal(from: string, to: string): Promise<void>;
+  todoIdsOf(goal: string): Promise<string[]>;
+  /** Goals named by rows but written as paths (stores of the previous release). */
+  legacyGoals(): Promise<string[]>;
+  setMeta(key: string, value: string | null): Promise<void>;
+}
+
+export interface GoalRecord {
+  readonly id: string;
+  readonly key: string;
+  readonly displayName: string;
 }
 
 export interface StorePort {
@@ -82,5 +101,8 @@ export interface StorePort {
   /** Walks the chain in one snapshot (and compares the store's anchor, where it has one). */
   verifyChain(after?: ChainLink): Promise<ChainReport>;
   health(): Promise<StoreHealth>;
+  getMeta(key: string): Promise<string | undefined>;
+  listGoals(): Promise<GoalRecord[]>;
+  goalOfPlace(place: string): Promise<{ goal: string; checkout: string } | undefined>;
   close(): void;
 }

@@ -60,6 +60,9 @@ export interface CaptureRowRaw {
   original_digest: string;
   op: string | null;
   created_at: number;
+  checkout: string | null;
+  common_dir: string | null;
+  branch: string | null;
 }
 export const toCapture = (row: CaptureRowRaw): StoredCapture => ({
   id: row.id,
@@ -74,6 +77,9 @@ export const toCapture = (row: CaptureRowRaw): StoredCapture => ({
   originalDigest: row.original_digest,
   op: row.op,
   createdAt: row.created_at,
+  checkout: row.checkout ?? row.cwd,
+  commonDir: row.common_dir,
+  branch: row.branch,
 });
 
 export interface SessionRowRaw {

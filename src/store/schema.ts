@@ -53,6 +53,22 @@ export const MIGRATIONS: readonly string[] = [
   CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
   INSERT INTO store_meta (key, value) VALUES ('store_id', lower(hex(randomblob(16)))), ('writes', '0');
   CREATE INDEX captures_by_turn ON captures (goal, todo, agent, session, turn);
+
+  -- A Goal is a repository, not a path (docs/goals.md). Captures record the checkout (worktree root)
+  -- they ran in, its repository's common git directory and the branch, beside their identity; stores of
+  -- the previous release keyed Goals by the checkout root, so that is the checkout of their captures.
+  ALTER TABLE captures ADD COLUMN checkout TEXT;
+  ALTER TABLE captures ADD COLUMN common_dir TEXT;
+  ALTER TABLE captures ADD COLUMN branch TEXT;
+  UPDATE captures SET checkout = goal WHERE checkout IS NULL;
+  -- Which Goal each place (a repository's common git directory, or a directory outside git) last used:
+  -- a key that changes under a known place gives [goal_changed] instead of a silent second Goal.
+  CREATE TABLE checkouts (place TEXT PRIMARY KEY, goal TEXT NOT NULL, checkout TEXT NOT NULL, updated_at INTEGER NOT NULL) WITHOUT ROWID;
+  CREATE TABLE goals (id TEXT PRIMARY KEY, key TEXT NOT NULL, display_name TEXT NOT NULL) WITHOUT ROWID;
+  -- Rows written by the previous release name their Goal by path; they are mapped to Goal ids once,
+  -- by the first process that can resolve those paths (src/lifecycle/ledger.ts adoptLegacyGoals).
+  INSERT INTO store_meta (key, value) SELECT 'legacy_goals', 'pending'
+    WHERE EXISTS (SELECT 1 FROM todos) OR EXISTS (SELECT 1 FROM captures) OR EXISTS (SELECT 1 FROM sessions);
   `,
 ];
 

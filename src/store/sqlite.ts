@@ -14,7 +14,7 @@ import { toCapture, toLease, toSession, toTodo, type CaptureRowRaw, type LeaseRo
 import { faultPoint } from './faults';
 import { advanceAnchor, anchorPath, readAnchor, readWalSalts, walHasCommit } from './anchor';
 import { SchemaTooNewError, StoreUnavailableError, type ReceiptRow, type SessionRecord, type SessionTouch, type StoreHealth, type StoredCapture, type StoredReady, type Todo, type TodoStatus } from './authority';
-import type { ClaimOfTurn, ReceiptInsert, StorePort, StoreTx } from './port';
+import type { ClaimOfTurn, GoalRecord, ReceiptInsert, StorePort, StoreTx } from './port';
 
 export interface OpenOptions {
   readonly path: string;
@@ -297,8 +297,9 @@ export class SqliteStore implements StorePort {
       ).get(turn.goal, turn.todo, turn.agent, turn.session, turn.turn) as ClaimOfTurn | undefined,
     insertCapture: async (c: StoredCapture) => {
       this.sql(
-        'INSERT INTO captures (id, goal, todo, agent, session, turn, cwd, binding, doc, original_digest, op, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-      ).run(c.id, c.goal, c.todo, c.agent, c.session, c.turn, c.cwd, c.binding, c.canonical, c.originalDigest, c.op, c.createdAt);
+        `INSERT INTO captures (id, goal, todo, agent, session, turn, cwd, binding, doc, original_digest, op, created_at, checkout, common_dir, branch)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ).run(c.id, c.goal, c.todo, c.agent, c.session, c.turn, c.cwd, c.binding, c.canonical, c.originalDigest, c.op, c.createdAt, c.checkout, c.commonDir, c.branch);
     },
     insertReady: async (ready) => {
       this.sql('INSERT INTO ready_captures (capture, doc, presentation, ready_digest) VALUES (?, ?, ?, ?)').run(ready.capture, ready.canonical, ready.presentation, ready.readyDigest);
@@ -330,7 +331,49 @@ export class SqliteStore implements StorePort {
         `SELECT r.seq AS seq, r.doc AS doc FROM receipt_index i JOIN receipts r ON r.seq = i.seq
          WHERE i.capture = ? AND i.kind = 'launch_committed' ORDER BY i.seq DESC LIMIT 1`,
       ).get(capture) as { seq: number; doc: string } | undefined,
+    goalOfPlace: async (place) => this.placeSync(place),
+    checkoutOfCapture: async (capture) => (this.sql('SELECT COALESCE(checkout, cwd) AS checkout FROM captures WHERE id = ?').get(capture) as { checkout: string } | undefined)?.checkout,
+    rememberPlace: async (place, goal, checkout, now) => {
+      this.sql(
+        'INSERT INTO checkouts (place, goal, checkout, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (place) DO UPDATE SET goal = excluded.goal, checkout = excluded.checkout, updated_at = excluded.updated_at',
+      ).run(place, goal, checkout, now);
+    },
+    rememberGoal: async (goal) => {
+      this.sql('INSERT INTO goals (id, key, display_name) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET key = excluded.key, display_name = excluded.display_name').run(goal.id, goal.key, goal.displayName);
+    },
+    remapGoal: async (from, to) => {
+      for (const table of ['todos', 'leases', 'captures', 'sessions', 'checkouts', 'receipt_index']) this.sql(`UPDATE ${table} SET goal = ? WHERE goal = ?`).run(to, from);
+    },
+    todoIdsOf: async (goal) => (this.sql('SELECT id FROM todos WHERE goal = ?').all(goal) as { id: string }[]).map((row) => row.id),
+    legacyGoals: async () =>
+      (
+        this.sql(
+          `SELECT goal FROM todos UNION SELECT goal FROM leases UNION SELECT goal FROM captures UNION SELECT goal FROM sessions`,
+        ).all() as { goal: string }[]
+      )
+        .map((row) => row.goal)
+        .filter((goal) => !/^goal_[0-9a-f]{24}$/.test(goal)),
+    setMeta: async (key, value) => {
+      if (value === null) this.sql('DELETE FROM store_meta WHERE key = ?').run(key);
+      else this.sql('INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(key, value);
+    },
   };
+
+  private placeSync(place: string): { goal: string; checkout: string } | undefined {
+    return this.sql('SELECT goal, checkout FROM checkouts WHERE place = ?').get(place) as { goal: string; checkout: string } | undefined;
+  }
+
+  getMeta(key: string): Promise<string | undefined> {
+    return this.read(() => (this.sql('SELECT value FROM store_meta WHERE key = ?').get(key) as { value: string } | undefined)?.value);
+  }
+
+  listGoals(): Promise<GoalRecord[]> {
+    return this.read(() => this.sql('SELECT id, key, display_name AS displayName FROM goals ORDER BY display_name, id').all() as GoalRecord[]);
+  }
+
+  goalOfPlace(place: string): Promise<{ goal: string; checkout: string } | undefined> {
+    return this.read(() => this.placeSync(place));
+  }
 
   getTodo(goal: string, id: string): Promise<Todo | undefined> {
     return this.read(() => this.todoSync(goal, id));

@@ -9,8 +9,8 @@ const snapshot = (over: Partial<StatusSnapshot> = {}): StatusSnapshot => ({
     { goal: '/r', todo: 'old-task', owner: 'claude:s2', capture: 'cap_bbbbbbbbbbbbbbbbbbbbbbbb', epoch: 1, version: 3, status: 'released', expiresAt: '2026-11-30T11:00:00.000Z' },
   ],
   captures: [
-    { id: 'cap_aaaaaaaaaaaaaaaaaaaaaaaa', goal: '/r', todo: 'fix-login', agent: 'codex', session: 's1', turn: 't1', state: 'ready', originalDigest: 'sha256:' + 'a'.repeat(64), readyDigest: 'sha256:' + 'b'.repeat(64) },
-    { id: 'cap_bbbbbbbbbbbbbbbbbbbbbbbb', goal: '/r', todo: 'old-task', agent: 'claude', session: 's2', turn: 't9', state: 'released', originalDigest: 'sha256:' + 'c'.repeat(64), readyDigest: null },
+    { id: 'cap_aaaaaaaaaaaaaaaaaaaaaaaa', goal: '/r', todo: 'fix-login', agent: 'codex', session: 's1', turn: 't1', state: 'ready', originalDigest: 'sha256:' + 'a'.repeat(64), readyDigest: 'sha256:' + 'b'.repeat(64), checkout: '/r' },
+    { id: 'cap_bbbbbbbbbbbbbbbbbbbbbbbb', goal: '/r', todo: 'old-task', agent: 'claude', session: 's2', turn: 't9', state: 'released', originalDigest: 'sha256:' + 'c'.repeat(64), readyDigest: null, checkout: '/r' },
   ],
   silentLaunches: [],
   ...over,

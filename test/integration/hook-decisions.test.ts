@@ -94,7 +94,7 @@ describe('rule 3: TURNKEEPER_CAPTURE', () => {
 
     // Control: once a launch receipt names the capture, the same environment is accepted.
     const store = await world.store();
-    await store.appendReceipt({ kind: 'launch_committed', goal: world.repo, todo: 'fix-login', capture: captureId }, Date.now());
+    await store.appendReceipt({ kind: 'launch_committed', goal: world.goal, todo: 'fix-login', capture: captureId }, Date.now());
     store.close();
     const live = hook(payload.codexPrompt(world, 'sess-a', 'turn-2', 'go on'), { TURNKEEPER_CAPTURE: captureId });
     expect(contextOf(live.stdout)).toBe(contextOf(claim.stdout));
@@ -105,7 +105,7 @@ describe('rule 3: TURNKEEPER_CAPTURE', () => {
     const claim = hook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login'));
     const captureId = /capture (cap_[0-9a-f]{24})/.exec(contextOf(claim.stdout)!)![1]!;
     const store = await world.store();
-    await store.appendReceipt({ kind: 'launch_committed', goal: world.repo, todo: 'fix-login', capture: captureId, detail: { launch: 'launch_0123456789abcdef' } }, Date.now());
+    await store.appendReceipt({ kind: 'launch_committed', goal: world.goal, todo: 'fix-login', capture: captureId, detail: { launch: 'launch_0123456789abcdef' } }, Date.now());
     store.close();
     const launchEnv = { TURNKEEPER_CAPTURE: captureId, TURNKEEPER_LAUNCH: 'launch_0123456789abcdef' };
     expect(contextOf(hook(payload.codex(world, 'SessionStart', 'sess-a', undefined, { source: 'resume' }), launchEnv).stdout)).toBe(contextOf(claim.stdout));
@@ -124,7 +124,7 @@ describe('rule 3: TURNKEEPER_CAPTURE', () => {
     const claim = hook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login'));
     const captureId = /capture (cap_[0-9a-f]{24})/.exec(contextOf(claim.stdout)!)![1]!;
     const store = await world.store();
-    await store.appendReceipt({ kind: 'launch_committed', goal: world.repo, todo: 'fix-login', capture: captureId }, Date.now());
+    await store.appendReceipt({ kind: 'launch_committed', goal: world.goal, todo: 'fix-login', capture: captureId }, Date.now());
     store.close();
     const other = hook(payload.codexPrompt(world, 'sess-b', 'turn-9', 'go on'), { TURNKEEPER_CAPTURE: captureId });
     expect(contextOf(other.stdout)).toContain('[not_live_bound]');
@@ -270,6 +270,24 @@ describe('rule 7 and the rest', () => {
     const result = hook(payload.codexPrompt(world, 'sess-a', 'turn-1', 'just chatting'));
     expect(result).toMatchObject({ code: 0, stdout: '' });
     expect(world.dbExists()).toBe(false);
+  });
+
+  for (const written of ['#todo:Fix-Login', '#TODO:fix-login', '#todo:ab', '#todo:Ümlaut']) {
+    it(`a malformed mention (${written}) gets [invalid_todo_mention] with the grammar in words, and claims nothing`, () => {
+      addTodo('fix-login');
+      const result = hook(payload.codexPrompt(world, 'sess-a', 'turn-1', `please do ${written} now`));
+      const text = contextOf(result.stdout)!;
+      expect(text).toContain('[invalid_todo_mention]');
+      expect(text).toContain(written.split(' ')[0]!);
+      expect(text).toContain('lower-case letters');
+      expect(world.cli(['status', '--json']).stdout).not.toContain('"active"');
+    });
+  }
+  it('a malformed mention is answered even before any store exists; control: a well-formed one claims', () => {
+    expect(contextOf(hook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:Fix-Login')).stdout)).toContain('perhaps #todo:fix-login');
+    expect(world.dbExists()).toBe(false);
+    addTodo('fix-login');
+    expect(contextOf(hook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login')).stdout)).toContain('epoch 1');
   });
 
   it('a corrupted ready capture is [ready_corrupted] and is not repaired', async () => {

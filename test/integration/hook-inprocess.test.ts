@@ -32,7 +32,7 @@ async function counts() {
 describe('renewal', () => {
   it('Stop and PostToolUse from the Owner renew at most once a minute; others never renew', async () => {
     const store = await world.store();
-    await store.addTodo({ goal: world.repo, id: 'fix-login', title: 'Fix login', body: '' }, 0);
+    await store.addTodo({ goal: world.goal, id: 'fix-login', title: 'Fix login', body: '' }, 0);
     store.close();
     let now = 1_000_000;
     const run = (input: string) => runHook(input, { env: world.env, now: () => now });
@@ -58,7 +58,7 @@ describe('hostile input corpus (in-process, real store)', () => {
   it('10,000 malformed or hostile inputs: nothing printed, nothing written, one stderr line each', async () => {
     // A store with state an attacker would like to change.
     const store = await world.store();
-    await store.addTodo({ goal: world.repo, id: 'fix-login', title: 'Fix login', body: '' }, Date.now());
+    await store.addTodo({ goal: world.goal, id: 'fix-login', title: 'Fix login', body: '' }, Date.now());
     store.close();
     await runHook(payload.codexPrompt(world, 'sess-owner', 'turn-1', '#todo:fix-login'), { env: world.env });
     const before = await counts();

@@ -20,7 +20,7 @@ const DAY = 24 * 60 * 60 * 1000;
 
 async function addTodos(...ids: string[]) {
   const store = await world.store();
-  for (const id of ids) await store.addTodo({ goal: world.repo, id, title: `Title of ${id}`, body: '' }, 0);
+  for (const id of ids) await store.addTodo({ goal: world.goal, id, title: `Title of ${id}`, body: '' }, 0);
   store.close();
 }
 async function withStore<T>(work: (store: Awaited<ReturnType<World['store']>>) => Promise<T>): Promise<T> {
@@ -40,7 +40,7 @@ describe('finding 6: ordering by epochs and sequence numbers, never wall-clock t
     let now = 2_000_000_000_000;
     const run = (input: string) => runHook(input, { env: world.env, now: () => now });
     expect(contextOf((await run(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:old-task'))).stdout)).toContain('epoch 1');
-    await withStore((s) => s.release({ goal: world.repo, todo: 'old-task', by: 'codex:sess-a', identifiedBy: 'agent_environment', force: false }, now));
+    await withStore((s) => s.release({ goal: world.goal, todo: 'old-task', by: 'codex:sess-a', identifiedBy: 'agent_environment', force: false }, now));
 
     now -= DAY; // the clock is stepped back a day; the same session takes another Todo
     expect(contextOf((await run(payload.codexPrompt(world, 'sess-a', 'turn-2', '#todo:new-task'))).stdout)).toContain('Todo new-task');
@@ -48,7 +48,7 @@ describe('finding 6: ordering by epochs and sequence numbers, never wall-clock t
     expect(isDenied(fenced.stdout), fenced.stdout).toBe(false);
 
     // Control: once new-task is taken from it, the same write is denied, naming new-task.
-    await withStore((s) => s.release({ goal: world.repo, todo: 'new-task', identifiedBy: 'force', force: true, reason: 'test' }, now));
+    await withStore((s) => s.release({ goal: world.goal, todo: 'new-task', identifiedBy: 'force', force: true, reason: 'test' }, now));
     const denied = await run(writeTool('sess-a'));
     expect(isDenied(denied.stdout)).toBe(true);
     expect(denied.stdout).toContain('new-task');
@@ -74,7 +74,7 @@ describe('finding 7: the same Turn never revives a released lease', () => {
     await addTodos('fix-login');
     const first = await runHook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login'), { env: world.env });
     expect(contextOf(first.stdout)).toContain('epoch 1');
-    await withStore((s) => s.release({ goal: world.repo, todo: 'fix-login', identifiedBy: 'force', force: true, reason: 'reassigned' }, Date.now()));
+    await withStore((s) => s.release({ goal: world.goal, todo: 'fix-login', identifiedBy: 'force', force: true, reason: 'reassigned' }, Date.now()));
   }
 
   it('a retry of the same Turn from a subdirectory gets [capture_released], not a new lease', async () => {
@@ -101,22 +101,23 @@ describe('finding 7: the same Turn never revives a released lease', () => {
   it('a v1 capture of the Turn (cwd and binding in its identity) is the same claim after the upgrade', async () => {
     await addTodos('fix-login');
     // A capture written by the previous release: its document and id are v1 and must stay as they are.
-    const v1Doc = JSON.stringify({ agent: 'codex', binding: 'prompt', cwd: world.repo, goal: world.repo, schema: 'turnkeeper.capture/v1', session: 'sess-a', todo: 'fix-login', turn: 'turn-1' });
+    const v1Doc = JSON.stringify({ agent: 'codex', binding: 'prompt', cwd: world.repo, goal: world.goal, schema: 'turnkeeper.capture/v1', session: 'sess-a', todo: 'fix-login', turn: 'turn-1' });
     const v1Id = 'cap_' + digestText(v1Doc).slice(7, 31);
     await withStore(async (s) => {
       s.connection
         .prepare('INSERT INTO captures (id, goal, todo, agent, session, turn, cwd, binding, doc, original_digest, op, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
-        .run(v1Id, world.repo, 'fix-login', 'codex', 'sess-a', 'turn-1', world.repo, 'prompt', v1Doc, digestText(v1Doc), 'op_legacy', 1);
+        // The row's Goal as the upgrade maps it (adoptLegacyGoals); the v1 document keeps its path.
+        .run(v1Id, world.goal, 'fix-login', 'codex', 'sess-a', 'turn-1', world.repo, 'prompt', v1Doc, digestText(v1Doc), 'op_legacy', 1);
       s.connection
         .prepare(`INSERT INTO leases (goal, todo, epoch, owner, capture, version, status, acquired_at, renewed_at, expires_at) VALUES (?, ?, 1, 'codex:sess-a', ?, 1, 'released', 1, 1, 2)`)
-        .run(world.repo, 'fix-login', v1Id);
+        .run(world.goal, 'fix-login', v1Id);
     });
     const result = await runHook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login'), { env: world.env });
     expect(contextOf(result.stdout)).toContain('[capture_released]');
     expect(contextOf(result.stdout)).toContain(v1Id);
     expect((await withStore((s) => s.getCapture(v1Id)))?.canonical).toBe(v1Doc);
     // Control: the v2 capture of the same Turn has another id, so only the Turn lookup finds the v1 row.
-    expect(buildCapture({ goal: world.repo, todo: 'fix-login', agent: 'codex', session: 'sess-a', turn: 'turn-1' }).captureId).not.toBe(v1Id);
+    expect(buildCapture({ goal: world.goal, todo: 'fix-login', agent: 'codex', session: 'sess-a', turn: 'turn-1' }).captureId).not.toBe(v1Id);
   });
 });
 
@@ -124,7 +125,7 @@ describe('finding 8: concurrent prompts of one session for different Todos', () 
   it('a claim for another Todo by an Owner that holds one is refused session_holds_other, with a receipt', async () => {
     await addTodos('task-a', 'task-b');
     const input = (todo: string, turn: string) => ({
-      capture: buildCapture({ goal: world.repo, todo, agent: 'codex', session: 'sess-a', turn }),
+      capture: buildCapture({ goal: world.goal, todo, agent: 'codex', session: 'sess-a', turn }),
       cwd: world.repo,
       binding: 'prompt' as const,
       owner: 'codex:sess-a' as const,
@@ -140,7 +141,7 @@ describe('finding 8: concurrent prompts of one session for different Todos', () 
       const last = parseReceipt((await s.receipts({ limit: 1 }))[0]!.doc);
       expect(last).toMatchObject({ kind: 'claim_refused', todo: 'task-b', detail: { reason: 'session_holds_other', held: 'task-a' } });
       // Control: another Owner claims task-b.
-      expect((await s.claim({ ...input('task-b', 't2'), capture: buildCapture({ goal: world.repo, todo: 'task-b', agent: 'codex', session: 'sess-b', turn: 't2' }), owner: 'codex:sess-b' }, 3)).kind).toBe('acquired');
+      expect((await s.claim({ ...input('task-b', 't2'), capture: buildCapture({ goal: world.goal, todo: 'task-b', agent: 'codex', session: 'sess-b', turn: 't2' }), owner: 'codex:sess-b' }, 3)).kind).toBe('acquired');
     });
   });
 

@@ -50,7 +50,7 @@ describe('lease properties over real hooks', () => {
         const { openSqliteAuthority } = await import('../../src/lifecycle/open');
         const store = (await openSqliteAuthority({ path: db, create: true }))!;
         try {
-          for (const id of TODOS) await store.addTodo({ goal: world.repo, id, title: id, body: '' }, 0);
+          for (const id of TODOS) await store.addTodo({ goal: world.goal, id, title: id, body: '' }, 0);
           let now = 2_000_000_000_000;
           const everReleased = new Set<string>();
           const hook = (input: string, extra: Record<string, string> = {}) =>
@@ -69,8 +69,8 @@ describe('lease properties over real hooks', () => {
                 const active = (await store.listLeases()).find((l) => l.todo === step.todo && l.status === 'active');
                 if (!active) break;
                 const request = step.byHolder
-                  ? { goal: world.repo, todo: step.todo, by: active.owner, identifiedBy: 'agent_environment' as const, force: false }
-                  : { goal: world.repo, todo: step.todo, identifiedBy: 'force' as const, force: true, reason: 'property' };
+                  ? { goal: world.goal, todo: step.todo, by: active.owner, identifiedBy: 'agent_environment' as const, force: false }
+                  : { goal: world.goal, todo: step.todo, identifiedBy: 'force' as const, force: true, reason: 'property' };
                 expect((await store.release(request, now)).kind).toBe('released');
                 break;
               }

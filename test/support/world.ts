@@ -5,6 +5,7 @@ import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { openSqliteAuthority, type SqliteAuthority } from '../../src/lifecycle/open';
+import { resolveGoal } from '../../src/lifecycle/goal';
 
 export const CLI = resolve(__dirname, '../../dist/cli.js');
 
@@ -20,6 +21,8 @@ export interface World {
   readonly home: string;
   readonly db: string;
   readonly repo: string;
+  /** The repository's Goal id, as a hook in `repo` computes it (docs/goals.md). */
+  readonly goal: string;
   readonly env: Record<string, string>;
   cli(args: string[], options?: { input?: string | Buffer; env?: Record<string, string | undefined>; cwd?: string }): CliResult;
   cliAsync(args: string[], options?: { input?: string | Buffer; env?: Record<string, string | undefined>; cwd?: string }): Promise<CliResult>;
@@ -58,6 +61,7 @@ export function makeWorld(name = 'tk'): World {
     home,
     db,
     repo,
+    goal: resolveGoal(repo).id,
     env,
     cli(args, options = {}) {
       const result = spawnSync(process.execPath, [CLI, ...args], {
