@@ -6,6 +6,7 @@
 // Env knobs (for development only): BENCH_RUNS (default 30), BENCH_WARMUP (3), BENCH_RACE_REPS (5),
 // BENCH_MEM_RUNS (10), BENCH_VERIFY_RECEIPTS (100000), BENCH_KEEP=1 keeps the temp dir,
 // BENCH_ONLY=cache runs only row 6 (hook replay with and without the compile cache) and bare node.
+import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -127,11 +128,18 @@ async function main() {
   const db = join(home, 'turnkeeper.db');
   const env = cleanEnv(root, home);
   const product = await loadProductStore(scratch);
+  // A Goal is the repository (docs/goals.md): seed under the id a hook in `repo` computes.
+  const goal = product.resolveGoal(repo).id;
+  // Row 7 runs a replay from a linked worktree of the same repository: the Goal lookup follows
+  // `.git` (a file there), `gitdir:` and `commondir` without spawning git.
+  const worktree = join(root, 'repo-wt');
+  execFileSync('git', ['-C', repo, 'worktree', 'add', '-q', '-b', 'bench-wt', worktree], { stdio: 'ignore' });
+  if (product.resolveGoal(worktree).id !== goal) fail('the worktree does not resolve to the repository Goal');
   const store = await product.openSqliteAuthority({ path: db, create: true });
-  const seeded = await seedHistory(product, store, { goal: repo, cwd: repo, minReceipts: HOOK_RECEIPTS, startMs: Date.now() - 30 * 86_400_000 });
+  const seeded = await seedHistory(product, store, { goal, cwd: repo, minReceipts: HOOK_RECEIPTS, startMs: Date.now() - 30 * 86_400_000 });
   const claimTodos = Array.from({ length: WARMUP + RUNS + MEM_RUNS }, (_, i) => `claim-${String(i).padStart(3, '0')}`);
   const raceTodos = Array.from({ length: RACE_REPS }, (_, i) => `race-${i}`);
-  for (const id of [...claimTodos, ...raceTodos]) await store.addTodo(todoFields(repo, id), Date.now());
+  for (const id of [...claimTodos, ...raceTodos, 'bench-replay-wt']) await store.addTodo(todoFields(goal, id), Date.now());
   const floorOwner = store.connection.prepare('SELECT owner FROM sessions ORDER BY first_hook_at LIMIT 1').get().owner;
   store.connection.pragma('wal_checkpoint(TRUNCATE)');
   store.close();
@@ -150,6 +158,13 @@ async function main() {
   const replayCapture = /capture (cap_[0-9a-f]{24})/.exec(presented)[1];
   const replayState = () => snapshot(product, db, replayCapture);
   const before = await replayState();
+
+  // The worktree's own replay lease, claimed by a cold hook process running in the worktree.
+  const wtSession = newSession();
+  const wtPayload = (turn) => codexPrompt({ root, repo: worktree, session: wtSession, turn, prompt: promptFor('bench-replay-wt') });
+  const wtFirst = timed([CLI, 'hook'], { input: wtPayload('turn-0001'), env, cwd: worktree });
+  const wtPresented = contextText(wtFirst.stdout);
+  if (!wtPresented?.startsWith('Turnkeeper: Todo bench-replay-wt · capture cap_')) fail(`the worktree claim did not present a ready capture: ${wtFirst.stdout} ${wtFirst.stderr}`);
 
   // Row 6: what the compile cache buys a cold hook. dist/cli.js keeps it in $TURNKEEPER_HOME/compile-cache
   // (0700, owner checked: contract §10); the same replay with NODE_DISABLE_COMPILE_CACHE=1 has none.
@@ -203,6 +218,21 @@ async function main() {
     },
     replay: () => replayWith(env),
     replayNoCache: () => replayWith(noCacheEnv),
+    replayWorktree: () => {
+      const run = timed([CLI, 'hook'], { input: wtPayload(`turn-${String(++turn).padStart(4, '0')}`), env, cwd: worktree });
+      if (contextText(run.stdout) !== wtPresented) fail(`worktree replay did not present the stored bytes: ${run.stdout.slice(0, 200)} ${run.stderr}`);
+      return run;
+    },
+    goal: () => {
+      const run = timed([CLI, 'goal', '--json'], { env, cwd: worktree });
+      if (run.code !== 0 || JSON.parse(run.stdout).id !== goal) fail(`goal --json in the worktree failed: ${run.stdout.slice(0, 200)} ${run.stderr}`);
+      return run;
+    },
+    goalStoreFree: () => {
+      const run = timed([CLI, 'goal', '--json'], { env: { ...env, TURNKEEPER_DB: join(root, 'no-such-store.db') }, cwd: worktree });
+      if (run.code !== 0) fail(`goal --json without a store failed: ${run.stderr}`);
+      return run;
+    },
     claim: () => {
       const todo = claimTodos[claimIndex++] ?? fail('out of claim Todos');
       const run = cli(['hook'], codexPrompt({ root, repo, session: newSession(), turn: 'turn-0001', prompt: promptFor(todo) }));
@@ -228,7 +258,7 @@ async function main() {
 
   // Warm-up: populates Node's compile cache (dist bundle, driver JS) and the page cache. The verify
   // rows load the same bundle and driver, so one warm-up each (page cache) is enough for them.
-  const hookRows = ['bare', 'floor', 'replay', 'floorWrite', 'claim', 'replayNoCache'];
+  const hookRows = ['bare', 'floor', 'replay', 'floorWrite', 'claim', 'replayNoCache', 'replayWorktree', 'goal', 'goalStoreFree'];
   const verifyRows = ['verify', 'verifyOpen', 'verifyScan'];
   for (let i = 0; i < WARMUP; i += 1) for (const name of hookRows) runners[name]();
   for (const name of verifyRows) runners[name]();
@@ -448,6 +478,9 @@ function report() {
     ['2', 'floor + 1 sync=FULL write txn', s.floorWrite, ms, cpuOf('floorWrite')],
     ['2', 'hook claim (fresh Todo, new lease)', s.claim, ms, cpuOf('claim')],
     ['6', 'hook replay, NODE_DISABLE_COMPILE_CACHE=1', s.replayNoCache, ms, cpuOf('replayNoCache')],
+    ['7', 'hook replay from a linked worktree', s.replayWorktree, ms, cpuOf('replayWorktree')],
+    ['8', '`turnkeeper goal --json` in the worktree', s.goal, ms, cpuOf('goal')],
+    ['8', '`goal --json`, no store (store-free path)', s.goalStoreFree, ms, cpuOf('goalStoreFree')],
     ['3', `verify --json (${vReceipts.toLocaleString('en-US')} receipts)`, s.verify, ms, cpuOf('verify')],
     ['3', 'floor: driver + open verify store', s.verifyOpen, ms, cpuOf('verifyOpen')],
     ['3', 'floor: driver + open + scan all rows', s.verifyScan, ms, cpuOf('verifyScan')],
@@ -472,6 +505,9 @@ function report() {
     ['1', 'floor (read 1 row)', ms(s.floor.median), 'bare node', ms(s.bare.median), x(ratio(s.floor.median, s.bare.median)), `+${ms(s.floor.median - s.bare.median)}`, '—', 'info'],
     ['2', 'hook claim', ms(s.claim.median), 'floor + write txn', ms(s.floorWrite.median), x(ratio(s.claim.median, s.floorWrite.median)), `p90 ${x(ratio(s.claim.p90, s.floorWrite.p90))} · paired ${x(paired('claim', 'floorWrite'))} · cpu ${x(cpuRatio('claim', 'floorWrite'))}`, '—', 'info'],
     cacheComparison(s),
+    ['7', 'hook replay in a worktree', ms(s.replayWorktree.median), 'floor (read 1 row)', ms(s.floor.median), x(ratio(s.replayWorktree.median, s.floor.median)), `paired ${x(paired('replayWorktree', 'floor'))} · vs main checkout ${x(paired('replayWorktree', 'replay'))}`, '≤ 1.25×', verdict(ratio(s.replayWorktree.median, s.floor.median) <= 1.25)],
+    ['8', 'goal --json, no store', ms(s.goalStoreFree.median), 'bare node', ms(s.bare.median), x(ratio(s.goalStoreFree.median, s.bare.median)), `paired ${x(paired('goalStoreFree', 'bare'))} · cpu ${x(cpuRatio('goalStoreFree', 'bare'))}`, '≤ 1.2×', verdict(ratio(s.goalStoreFree.median, s.bare.median) <= 1.2)],
+    ['8', 'goal --json, with the store', ms(s.goal.median), 'bare node', ms(s.bare.median), x(ratio(s.goal.median, s.bare.median)), `+${ms(s.goal.median - s.bare.median)} (opens the store for changedFrom)`, '—', 'info'],
     ['3', 'verify, wall time', `${fmtRate(rateWall)}/s`, `${vReceipts} receipts`, ms(s.verify.median), '', `p90 ${fmtRate(rateWallP90)}/s`, '≥ 200k/s', verdict(rateWall >= 200_000)],
     ['3', 'verify, walk ≈ wall − open', `${fmtRate(rateWalk)}/s`, 'open floor', ms(s.verifyOpen.median), '', `walk ${ms(walkMs)}`, '≥ 200k/s', verdict(rateWalk >= 200_000)],
     ['3', 'verify', ms(s.verify.median), 'scan floor', ms(s.verifyScan.median), x(ratio(s.verify.median, s.verifyScan.median)), `+${ms(s.verify.median - s.verifyScan.median)} JS`, '—', 'info'],

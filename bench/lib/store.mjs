@@ -30,6 +30,7 @@ export async function loadProductStore(scratch) {
         "export { openSqliteAuthority } from './src/lifecycle/open';",
         "export { buildCapture } from './src/core/capture';",
         "export { preconditionsOf } from './src/lifecycle/workspace';",
+        "export { resolveGoal } from './src/lifecycle/goal';",
       ].join('\n'),
       resolveDir: REPO_ROOT,
       loader: 'ts',
@@ -39,6 +40,8 @@ export async function loadProductStore(scratch) {
     platform: 'node',
     format: 'cjs',
     target: 'node22',
+    // As scripts/build.mjs: jsonc-parser's ESM build (its UMD build requires files esbuild cannot see).
+    mainFields: ['module', 'main'],
     outfile,
     logLevel: 'warning',
     // The native driver stays external (as in dist/) and is loaded from the project's node_modules.
@@ -67,7 +70,7 @@ export const todoFields = (goal, id) => ({ goal, id, title: `Fix retry error pro
  * Todo, claims it (3 receipts), renews it twice, and releases it (7 receipts per cycle).
  */
 export async function seedHistory(product, store, { goal, cwd, minReceipts, startMs }) {
-  const preconditions = product.preconditionsOf(goal);
+  const preconditions = product.preconditionsOf(cwd);
   let now = startMs;
   let cycle = 0;
   const count = () => store.connection.prepare('SELECT COUNT(*) AS n FROM receipts').get().n;

@@ -64,18 +64,21 @@ export async function openSqliteStore(options: OpenOptions): Promise<SqliteStore
     refuseForeignWal(Database, options.path);
     // SQLite's own busy handler only covers short waits; `write` retries BEGIN IMMEDIATE itself.
     const db = new Database(options.path, { fileMustExist: !options.create, timeout: SQLITE_BUSY_SLICE_MS });
+    let meta: Map<string, string>;
     try {
-      if ((db.pragma('journal_mode', { simple: true }) as string) !== 'wal') db.pragma('journal_mode = WAL');
-      db.pragma('synchronous = FULL');
-      db.pragma('foreign_keys = ON');
-      migrate(db, options.busyTimeoutMs ?? 5000);
+      // The write settings (WAL, synchronous=FULL, foreign keys) are applied before the first write
+      // (SqliteStore.writeMode), not here: a replay only reads, and each pragma costs its own statement.
+      if ((db.pragma('user_version', { simple: true }) as number) !== SCHEMA_VERSION) {
+        applyWriteMode(db);
+        migrate(db, options.busyTimeoutMs ?? 5000);
+      }
+      meta = new Map((db.prepare("SELECT key, value FROM store_meta WHERE key IN ('store_id', 'legacy_goals')").all() as { key: string; value: string }[]).map((row) => [row.key, row.value]));
     } catch (error) {
       db.close();
       throw error;
     }
     const file = statSync(options.path);
-    const storeId = (db.prepare("SELECT value FROM store_meta WHERE key = 'store_id'").get() as { value: string } | undefined)?.value;
-    return new SqliteStore(db, options.path, options.busyTimeoutMs ?? 5000, { dev: file.dev, ino: file.ino }, storeId);
+    return new SqliteStore(db, options.path, options.busyTimeoutMs ?? 5000, { dev: file.dev, ino: file.ino }, meta);
   } catch (error) {
     throw asStoreError(error);
   }
@@ -128,6 +131,13 @@ function anchoredState(db: BetterSqlite3.Database): { storeId: string | undefine
   return { storeId: meta('store_id'), writes: Number(meta('writes') ?? 0), hashAt: (seq) => (hashAt.get(seq) as { hash: unknown } | undefined)?.hash };
 }
 
+/** WAL (persistent in the file once set), synchronous=FULL and foreign keys (per connection). */
+function applyWriteMode(db: BetterSqlite3.Database): void {
+  if ((db.pragma('journal_mode', { simple: true }) as string) !== 'wal') db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = FULL');
+  db.pragma('foreign_keys = ON');
+}
+
 function migrate(db: BetterSqlite3.Database, busyTimeoutMs: number): void {
   const current = db.pragma('user_version', { simple: true }) as number;
   if (current > SCHEMA_VERSION) throw new SchemaTooNewError(current, SCHEMA_VERSION);
@@ -164,14 +174,19 @@ export class SqliteStore implements StorePort {
   private readonly statements = new Map<string, BetterSqlite3.Statement>();
   /** Writes of this connection run one at a time: an await inside one must not interleave another. */
   private writeQueue: Promise<unknown> = Promise.resolve();
+  private writeModeApplied = false;
+  private readonly storeId: string | undefined;
 
   constructor(
     private readonly db: BetterSqlite3.Database,
     readonly path: string,
     private readonly busyTimeoutMs: number,
     private readonly file: { readonly dev: number; readonly ino: number },
-    private readonly storeId: string | undefined,
-  ) {}
+    /** store_meta rows read at open (the identity, the legacy-goal flag): a replay asks for no more. */
+    private readonly openedMeta: ReadonlyMap<string, string>,
+  ) {
+    this.storeId = openedMeta.get('store_id');
+  }
 
   get location(): string {
     return this.path;
@@ -202,6 +217,10 @@ export class SqliteStore implements StorePort {
     let pending: { writes: number; seq: number; hash: string } | undefined;
     try {
       this.assertFileInPlace();
+      if (!this.writeModeApplied) {
+        applyWriteMode(this.db);
+        this.writeModeApplied = true;
+      }
       withBusyRetry(() => this.db.exec('BEGIN IMMEDIATE'), this.busyTimeoutMs);
       let result: T;
       try {
@@ -364,6 +383,8 @@ export class SqliteStore implements StorePort {
   }
 
   getMeta(key: string): Promise<string | undefined> {
+    // Read at open: a replay asks for nothing more. (Adoption re-checks inside its own transaction.)
+    if (key === 'legacy_goals' || key === 'store_id') return Promise.resolve(this.openedMeta.get(key));
     return this.read(() => (this.sql('SELECT value FROM store_meta WHERE key = ?').get(key) as { value: string } | undefined)?.value);
   }
 
