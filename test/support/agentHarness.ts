@@ -2,10 +2,12 @@ import { expect } from 'vitest';
 // Shared helpers for the end-to-end tests that drive the real agent binaries (Codex, Claude Code,
 // Gemini CLI) with Turnkeeper's real hooks installed: bounded child processes (own process group,
 // killed on timeout and on teardown), hermetic environments and small JSON helpers.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, realpathSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import type { World } from './world';
+import { messageText, type AnthropicRequest } from './anthropicMock';
+import type { RecordedRequest } from './mockModelServer';
+import { CLI, type World } from './world';
 
 export const REPO_ROOT = resolve(__dirname, '../..');
 export const BIN = join(REPO_ROOT, 'node_modules', '.bin');
@@ -110,6 +112,8 @@ export interface LeaseJson {
   version: number;
   status: string;
   expiresAt: string;
+  /** The holder's checkout (worktree root), from its capture. */
+  checkout?: string;
 }
 export interface CaptureJson {
   id: string;
@@ -121,6 +125,8 @@ export interface CaptureJson {
   state: string;
   originalDigest: string;
   readyDigest: string | null;
+  /** The checkout (worktree root) the capture was taken in. */
+  checkout?: string;
 }
 export interface StatusJson {
   leases: LeaseJson[];
@@ -179,4 +185,64 @@ export function occurrences(haystack: string, needle: string): number {
   let count = 0;
   for (let at = haystack.indexOf(needle); at >= 0; at = haystack.indexOf(needle, at + needle.length)) count++;
   return count;
+}
+
+/** `turnkeeper <args>` as a bounded child process (async: the mock model servers live in this process). */
+export function turnkeeperRun(args: readonly string[], opts: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<ProcResult> {
+  return runProcess(process.execPath, [CLI, ...args], { cwd: opts.cwd, env: opts.env, timeoutMs: opts.timeoutMs ?? 120_000 });
+}
+
+/** `git worktree add <dir> -b <branch>` of `repo`: a linked worktree, one more checkout of the same repository. */
+export function addWorktree(repo: string, dir: string, branch: string): string {
+  execFileSync('git', ['-C', repo, 'worktree', 'add', '-q', dir, '-b', branch]);
+  return realpathSync(dir);
+}
+
+/** Codex: the developer message placed right after the user message `prompt` (UserPromptSubmit context). */
+export function contextAfterPrompt(req: RecordedRequest, prompt: string): string | undefined {
+  const input = req.body?.input ?? [];
+  const at = input.findLastIndex((i) => i.type === 'message' && i.role === 'user' && (i.content ?? []).some((c) => c.text === prompt));
+  const next = input[at + 1];
+  if (at < 0 || next?.type !== 'message' || next.role !== 'developer') return undefined;
+  return (next.content ?? []).map((c) => c.text ?? '').join('');
+}
+
+/** Codex: every `<cwd>` its `<environment_context>` messages told the model, in order (the last is the turn's). */
+export function codexCwds(req: RecordedRequest): string[] {
+  return [...req.raw.matchAll(/<cwd>([^<]*)<\/cwd>/g)].map((match) => match[1]!);
+}
+
+/** Claude: the main-conversation request of a run, the first from `from` whose user messages name `prompt`. */
+export function claudeTurnRequest(requests: readonly AnthropicRequest[], from: number, prompt: string): AnthropicRequest | undefined {
+  return requests.slice(from).find((r) => (r.body?.messages ?? []).some((m) => m.role === 'user' && messageText(m).includes(prompt)));
+}
+
+/** Claude: everything the model sees in a request, system prompt and every message, as text. */
+export function claudeVisibleText(req: AnthropicRequest): string {
+  const system = req.body?.system;
+  const systemText = typeof system === 'string' ? system : (system ?? []).map((b) => b.text ?? '').join('\n');
+  return [systemText, ...(req.body?.messages ?? []).map(messageText)].join('\n');
+}
+
+/** Claude: the JSON result of `claude -p --output-format json` (its last stdout line), asserting the run succeeded. */
+export function claudeResult(label: string, run: ProcResult): { session_id?: string; result?: string; is_error?: boolean } {
+  expect(run.code, describeRun(label, run)).toBe(0);
+  const json = JSON.parse(run.stdout.trim().split('\n').at(-1) ?? '') as { session_id?: string; result?: string; is_error?: boolean };
+  expect(json.is_error, describeRun(label, run)).not.toBe(true);
+  return json;
+}
+
+/** Claude: the text of the messages after the last user message naming `prompt` (where its UserPromptSubmit context lands). */
+export function claudeAfterPrompt(req: AnthropicRequest, prompt: string): string {
+  const messages = req.body?.messages ?? [];
+  const at = messages.findLastIndex((m) => m.role === 'user' && messageText(m).includes(prompt));
+  return messages.slice(at + 1).map(messageText).join('\n');
+}
+
+/**
+ * Claude: the working directory it last gave the model (`Primary working directory: <dir>`; a session
+ * resumed in another directory is told again, with `(was <old>)`).
+ */
+export function claudeWorkingDirectory(req: AnthropicRequest): string | undefined {
+  return [...claudeVisibleText(req).matchAll(/Primary working directory: (\S+)/g)].at(-1)?.[1];
 }
