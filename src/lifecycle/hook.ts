@@ -232,6 +232,14 @@ class HookDecider {
     const held = await this.store.activeLeaseOfOwner(owner);
     if (held) {
       if (boundTodo !== undefined && (boundTodo !== held.todo || this.request.goal !== held.goal)) {
+        // The claim's own order: a repository whose Goal key changed is [goal_changed] first. Its holder
+        // naming its own Todo holds it under the Goal the repository used until now, not "another Todo".
+        const { placement, goal } = this.request;
+        const known = await this.store.goalOfPlace(placement.place);
+        if (known && known.goal !== goal) {
+          await this.recordRefusal('goal_changed', { previous: known.goal });
+          return this.guidance('goal_changed', { todo: boundTodo, previousGoal: known.goal, goal, checkout: placement.checkout });
+        }
         await this.recordRefusal('session_holds_other', { held: held.todo });
         return this.guidance('session_holds_other', { todo: boundTodo, heldTodo: held.todo, capture: held.capture, epoch: held.epoch });
       }
