@@ -12,7 +12,8 @@ const common = {
   target: 'node22',
   sourcemap: false,
   legalComments: 'none',
-  external: ['better-sqlite3', 'vscode'],
+  // pg's optional native binding and its Cloudflare socket shim are never loaded under Node.
+  external: ['better-sqlite3', 'vscode', 'pg-native', 'pg-cloudflare', 'cloudflare:sockets'],
   // jsonc-parser's "main" is a UMD build with dynamic requires esbuild cannot follow; its ESM build bundles.
   mainFields: ['module', 'main'],
   logLevel: 'warning',

@@ -17,6 +17,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   hooks: async () => (await import('./hooks')).hooksCommand,
   doctor: async () => (await import('./hooks')).doctorCommand,
   goal: async () => (await import('./goal')).goalCommand,
+  store: async () => (await import('./store')).storeCommand,
 };
 
 const USAGE = `usage: turnkeeper <command>
@@ -29,6 +30,7 @@ const USAGE = `usage: turnkeeper <command>
   resume <captureId> [--dry-run] [--json] [--accept-drift] [--agent-bin <path>] [--interactive] [-- <agent args>]
   hooks install|uninstall|status --agent <agent> [--scope user|project]
   goal [--json]  |  goal init [--key <key>]  |  goal move --from <goal>
+  store init [--hook-role <role>]             create or migrate the selected store (TURNKEEPER_STORE)
   doctor [--json]
 `;
 

@@ -105,17 +105,35 @@ export interface StoredReceiptRow {
  * chain is never held in memory.
  */
 export function walkChain(rows: Iterable<StoredReceiptRow>, head: { seq: unknown; hash: unknown } | undefined, after?: ChainLink): ChainReport {
-  const breaks: ChainBreak[] = [];
-  let verified = 0;
-  // `after`: a prefix already verified (the extension re-checks only what hooks appended since).
-  let expectedSeq = (after?.seq ?? 0) + 1;
-  let previousHash = after?.hash ?? ZERO_DIGEST;
-  let lastSeq = after?.seq ?? 0;
-  for (const row of rows) {
+  const walker = new ChainWalker(after);
+  for (const row of rows) walker.push(row);
+  return walker.finish(head);
+}
+
+/**
+ * The chain walk, one row at a time: for readers that get rows in asynchronous pages (a server
+ * cursor). `walkChain` is this walker over an iterable.
+ */
+export class ChainWalker {
+  private readonly breaks: ChainBreak[] = [];
+  private verified = 0;
+  private expectedSeq: number;
+  private previousHash: string;
+  private lastSeq: number;
+
+  /** `after`: a prefix already verified (the extension re-checks only what hooks appended since). */
+  constructor(after?: ChainLink) {
+    this.expectedSeq = (after?.seq ?? 0) + 1;
+    this.previousHash = after?.hash ?? ZERO_DIGEST;
+    this.lastSeq = after?.seq ?? 0;
+  }
+
+  push(row: StoredReceiptRow): void {
+    const { breaks } = this;
     let rowBroken = false;
-    const afterGap = row.seq !== expectedSeq;
+    const afterGap = row.seq !== this.expectedSeq;
     if (afterGap) {
-      breaks.push({ seq: expectedSeq, kind: 'missing' });
+      breaks.push({ seq: this.expectedSeq, kind: 'missing' });
       rowBroken = true;
     }
     const text = typeof row.doc === 'string' ? row.doc : undefined;
@@ -129,23 +147,27 @@ export function walkChain(rows: Iterable<StoredReceiptRow>, head: { seq: unknown
     if (computed === undefined || link === undefined || link.seq !== row.seq || (storedHash !== undefined && storedHash !== computed)) {
       breaks.push({ seq: row.seq, kind: 'content_altered' });
       rowBroken = true;
-    } else if (!afterGap && link.prevHash !== previousHash) {
+    } else if (!afterGap && link.prevHash !== this.previousHash) {
       breaks.push({ seq: row.seq, kind: 'link_broken' });
       rowBroken = true;
     }
-    if (!rowBroken) verified += 1;
+    if (!rowBroken) this.verified += 1;
     // Link the next row to what is stored (or, lacking that, to the content) so one break is named once.
-    previousHash = storedHash ?? computed ?? ZERO_DIGEST;
-    lastSeq = row.seq;
-    expectedSeq = row.seq + 1;
+    this.previousHash = storedHash ?? computed ?? ZERO_DIGEST;
+    this.lastSeq = row.seq;
+    this.expectedSeq = row.seq + 1;
   }
-  const headSeq = head?.seq;
-  const headHash = head?.hash;
-  if (lastSeq === 0 && (head === undefined || headSeq === 0)) return { ok: breaks.length === 0, verified, breaks };
-  if (headSeq !== lastSeq || headHash !== previousHash) {
-    breaks.push({ seq: typeof headSeq === 'number' ? headSeq : lastSeq, kind: 'head_mismatch' });
+
+  finish(head: { seq: unknown; hash: unknown } | undefined): ChainReport {
+    const { breaks, verified, lastSeq, previousHash } = this;
+    const headSeq = head?.seq;
+    const headHash = head?.hash;
+    if (lastSeq === 0 && (head === undefined || headSeq === 0)) return { ok: breaks.length === 0, verified, breaks };
+    if (headSeq !== lastSeq || headHash !== previousHash) {
+      breaks.push({ seq: typeof headSeq === 'number' ? headSeq : lastSeq, kind: 'head_mismatch' });
+    }
+    return { ok: breaks.length === 0, verified, breaks, end: { seq: lastSeq, hash: previousHash } };
   }
-  return { ok: breaks.length === 0, verified, breaks, end: { seq: lastSeq, hash: previousHash } };
 }
 
 // Every stored document is parsed as a receipt (spec §5: no fast path skips the parse). An earlier

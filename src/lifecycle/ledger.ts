@@ -77,8 +77,9 @@ export class Ledger implements Authority {
     return this.rows.location;
   }
 
-  addTodo(todo: { goal: string; id: string; title: string; body: string }, now: number, placement?: Placement): Promise<Todo> {
+  addTodo(todo: { goal: string; id: string; title: string; body: string }, clientNow: number, placement?: Placement): Promise<Todo> {
     return this.rows.write(async (tx) => {
+      const now = await tx.clock(clientNow);
       if (placement) {
         const known = await tx.goalOfPlace(placement.place);
         if (known && known.goal !== todo.goal) throw new GoalChangedError(known.goal, todo.goal);
@@ -95,8 +96,9 @@ export class Ledger implements Authority {
     });
   }
 
-  setTodoStatus(goal: string, id: string, status: TodoStatus, now: number): Promise<{ todo: Todo; released?: Lease } | undefined> {
+  setTodoStatus(goal: string, id: string, status: TodoStatus, clientNow: number): Promise<{ todo: Todo; released?: Lease } | undefined> {
     return this.rows.write(async (tx) => {
+      const now = await tx.clock(clientNow);
       const todo = await tx.todo(goal, id);
       if (!todo) return undefined;
       await tx.setTodoStatus(goal, id, status, now);
@@ -110,9 +112,10 @@ export class Ledger implements Authority {
     });
   }
 
-  claim(input: ClaimInput, now: number): Promise<ClaimResult> {
+  claim(input: ClaimInput, clientNow: number): Promise<ClaimResult> {
     faultPoint('claim.before_transaction');
     return this.rows.write(async (tx): Promise<ClaimResult> => {
+      const now = await tx.clock(clientNow);
       const { capture, owner } = input;
       if (input.session) await tx.upsertSession(input.session, now);
       const doc = capture.document;
@@ -222,13 +225,14 @@ export class Ledger implements Authority {
     });
   }
 
-  async renew(owner: Owner, now: number, ttlSeconds: number): Promise<RenewResult> {
+  async renew(owner: Owner, clientNow: number, ttlSeconds: number): Promise<RenewResult> {
     // Decide on a plain read first: most tool events are within the renewal interval and write nothing.
     const read = await this.rows.activeLeaseOfOwner(owner);
     if (!read) return { kind: 'skipped', why: 'no_active_lease' };
-    const first = decideRenewal(read, owner, now, ttlSeconds);
+    const first = decideRenewal(read, owner, clientNow, ttlSeconds);
     if (first.kind === 'skip') return { kind: 'skipped', why: first.why };
     return this.rows.write(async (tx): Promise<RenewResult> => {
+      const now = await tx.clock(clientNow);
       const current = await tx.activeLeaseOfOwner(owner);
       if (!current) return { kind: 'skipped', why: 'no_active_lease' };
       const decision = decideRenewal(current, owner, now, ttlSeconds);
@@ -252,8 +256,9 @@ export class Ledger implements Authority {
     });
   }
 
-  release(request: ReleaseRequest, now: number): Promise<ReleaseResult> {
+  release(request: ReleaseRequest, clientNow: number): Promise<ReleaseResult> {
     return this.rows.write(async (tx): Promise<ReleaseResult> => {
+      const now = await tx.clock(clientNow);
       const active = await tx.activeLeaseOfTodo(request.goal, request.todo);
       const decision = decideRelease(active, request);
       if (decision.kind === 'refuse') return { kind: 'refused', why: decision.why, lease: active };
@@ -271,8 +276,9 @@ export class Ledger implements Authority {
     });
   }
 
-  appendReceipt(fields: ReceiptFields, now: number, session?: SessionTouch): Promise<{ seq: number; hash: string }> {
+  appendReceipt(fields: ReceiptFields, clientNow: number, session?: SessionTouch): Promise<{ seq: number; hash: string }> {
     return this.rows.write(async (tx) => {
+      const now = await tx.clock(clientNow);
       if (session) await tx.upsertSession(session, now);
       return append(tx, fields, now);
     });
@@ -285,9 +291,10 @@ export class Ledger implements Authority {
     await this.rows.write((tx) => tx.upsertSession(record, now));
   }
 
-  commitLaunch(request: LaunchCommit, now: number): Promise<LaunchCommitResult> {
+  commitLaunch(request: LaunchCommit, clientNow: number): Promise<LaunchCommitResult> {
     type Refused = Extract<LaunchCommitResult, { kind: 'refused' }>;
     return this.rows.write(async (tx): Promise<LaunchCommitResult> => {
+      const now = await tx.clock(clientNow);
       const { expected, receipt } = request;
       const refuse = async (refusal: Omit<Refused, 'kind'>): Promise<LaunchCommitResult> => {
         const detail = receipt.detail ?? {};
@@ -337,8 +344,9 @@ export class Ledger implements Authority {
     });
   }
 
-  moveGoal(from: string, to: Placement & { readonly goal: string }, now: number): Promise<GoalMoveResult> {
+  moveGoal(from: string, to: Placement & { readonly goal: string }, clientNow: number): Promise<GoalMoveResult> {
     return this.rows.write(async (tx): Promise<GoalMoveResult> => {
+      const now = await tx.clock(clientNow);
       if (from === to.goal) return { kind: 'refused', why: 'same_goal' };
       const moving = await tx.todoIdsOf(from);
       const known = await tx.goalOfPlace(to.place);
@@ -366,9 +374,10 @@ export class Ledger implements Authority {
    * Receipts are never rewritten; a `goal_migrated` receipt records each mapping. A path whose Todos
    * collide with the target Goal's is left as it is, for `turnkeeper goal move` (doctor names it).
    */
-  async adoptLegacyGoals(resolve: (path: string) => { id: string; key: string; displayName: string } | undefined, now: number): Promise<{ adopted: number; left: string[] }> {
+  async adoptLegacyGoals(resolve: (path: string) => { id: string; key: string; displayName: string } | undefined, clientNow: number): Promise<{ adopted: number; left: string[] }> {
     if ((await this.rows.getMeta('legacy_goals')) !== 'pending') return { adopted: 0, left: [] };
     return this.rows.write(async (tx) => {
+      const now = await tx.clock(clientNow);
       let adopted = 0;
       const left: string[] = [];
       for (const path of await tx.legacyGoals()) {

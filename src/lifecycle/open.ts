@@ -10,6 +10,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { StoreUnavailableError, type Authority } from '../store/authority';
 import { storePath, turnkeeperHome, type Env } from '../store/location';
 import { openSqliteStore, type OpenOptions } from '../store/sqlite';
+import { openPostgresStore, redactedLocation } from '../store/postgres';
 import { Ledger } from './ledger';
 import { resolveGoal } from './goal';
 
@@ -20,6 +21,11 @@ export interface AuthorityOptions {
   readonly busyTimeoutMs?: number;
   /** The editor's machine-scoped `turnkeeper.store` / `turnkeeper.storePath` setting, when the caller has one. */
   readonly setting?: string | undefined;
+}
+
+/** What a person may see of the selected store: the SQLite path, or `team: host:port/db` (never credentials). */
+export function describeSelection(selection: StoreSelection): string {
+  return selection.kind === 'sqlite' ? selection.path : `team: ${redactedLocation(selection.url)}`;
 }
 
 export type StoreSelection =
@@ -57,9 +63,50 @@ function configuredStore(env: Env): string | undefined {
 export async function openAuthority(env: Env, options: AuthorityOptions): Promise<Authority | undefined> {
   const selection = selectStore(env, options.setting);
   if (selection.kind === 'postgres') {
-    throw new StoreUnavailableError(`${selection.from} selects a PostgreSQL team store, which this build of Turnkeeper cannot open yet`);
+    // One authority, no fallback: an unreachable team store is StoreUnavailableError, never SQLite.
+    // Bounded for hooks (spec §4): connect ≤ 2 s, then each statement ≤ 1.5 s (a stalled network
+    // fails on its first statement), well inside the 5 s a hook may take.
+    const rows = await openPostgresStore({ url: selection.url, connectTimeoutMs: 2000, statementTimeoutMs: options.busyTimeoutMs === undefined ? 3000 : Math.min(1500, options.busyTimeoutMs) });
+    return new Ledger(rows);
   }
   return openSqliteAuthority({ path: selection.path, create: options.create, busyTimeoutMs: options.busyTimeoutMs });
+}
+
+export interface StoreInitReport {
+  readonly store: string;
+  readonly kind: 'sqlite' | 'postgres';
+  readonly schemaVersion: number;
+  readonly created: readonly string[];
+}
+
+/**
+ * `turnkeeper store init`: creates (or migrates) the selected store's schema and says what it did. For
+ * a team server, optionally grants a hook role what hooks need (rows, and receipts append-only).
+ */
+export async function initializeStore(env: Env, options: { readonly hookRole?: string | undefined; readonly setting?: string } = {}): Promise<StoreInitReport> {
+  const selection = selectStore(env, options.setting);
+  if (selection.kind === 'sqlite') {
+    const existed = (await openSqliteStore({ path: selection.path, create: false }).then((store) => (store?.close(), store !== undefined)));
+    const authority = (await openSqliteAuthority({ path: selection.path, create: true }))!;
+    const version = (await authority.health()).schemaVersion;
+    authority.close();
+    return { store: selection.path, kind: 'sqlite', schemaVersion: version, created: existed ? [] : [`SQLite database ${selection.path} (schema ${version})`] };
+  }
+  const before = await openPostgresStore({ url: selection.url, initialize: false }).then(
+    (store) => (store.close(), true),
+    () => false,
+  );
+  const rows = await openPostgresStore({ url: selection.url, initialize: true, statementTimeoutMs: 30_000 });
+  const created = before ? [] : ['schema turnkeeper: tables, unique indexes, the receipt head row, the append-only and NOTIFY triggers'];
+  try {
+    if (options.hookRole) {
+      await rows.grantHookRole(options.hookRole);
+      created.push(`grants for role ${options.hookRole}: rows read/write, receipts SELECT and INSERT only`);
+    }
+    return { store: `team: ${rows.location}`, kind: 'postgres', schemaVersion: Number(await rows.getMeta('schema_version')), created };
+  } finally {
+    rows.close();
+  }
 }
 
 /** A SQLite authority with its connection in reach: for tests, benchmarks and tamper tools. */

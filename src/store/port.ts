@@ -26,6 +26,11 @@ export interface ClaimOfTurn {
 
 /** Row operations inside one write transaction. Every method may be called only while it is open. */
 export interface StoreTx {
+  /**
+   * The time this transaction decides with, in ms. SQLite: the caller's clock (`clientNow`). A team
+   * server: its own `clock_timestamp()`, so lease times never depend on a client's clock (spec §4).
+   */
+  clock(clientNow: number): Promise<number>;
   todo(goal: string, id: string): Promise<Todo | undefined>;
   insertTodo(todo: Todo): Promise<void>;
   setTodoStatus(goal: string, id: string, status: TodoStatus, now: number): Promise<void>;

@@ -283,6 +283,7 @@ export class SqliteStore implements StorePort {
 
   /** The row operations of an open write transaction (SQLite's are synchronous underneath). */
   private readonly tx: StoreTx = {
+    clock: async (clientNow) => clientNow,
     todo: async (goal, id) => this.todoSync(goal, id),
     insertTodo: async (todo) => {
       this.sql('INSERT INTO todos (goal, id, title, body, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)').run(

@@ -1,0 +1,552 @@
+// The PostgreSQL team authority's rows (spec §4): every machine of a team shares Todos, leases and one
+// receipt chain through one server. Rows only, like sqlite.ts; the policy is src/lifecycle/ledger.ts.
+//
+// How the rules of §4 are kept:
+// - Time: `tx.clock()` is the server's `clock_timestamp()`, so lease times never come from a client.
+// - Concurrency: READ COMMITTED; unique indexes guarantee one active lease per Todo and per Owner. A
+//   write transaction locks the Todo row it decides about (`todo()` is FOR UPDATE) and the chain head
+//   (`chainHead()` is FOR UPDATE, advanced by UPDATE in the same transaction), only for the length of
+//   that transaction: never while an agent works. Lease updates are compare-and-sets on the version
+//   the Ledger planned from, with their row count checked.
+// - Retries: only serialization failures and deadlocks (40001, 40P01), and a unique violation (23505),
+//   which means another transaction won a race the locks did not cover: the decision is made again
+//   from fresh reads, never replayed blindly.
+// - A connection lost during COMMIT is ambiguous: `AmbiguousCommitError`; the Ledger re-reads and
+//   decides (claims are idempotent per Turn) or reports the outcome unknown.
+// - No advisory locks, no session state (nothing SET at session level, no named statements): safe
+//   behind a transaction-mode pooler. Bounded: connect ≤ 2 s, every statement ≤ the operation timeout.
+// - Credentials never leave this file: `location` is host:port/database, errors are redacted.
+import type { Client, ClientConfig, QueryResultRow } from 'pg';
+import { ZERO_DIGEST } from '../core/canonical';
+import { ChainWalker, type ChainLink, type ChainReport } from '../core/receipts';
+import type { Lease } from '../core/lease';
+import type { Agent, Owner } from '../core/ids';
+import { SchemaTooNewError, StoreUnavailableError, type ReceiptRow, type SessionRecord, type SessionTouch, type StoreHealth, type StoredCapture, type StoredReady, type Todo, type TodoStatus } from './authority';
+import type { ClaimOfTurn, GoalRecord, ReceiptInsert, StorePort, StoreTx } from './port';
+import { faultPoint } from './faults';
+import { hookRoleGrants, PG_MIGRATIONS, PG_SCHEMA_VERSION } from './postgresSchema';
+
+export interface PostgresOptions {
+  readonly url: string;
+  /** Bound on connecting (spec §4: ≤ 2 s). */
+  readonly connectTimeoutMs?: number;
+  /** Bound on every statement; a stalled network fails within it. */
+  readonly statementTimeoutMs?: number;
+  /** For `store init` only: create or migrate the schema instead of refusing a missing or older one. */
+  readonly initialize?: boolean;
+}
+
+/** The COMMIT was sent and its answer lost: the transaction may or may not have committed. */
+export class AmbiguousCommitError extends StoreUnavailableError {
+  constructor(location: string, cause: unknown) {
+    super(`the connection to ${location} was lost while committing; the outcome is unknown until re-read`, { cause });
+    this.name = 'AmbiguousCommitError';
+  }
+}
+
+const RETRYABLE = new Set(['40001', '40P01', '23505']);
+const MAX_ATTEMPTS = 8;
+
+/** host:port/database of a postgres:// URL, never its user or password. */
+export function redactedLocation(url: string): string {
+  try {
+    const parsed = new URL(url);
+    const database = decodeURIComponent(parsed.pathname.replace(/^\//, '')) || '(default database)';
+    return `${parsed.hostname || '(PGHOST)'}:${parsed.port || '5432'}/${database}`;
+  } catch {
+    return '(unparsable postgres URL)';
+  }
+}
+
+/** The password of a URL (to scrub from any message), if it has one. */
+function passwordOf(url: string): string | undefined {
+  try {
+    const password = decodeURIComponent(new URL(url).password);
+    return password === '' ? undefined : password;
+  } catch {
+    return undefined;
+  }
+}
+
+let pgModule: typeof import('pg') | undefined;
+async function loadPg(): Promise<typeof import('pg')> {
+  if (!pgModule) {
+    pgModule = (await import('pg')) as unknown as typeof import('pg');
+    const pg = (pgModule as unknown as { default?: typeof import('pg') }).default ?? pgModule;
+    pgModule = pg;
+    // bigint columns hold ms times and sequence numbers, all safe integers.
+    pg.types.setTypeParser(20, (value: string) => Number(value));
+  }
+  return pgModule;
+}
+
+export async function openPostgresStore(options: PostgresOptions): Promise<PostgresStore> {
+  const pg = await loadPg();
+  const location = redactedLocation(options.url);
+  const scrub = scrubber(options.url);
+  const config: ClientConfig = {
+    connectionString: options.url,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 2000,
+    query_timeout: options.statementTimeoutMs ?? 3000,
+    application_name: 'turnkeeper',
+  };
+  const client = new pg.Client(config);
+  // A server that goes away later must fail the operation in flight, not crash the process.
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+  } catch (error) {
+    await client.end().catch(() => undefined);
+    throw new StoreUnavailableError(`cannot connect to the team store ${location}: ${scrub((error as Error).message)}`, { cause: error });
+  }
+  try {
+    const meta = await readMeta(client);
+    if (options.initialize) {
+      const version = meta.get('schema_version') === undefined ? 0 : Number(meta.get('schema_version'));
+      if (version > PG_SCHEMA_VERSION) throw new SchemaTooNewError(version, PG_SCHEMA_VERSION);
+      for (let at = version; at < PG_SCHEMA_VERSION; at += 1) await inTransaction(client, () => client.query(PG_MIGRATIONS[at]!));
+    } else {
+      if (meta.get('schema_version') === undefined) throw new StoreUnavailableError(`the team store ${location} has no Turnkeeper schema: run turnkeeper store init`);
+      const version = Number(meta.get('schema_version'));
+      if (version > PG_SCHEMA_VERSION) throw new SchemaTooNewError(version, PG_SCHEMA_VERSION);
+      if (version < PG_SCHEMA_VERSION) throw new StoreUnavailableError(`the team store ${location} has schema version ${version}; run turnkeeper store init to migrate it to ${PG_SCHEMA_VERSION}`);
+    }
+    return new PostgresStore(client, location, scrub, await readMeta(client));
+  } catch (error) {
+    await client.end().catch(() => undefined);
+    if (error instanceof StoreUnavailableError || error instanceof SchemaTooNewError) throw error;
+    throw new StoreUnavailableError(`the team store ${location} cannot be used: ${scrub((error as Error).message)}`, { cause: error });
+  }
+}
+
+async function readMeta(client: Client): Promise<Map<string, string>> {
+  try {
+    const result = await client.query<{ key: string; value: string }>('SELECT key, value FROM turnkeeper.store_meta');
+    return new Map(result.rows.map((row) => [row.key, row.value]));
+  } catch (error) {
+    if ((error as { code?: string }).code === '42P01' || (error as { code?: string }).code === '3F000') return new Map(); // no schema yet
+    throw error;
+  }
+}
+
+async function inTransaction<T>(client: Client, work: () => Promise<T>): Promise<T> {
+  await client.query('BEGIN');
+  try {
+    const result = await work();
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  }
+}
+
+function scrubber(url: string): (text: string) => string {
+  const password = passwordOf(url);
+  return (text) => {
+    let out = text.split(url).join(redactedLocation(url));
+    if (password) out = out.split(password).join('***');
+    return out;
+  };
+}
+
+const LEASE_COLUMNS = 'goal, todo, epoch, owner, capture, version, status, acquired_at, renewed_at, expires_at';
+
+interface LeaseRow extends QueryResultRow {
+  goal: string;
+  todo: string;
+  epoch: number;
+  owner: string;
+  capture: string;
+  version: number;
+  status: 'active' | 'released';
+  acquired_at: number;
+  renewed_at: number;
+  expires_at: number;
+}
+const toLease = (row: LeaseRow): Lease => ({
+  goal: row.goal,
+  todo: row.todo,
+  epoch: row.epoch,
+  owner: row.owner as Owner,
+  capture: row.capture,
+  version: row.version,
+  status: row.status,
+  acquiredAt: row.acquired_at,
+  renewedAt: row.renewed_at,
+  expiresAt: row.expires_at,
+});
+const toTodo = (row: QueryResultRow): Todo => ({
+  goal: row.goal as string,
+  id: row.id as string,
+  title: row.title as string,
+  body: row.body as string,
+  status: row.status as TodoStatus,
+  createdAt: row.created_at as number,
+  updatedAt: row.updated_at as number,
+});
+const toCapture = (row: QueryResultRow): StoredCapture => ({
+  id: row.id as string,
+  goal: row.goal as string,
+  todo: row.todo as string,
+  agent: row.agent as Agent,
+  session: row.session as string,
+  turn: row.turn as string | null,
+  cwd: row.cwd as string,
+  binding: row.binding as string,
+  canonical: row.doc as string,
+  originalDigest: row.original_digest as string,
+  op: row.op as string | null,
+  createdAt: row.created_at as number,
+  checkout: (row.checkout as string | null) ?? (row.cwd as string),
+  commonDir: row.common_dir as string | null,
+  branch: row.branch as string | null,
+});
+const toSession = (row: QueryResultRow): SessionRecord => ({
+  owner: row.owner as Owner,
+  agent: row.agent as Agent,
+  session: row.session as string,
+  goal: row.goal as string,
+  cwd: row.cwd as string,
+  transcriptPath: row.transcript_path as string | null,
+  firstHookAt: row.first_hook_at as number,
+  lastHookAt: row.last_hook_at as number,
+});
+
+export class PostgresStore implements StorePort {
+  private writeQueue: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly client: Client,
+    readonly location: string,
+    private readonly scrub: (text: string) => string,
+    private readonly meta: ReadonlyMap<string, string>,
+  ) {}
+
+  /** For the clock-skew measurement and tests: one server read, bracketed by the caller's clock. */
+  async serverNow(): Promise<number> {
+    return (await this.q<{ now: number }>('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now')).rows[0]!.now;
+  }
+
+  private async q<R extends QueryResultRow = QueryResultRow>(text: string, values: unknown[] = []) {
+    return this.client.query<R>(text, values);
+  }
+
+  private async one<R extends QueryResultRow = QueryResultRow>(text: string, values: unknown[] = []): Promise<R | undefined> {
+    return (await this.q<R>(text, values)).rows[0];
+  }
+
+  private unavailable(error: unknown): unknown {
+    if (error instanceof StoreUnavailableError || error instanceof SchemaTooNewError) return error;
+    const code = (error as { code?: unknown }).code;
+    // SQLSTATE classes 08 (connection), 53 (resources), 57 (operator intervention), and client-side
+    // timeouts and socket errors: the store cannot be used now. Anything else is a bug to surface.
+    const message = (error as Error).message ?? String(error);
+    const transient =
+      (typeof code === 'string' && /^(08|53|57|58)/.test(code)) ||
+      /timeout|terminated|ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|not queryable|Connection terminated/i.test(message);
+    return transient ? new StoreUnavailableError(`the team store ${this.location}: ${this.scrub(message)}`, { cause: error }) : error;
+  }
+
+  private async read<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      throw this.unavailable(error);
+    }
+  }
+
+  write<T>(work: (tx: StoreTx) => Promise<T>): Promise<T> {
+    const run = this.writeQueue.then(() => this.writeNow(work));
+    this.writeQueue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async writeNow<T>(work: (tx: StoreTx) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt += 1) {
+      let committing = false;
+      try {
+        await this.q('BEGIN');
+        const result = await work(this.tx);
+        faultPoint('store.before_commit');
+        committing = true;
+        await this.q('COMMIT');
+        faultPoint('store.after_commit');
+        return result;
+      } catch (error) {
+        const code = (error as { code?: unknown }).code;
+        if (committing && typeof code !== 'string') throw new AmbiguousCommitError(this.location, error);
+        // A lost or stalled connection has no transaction to roll back; another round trip would only
+        // spend the hook's time bound.
+        if (typeof code !== 'string') throw this.unavailable(error);
+        await this.q('ROLLBACK').catch(() => undefined);
+        if (typeof code === 'string' && RETRYABLE.has(code) && attempt < MAX_ATTEMPTS) {
+          await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * attempt));
+          continue;
+        }
+        throw this.unavailable(error);
+      }
+    }
+  }
+
+  private readonly tx: StoreTx = {
+    clock: async () => (await this.one<{ now: number }>('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now'))!.now,
+    // The Todo row is locked for this transaction: claims of one Todo decide one after another.
+    todo: async (goal, id) => {
+      const row = await this.one('SELECT * FROM turnkeeper.todos WHERE goal = $1 AND id = $2 FOR UPDATE', [goal, id]);
+      return row && toTodo(row);
+    },
+    insertTodo: async (todo) => {
+      await this.q('INSERT INTO turnkeeper.todos (goal, id, title, body, status, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
+        todo.goal, todo.id, todo.title, todo.body, todo.status, todo.createdAt, todo.updatedAt,
+      ]);
+    },
+    setTodoStatus: async (goal, id, status, now) => {
+      await this.q('UPDATE turnkeeper.todos SET status = $1, updated_at = $2 WHERE goal = $3 AND id = $4', [status, now, goal, id]);
+    },
+    activeLeaseOfTodo: async (goal, todo) => this.leaseWhere("goal = $1 AND todo = $2 AND status = 'active'", [goal, todo]),
+    activeLeaseOfOwner: async (owner) => this.leaseWhere("owner = $1 AND status = 'active'", [owner]),
+    leaseOfCapture: async (capture) => this.leaseWhere('capture = $1', [capture]),
+    lastEpoch: async (goal, todo) => (await this.one<{ epoch: number | null }>('SELECT MAX(epoch) AS epoch FROM turnkeeper.leases WHERE goal = $1 AND todo = $2', [goal, todo]))?.epoch ?? 0,
+    insertLease: async (lease) => {
+      await this.q(`INSERT INTO turnkeeper.leases (${LEASE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, [
+        lease.goal, lease.todo, lease.epoch, lease.owner, lease.capture, lease.version, lease.status, lease.acquiredAt, lease.renewedAt, lease.expiresAt,
+      ]);
+    },
+    updateLease: async (planned, next, release) => {
+      const result = await this.q(
+        `UPDATE turnkeeper.leases SET version = $1, status = $2, renewed_at = $3, expires_at = $4,
+           released_at = COALESCE($5, released_at), release_reason = COALESCE($6, release_reason)
+         WHERE goal = $7 AND todo = $8 AND epoch = $9 AND version = $10 AND status = 'active'`,
+        [next.version, next.status, next.renewedAt, next.expiresAt, release?.at ?? null, release?.reason ?? null, planned.goal, planned.todo, planned.epoch, planned.version],
+      );
+      return result.rowCount === 1;
+    },
+    claimOfTurn: async (turn) =>
+      this.one<ClaimOfTurn>(
+        `SELECT c.id AS capture, l.epoch AS epoch, l.status AS status FROM turnkeeper.captures c JOIN turnkeeper.leases l ON l.capture = c.id
+         WHERE c.goal = $1 AND c.todo = $2 AND c.agent = $3 AND c.session = $4 AND c.turn = $5
+         ORDER BY (l.status = 'active') DESC, l.epoch DESC LIMIT 1`,
+        [turn.goal, turn.todo, turn.agent, turn.session, turn.turn],
+      ),
+    insertCapture: async (c) => {
+      await this.q(
+        `INSERT INTO turnkeeper.captures (id, goal, todo, agent, session, turn, cwd, binding, doc, original_digest, op, created_at, checkout, common_dir, branch)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+        [c.id, c.goal, c.todo, c.agent, c.session, c.turn, c.cwd, c.binding, c.canonical, c.originalDigest, c.op, c.createdAt, c.checkout, c.commonDir, c.branch],
+      );
+    },
+    insertReady: async (ready) => {
+      await this.q('INSERT INTO turnkeeper.ready_captures (capture, doc, presentation, ready_digest) VALUES ($1, $2, $3, $4)', [ready.capture, ready.canonical, ready.presentation, ready.readyDigest]);
+    },
+    readReady: async (capture) => this.readyOf(capture),
+    upsertSession: async (record: SessionTouch, now) => {
+      await this.q(
+        `INSERT INTO turnkeeper.sessions (owner, agent, session, goal, cwd, transcript_path, first_hook_at, last_hook_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
+         ON CONFLICT (owner) DO UPDATE SET last_hook_at = GREATEST(turnkeeper.sessions.last_hook_at, EXCLUDED.last_hook_at),
+           transcript_path = COALESCE(EXCLUDED.transcript_path, turnkeeper.sessions.transcript_path), cwd = EXCLUDED.cwd`,
+        [record.owner, record.agent, record.session, record.goal, record.cwd, record.transcriptPath, now],
+      );
+    },
+    // The head row is locked until this transaction ends: appends to the one chain take turns.
+    chainHead: async () => {
+      const head = await this.one<{ seq: number; hash: string }>('SELECT seq, hash FROM turnkeeper.receipt_head WHERE id = 1 FOR UPDATE');
+      return head && head.seq > 0 ? head : undefined;
+    },
+    appendReceipt: async (row: ReceiptInsert, previous) => {
+      await this.q('INSERT INTO turnkeeper.receipts (seq, doc, hash) VALUES ($1, $2, $3)', [row.seq, row.doc, row.hash]);
+      await this.q('INSERT INTO turnkeeper.receipt_index (seq, goal, todo, capture, kind) VALUES ($1, $2, $3, $4, $5)', [row.seq, row.goal, row.todo, row.capture, row.kind]);
+      // The head advances as a compare-and-set on the head this transaction built from.
+      const moved = await this.q('UPDATE turnkeeper.receipt_head SET seq = $1, hash = $2 WHERE id = 1 AND seq = $3 AND hash = $4', [
+        row.seq, row.hash, previous?.seq ?? 0, previous?.hash ?? ZERO_DIGEST,
+      ]);
+      if (moved.rowCount !== 1) throw new Error(`receipt chain head moved while appending receipt ${row.seq}`);
+    },
+    recentReceiptsOfTodo: async (goal, todo, limit) =>
+      (await this.q<{ doc: string }>('SELECT r.doc FROM turnkeeper.receipt_index i JOIN turnkeeper.receipts r ON r.seq = i.seq WHERE i.goal = $1 AND i.todo = $2 ORDER BY i.seq DESC LIMIT $3', [goal, todo, limit])).rows.map((row) => row.doc),
+    checkoutOfCapture: async (capture) => (await this.one<{ checkout: string }>('SELECT COALESCE(checkout, cwd) AS checkout FROM turnkeeper.captures WHERE id = $1', [capture]))?.checkout,
+    latestLaunchOfCapture: async (capture) =>
+      this.one<{ seq: number; doc: string }>(
+        `SELECT r.seq, r.doc FROM turnkeeper.receipt_index i JOIN turnkeeper.receipts r ON r.seq = i.seq
+         WHERE i.capture = $1 AND i.kind = 'launch_committed' ORDER BY i.seq DESC LIMIT 1`,
+        [capture],
+      ),
+    goalOfPlace: async (place) => this.placeOf(place),
+    rememberPlace: async (place, goal, checkout, now) => {
+      await this.q(
+        'INSERT INTO turnkeeper.checkouts (place, goal, checkout, updated_at) VALUES ($1, $2, $3, $4) ON CONFLICT (place) DO UPDATE SET goal = EXCLUDED.goal, checkout = EXCLUDED.checkout, updated_at = EXCLUDED.updated_at',
+        [place, goal, checkout, now],
+      );
+    },
+    rememberGoal: async (goal) => {
+      await this.q('INSERT INTO turnkeeper.goals (id, key, display_name) VALUES ($1, $2, $3) ON CONFLICT (id) DO UPDATE SET key = EXCLUDED.key, display_name = EXCLUDED.display_name', [goal.id, goal.key, goal.displayName]);
+    },
+    remapGoal: async (from, to) => {
+      for (const table of ['todos', 'leases', 'captures', 'sessions', 'checkouts', 'receipt_index']) await this.q(`UPDATE turnkeeper.${table} SET goal = $1 WHERE goal = $2`, [to, from]);
+    },
+    todoIdsOf: async (goal) => (await this.q<{ id: string }>('SELECT id FROM turnkeeper.todos WHERE goal = $1', [goal])).rows.map((row) => row.id),
+    // A team store never held path-keyed Goals: it starts with Goal ids.
+    legacyGoals: async () => [],
+    setMeta: async (key, value) => {
+      if (value === null) await this.q('DELETE FROM turnkeeper.store_meta WHERE key = $1', [key]);
+      else await this.q('INSERT INTO turnkeeper.store_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value', [key, value]);
+    },
+  };
+
+  private async leaseWhere(where: string, values: unknown[]): Promise<Lease | undefined> {
+    const row = await this.one<LeaseRow>(`SELECT ${LEASE_COLUMNS} FROM turnkeeper.leases WHERE ${where}`, values);
+    return row && toLease(row);
+  }
+
+  private async readyOf(capture: string): Promise<StoredReady | undefined> {
+    const row = await this.one<{ capture: string; doc: string; presentation: string; ready_digest: string }>('SELECT capture, doc, presentation, ready_digest FROM turnkeeper.ready_captures WHERE capture = $1', [capture]);
+    return row && { capture: row.capture, canonical: row.doc, presentation: row.presentation, readyDigest: row.ready_digest };
+  }
+
+  private placeOf(place: string): Promise<{ goal: string; checkout: string } | undefined> {
+    return this.one<{ goal: string; checkout: string }>('SELECT goal, checkout FROM turnkeeper.checkouts WHERE place = $1', [place]);
+  }
+
+  getTodo(goal: string, id: string): Promise<Todo | undefined> {
+    return this.read(async () => {
+      const row = await this.one('SELECT * FROM turnkeeper.todos WHERE goal = $1 AND id = $2', [goal, id]);
+      return row && toTodo(row);
+    });
+  }
+
+  listTodos(goal?: string): Promise<Todo[]> {
+    return this.read(async () =>
+      (goal === undefined ? await this.q('SELECT * FROM turnkeeper.todos ORDER BY goal, created_at, id') : await this.q('SELECT * FROM turnkeeper.todos WHERE goal = $1 ORDER BY created_at, id', [goal])).rows.map(toTodo),
+    );
+  }
+
+  activeLeaseOfOwner(owner: Owner): Promise<Lease | undefined> {
+    return this.read(() => this.leaseWhere("owner = $1 AND status = 'active'", [owner]));
+  }
+
+  latestLeaseOfOwner(owner: Owner): Promise<{ lease: Lease; currentEpoch: number } | undefined> {
+    return this.read(async () => {
+      // Chain order (the lease_acquired receipt's seq), never a client's wall clock.
+      const row = await this.one<LeaseRow>(
+        `SELECT ${LEASE_COLUMNS.split(', ').map((c) => `l.${c}`).join(', ')} FROM turnkeeper.leases l
+         JOIN turnkeeper.receipt_index i ON i.capture = l.capture AND i.kind = 'lease_acquired'
+         WHERE l.owner = $1 ORDER BY i.seq DESC LIMIT 1`,
+        [owner],
+      );
+      if (!row) return undefined;
+      const current = await this.one<{ epoch: number }>('SELECT MAX(epoch) AS epoch FROM turnkeeper.leases WHERE goal = $1 AND todo = $2', [row.goal, row.todo]);
+      return { lease: toLease(row), currentEpoch: current!.epoch };
+    });
+  }
+
+  leaseOfCapture(capture: string): Promise<Lease | undefined> {
+    return this.read(() => this.leaseWhere('capture = $1', [capture]));
+  }
+
+  readReady(capture: string): Promise<StoredReady | undefined> {
+    return this.read(() => this.readyOf(capture));
+  }
+
+  getCapture(capture: string): Promise<StoredCapture | undefined> {
+    return this.read(async () => {
+      const row = await this.one('SELECT * FROM turnkeeper.captures WHERE id = $1', [capture]);
+      return row && toCapture(row);
+    });
+  }
+
+  launchReceiptRows(capture?: string): Promise<{ seq: number; doc: string }[]> {
+    return this.read(async () => {
+      const where = capture === undefined ? '' : 'AND i.capture = $1';
+      return (
+        await this.q<{ seq: number; doc: string }>(
+          `SELECT r.seq, r.doc FROM turnkeeper.receipt_index i JOIN turnkeeper.receipts r ON r.seq = i.seq
+           WHERE i.kind IN ('launch_committed', 'launch_hooked') ${where} ORDER BY r.seq`,
+          capture === undefined ? [] : [capture],
+        )
+      ).rows;
+    });
+  }
+
+  getSession(owner: Owner): Promise<SessionRecord | undefined> {
+    return this.read(async () => {
+      const row = await this.one('SELECT * FROM turnkeeper.sessions WHERE owner = $1', [owner]);
+      return row && toSession(row);
+    });
+  }
+
+  listSessions(): Promise<SessionRecord[]> {
+    return this.read(async () => (await this.q('SELECT * FROM turnkeeper.sessions ORDER BY last_hook_at DESC')).rows.map(toSession));
+  }
+
+  listLeases(): Promise<Lease[]> {
+    return this.read(async () => (await this.q<LeaseRow>(`SELECT ${LEASE_COLUMNS} FROM turnkeeper.leases ORDER BY acquired_at DESC, epoch DESC`)).rows.map(toLease));
+  }
+
+  listCaptures(): Promise<StoredCapture[]> {
+    return this.read(async () => (await this.q('SELECT * FROM turnkeeper.captures ORDER BY created_at DESC, id')).rows.map(toCapture));
+  }
+
+  receipts(page: { beforeSeq?: number | undefined; limit: number }): Promise<ReceiptRow[]> {
+    return this.read(async () => (await this.q<ReceiptRow>('SELECT seq, doc, hash FROM turnkeeper.receipts WHERE seq < $1 ORDER BY seq DESC LIMIT $2', [page.beforeSeq ?? Number.MAX_SAFE_INTEGER, page.limit])).rows);
+  }
+
+  /** One snapshot (REPEATABLE READ), streamed through a server cursor: bounded memory for any length. */
+  verifyChain(after?: ChainLink): Promise<ChainReport> {
+    return this.read(async () => {
+      await this.q('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      try {
+        const head = await this.one<{ seq: number; hash: string }>('SELECT seq, hash FROM turnkeeper.receipt_head WHERE id = 1');
+        const walker = new ChainWalker(after);
+        await this.q('DECLARE receipts_walk NO SCROLL CURSOR FOR SELECT seq, doc, hash FROM turnkeeper.receipts WHERE seq > $1 ORDER BY seq', [after?.seq ?? 0]);
+        for (;;) {
+          const page = await this.client.query({ text: 'FETCH 10000 FROM receipts_walk', rowMode: 'array' });
+          for (const [seq, doc, hash] of page.rows as [number, unknown, unknown][]) walker.push({ seq, doc, hash });
+          if (page.rows.length < 10000) break;
+        }
+        await this.q('COMMIT');
+        return walker.finish(head && head.seq > 0 ? head : undefined);
+      } catch (error) {
+        await this.q('ROLLBACK').catch(() => undefined);
+        throw error;
+      }
+    });
+  }
+
+  health(): Promise<StoreHealth> {
+    return this.read(async () => ({
+      path: this.location,
+      schemaVersion: Number(this.meta.get('schema_version') ?? 0),
+      integrity: 'ok',
+      journalMode: 'postgresql',
+      receipts: (await this.one<{ n: number }>('SELECT COUNT(*)::int8 AS n FROM turnkeeper.receipts'))!.n,
+    }));
+  }
+
+  async getMeta(key: string): Promise<string | undefined> {
+    return this.meta.get(key);
+  }
+
+  listGoals(): Promise<GoalRecord[]> {
+    return this.read(async () => (await this.q<GoalRecord>('SELECT id, key, display_name AS "displayName" FROM turnkeeper.goals ORDER BY display_name, id')).rows);
+  }
+
+  goalOfPlace(place: string): Promise<{ goal: string; checkout: string } | undefined> {
+    return this.read(() => this.placeOf(place));
+  }
+
+  /** `store init --hook-role`: what a hook's role needs, and no UPDATE or DELETE on receipts. */
+  async grantHookRole(role: string): Promise<void> {
+    if (!/^[A-Za-z_][A-Za-z0-9_$-]{0,62}$/.test(role)) throw new StoreUnavailableError(`role name ${JSON.stringify(role)} is not a plain identifier`);
+    await this.read(() => this.q(hookRoleGrants(role)));
+  }
+
+  /** The server's version string, for doctor. */
+  serverVersion(): Promise<string> {
+    return this.read(async () => (await this.one<{ server_version: string }>('SHOW server_version'))!.server_version);
+  }
+
+  close(): void {
+    void this.client.end().catch(() => undefined);
+  }
+}
