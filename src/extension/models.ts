@@ -129,7 +129,9 @@ export function leaseNodes(snapshot: StatusSnapshot, now: number): ViewNode[] {
       return {
         id: `lease/${lease.goal}/${lease.todo}/${lease.epoch}`,
         label: lease.todo,
-        description: `${lease.owner} · epoch ${lease.epoch} · ${expired ? 'expired (still held)' : `expires ${relativeTime(Date.parse(lease.expiresAt), now)}`}`,
+        // Worktrees of one repository share its leases: the folder name says which checkout holds it,
+        // first, because a narrow side bar cuts the description after an agent's long session id.
+        description: `${lease.checkout ? `in ${folderName(lease.checkout)} · ` : ''}${lease.owner} · epoch ${lease.epoch} · ${expired ? 'expired (still held)' : `expires ${relativeTime(Date.parse(lease.expiresAt), now)}`}`,
         icon: expired ? 'watch' : 'lock',
         ...(expired ? { iconColor: 'list.warningForeground' } : {}),
         contextValue: 'lease.active',
@@ -138,6 +140,7 @@ export function leaseNodes(snapshot: StatusSnapshot, now: number): ViewNode[] {
           '',
           `epoch ${lease.epoch} (fencing token), version ${lease.version}`,
           '',
+          ...(lease.checkout ? [`held in checkout \`${lease.checkout}\``, ''] : []),
           `expires ${lease.expiresAt}${expired ? ' — expired, but expiry is a hold: only an explicit release frees it' : ''}`,
           '',
           `goal \`${lease.goal}\` · capture \`${lease.capture}\``,
@@ -194,6 +197,11 @@ function receiptIcon(kind: string): string {
   if (kind.endsWith('_refused')) return 'circle-slash';
   if (kind.startsWith('todo_')) return 'checklist';
   return 'note';
+}
+
+/** The last segment of a checkout path (POSIX or Windows separators), as the editor names a folder. */
+function folderName(path: string): string {
+  return path.split(/[\\/]/).filter(Boolean).at(-1) ?? path;
 }
 
 export function relativeTime(at: number, now: number): string {

@@ -8,6 +8,7 @@ import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Browser, Page } from 'playwright-core';
 import { makeWorld, payload, type World } from '../support/world';
+import { addWorktree } from '../support/agentHarness';
 import { CHROMIUM, launchBrowser, newPage } from '../vscode/browser';
 import { ensureCodeServer, grepLogs, startCodeServer, type CodeServer } from '../vscode/codeServer';
 import { QUIET_SETTINGS, Workbench } from '../vscode/pages';
@@ -99,11 +100,11 @@ async function keepFailure(name: string, page: Page | undefined, server: CodeSer
   process.stderr.write(`kept the failure of "${name}" in ${dir}\n`);
 }
 
-async function openWorkbench(server: CodeServer): Promise<{ page: Page; workbench: Workbench }> {
+async function openWorkbench(server: CodeServer, folder = world.repo): Promise<{ page: Page; workbench: Workbench }> {
   browser ??= await launchBrowser();
   const page = await newPage(browser);
   const workbench = new Workbench(page);
-  await workbench.open(server.folderUrl(world.repo));
+  await workbench.open(server.folderUrl(folder));
   return { page, workbench };
 }
 
@@ -137,7 +138,7 @@ describe('trusted workspace', () => {
     const captures = await workbench.waitForRow('Captures', 'old-spike');
     expect(captures).toEqual(expect.arrayContaining(['Ready 1', 'Released 1']));
     const leases = await workbench.waitForRow('Leases', 'fix-login');
-    expect(leases.join('\n')).toMatch(/fix-login codex:sess-a · epoch 1/);
+    expect(leases.join('\n')).toMatch(/fix-login in repo · codex:sess-a · epoch 1/);
     expect(leases.join('\n')).not.toMatch(/old-spike/); // released: no longer a lease to show
     const rows = await workbench.waitForRow('Receipts', /#\d+ lease_released old-spike/);
     expect(rows.join('\n')).toMatch(/#\d+ ready_written fix-login/);
@@ -147,7 +148,7 @@ describe('trusted workspace', () => {
 
   it('follows a hook run in another process without a manual refresh', async () => {
     captureOf['write-docs'] = codexTurn('write-docs', 'sess-b', 'turn-7');
-    await workbench.waitForRow('Leases', /write-docs codex:sess-b/, 15_000);
+    await workbench.waitForRow('Leases', /write-docs in repo · codex:sess-b/, 15_000);
     await workbench.waitForRow('Receipts', /#\d+ ready_written write-docs/, 15_000);
     // Inside a group: the group node itself must be refreshed, not only the root list.
     await workbench.waitForRow('Captures', 'Ready 2', 15_000);
@@ -250,5 +251,63 @@ describe('untrusted workspace', () => {
     await page.keyboard.press('Control+Alt+r');
     await workbench.waitForNotification(/does not launch agents in an untrusted workspace/);
     expect(receipts().length).toBe(before);
+  });
+});
+
+// Worktrees of one repository are one Goal (docs/goals.md): a window on a linked worktree shows the
+// Todo and the lease that an agent in the main checkout holds, and says which checkout holds it.
+describe('a linked worktree of the seeded repository', () => {
+  let server: CodeServer;
+  let page: Page;
+  let workbench: Workbench;
+  let worktree: string;
+
+  beforeAll(async () => {
+    worktree = addWorktree(world.repo, join(world.root, 'wt-agent2'), 'agent2');
+    // A Todo of another Goal in the same store: the worktree's window must not offer it.
+    const elsewhere = join(world.root, 'elsewhere');
+    mkdirSync(elsewhere);
+    cli(['todo', 'add', 'Not this repository', '--id', 'elsewhere-task', '--goal', elsewhere]);
+    server = await startCodeServer({
+      entry,
+      vsix,
+      trusted: true,
+      env: { TURNKEEPER_HOME: world.home },
+      settings: QUIET_SETTINGS,
+      machineSettings: { 'turnkeeper.agents.codex.path': standInAgent },
+    });
+    ({ page, workbench } = await openWorkbench(server, worktree));
+    await workbench.openContainer('Turnkeeper');
+  }, 180_000);
+  afterEach(async (context) => {
+    if (context.task.result?.state === 'fail') await keepFailure(context.task.name, page, server);
+  });
+  afterAll(async () => {
+    await page?.context().close();
+    await server?.stop();
+  });
+
+  it('shows the Todo and its lease, held from the main checkout', async () => {
+    // The lease's checkout is the main one ("repo"), not this window's folder ("wt-agent2").
+    const leases = await workbench.waitForRow('Leases', /fix-login in repo · codex:sess-a · epoch 1 · expires/);
+    expect(leases.join('\n')).not.toContain('wt-agent2');
+    await workbench.waitForRow('Captures', 'fix-login codex · epoch 1');
+    // The window's Goal is the repository's: Mark Todo Done offers the open Todos of that Goal only.
+    await workbench.runCommand('Turnkeeper: Mark Todo Done');
+    const offered = await workbench.quickPickRows('fix-login');
+    expect(offered.join('\n')).toContain('write-docs');
+    expect(offered.join('\n')).not.toContain('elsewhere-task');
+    await page.keyboard.press('Escape');
+    await page.locator('.part.sidebar').screenshot({ path: join(IMAGES, 'worktree-leases.png') });
+  });
+
+  it("follows a prompt in the worktree: [lease_held] names the main checkout, the refusal shows, the lease stays", async () => {
+    const prompt = { ...(JSON.parse(payload.codexPrompt(world, 'sess-w', 'turn-1', 'please work on #todo:fix-login')) as Record<string, unknown>), cwd: worktree };
+    const context = (JSON.parse(cli(['hook'], JSON.stringify(prompt))) as { hookSpecificOutput: { additionalContext: string } }).hookSpecificOutput.additionalContext;
+    expect(context).toContain('[lease_held]');
+    expect(context).toContain(`codex:sess-a (epoch 1) in ${world.repo} until`);
+    await workbench.waitForRow('Receipts', /#\d+ claim_refused fix-login · codex:sess-w/, 15_000);
+    const leases = await workbench.waitForRow('Leases', /fix-login in repo · codex:sess-a · epoch 1/);
+    expect(leases.filter((row) => row.startsWith('fix-login'))).toHaveLength(1);
   });
 });

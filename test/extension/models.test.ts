@@ -41,6 +41,20 @@ describe('view models', () => {
     expect(expired).toMatchObject({ icon: 'watch', description: expect.stringContaining('expired (still held)') });
   });
 
+  it("names the holder's checkout by its folder name, with the whole path in the tooltip", () => {
+    const held = (checkout: string | undefined) => {
+      const [active, released] = snapshot().leases;
+      return leaseNodes(snapshot({ leases: [{ ...active!, ...(checkout === undefined ? {} : { checkout }) }, released!] }), NOW)[0]!;
+    };
+    const node = held('/src/app-wt');
+    expect(node.description).toBe('in app-wt · codex:s1 · epoch 2 · expires in 30 min');
+    expect(node.tooltip).toContain('held in checkout `/src/app-wt`');
+    expect(held('C:\\src\\app-wt\\').description).toMatch(/^in app-wt · /);
+    // A lease whose capture is unknown names no checkout.
+    expect(held(undefined).description).toBe('codex:s1 · epoch 2 · expires in 30 min');
+    expect(held(undefined).tooltip).not.toContain('checkout');
+  });
+
   it('puts the chain state first, marks broken receipts, and offers more when there is more', () => {
     const rows = [
       { seq: 3, kind: 'lease_acquired', at: '2026-11-30T11:00:00.000Z', todo: 'fix-login', owner: 'codex:s1', hash: 'sha256:x' },
