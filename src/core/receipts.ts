@@ -22,6 +22,10 @@ export const RECEIPT_KINDS = [
   'goal_migrated',
   /** `turnkeeper goal move`: a repository's Todos, leases and captures carried to its new Goal. */
   'goal_moved',
+  /** A client's clock differs from the team server's by more than 1 s plus the measurement bound. */
+  'clock_skew_detected',
+  /** `turnkeeper store copy`: Todos copied in from another store, whose chain head this names. */
+  'history_imported',
 ] as const;
 export type ReceiptKind = (typeof RECEIPT_KINDS)[number];
 

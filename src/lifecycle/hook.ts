@@ -2,6 +2,7 @@
 // Fail closed on authority (no claim without every check passing), fail open for the agent (the
 // result is at most one JSON object on stdout, and the process always exits 0).
 import { realpathSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { buildCapture, type Binding } from '../core/capture';
 import { digestText } from '../core/canonical';
 import { isCaptureId, isLaunchId, isTodoId, isTurnId, malformedTodoMention, ownerOf, todoMentionedIn, type Agent, type Owner } from '../core/ids';
@@ -14,7 +15,7 @@ import { faultPoint } from '../store/faults';
 import type { Env } from '../store/location';
 import { SchemaTooNewError, StoreUnavailableError } from '../store/authority';
 import { openAuthority } from './open';
-import { hookBusyTimeoutMs, isTurnedOff, leaseTtlSeconds, onConflict } from './settings';
+import { clientClock, hookBusyTimeoutMs, isTurnedOff, leaseTtlSeconds, onConflict } from './settings';
 import { branchOf, preconditionsOf } from './workspace';
 import { resolveGoal } from './goal';
 import { GoalError } from '../core/goal';
@@ -52,7 +53,7 @@ export async function runHook(raw: string | Buffer, options: HookOptions): Promi
     throw error;
   }
 
-  const now = options.now ?? Date.now;
+  const now = options.now ?? clientClock(env);
   // A claim may create the database; nothing else does (an unused workspace stays untouched).
   const mayCreate = request.boundTodo !== undefined || request.envCapture !== undefined;
   let store: Authority | undefined;
@@ -276,6 +277,7 @@ class HookDecider {
     );
     this.touched = true;
     faultPoint('claim.after_commit');
+    await this.noteClockSkew();
     switch (result.kind) {
       case 'acquired':
       case 'replayed':
@@ -299,6 +301,22 @@ class HookDecider {
           expiresAt: isoTime(result.holder.expiresAt),
           checkout: result.holderCheckout,
         });
+    }
+  }
+
+  /**
+   * A team server decides lease times with its own clock; a client clock that disagrees by more than
+   * 1 s is worth a receipt (at most hourly per host). One extra round trip, on claims only; a local
+   * store has one clock and answers without any I/O.
+   */
+  private async noteClockSkew(): Promise<void> {
+    if (this.writesUnavailable) return;
+    try {
+      const skew = await this.store.measureClockSkew(this.now);
+      if (skew) await this.store.noteClockSkew(skew, hostname(), this.now());
+    } catch (error) {
+      if (!(error instanceof StoreUnavailableError)) throw error;
+      this.stderr.push(`turnkeeper: clock skew not measured: ${error.message}`);
     }
   }
 

@@ -2,12 +2,14 @@
 // extension, which differ only in the runtime the shim runs (node, or the extension host itself).
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { hostname } from 'node:os';
 import { AGENTS, type Agent } from '../core/ids';
 import { hookCommand, hooksStatus, installHooks, uninstallHooks, type Scope } from '../agents/install';
 import { readShim, shimPath, writeShim } from '../agents/shim';
 import type { Authority } from '../store/authority';
 import { storePath, turnkeeperHome, type Env } from '../store/location';
 import { silentLaunches, type SilentLaunch } from './status';
+import { clientClock } from './settings';
 
 export const TRUST_HINT: Readonly<Record<Agent, string>> = {
   codex: 'Codex runs a new or changed hook only after you trust it: open codex and review it in /hooks (or pass --dangerously-bypass-hook-trust for one run).',
@@ -76,7 +78,14 @@ export async function doctorReport(env: Env, projectRoot: string, open: () => Pr
       try {
         const health = await authority.health();
         const chain = await authority.verifyChain();
-        store = { exists: true, ...health, chain };
+        // A team server: its version, one round trip, and this client's clock against the server's.
+        const serverVersion = await authority.serverVersion();
+        const skew = await authority.measureClockSkew(clientClock(env));
+        store = { exists: true, ...health, chain, ...(serverVersion ? { authority: authority.location, serverVersion, roundTripMs: skew?.roundTripMs, clockSkewMs: skew?.skewMs, clockSkewBoundMs: skew?.boundMs } : {}) };
+        if (skew && Math.abs(skew.skewMs) > 1000 + skew.boundMs) {
+          problems.push(`this machine's clock is ${Math.abs(skew.skewMs)} ms ${skew.skewMs > 0 ? 'behind' : 'ahead of'} the team server's (±${Math.round(skew.boundMs)} ms): lease times follow the server, but fix the clock (NTP)`);
+          await authority.noteClockSkew(skew, hostname(), clientClock(env)());
+        }
         if (health.integrity !== 'ok') problems.push(`integrity_check: ${health.integrity}`);
         if (!chain.ok) problems.push(`receipt chain broken at seq ${chain.breaks[0]?.seq} (${chain.breaks[0]?.kind}): turnkeeper verify`);
         sessions = (await authority.listSessions()).map((s) => ({ owner: s.owner, lastHookAt: new Date(s.lastHookAt).toISOString(), transcriptPath: s.transcriptPath }));

@@ -8,10 +8,12 @@ import { buildReadyCapture, type HistoryEntry } from '../core/ready';
 import type { Owner } from '../core/ids';
 import { goalIdOf, localKeyOf } from '../core/goal';
 import {
+  AmbiguousCommitError,
   GoalChangedError,
   TodoExistsError,
   type Authority,
   type ClaimInput,
+  type ClockSkew,
   type ClaimResult,
   type GoalMoveResult,
   type Placement,
@@ -112,7 +114,18 @@ export class Ledger implements Authority {
     });
   }
 
-  claim(input: ClaimInput, clientNow: number): Promise<ClaimResult> {
+  async claim(input: ClaimInput, clientNow: number): Promise<ClaimResult> {
+    try {
+      return await this.claimOnce(input, clientNow);
+    } catch (error) {
+      if (!(error instanceof AmbiguousCommitError)) throw error;
+      // The COMMIT's answer was lost (spec §4): re-read and decide. A claim is idempotent per Turn: if
+      // it committed, the Turn's recorded claim is found and replayed; if not, it is decided afresh.
+      return this.claimOnce(input, clientNow);
+    }
+  }
+
+  private claimOnce(input: ClaimInput, clientNow: number): Promise<ClaimResult> {
     faultPoint('claim.before_transaction');
     return this.rows.write(async (tx): Promise<ClaimResult> => {
       const now = await tx.clock(clientNow);
@@ -395,6 +408,32 @@ export class Ledger implements Authority {
       await tx.setMeta('legacy_goals', left.length === 0 ? 'done' : `left: ${left.join(' ')}`);
       return { adopted, left };
     });
+  }
+
+  async measureClockSkew(clientClock: () => number): Promise<ClockSkew | undefined> {
+    if (!this.rows.serverClock) return undefined;
+    const before = clientClock();
+    const server = await this.rows.serverClock();
+    const after = clientClock();
+    return { skewMs: Math.round(server - (before + after) / 2), boundMs: (after - before) / 2, roundTripMs: after - before };
+  }
+
+  noteClockSkew(skew: ClockSkew, host: string, clientNow: number): Promise<boolean> {
+    if (Math.abs(skew.skewMs) <= 1000 + skew.boundMs) return Promise.resolve(false);
+    return this.rows.write(async (tx) => {
+      const now = await tx.clock(clientNow);
+      // At most once an hour per host, on the server's clock (store_meta holds the last time per host).
+      const key = `clock_skew_noted:${host}`;
+      const last = Number((await tx.meta(key)) ?? 0);
+      if (now - last < 60 * 60 * 1000) return false;
+      await tx.setMeta(key, String(now));
+      await append(tx, { kind: 'clock_skew_detected', goal: '-', detail: { host, skewMs: skew.skewMs, boundMs: Math.round(skew.boundMs), roundTripMs: Math.round(skew.roundTripMs) } }, now);
+      return true;
+    });
+  }
+
+  async serverVersion(): Promise<string | undefined> {
+    return this.rows.serverVersion?.();
   }
 
   async launchReceipts(captureId: string): Promise<LaunchReceipt[]> {

@@ -23,6 +23,15 @@ export function onConflict(env: Env): OnConflict {
   return value === 'block' ? 'block' : 'context';
 }
 
+/**
+ * This process's clock. `TURNKEEPER_TEST_CLOCK_OFFSET_MS` (test-only, like TURNKEEPER_TEST_FAULT) skews
+ * it, so tests can show that lease times follow a team server's clock, not a client's.
+ */
+export function clientClock(env: Env): () => number {
+  const offset = Number(env.TURNKEEPER_TEST_CLOCK_OFFSET_MS);
+  return Number.isSafeInteger(offset) && offset !== 0 ? () => Date.now() + offset : Date.now;
+}
+
 /** How long a hook waits for a locked store before it gives up with [store_unavailable]. */
 export function hookBusyTimeoutMs(env: Env): number {
   const value = Number(env.TURNKEEPER_BUSY_TIMEOUT_MS);

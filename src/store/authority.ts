@@ -145,6 +145,14 @@ export interface LaunchReceipt {
   readonly at: number;
 }
 
+export interface ClockSkew {
+  /** Server minus client, in ms (positive: the client is behind). */
+  readonly skewMs: number;
+  /** The measurement's uncertainty: half the round trip. */
+  readonly boundMs: number;
+  readonly roundTripMs: number;
+}
+
 export interface StoreHealth {
   readonly path: string;
   readonly schemaVersion: number;
@@ -158,6 +166,17 @@ export class StoreUnavailableError extends Error {
   constructor(readonly detail: string, options?: { cause?: unknown }) {
     super(`store unavailable: ${detail}`, options);
     this.name = 'StoreUnavailableError';
+  }
+}
+
+/**
+ * A networked store lost the connection after COMMIT was sent: the transaction may or may not have
+ * committed. Callers re-read and decide (spec §4); they never redo a write blindly.
+ */
+export class AmbiguousCommitError extends StoreUnavailableError {
+  constructor(location: string, options?: { cause?: unknown }) {
+    super(`the connection to ${location} was lost while committing; the outcome is unknown until re-read`, options);
+    this.name = 'AmbiguousCommitError';
   }
 }
 
@@ -237,6 +256,18 @@ export interface Authority {
   /** Walks the whole chain, or only the rows after a prefix already verified (`after`). */
   verifyChain(after?: { seq: number; hash: string }): Promise<ChainReport>;
   health(): Promise<StoreHealth>;
+  /**
+   * For a networked store: the client's clock against the server's (one server read bracketed by two
+   * local reads; the bound is half the round trip). Undefined for a local store, which has one clock.
+   */
+  measureClockSkew(clientClock: () => number): Promise<ClockSkew | undefined>;
+  /**
+   * Records `clock_skew_detected` when |skew| exceeds 1 s plus the bound, at most once an hour per host
+   * (judged on the server's clock); returns whether it wrote.
+   */
+  noteClockSkew(skew: ClockSkew, host: string, clientNow: number): Promise<boolean>;
+  /** The server's version string, for doctor; undefined for a local store. */
+  serverVersion(): Promise<string | undefined>;
   close(): void;
 
   /**

@@ -74,6 +74,7 @@ export interface StoreTx {
   /** Goals named by rows but written as paths (stores of the previous release). */
   legacyGoals(): Promise<string[]>;
   setMeta(key: string, value: string | null): Promise<void>;
+  meta(key: string): Promise<string | undefined>;
 }
 
 export interface GoalRecord {
@@ -107,6 +108,10 @@ export interface StorePort {
   verifyChain(after?: ChainLink): Promise<ChainReport>;
   health(): Promise<StoreHealth>;
   getMeta(key: string): Promise<string | undefined>;
+  /** A networked store's own clock (ms), for the skew measurement; absent for a local file. */
+  serverClock?(): Promise<number>;
+  /** A networked store's server version, for doctor. */
+  serverVersion?(): Promise<string>;
   listGoals(): Promise<GoalRecord[]>;
   goalOfPlace(place: string): Promise<{ goal: string; checkout: string } | undefined>;
   close(): void;

@@ -21,7 +21,7 @@ import { ZERO_DIGEST } from '../core/canonical';
 import { ChainWalker, type ChainLink, type ChainReport } from '../core/receipts';
 import type { Lease } from '../core/lease';
 import type { Agent, Owner } from '../core/ids';
-import { SchemaTooNewError, StoreUnavailableError, type ReceiptRow, type SessionRecord, type SessionTouch, type StoreHealth, type StoredCapture, type StoredReady, type Todo, type TodoStatus } from './authority';
+import { AmbiguousCommitError, SchemaTooNewError, StoreUnavailableError, type ReceiptRow, type SessionRecord, type SessionTouch, type StoreHealth, type StoredCapture, type StoredReady, type Todo, type TodoStatus } from './authority';
 import type { ClaimOfTurn, GoalRecord, ReceiptInsert, StorePort, StoreTx } from './port';
 import { faultPoint } from './faults';
 import { hookRoleGrants, PG_MIGRATIONS, PG_SCHEMA_VERSION } from './postgresSchema';
@@ -36,13 +36,6 @@ export interface PostgresOptions {
   readonly initialize?: boolean;
 }
 
-/** The COMMIT was sent and its answer lost: the transaction may or may not have committed. */
-export class AmbiguousCommitError extends StoreUnavailableError {
-  constructor(location: string, cause: unknown) {
-    super(`the connection to ${location} was lost while committing; the outcome is unknown until re-read`, { cause });
-    this.name = 'AmbiguousCommitError';
-  }
-}
 
 const RETRYABLE = new Set(['40001', '40P01', '23505']);
 const MAX_ATTEMPTS = 8;
@@ -80,10 +73,9 @@ async function loadPg(): Promise<typeof import('pg')> {
   return pgModule;
 }
 
-export async function openPostgresStore(options: PostgresOptions): Promise<PostgresStore> {
+/** Connects one client (no pool: a hook is one short process; the extension keeps one client). */
+async function connectClient(options: PostgresOptions): Promise<Client> {
   const pg = await loadPg();
-  const location = redactedLocation(options.url);
-  const scrub = scrubber(options.url);
   const config: ClientConfig = {
     connectionString: options.url,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 2000,
@@ -95,10 +87,17 @@ export async function openPostgresStore(options: PostgresOptions): Promise<Postg
   client.on('error', () => undefined);
   try {
     await client.connect();
+    return client;
   } catch (error) {
     await client.end().catch(() => undefined);
-    throw new StoreUnavailableError(`cannot connect to the team store ${location}: ${scrub((error as Error).message)}`, { cause: error });
+    throw new StoreUnavailableError(`cannot connect to the team store ${redactedLocation(options.url)}: ${scrubber(options.url)((error as Error).message)}`, { cause: error });
   }
+}
+
+export async function openPostgresStore(options: PostgresOptions): Promise<PostgresStore> {
+  const location = redactedLocation(options.url);
+  const scrub = scrubber(options.url);
+  const client = await connectClient(options);
   try {
     const meta = await readMeta(client);
     if (options.initialize) {
@@ -111,7 +110,7 @@ export async function openPostgresStore(options: PostgresOptions): Promise<Postg
       if (version > PG_SCHEMA_VERSION) throw new SchemaTooNewError(version, PG_SCHEMA_VERSION);
       if (version < PG_SCHEMA_VERSION) throw new StoreUnavailableError(`the team store ${location} has schema version ${version}; run turnkeeper store init to migrate it to ${PG_SCHEMA_VERSION}`);
     }
-    return new PostgresStore(client, location, scrub, await readMeta(client));
+    return new PostgresStore(client, location, scrub, await readMeta(client), () => connectClient(options));
   } catch (error) {
     await client.end().catch(() => undefined);
     if (error instanceof StoreUnavailableError || error instanceof SchemaTooNewError) throw error;
@@ -216,16 +215,28 @@ const toSession = (row: QueryResultRow): SessionRecord => ({
 export class PostgresStore implements StorePort {
   private writeQueue: Promise<unknown> = Promise.resolve();
 
+  /** Set when the connection failed: the next operation connects again (after an ambiguous COMMIT, to re-read). */
+  private broken = false;
+
   constructor(
-    private readonly client: Client,
+    private client: Client,
     readonly location: string,
     private readonly scrub: (text: string) => string,
     private readonly meta: ReadonlyMap<string, string>,
+    private readonly reconnect: () => Promise<Client>,
   ) {}
 
-  /** For the clock-skew measurement and tests: one server read, bracketed by the caller's clock. */
-  async serverNow(): Promise<number> {
-    return (await this.q<{ now: number }>('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now')).rows[0]!.now;
+  private async usable(): Promise<void> {
+    if (!this.broken) return;
+    const old = this.client;
+    this.client = await this.reconnect();
+    this.broken = false;
+    void old.end().catch(() => undefined);
+  }
+
+  /** For the clock-skew measurement: one server read, which the caller brackets with its own clock. */
+  serverClock(): Promise<number> {
+    return this.read(async () => (await this.q<{ now: number }>('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now')).rows[0]!.now);
   }
 
   private async q<R extends QueryResultRow = QueryResultRow>(text: string, values: unknown[] = []) {
@@ -250,8 +261,10 @@ export class PostgresStore implements StorePort {
 
   private async read<T>(work: () => Promise<T>): Promise<T> {
     try {
+      await this.usable();
       return await work();
     } catch (error) {
+      if (typeof (error as { code?: unknown }).code !== 'string') this.broken = true;
       throw this.unavailable(error);
     }
   }
@@ -266,6 +279,7 @@ export class PostgresStore implements StorePort {
     for (let attempt = 1; ; attempt += 1) {
       let committing = false;
       try {
+        await this.usable();
         await this.q('BEGIN');
         const result = await work(this.tx);
         faultPoint('store.before_commit');
@@ -275,7 +289,8 @@ export class PostgresStore implements StorePort {
         return result;
       } catch (error) {
         const code = (error as { code?: unknown }).code;
-        if (committing && typeof code !== 'string') throw new AmbiguousCommitError(this.location, error);
+        if (typeof code !== 'string') this.broken = true;
+        if (committing && typeof code !== 'string') throw new AmbiguousCommitError(this.location, { cause: error });
         // A lost or stalled connection has no transaction to roll back; another round trip would only
         // spend the hook's time bound.
         if (typeof code !== 'string') throw this.unavailable(error);
@@ -388,6 +403,7 @@ export class PostgresStore implements StorePort {
     todoIdsOf: async (goal) => (await this.q<{ id: string }>('SELECT id FROM turnkeeper.todos WHERE goal = $1', [goal])).rows.map((row) => row.id),
     // A team store never held path-keyed Goals: it starts with Goal ids.
     legacyGoals: async () => [],
+    meta: async (key) => (await this.one<{ value: string }>('SELECT value FROM turnkeeper.store_meta WHERE key = $1 FOR UPDATE', [key]))?.value,
     setMeta: async (key, value) => {
       if (value === null) await this.q('DELETE FROM turnkeeper.store_meta WHERE key = $1', [key]);
       else await this.q('INSERT INTO turnkeeper.store_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value', [key, value]);

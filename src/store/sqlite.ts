@@ -373,6 +373,7 @@ export class SqliteStore implements StorePort {
       )
         .map((row) => row.goal)
         .filter((goal) => !/^goal_[0-9a-f]{24}$/.test(goal)),
+    meta: async (key) => (this.sql('SELECT value FROM store_meta WHERE key = ?').get(key) as { value: string } | undefined)?.value,
     setMeta: async (key, value) => {
       if (value === null) this.sql('DELETE FROM store_meta WHERE key = ?').run(key);
       else this.sql('INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(key, value);
