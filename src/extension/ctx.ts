@@ -9,7 +9,7 @@ import type { ChainReport } from '../core/receipts';
 import { parseReceipt } from '../core/receipts';
 import { storePath, turnkeeperHome, type Env } from '../store/location';
 import type { Authority } from '../store/authority';
-import { openAuthority } from '../lifecycle/open';
+import { describeSelection, openAuthority, selectStore } from '../lifecycle/open';
 import { statusSnapshot, type StatusSnapshot } from '../lifecycle/status';
 import { resolveGoal, type ResolvedGoal } from '../lifecycle/goal';
 import { captureNodes, leaseNodes, receiptNodes, TreeModel, type ReceiptRowView } from './models';
@@ -58,7 +58,10 @@ export class Ctx implements vscode.Disposable {
   /** The environment the hooks and the CLI see, with the extension's settings folded in. */
   get env(): Env {
     const configured = this.config.get<string>('storePath')?.trim();
-    return configured ? { ...process.env, TURNKEEPER_DB: configured } : process.env;
+    const team = this.config.get<string>('store')?.trim();
+    // The machine-scoped `turnkeeper.store` (spec §4 selection): after TURNKEEPER_STORE and config.json.
+    const env = configured ? { ...process.env, TURNKEEPER_DB: configured } : process.env;
+    return team && !env.TURNKEEPER_STORE ? { ...env, TURNKEEPER_STORE_SETTING: team } : env;
   }
 
   get dbPath(): string {
@@ -122,19 +125,43 @@ export class Ctx implements vscode.Disposable {
 
   /** The open store, or undefined while no database exists. Opening is async and never on activation. */
   async openStore(create = false): Promise<Authority | undefined> {
-    if (this.store && !existsSync(this.store.location)) this.closeStore();
-    if (this.store && this.store.location !== this.dbPath) this.closeStore();
+    const selection = selectStore(this.env);
+    if (selection.kind === 'sqlite') {
+      if (this.store && !existsSync(this.store.location)) this.closeStore();
+      if (this.store && this.store.location !== selection.path) this.closeStore();
+    } else if (this.store && `team: ${this.store.location}` !== describeSelection(selection)) {
+      this.closeStore();
+    }
     if (!this.store) {
       this.store = await openAuthority(this.env, { create, busyTimeoutMs: 2000 });
-      if (this.store) this.log.info(`opened ${this.store.location}`);
-      this.watch();
+      if (this.store) this.log.info(`opened ${describeSelection(selection)}`);
+      // A team server announces every receipt (LISTEN/NOTIFY, polling while it is down); a local
+      // file is watched on disk.
+      const follow = await this.store?.follow(() => this.scheduleRefresh());
+      if (follow) this.unfollow = follow;
+      else this.watch();
     }
     return this.store;
   }
 
   closeStore(): void {
+    this.unfollow?.();
+    this.unfollow = undefined;
     this.store?.close();
     this.store = undefined;
+  }
+
+  /** Stops following a team server's change feed. */
+  private unfollow: (() => void) | undefined;
+
+  /** What the status bar names when the authority is not the local default: `team: host:port/db`. */
+  get authorityLabel(): string | undefined {
+    try {
+      const selection = selectStore(this.env);
+      return selection.kind === 'postgres' ? describeSelection(selection) : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   /** Watch the database's folder: hooks write from other processes, and the views follow. */

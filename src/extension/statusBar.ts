@@ -13,9 +13,12 @@ export function createStatusBar(ctx: Ctx): vscode.Disposable {
     const active = ctx.snapshot.leases.filter((lease) => lease.status === 'active').length;
     const silent = ctx.snapshot.silentLaunches.length;
     const broken = ctx.chainReport && !ctx.chainReport.ok;
-    item.text = `$(${broken || silent > 0 ? 'warning' : 'lock'}) ${active}`;
+    // The authority is named when it is not this machine's own file (spec §9): `team: host:port/db`.
+    const team = ctx.authorityLabel;
+    item.text = `$(${broken || silent > 0 ? 'warning' : 'lock'}) ${active}${team ? ` · ${team}` : ''}`;
     item.tooltip = [
       t('Turnkeeper: {0} active leases', active),
+      ...(team ? [t('authority: {0}', team)] : []),
       ...(silent > 0 ? [t('{0} launched agents never fired a hook (run Turnkeeper: Doctor)', silent)] : []),
       ...(broken ? [t('the receipt chain is broken (run Turnkeeper: Verify Receipt Chain)')] : []),
     ].join('\n');

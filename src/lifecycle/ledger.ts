@@ -436,6 +436,10 @@ export class Ledger implements Authority {
     return this.rows.serverVersion?.();
   }
 
+  async follow(onChange: (headSeq: number | undefined) => void): Promise<(() => void) | undefined> {
+    return this.rows.follow?.(onChange);
+  }
+
   async launchReceipts(captureId: string): Promise<LaunchReceipt[]> {
     return launchReceiptsOf(await this.rows.launchReceiptRows(captureId));
   }

@@ -33,7 +33,7 @@ export type StoreSelection =
   | { readonly kind: 'postgres'; readonly url: string; readonly from: 'TURNKEEPER_STORE' | 'config.json' | 'setting' };
 
 /** Which store this environment selects (no I/O beyond reading config.json). */
-export function selectStore(env: Env, setting?: string): StoreSelection {
+export function selectStore(env: Env, setting: string | undefined = env.TURNKEEPER_STORE_SETTING): StoreSelection {
   const fromEnv = env.TURNKEEPER_STORE?.trim();
   if (fromEnv) return parseSelection(fromEnv, 'TURNKEEPER_STORE');
   const fromConfig = configuredStore(env);

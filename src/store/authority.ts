@@ -268,6 +268,11 @@ export interface Authority {
   noteClockSkew(skew: ClockSkew, host: string, clientNow: number): Promise<boolean>;
   /** The server's version string, for doctor; undefined for a local store. */
   serverVersion(): Promise<string | undefined>;
+  /**
+   * Follows the store's changes made by other processes and machines: a team server's LISTEN/NOTIFY
+   * feed (with polling while it is down). Undefined for a local file, which the caller watches itself.
+   */
+  follow(onChange: (headSeq: number | undefined) => void): Promise<(() => void) | undefined>;
   close(): void;
 
   /**

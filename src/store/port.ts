@@ -112,6 +112,8 @@ export interface StorePort {
   serverClock?(): Promise<number>;
   /** A networked store's server version, for doctor. */
   serverVersion?(): Promise<string>;
+  /** A networked store's change feed: calls `onChange` with each new chain head; resolves to a stop function. */
+  follow?(onChange: (headSeq: number | undefined) => void): Promise<() => void>;
   listGoals(): Promise<GoalRecord[]>;
   goalOfPlace(place: string): Promise<{ goal: string; checkout: string } | undefined>;
   close(): void;

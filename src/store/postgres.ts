@@ -110,7 +110,7 @@ export async function openPostgresStore(options: PostgresOptions): Promise<Postg
       if (version > PG_SCHEMA_VERSION) throw new SchemaTooNewError(version, PG_SCHEMA_VERSION);
       if (version < PG_SCHEMA_VERSION) throw new StoreUnavailableError(`the team store ${location} has schema version ${version}; run turnkeeper store init to migrate it to ${PG_SCHEMA_VERSION}`);
     }
-    return new PostgresStore(client, location, scrub, await readMeta(client), () => connectClient(options));
+    return new PostgresStore(client, location, scrub, await readMeta(client), () => connectClient(options), () => connectClient({ ...options, statementTimeoutMs: 0 }));
   } catch (error) {
     await client.end().catch(() => undefined);
     if (error instanceof StoreUnavailableError || error instanceof SchemaTooNewError) throw error;
@@ -224,7 +224,61 @@ export class PostgresStore implements StorePort {
     private readonly scrub: (text: string) => string,
     private readonly meta: ReadonlyMap<string, string>,
     private readonly reconnect: () => Promise<Client>,
+    /** A second connection for LISTEN: a feed must not wait behind (or hold up) a transaction. */
+    private readonly listenerConnection: () => Promise<Client>,
   ) {}
+
+  /**
+   * LISTEN on channel `turnkeeper` (every receipt insert NOTIFYs the new seq). While the feed is down
+   * (server restart, network), poll the head every `pollMs` and reconnect; a change seen either way
+   * calls `onChange`. Session state on a dedicated connection is what LISTEN needs; the transactional
+   * connection stays stateless.
+   */
+  async follow(onChange: (headSeq: number | undefined) => void, pollMs = 5000): Promise<() => void> {
+    let stopped = false;
+    let listener: Client | undefined;
+    let lastHead: number | undefined;
+    const poll = setInterval(() => {
+      if (stopped) return;
+      void this.q<{ seq: number }>('SELECT seq FROM turnkeeper.receipt_head WHERE id = 1').then(
+        (result) => {
+          const seq = result.rows[0]?.seq;
+          if (seq !== lastHead) {
+            lastHead = seq;
+            onChange(seq);
+          }
+        },
+        () => (this.broken = true),
+      );
+      if (!listener) void connect();
+    }, pollMs);
+    poll.unref?.();
+    const connect = async (): Promise<void> => {
+      try {
+        const client = await this.listenerConnection();
+        if (stopped) return void client.end().catch(() => undefined);
+        client.on('notification', (message) => {
+          const seq = Number(message.payload);
+          lastHead = Number.isSafeInteger(seq) ? seq : lastHead;
+          onChange(Number.isSafeInteger(seq) ? seq : undefined);
+        });
+        client.on('error', () => {
+          listener = undefined;
+          void client.end().catch(() => undefined);
+        });
+        await client.query('LISTEN turnkeeper');
+        listener = client;
+      } catch {
+        listener = undefined; // polling goes on; the next tick tries again
+      }
+    };
+    await connect();
+    return () => {
+      stopped = true;
+      clearInterval(poll);
+      void listener?.end().catch(() => undefined);
+    };
+  }
 
   private async usable(): Promise<void> {
     if (!this.broken) return;
