@@ -1,0 +1,117 @@
+// The Authority conformance suite, unchanged, on a real PostgreSQL server: a fresh database per test,
+// its schema created by `store init` (initializeStore), the authority opened through the one factory
+// (openAuthority with TURNKEEPER_STORE=postgres://…), exactly as a hook opens it.
+//
+// Time. The suite drives time through the `clientNow` it passes (T0, T0 + TTL, …): a SQLite
+// authority decides with that clock. A team server decides with its own `clock_timestamp()` and
+// ignores the client's (spec §4), so a test that needs "60 s later" must move the *server's* clock.
+// Each test database shadows `clock_timestamp()` with a function of the same name in a schema that
+// comes before pg_catalog on that database's search_path; it returns the time the test last set (and
+// the real clock until then). The product's SQL is unchanged: it still calls `clock_timestamp()`. The
+// authority handed to the suite sets that time to the `clientNow` of each call before making it, so
+// both authorities see the same timeline, and every decision still goes through the server clock.
+// The last test proves that without the shadow the server's real clock, not the client's, decides.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { authorityConformance } from './authority.conformance';
+import { initializeStore, openAuthority } from '../../src/lifecycle/open';
+import type { Authority } from '../../src/store/authority';
+import { buildCapture } from '../../src/core/capture';
+import { digestText } from '../../src/core/canonical';
+import { usePostgres } from '../support/postgres';
+
+const server = usePostgres({ beforeAll, afterAll });
+
+let databases = 0;
+async function freshStore(): Promise<{ url: string; name: string }> {
+  const name = `conf_${process.pid}_${++databases}`;
+  await server().createDatabase(name);
+  const url = server().url(name);
+  await initializeStore({ TURNKEEPER_STORE: url });
+  return { url, name };
+}
+
+/** Where each Authority method takes the caller's clock (`clientNow`), by argument position. */
+const CLIENT_NOW_ARG: Record<string, number> = {
+  addTodo: 1,
+  setTodoStatus: 3,
+  claim: 1,
+  renew: 1,
+  release: 1,
+  appendReceipt: 1,
+  commitLaunch: 1,
+  moveGoal: 2,
+  noteClockSkew: 2,
+  adoptLegacyGoals: 1,
+};
+
+authorityConformance('PostgreSQL', async () => {
+  const { url, name } = await freshStore();
+  await server().psql(
+    `CREATE SCHEMA testclock;
+     CREATE TABLE testclock.setting (ms int8);
+     INSERT INTO testclock.setting VALUES (NULL);
+     CREATE FUNCTION testclock.clock_timestamp() RETURNS timestamptz LANGUAGE sql VOLATILE AS
+       $$ SELECT COALESCE(to_timestamp((SELECT ms FROM testclock.setting) / 1000.0), pg_catalog.clock_timestamp()) $$;
+     ALTER DATABASE "${name}" SET search_path = testclock, pg_catalog, public;`,
+    name,
+  );
+  const clock = new pg.Client({ connectionString: url });
+  clock.on('error', () => undefined);
+  await clock.connect();
+  const authority = (await openAuthority({ TURNKEEPER_STORE: url }, { create: true }))!;
+  expect(authority.location).toBe(`127.0.0.1:${server().port}/${name}`);
+  const timed = new Proxy(authority, {
+    get(target, key, receiver) {
+      const value: unknown = Reflect.get(target, key, receiver);
+      const at = typeof key === 'string' ? CLIENT_NOW_ARG[key] : undefined;
+      if (typeof value !== 'function' || at === undefined) return value;
+      return async (...args: unknown[]) => {
+        await clock.query('UPDATE testclock.setting SET ms = $1', [args[at]]);
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return {
+    authority: timed,
+    dispose: () => {
+      authority.close();
+      void clock.end().catch(() => undefined);
+    },
+  };
+});
+
+describe('PostgreSQL authority: the server clock decides', () => {
+  it('a claim stamped by a client clock years away still gets server-time lease times', async () => {
+    const { url } = await freshStore();
+    const authority: Authority = (await openAuthority({ TURNKEEPER_STORE: url }, { create: true }))!;
+    try {
+      const goal = '/work/repo';
+      await authority.addTodo({ goal, id: 'fix-login', title: 'Fix login', body: '' }, 0);
+      const before = Date.now();
+      const result = await authority.claim(
+        {
+          capture: buildCapture({ goal, todo: 'fix-login', agent: 'codex', session: 's1', turn: 't1' }),
+          cwd: goal,
+          binding: 'prompt',
+          owner: 'codex:s1',
+          preconditions: { gitHead: 'a'.repeat(40), statusDigest: digestText('') },
+          ttlSeconds: 60,
+        },
+        1_800_000_000_000,
+      );
+      const after = Date.now();
+      expect(result.kind).toBe('acquired');
+      if (result.kind !== 'acquired') return;
+      // Server and test share this machine's clock: the lease starts between before and after.
+      expect(result.lease.acquiredAt).toBeGreaterThanOrEqual(before - 1000);
+      expect(result.lease.acquiredAt).toBeLessThanOrEqual(after + 1000);
+      expect(result.lease.expiresAt - result.lease.acquiredAt).toBe(60_000);
+      const todo = await authority.getTodo(goal, 'fix-login');
+      expect(Math.abs(todo!.createdAt - before)).toBeLessThan(5000);
+      expect((await authority.verifyChain()).ok).toBe(true);
+    } finally {
+      authority.close();
+    }
+  });
+});
