@@ -2,11 +2,12 @@
 import { digestText } from '../core/canonical';
 import { isCaptureId, isOwner, isTodoId } from '../core/ids';
 import { isoTime } from '../core/lease';
-import { parseReceipt } from '../core/receipts';
+import { parseReceipt, type ReceiptDocument } from '../core/receipts';
 import { storePath } from '../store/location';
 import { readAnchor } from '../store/anchor';
 import { statusSnapshot, leaseView } from '../lifecycle/status';
 import { callerOwner, requesterOf } from '../lifecycle/settings';
+import type { Authority } from '../store/authority';
 import { EXIT, goalFrom, openStore, parse, printJson, UsageError, type Io } from './io';
 
 export async function statusCommand(args: string[], io: Io): Promise<number> {
@@ -35,7 +36,23 @@ export async function showCommand(args: string[], io: Io): Promise<number> {
   const store = await openStore(io, false);
   const capture = await store?.getCapture(id);
   if (!store || !capture) {
+    // A refused claim names the capture it would have bound (its receipt says so), but only a claim
+    // that succeeds stores one: say which receipt refused it and why, rather than "no capture".
+    const refusal = store ? await refusalNaming(store, id) : undefined;
     store?.close();
+    if (refusal) {
+      const reason = typeof refusal.detail?.reason === 'string' ? refusal.detail.reason : undefined;
+      if (values.json) printJson(io, { ok: false, reason: 'capture_refused', capture: id, receipt: { seq: refusal.seq, kind: refusal.kind, at: refusal.at, reason: reason ?? null, todo: refusal.todo ?? null, owner: refusal.owner ?? null, detail: refusal.detail ?? null } });
+      else {
+        const holder = typeof refusal.detail?.holder === 'string' ? `; the Todo was held by ${refusal.detail.holder}${typeof refusal.detail.holderEpoch === 'number' ? ` (epoch ${refusal.detail.holderEpoch})` : ''}` : '';
+        io.err(
+          `capture ${id} was never stored: its claim was refused by receipt #${refusal.seq} (${refusal.kind}, ${refusal.at})` +
+            `${reason ? `, reason [${reason}]` : ''}${refusal.todo ? ` for Todo ${refusal.todo}` : ''}${refusal.owner ? `, asked by ${refusal.owner}` : ''}${holder}.\n` +
+            `A capture is stored only when a claim succeeds.${reason ? ` See docs/recovery.md#${reason}` : ''} (turnkeeper receipts --before ${refusal.seq + 1} --limit 1 shows the receipt)\n`,
+        );
+      }
+      return EXIT.refused;
+    }
     if (values.json) printJson(io, { ok: false, reason: 'unknown_capture', capture: id });
     else io.err(`no capture ${id} (turnkeeper status lists them)\n`);
     return EXIT.refused;
@@ -65,6 +82,23 @@ export async function showCommand(args: string[], io: Io): Promise<number> {
     io.out(`${ready.presentation}\n`);
   }
   return EXIT.done;
+}
+
+/** The newest `*_refused` receipt that names `capture`, walking the chain newest first. */
+async function refusalNaming(store: Authority, capture: string): Promise<ReceiptDocument | undefined> {
+  const PAGE = 500;
+  let before: number | undefined;
+  for (;;) {
+    const rows = await store.receipts({ beforeSeq: before, limit: PAGE });
+    for (const row of rows) {
+      // A plain substring test first: most receipts never mention the id, and parsing each costs more.
+      if (!row.doc.includes(capture)) continue;
+      const doc = parseReceipt(row.doc);
+      if (doc && doc.capture === capture && doc.kind.endsWith('_refused')) return doc;
+    }
+    if (rows.length < PAGE) return undefined;
+    before = rows[rows.length - 1]!.seq;
+  }
 }
 
 export async function verifyCommand(args: string[], io: Io): Promise<number> {

@@ -9,7 +9,7 @@ import { readShim, shimPath, writeShim } from '../agents/shim';
 import type { Authority } from '../store/authority';
 import { storePath, turnkeeperHome, type Env } from '../store/location';
 import { silentLaunches, type SilentLaunch } from './status';
-import { clientClock } from './settings';
+import { clientClock, hookBusyTimeoutMs } from './settings';
 
 export const TRUST_HINT: Readonly<Record<Agent, string>> = {
   codex: 'Codex runs a new or changed hook only after you trust it: open codex and review it in /hooks (or pass --dangerously-bypass-hook-trust for one run).',
@@ -85,6 +85,11 @@ export async function doctorReport(env: Env, projectRoot: string, open: () => Pr
         if (skew && Math.abs(skew.skewMs) > 1000 + skew.boundMs) {
           problems.push(`this machine's clock is ${Math.abs(skew.skewMs)} ms ${skew.skewMs > 0 ? 'behind' : 'ahead of'} the team server's (±${Math.round(skew.boundMs)} ms): lease times follow the server, but fix the clock (NTP)`);
           await authority.noteClockSkew(skew, hostname(), clientClock(env)());
+        }
+        if (health.writeLock === 'busy') {
+          problems.push(
+            `store: the write lock of ${authority.location} is busy: another process has held it for over a second, so hooks that claim wait ${hookBusyTimeoutMs(env)} ms (TURNKEEPER_BUSY_TIMEOUT_MS) and then answer [store_unavailable]; find the holder with: lsof ${authority.location}`,
+          );
         }
         if (health.integrity !== 'ok') problems.push(`integrity_check: ${health.integrity}`);
         if (!chain.ok) problems.push(`receipt chain broken at seq ${chain.breaks[0]?.seq} (${chain.breaks[0]?.kind}): turnkeeper verify`);

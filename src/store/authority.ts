@@ -159,6 +159,8 @@ export interface StoreHealth {
   readonly integrity: string;
   readonly journalMode: string;
   readonly receipts: number;
+  /** SQLite: whether the write lock could be taken within a second (doctor); absent for a team server. */
+  readonly writeLock?: 'free' | 'busy';
 }
 
 /** The store cannot be used now (locked past the wait, unreadable, full, a foreign log, unreachable). */

@@ -30,6 +30,8 @@ const VERIFY_PAGE = 10_000;
  * SQLite wait only this long per attempt and retry with short random sleeps until our own deadline.
  */
 const SQLITE_BUSY_SLICE_MS = 20;
+/** How long doctor's write-lock probe waits (StoreHealth.writeLock). */
+export const WRITE_LOCK_PROBE_MS = 1000;
 const sleepBuffer = new Int32Array(new SharedArrayBuffer(4));
 const sleepSync = (ms: number): void => void Atomics.wait(sleepBuffer, 0, 0, ms);
 
@@ -511,7 +513,25 @@ export class SqliteStore implements StorePort {
       integrity: this.db.pragma('integrity_check', { simple: true }) as string,
       journalMode: this.db.pragma('journal_mode', { simple: true }) as string,
       receipts: (this.sql('SELECT COUNT(*) AS n FROM receipts').get() as { n: number }).n,
+      writeLock: this.probeWriteLock(),
     }));
+  }
+
+  /**
+   * Whether a write could start now, for doctor: BEGIN IMMEDIATE within WRITE_LOCK_PROBE_MS, then
+   * ROLLBACK; nothing is written. Under WAL every read above works while another process holds the
+   * write lock, so without this a store that every hook finds busy would look healthy.
+   */
+  private probeWriteLock(): 'free' | 'busy' {
+    if (this.db.inTransaction) return 'free';
+    try {
+      withBusyRetry(() => this.db.exec('BEGIN IMMEDIATE'), WRITE_LOCK_PROBE_MS);
+    } catch (error) {
+      if ((error as { code?: string }).code === 'SQLITE_BUSY') return 'busy';
+      throw error;
+    }
+    this.db.exec('ROLLBACK');
+    return 'free';
   }
 
   /** Test and tooling access to the raw connection (tamper tests, benchmarks). */

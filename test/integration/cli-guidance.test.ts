@@ -1,0 +1,86 @@
+// Commands that used to answer with silence or a wrong "all clear" where the user needed guidance:
+// `doctor` on a store another process keeps locked, and `show` of the capture a refused claim names.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { contextOf, makeWorld, payload, type World } from '../support/world';
+
+let world: World;
+beforeEach(() => {
+  world = makeWorld('guidance');
+});
+afterEach(() => world.cleanup());
+
+const addTodo = (id: string) => expect(world.cli(['todo', 'add', `Title of ${id}`, '--id', id]).code).toBe(0);
+const hook = (input: string) => world.cli(['hook'], { input });
+
+/** Another process holding the store's write lock (BEGIN IMMEDIATE) until it is told to stop. */
+async function holdWriteLock(): Promise<ChildProcess> {
+  const holder = spawn(
+    process.execPath,
+    [
+      '-e',
+      `const D = require('better-sqlite3'); const db = new D(process.argv[1]); db.exec('BEGIN IMMEDIATE');
+       process.stdout.write('locked\\n'); process.stdin.on('data', () => { db.exec('ROLLBACK'); db.close(); process.exit(0); });`,
+      world.db,
+    ],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  await new Promise<void>((resolve) => holder.stdout!.once('data', () => resolve()));
+  return holder;
+}
+async function release(holder: ChildProcess): Promise<void> {
+  holder.stdin!.write('go\n');
+  await new Promise((resolve) => holder.on('close', resolve));
+}
+
+describe('doctor on a store that stays locked', () => {
+  it('says the store is busy and what that means for hooks, instead of "no problems found"', async () => {
+    addTodo('fix-login');
+    const holder = await holdWriteLock();
+    try {
+      const text = await world.cliAsync(['doctor']);
+      expect(text.stdout).not.toContain('no problems found');
+      expect(text.stdout).toMatch(/problem: store: .*write lock.*busy/);
+      expect(text.stdout).toContain('[store_unavailable]');
+      const json = await world.cliAsync(['doctor', '--json']);
+      const report = JSON.parse(json.stdout) as { ok: boolean; store: { writeLock?: string }; problems: string[] };
+      expect(report.ok).toBe(false);
+      expect(report.store.writeLock).toBe('busy');
+    } finally {
+      await release(holder);
+    }
+    // Control: the same store, unlocked, has no store problem.
+    const after = JSON.parse((await world.cliAsync(['doctor', '--json'])).stdout) as { store: { writeLock?: string }; problems: string[] };
+    expect(after.store.writeLock).toBe('free');
+    expect(after.problems.filter((problem) => problem.startsWith('store:'))).toStrictEqual([]);
+  });
+});
+
+describe('show <captureId> of a refused claim', () => {
+  it('names the refusing receipt and its reason instead of "no capture"', async () => {
+    addTodo('fix-login');
+    expect(contextOf(hook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login')).stdout)).toMatch(/^Turnkeeper: Todo fix-login/);
+    expect(contextOf(hook(payload.codexPrompt(world, 'sess-b', 'turn-1', '#todo:fix-login')).stdout)).toContain('[lease_held]');
+    const receipts = JSON.parse(world.cli(['receipts', '--json']).stdout) as { seq: number; doc: { kind: string; capture?: string; detail?: { reason?: string } } }[];
+    const refused = receipts.find((row) => row.doc.kind === 'claim_refused')!;
+    expect(refused.doc.detail?.reason).toBe('lease_held');
+    const id = refused.doc.capture!;
+    expect(id).toMatch(/^cap_[0-9a-f]{24}$/);
+
+    const text = world.cli(['show', id]);
+    expect(text.code).toBe(1);
+    expect(text.stderr).not.toContain('no capture');
+    expect(text.stderr).toContain(`capture ${id} was never stored`);
+    expect(text.stderr).toContain(`receipt #${refused.seq} (claim_refused`);
+    expect(text.stderr).toContain('[lease_held]');
+    expect(text.stderr).toContain('held by codex:sess-a (epoch 1)');
+    expect(text.stderr).toContain('docs/recovery.md#lease_held');
+    const json = JSON.parse(world.cli(['show', id, '--json']).stdout) as Record<string, unknown>;
+    expect(json).toMatchObject({ ok: false, reason: 'capture_refused', capture: id, receipt: { seq: refused.seq, kind: 'claim_refused', reason: 'lease_held', todo: 'fix-login', owner: 'codex:sess-b' } });
+
+    // Control: an id no receipt names is still "no capture".
+    const unknown = world.cli(['show', 'cap_000000000000000000000000']);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('no capture cap_000000000000000000000000');
+  });
+});
