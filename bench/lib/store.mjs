@@ -109,49 +109,58 @@ export function jcs(value) {
   return `{${keys.map((k) => `${JSON.stringify(k)}:${jcs(value[k])}`).join(',')}}`;
 }
 
+/** `n` hash-chained receipts after `head`, built by the independent mirror: { seq, text, hash, todo, capture, kind }. */
+export function* chainRows({ n, goal, startMs, head }) {
+  let { seq, hash } = head ?? { seq: 0, hash: ZERO };
+  let cycleValues;
+  for (let i = 0; i < n; i += 1) {
+    const cycle = Math.floor(i / 6);
+    if (i % 6 === 0) {
+      const session = `019a${String(cycle).padStart(8, '0')}-1c2d-7e8f-9a0b-${String(cycle).padStart(12, '0')}`;
+      cycleValues = {
+        todo: `todo-${String(cycle % 5000).padStart(4, '0')}`,
+        session,
+        owner: `codex:${session}`,
+        capture: 'cap_' + sha(`c${cycle}`).slice(7, 31),
+        op: 'op_' + sha(`o${cycle}`).slice(7, 39),
+        originalDigest: sha(`d${cycle}`),
+        readyDigest: sha(`r${cycle}`),
+      };
+    }
+    const { todo, session, owner, capture, op, originalDigest, readyDigest } = cycleValues;
+    const at = startMs + i * 1_000;
+    const common = { goal, todo, capture, owner, op };
+    const lease = { epoch: 1 + (cycle % 3), version: 1 };
+    const fields = [
+      () => ({ kind: 'capture_bound', ...common, detail: { originalDigest, turn: `turn-${cycle}`, binding: 'prompt' } }),
+      () => ({ kind: 'lease_acquired', ...common, lease, detail: { expiresAt: new Date(at + 2_700_000).toISOString() } }),
+      () => ({ kind: 'ready_written', ...common, lease, detail: { readyDigest } }),
+      () => ({ kind: 'lease_renewed', goal, todo, capture, owner, lease: { ...lease, version: 2 }, detail: { expiresAt: new Date(at + 2_760_000).toISOString() } }),
+      () => ({ kind: 'claim_refused', goal, todo, owner: `claude:${session}`, op, detail: { reason: 'lease_held', holder: owner, holderEpoch: lease.epoch } }),
+      () => ({ kind: 'lease_released', goal, todo, capture, owner, lease: { ...lease, version: 2 }, detail: { reason: 'released by owner', forced: false } }),
+    ][i % 6]();
+    seq += 1;
+    const doc = { schema: 'turnkeeper.receipt/v1', seq, prevHash: hash, at: new Date(at).toISOString(), ...fields };
+    const text = jcs(doc);
+    hash = sha(text);
+    yield { seq, text, hash, todo: fields.todo ?? null, capture: fields.capture ?? null, kind: fields.kind };
+  }
+}
+
 /** Appends `n` hash-chained receipts after the store's current head, in one transaction. */
 export function appendChain(db, { n, goal, startMs }) {
   const head = db.prepare('SELECT seq, hash FROM receipt_head WHERE id = 1').get() ?? { seq: 0, hash: ZERO };
   const insert = db.prepare('INSERT INTO receipts (seq, doc, hash) VALUES (?, ?, ?)');
   const index = db.prepare('INSERT INTO receipt_index (seq, goal, todo, capture, kind) VALUES (?, ?, ?, ?, ?)');
   const setHead = db.prepare('INSERT INTO receipt_head (id, seq, hash) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash');
-  let { seq, hash } = head;
-  let cycleValues;
+  let last = head;
   db.transaction(() => {
-    for (let i = 0; i < n; i += 1) {
-      const cycle = Math.floor(i / 6);
-      if (i % 6 === 0) {
-        const session = `019a${String(cycle).padStart(8, '0')}-1c2d-7e8f-9a0b-${String(cycle).padStart(12, '0')}`;
-        cycleValues = {
-          todo: `todo-${String(cycle % 5000).padStart(4, '0')}`,
-          session,
-          owner: `codex:${session}`,
-          capture: 'cap_' + sha(`c${cycle}`).slice(7, 31),
-          op: 'op_' + sha(`o${cycle}`).slice(7, 39),
-          originalDigest: sha(`d${cycle}`),
-          readyDigest: sha(`r${cycle}`),
-        };
-      }
-      const { todo, session, owner, capture, op, originalDigest, readyDigest } = cycleValues;
-      const at = startMs + i * 1_000;
-      const common = { goal, todo, capture, owner, op };
-      const lease = { epoch: 1 + (cycle % 3), version: 1 };
-      const fields = [
-        () => ({ kind: 'capture_bound', ...common, detail: { originalDigest, turn: `turn-${cycle}`, binding: 'prompt' } }),
-        () => ({ kind: 'lease_acquired', ...common, lease, detail: { expiresAt: new Date(at + 2_700_000).toISOString() } }),
-        () => ({ kind: 'ready_written', ...common, lease, detail: { readyDigest } }),
-        () => ({ kind: 'lease_renewed', goal, todo, capture, owner, lease: { ...lease, version: 2 }, detail: { expiresAt: new Date(at + 2_760_000).toISOString() } }),
-        () => ({ kind: 'claim_refused', goal, todo, owner: `claude:${session}`, op, detail: { reason: 'lease_held', holder: owner, holderEpoch: lease.epoch } }),
-        () => ({ kind: 'lease_released', goal, todo, capture, owner, lease: { ...lease, version: 2 }, detail: { reason: 'released by owner', forced: false } }),
-      ][i % 6]();
-      seq += 1;
-      const doc = { schema: 'turnkeeper.receipt/v1', seq, prevHash: hash, at: new Date(at).toISOString(), ...fields };
-      const text = jcs(doc);
-      hash = sha(text);
-      insert.run(seq, text, hash);
-      index.run(seq, goal, fields.todo ?? null, fields.capture ?? null, fields.kind);
+    for (const row of chainRows({ n, goal, startMs, head })) {
+      insert.run(row.seq, row.text, row.hash);
+      index.run(row.seq, goal, row.todo, row.capture, row.kind);
+      last = row;
     }
-    setHead.run(seq, hash);
+    setHead.run(last.seq, last.hash);
   }).immediate();
-  return { seq, hash };
+  return { seq: last.seq, hash: last.hash };
 }
