@@ -16,6 +16,12 @@
 // NODE_DISABLE_COMPILE_CACHE turns the cache off. NODE_COMPILE_CACHE is applied by Node itself before
 // this file runs (Turnkeeper cannot vet it; whoever can set it can set NODE_OPTIONS too): then this file
 // adds no directory of its own. See docs/decisions.md, "Compile cache".
+//
+// Before either, it checks the runtime: on a Node older than MIN_NODE, better-sqlite3 (built for
+// Node >= 22) would crash the process in native code, and the bundle uses APIs of Node 22.3
+// (process.getBuiltinModule). So it says which Node it needs and exits before loading anything:
+// 2 (usage error) for every command, but 0 for `hook`, which fails open for the agent (contract §2):
+// one line on stderr, the payload drained, nothing on stdout.
 'use strict';
 const { existsSync, lstatSync, mkdirSync, readSync, statSync } = require('node:fs');
 const { join } = require('node:path');
@@ -24,12 +30,31 @@ const env = process.env;
 // Keep in sync with turnkeeperHome() in src/store/location.ts.
 const home = env.TURNKEEPER_HOME || join(env.HOME || require('node:os').homedir(), '.turnkeeper');
 const off = env.TURNKEEPER === 'off' || existsSync(join(home, 'off'));
+const hook = process.argv[2] === 'hook';
 
-if (off && process.argv[2] === 'hook') {
+// Keep in sync with "engines.node" in package.json.
+const MIN_NODE = [22, 3, 0];
+if (!nodeIsRecentEnough(process.versions.node) && !(off && hook)) {
+  process.stderr.write(
+    `turnkeeper: needs Node ${MIN_NODE.join('.')} or newer; this is Node ${process.versions.node} (${process.execPath}).` +
+      (hook ? ' The hook did nothing; the agent goes on.' : ' Install a newer Node, or use the turnkeeper that the VS Code extension puts on the PATH of its terminals.') +
+      '\n',
+  );
+  process.exitCode = hook ? 0 : 2;
+  if (hook) drainStdin();
+} else if (off && hook) {
   drainStdin();
 } else {
   if (!off) enableCompileCache();
   require('./turnkeeper.js').runCli();
+}
+
+function nodeIsRecentEnough(version) {
+  const parts = String(version).split('.').map(Number);
+  for (let i = 0; i < MIN_NODE.length; i += 1) {
+    if ((parts[i] || 0) !== MIN_NODE[i]) return (parts[i] || 0) > MIN_NODE[i];
+  }
+  return true;
 }
 
 /** Reads stdin to its end and drops it, so the agent writing the payload never sees a broken pipe. */

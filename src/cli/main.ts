@@ -20,19 +20,56 @@ const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   store: async () => (await import('./store')).storeCommand,
 };
 
-const USAGE = `usage: turnkeeper <command>
-  hook [--agent codex|claude|gemini]      run one agent hook (reads JSON on stdin)
-  todo add <title> [--id <id>] [--body <text>] [--goal <dir>]
-  todo list [--json]  |  todo done <id>
-  status [--json]  |  show <captureId> [--json]  |  verify [--json]  |  receipts [--limit <n>] [--json]
-  release <todo> [--force --reason <why>]
-  attest <path> [--json]
-  resume <captureId> [--dry-run] [--json] [--accept-drift] [--agent-bin <path>] [--interactive] [-- <agent args>]
-  hooks install|uninstall|status --agent <agent> [--scope user|project]
-  goal [--json]  |  goal init [--key <key>]  |  goal move --from <goal>
-  store init [--hook-role <role>]             create or migrate the selected store (TURNKEEPER_STORE)
-  doctor [--json]
+// One line per form of a command, every flag it takes: `turnkeeper --help` prints it all and
+// `turnkeeper <command> --help` the lines of that command (test/integration/cli-help.test.ts checks that
+// every flag a command parses is listed here).
+const USAGE = `usage: turnkeeper <command> [options]       every command takes --help; turnkeeper --version
+  hook [--agent codex|claude|gemini]          run one agent hook (reads JSON on stdin, always exits 0)
+  todo add <title> [--id <id>] [--body <text>] [--goal <dir>] [--json]
+  todo list [--goal <dir> | --all] [--json]
+  todo done <id> [--goal <dir>] [--json]
+  todo reopen <id> [--goal <dir>] [--json]
+  status [--json]                             leases and captures, with their Goal and checkout
+  show <captureId> [--json]                   a capture and its ready capture, exactly as presented
+  receipts [--limit <n>] [--before <seq>] [--json]   the receipt log, newest first
+  verify [--json]                             check the receipt chain
+  release <todo> [--owner <agent:session>] [--force --reason <why>] [--goal <dir>] [--json]
+  attest <path> [--json]                      what the native launcher would run, and its digest
+  resume <captureId> [--dry-run] [--json] [--accept-drift] [--agent-bin <path>] [--interactive] [--prompt <text>] [--allow-loader-env <name>]… [-- <agent args>]
+  hooks install|uninstall|status [--agent codex|claude|gemini] [--scope user|project] [--goal <dir>] [--json]
+  doctor [--goal <dir>] [--json]              what is installed, and what each agent will do with it
+  goal [--dir <dir>] [--json]                 which Goal (repository) this directory belongs to, and why
+  goal init [--key <key>] [--dir <dir>] [--json]
+  goal move --from <goal> [--rename <suffix>] [--dir <dir>] [--json]
+  store init [--hook-role <role>] [--json]    create or migrate the selected store (TURNKEEPER_STORE)
+  store copy --to <postgres://…|sqlite:<path>> [--json]   copy Todos and the chain's head into another store
+exit codes: 0 done, 1 refused (the output names the reason), 2 usage error; with --json, errors are
+{"ok":false,"error":{"code","message"}} on stdout
 `;
+
+/** The usage lines of one command (`turnkeeper <command> --help`). */
+export function commandHelp(name: string): string {
+  const lines = USAGE.split('\n').filter((line) => line.startsWith(`  ${name} `) || line === `  ${name}`);
+  return `usage:\n${lines.map((line) => `  turnkeeper ${line.trimStart()}`).join('\n')}\n(turnkeeper --help lists every command)\n`;
+}
+
+/** The flags before a `--` (what follows it belongs to the agent that resume starts). */
+const ownArgs = (args: readonly string[]): readonly string[] => (args.includes('--') ? args.slice(0, args.indexOf('--')) : args);
+
+/** This Turnkeeper's version, from the package.json beside the bundle (dist/../package.json). */
+function version(): string {
+  const { readFileSync } = process.getBuiltinModule('node:fs') as typeof import('node:fs');
+  const { dirname, join } = process.getBuiltinModule('node:path') as typeof import('node:path');
+  for (let dir = __dirname, i = 0; i < 4; i += 1, dir = dirname(dir)) {
+    try {
+      const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: unknown; version?: unknown };
+      if (manifest.name === 'turnkeeper' && typeof manifest.version === 'string') return manifest.version;
+    } catch {
+      // not here
+    }
+  }
+  return 'unknown';
+}
 
 /**
  * The one place output is made safe for a terminal (contract §8): every command prints through an Io
@@ -54,21 +91,29 @@ export async function main(argv: string[], rawIo: Io): Promise<number> {
     (name === undefined ? io.err : io.out)(USAGE);
     return name === undefined ? 2 : 0;
   }
-  const load = COMMANDS[name];
-  if (!load) {
-    io.err(`unknown command ${JSON.stringify(name)}\n${USAGE}`);
-    return 2;
+  if (name === '--version' || name === '-V') {
+    io.out(`turnkeeper ${version()}\n`);
+    return 0;
   }
-  const { UsageError } = await import('./io');
+  const json = name !== 'hook' && ownArgs(args).includes('--json');
+  const { UsageError, printJson } = await import('./io');
+  // Contract §8: under --json, errors are JSON on stdout too, so a script never parses prose.
+  const fail = (code: 'usage' | 'internal', message: string): number => {
+    if (json) printJson(io, { ok: false, error: { code, message } });
+    else io.err(`${message}\n`);
+    return code === 'usage' ? 2 : 1;
+  };
+  const load = COMMANDS[name];
+  if (!load) return fail('usage', `unknown command ${JSON.stringify(name)}${json ? '; turnkeeper --help lists the commands' : `\n${USAGE}`}`);
+  if (ownArgs(args).includes('--help') || ownArgs(args).includes('-h')) {
+    io.out(commandHelp(name));
+    return 0;
+  }
   try {
     return await (await load())(args, io);
   } catch (error) {
-    if (error instanceof UsageError) {
-      io.err(`${error.message}\n`);
-      return 2;
-    }
-    io.err(`turnkeeper ${name}: ${(error as Error).message}\n`);
-    return 1;
+    if (error instanceof UsageError) return fail('usage', error.message);
+    return fail('internal', `turnkeeper ${name}: ${(error as Error).message}`);
   }
 }
 

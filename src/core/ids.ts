@@ -1,5 +1,6 @@
 // Grammars of the identifiers the contract fixes (§1). Everything that accepts an id from outside
 // checks it here first: ids end up in file names, commands and guidance text.
+import { digestText } from './canonical';
 export const AGENTS = ['codex', 'claude', 'gemini'] as const;
 export type Agent = (typeof AGENTS)[number];
 
@@ -49,14 +50,21 @@ export function malformedTodoMention(prompt: string): string | undefined {
 /** The Todo id grammar in plain words, for people (guidance, usage errors). */
 export const TODO_ID_RULE = '3 to 64 characters: lower-case letters a-z, digits, "-" and "_", starting with a letter or digit (e.g. fix-login)';
 
-/** A Todo id derived from a title when the user gives none: lower-case words joined by '-'. */
+/**
+ * A Todo id derived from a title when the user gives none: lower-case words joined by '-'. Letters
+ * and digits with no ASCII form (Cyrillic, CJK, …) would vanish from the slug, and every such title
+ * would get the same id (`todo-x`): then the id ends with 8 hex digits of the title's digest, so
+ * different titles get different ids and the same title the same id.
+ */
 export function todoIdFromTitle(title: string): string {
-  const slug = title
-    .toLowerCase()
-    .normalize('NFKD')
+  // Accents go with their letter (é → e); what is left outside a-z0-9 separates words.
+  const folded = title.toLowerCase().normalize('NFKD').replace(/\p{M}/gu, '');
+  const slug = folded
     .replace(/[^a-z0-9]+/g, '-')
     .replace(/^-+|-+$/g, '')
     .slice(0, 48)
     .replace(/-+$/, '');
+  const lossy = /[\p{L}\p{N}]/u.test(folded.replace(/[a-z0-9]/g, ''));
+  if (lossy) return `${slug || 'todo'}-${digestText(title.normalize('NFC')).slice('sha256:'.length, 'sha256:'.length + 8)}`;
   return slug.length >= 3 ? slug : `todo-${slug || 'x'}`.slice(0, 64);
 }
