@@ -7,7 +7,7 @@ import { GOAL_FILE, GoalError, isGoalId } from '../core/goal';
 import { resolveGoal, type ResolvedGoal } from '../lifecycle/goal';
 import { EXIT, openStore, parse, printJson, UsageError, type Io } from './io';
 
-const USAGE = 'turnkeeper goal [--json] [--dir <dir>]  |  goal init [--key <key>] [--dir <dir>]  |  goal move --from <goal> [--dir <dir>] [--json]';
+const USAGE = 'turnkeeper goal [--json] [--dir <dir>]  |  goal init [--key <key>] [--dir <dir>]  |  goal move --from <goal> [--rename <suffix>] [--dir <dir>] [--json]';
 
 export async function goalCommand(args: string[], io: Io): Promise<number> {
   const [sub, ...rest] = args;
@@ -73,7 +73,8 @@ async function goalInit(args: string[], io: Io): Promise<number> {
 }
 
 async function goalMove(args: string[], io: Io): Promise<number> {
-  const { values } = parse(args, { from: { type: 'string' }, dir: { type: 'string' }, json: { type: 'boolean' } }, { min: 0, max: 0, usage: USAGE });
+  const { values } = parse(args, { from: { type: 'string' }, rename: { type: 'string' }, dir: { type: 'string' }, json: { type: 'boolean' } }, { min: 0, max: 0, usage: USAGE });
+  if (values.rename !== undefined && !/^[a-z0-9][a-z0-9_-]{0,20}$/.test(values.rename)) throw new UsageError('--rename takes a short suffix of a-z, 0-9, "-" and "_" (the colliding Todos become <id>-<suffix>)');
   if (!values.from) throw new UsageError(`goal move needs --from <goal>\nusage: ${USAGE}`);
   // A path-keyed Goal of the previous release, or a Goal id.
   const from: string = values.from;
@@ -86,10 +87,12 @@ async function goalMove(args: string[], io: Io): Promise<number> {
   }
   try {
     const place = goal.commonDir ?? goal.checkout;
-    const result = await store.moveGoal(from, { goal: goal.id, checkout: goal.checkout, commonDir: goal.commonDir, place, goalKey: goal.key, displayName: goal.displayName }, Date.now());
+    const result = await store.moveGoal(from, { goal: goal.id, checkout: goal.checkout, commonDir: goal.commonDir, place, goalKey: goal.key, displayName: goal.displayName }, Date.now(), values.rename === undefined ? {} : { renameCollidingWith: values.rename });
     if (values.json) printJson(io, { ok: result.kind === 'moved', from: values.from, to: goal.id, ...result });
-    else if (result.kind === 'moved') io.out(`moved ${result.todos} Todos, ${result.leases} leases and ${result.captures} captures from ${values.from} to ${goal.id} (${goal.displayName})\n`);
-    else if (result.why === 'todo_collision') io.err(`not moved: Todos ${result.todos?.join(', ')} exist under both Goals; finish or rename one of each first\n`);
+    else if (result.kind === 'moved') {
+      io.out(`moved ${result.todos} Todos, ${result.leases} leases and ${result.captures} captures from ${values.from} to ${goal.id} (${goal.displayName})\n`);
+      for (const r of result.renamed) io.out(`  renamed ${r.from} to ${r.to} (it collided with a Todo already in ${goal.displayName})\n`);
+    } else if (result.why === 'todo_collision') io.err(`not moved: Todos ${result.todos?.join(', ')} exist under both Goals; move anyway, renaming the moving ones: turnkeeper goal move --from ${values.from} --rename moved\n`);
     else if (result.why === 'same_goal') io.err(`not moved: ${values.from} is already this repository's Goal\n`);
     else io.err(`not moved: the store has nothing under ${values.from}\n`);
     return result.kind === 'moved' ? EXIT.done : EXIT.refused;

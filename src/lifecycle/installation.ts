@@ -93,6 +93,10 @@ export async function doctorReport(env: Env, projectRoot: string, open: () => Pr
         }
         if (health.integrity !== 'ok') problems.push(`integrity_check: ${health.integrity}`);
         if (!chain.ok) problems.push(`receipt chain broken at seq ${chain.breaks[0]?.seq} (${chain.breaks[0]?.kind}): turnkeeper verify`);
+        // The upgrade maps path-keyed Goals to repositories, except where Todo ids would collide.
+        for (const path of await authority.legacyGoalsLeft()) {
+          problems.push(`Todos of ${path} still use that path as their Goal (their ids collide with its repository's Todos): turnkeeper goal move --from ${path} --rename moved --dir ${path}`);
+        }
         sessions = (await authority.listSessions()).map((s) => ({ owner: s.owner, lastHookAt: new Date(s.lastHookAt).toISOString(), transcriptPath: s.transcriptPath }));
         silent = await silentLaunches(authority, Date.now());
         for (const launch of silent) {

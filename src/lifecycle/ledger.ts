@@ -5,7 +5,7 @@
 import { buildReceipt, parseReceipt, type ReceiptFields } from '../core/receipts';
 import { acquiredLease, decideClaim, decideRelease, decideRenewal, type Lease } from '../core/lease';
 import { buildReadyCapture, type HistoryEntry } from '../core/ready';
-import type { Owner } from '../core/ids';
+import { isTodoId, type Owner } from '../core/ids';
 import { goalIdOf, localKeyOf } from '../core/goal';
 import {
   AmbiguousCommitError,
@@ -357,7 +357,7 @@ export class Ledger implements Authority {
     });
   }
 
-  moveGoal(from: string, to: Placement & { readonly goal: string }, clientNow: number): Promise<GoalMoveResult> {
+  moveGoal(from: string, to: Placement & { readonly goal: string }, clientNow: number, options: { readonly renameCollidingWith?: string } = {}): Promise<GoalMoveResult> {
     return this.rows.write(async (tx): Promise<GoalMoveResult> => {
       const now = await tx.clock(clientNow);
       if (from === to.goal) return { kind: 'refused', why: 'same_goal' };
@@ -366,13 +366,33 @@ export class Ledger implements Authority {
       if (moving.length === 0 && known?.goal !== from) return { kind: 'refused', why: 'unknown_goal' };
       const present = new Set(await tx.todoIdsOf(to.goal));
       const collisions = moving.filter((id) => present.has(id));
-      if (collisions.length > 0) return { kind: 'refused', why: 'todo_collision', todos: collisions };
+      const suffix = options.renameCollidingWith;
+      if (collisions.length > 0 && suffix === undefined) return { kind: 'refused', why: 'todo_collision', todos: collisions };
+      // `--rename <suffix>`: the moving side's colliding Todos become `<id>-<suffix>` (rows only; the
+      // receipts keep the names they were written with, and goal_moved records each rename).
+      const renamed: { from: string; to: string }[] = [];
+      for (const id of collisions) {
+        const newId = `${id}-${suffix}`;
+        if (!isTodoId(newId) || present.has(newId) || moving.includes(newId)) return { kind: 'refused', why: 'todo_collision', todos: [newId] };
+        await tx.renameTodo(from, id, newId);
+        renamed.push({ from: id, to: newId });
+      }
       const counts = await this.countsOf(from);
       await tx.remapGoal(from, to.goal);
+      // A path-keyed Goal the upgrade had to leave is no longer left once it is moved.
+      const left = await tx.meta('legacy_goals');
+      if (left?.startsWith('left: ')) {
+        const rest = left.slice('left: '.length).split(' ').filter((path) => path !== '' && path !== from);
+        await tx.setMeta('legacy_goals', rest.length === 0 ? 'done' : `left: ${rest.join(' ')}`);
+      }
       await tx.rememberGoal({ id: to.goal, key: to.goalKey, displayName: to.displayName });
       await tx.rememberPlace(to.place, to.goal, to.checkout, now);
-      await append(tx, { kind: 'goal_moved', goal: to.goal, detail: { from, key: to.goalKey, todos: counts.todos, leases: counts.leases, captures: counts.captures } }, now);
-      return { kind: 'moved', ...counts };
+      await append(
+        tx,
+        { kind: 'goal_moved', goal: to.goal, detail: { from, key: to.goalKey, todos: counts.todos, leases: counts.leases, captures: counts.captures, renamed: renamed.map((r) => `${r.from}->${r.to}`).join(' ') || null } },
+        now,
+      );
+      return { kind: 'moved', ...counts, renamed };
     });
   }
 
@@ -453,6 +473,10 @@ export class Ledger implements Authority {
   // Reads go straight to the rows.
   getTodo = (goal: string, id: string) => this.rows.getTodo(goal, id);
   goalOfPlace = (place: string) => this.rows.goalOfPlace(place);
+  legacyGoalsLeft = async (): Promise<string[]> => {
+    const flag = await this.rows.getMeta('legacy_goals');
+    return flag?.startsWith('left: ') ? flag.slice('left: '.length).split(' ').filter((path) => path !== '') : [];
+  };
   listGoals = () => this.rows.listGoals();
   listTodos = (goal?: string) => this.rows.listTodos(goal);
   activeLeaseOfOwner = (owner: Owner) => this.rows.activeLeaseOfOwner(owner);

@@ -93,7 +93,7 @@ export type ClaimResult =
   | { readonly kind: 'session_holds_other'; readonly held: Lease };
 
 export type GoalMoveResult =
-  | { readonly kind: 'moved'; readonly todos: number; readonly leases: number; readonly captures: number }
+  | { readonly kind: 'moved'; readonly todos: number; readonly leases: number; readonly captures: number; readonly renamed: readonly { from: string; to: string }[] }
   | { readonly kind: 'refused'; readonly why: 'same_goal' | 'unknown_goal' | 'todo_collision'; readonly todos?: readonly string[] };
 
 export type RenewResult = { readonly kind: 'renewed'; readonly lease: Lease } | { readonly kind: 'skipped'; readonly why: string };
@@ -231,6 +231,8 @@ export interface Authority {
 
   /** The Goal a place (a repository's common git directory, or a directory outside git) last used. */
   goalOfPlace(place: string): Promise<{ goal: string; checkout: string } | undefined>;
+  /** Path-keyed Goals of a previous release's store that the upgrade could not map (Todo ids collided). */
+  legacyGoalsLeft(): Promise<string[]>;
   /** Goal ids with the key and display name they were last seen with. */
   listGoals(): Promise<{ id: string; key: string; displayName: string }[]>;
   /**
@@ -238,7 +240,7 @@ export interface Authority {
    * becomes Goal `to`'s, in one transaction with a `goal_moved` receipt; refused when a Todo id exists
    * in both. The place is remembered under `to`.
    */
-  moveGoal(from: string, to: Placement & { readonly goal: string }, now: number): Promise<GoalMoveResult>;
+  moveGoal(from: string, to: Placement & { readonly goal: string }, now: number, options?: { readonly renameCollidingWith?: string }): Promise<GoalMoveResult>;
 
   /** Capture + lease + ready capture + receipts in one write transaction, or a typed refusal. */
   claim(input: ClaimInput, now: number): Promise<ClaimResult>;

@@ -71,6 +71,8 @@ export interface StoreTx {
   /** Moves every row of Goal `from` (Todos, leases, captures, sessions, places, the receipt lookup) to `to`. */
   remapGoal(from: string, to: string): Promise<void>;
   todoIdsOf(goal: string): Promise<string[]>;
+  /** Renames a Todo of `goal` everywhere rows name it (Todo, leases, captures, the receipt lookup); receipts keep their text. */
+  renameTodo(goal: string, from: string, to: string): Promise<void>;
   /** Goals named by rows but written as paths (stores of the previous release). */
   legacyGoals(): Promise<string[]>;
   setMeta(key: string, value: string | null): Promise<void>;

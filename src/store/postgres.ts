@@ -16,7 +16,7 @@
 // - No advisory locks, no session state (nothing SET at session level, no named statements): safe
 //   behind a transaction-mode pooler. Bounded: connect ≤ 2 s, every statement ≤ the operation timeout.
 // - Credentials never leave this file: `location` is host:port/database, errors are redacted.
-import type { Client, ClientConfig, QueryResultRow } from 'pg';
+import type { Client, ClientConfig, QueryConfig, QueryResultRow } from 'pg';
 import { ZERO_DIGEST } from '../core/canonical';
 import { ChainWalker, type ChainLink, type ChainReport } from '../core/receipts';
 import type { Lease } from '../core/lease';
@@ -30,8 +30,15 @@ export interface PostgresOptions {
   readonly url: string;
   /** Bound on connecting (spec §4: ≤ 2 s). */
   readonly connectTimeoutMs?: number;
-  /** Bound on every statement; a stalled network fails within it. */
+  /** Bound on every statement outside a write transaction; a stalled network fails within it. */
   readonly statementTimeoutMs?: number;
+  /**
+   * Bound on one write transaction, all its statements together (default: twice the statement bound).
+   * Inside a write a statement may wait for another transaction's row lock (the Todo, the chain
+   * head): under a burst of claims those waits queue up and one of them may take longer than a
+   * statement bound. A stalled network still fails within this bound.
+   */
+  readonly transactionTimeoutMs?: number;
   /** For `store init` only: create or migrate the schema instead of refusing a missing or older one. */
   readonly initialize?: boolean;
 }
@@ -110,7 +117,8 @@ export async function openPostgresStore(options: PostgresOptions): Promise<Postg
       if (version > PG_SCHEMA_VERSION) throw new SchemaTooNewError(version, PG_SCHEMA_VERSION);
       if (version < PG_SCHEMA_VERSION) throw new StoreUnavailableError(`the team store ${location} has schema version ${version}; run turnkeeper store init to migrate it to ${PG_SCHEMA_VERSION}`);
     }
-    return new PostgresStore(client, location, scrub, await readMeta(client), () => connectClient(options), () => connectClient({ ...options, statementTimeoutMs: 0 }));
+    const transactionTimeoutMs = options.transactionTimeoutMs ?? 2 * (options.statementTimeoutMs ?? 3000);
+    return new PostgresStore(client, location, scrub, await readMeta(client), () => connectClient(options), () => connectClient({ ...options, statementTimeoutMs: 0 }), transactionTimeoutMs);
   } catch (error) {
     await client.end().catch(() => undefined);
     if (error instanceof StoreUnavailableError || error instanceof SchemaTooNewError) throw error;
@@ -218,6 +226,9 @@ export class PostgresStore implements StorePort {
   /** Set when the connection failed: the next operation connects again (after an ambiguous COMMIT, to re-read). */
   private broken = false;
 
+  /** While a write transaction runs: when it must be over (performance.now() ms); its statements share that bound. */
+  private deadline: number | undefined;
+
   constructor(
     private client: Client,
     readonly location: string,
@@ -226,6 +237,7 @@ export class PostgresStore implements StorePort {
     private readonly reconnect: () => Promise<Client>,
     /** A second connection for LISTEN: a feed must not wait behind (or hold up) a transaction. */
     private readonly listenerConnection: () => Promise<Client>,
+    private readonly transactionTimeoutMs = 6000,
   ) {}
 
   /**
@@ -294,7 +306,11 @@ export class PostgresStore implements StorePort {
   }
 
   private async q<R extends QueryResultRow = QueryResultRow>(text: string, values: unknown[] = []) {
-    return this.client.query<R>(text, values);
+    if (this.deadline === undefined) return this.client.query<R>(text, values);
+    // In a write transaction: whatever is left of the transaction's bound (at least 1 ms, since pg
+    // reads a 0 timeout as "use the connection's").
+    const query_timeout = Math.max(1, Math.ceil(this.deadline - performance.now()));
+    return this.client.query<R>({ text, values, query_timeout } as QueryConfig);
   }
 
   private async one<R extends QueryResultRow = QueryResultRow>(text: string, values: unknown[] = []): Promise<R | undefined> {
@@ -330,31 +346,37 @@ export class PostgresStore implements StorePort {
   }
 
   private async writeNow<T>(work: (tx: StoreTx) => Promise<T>): Promise<T> {
-    for (let attempt = 1; ; attempt += 1) {
-      let committing = false;
-      try {
-        await this.usable();
-        await this.q('BEGIN');
-        const result = await work(this.tx);
-        faultPoint('store.before_commit');
-        committing = true;
-        await this.q('COMMIT');
-        faultPoint('store.after_commit');
-        return result;
-      } catch (error) {
-        const code = (error as { code?: unknown }).code;
-        if (typeof code !== 'string') this.broken = true;
-        if (committing && typeof code !== 'string') throw new AmbiguousCommitError(this.location, { cause: error });
-        // A lost or stalled connection has no transaction to roll back; another round trip would only
-        // spend the hook's time bound.
-        if (typeof code !== 'string') throw this.unavailable(error);
-        await this.q('ROLLBACK').catch(() => undefined);
-        if (typeof code === 'string' && RETRYABLE.has(code) && attempt < MAX_ATTEMPTS) {
-          await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * attempt));
-          continue;
+    // One bound for the whole write, retries included: its statements wait for row locks out of it.
+    this.deadline = performance.now() + this.transactionTimeoutMs;
+    try {
+      for (let attempt = 1; ; attempt += 1) {
+        let committing = false;
+        try {
+          await this.usable();
+          await this.q('BEGIN');
+          const result = await work(this.tx);
+          faultPoint('store.before_commit');
+          committing = true;
+          await this.q('COMMIT');
+          faultPoint('store.after_commit');
+          return result;
+        } catch (error) {
+          const code = (error as { code?: unknown }).code;
+          if (typeof code !== 'string') this.broken = true;
+          if (committing && typeof code !== 'string') throw new AmbiguousCommitError(this.location, { cause: error });
+          // A lost or stalled connection has no transaction to roll back; another round trip would only
+          // spend the hook's time bound.
+          if (typeof code !== 'string') throw this.unavailable(error);
+          await this.q('ROLLBACK').catch(() => undefined);
+          if (typeof code === 'string' && RETRYABLE.has(code) && attempt < MAX_ATTEMPTS) {
+            await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * attempt));
+            continue;
+          }
+          throw this.unavailable(error);
         }
-        throw this.unavailable(error);
       }
+    } finally {
+      this.deadline = undefined;
     }
   }
 
@@ -453,6 +475,10 @@ export class PostgresStore implements StorePort {
     },
     remapGoal: async (from, to) => {
       for (const table of ['todos', 'leases', 'captures', 'sessions', 'checkouts', 'receipt_index']) await this.q(`UPDATE turnkeeper.${table} SET goal = $1 WHERE goal = $2`, [to, from]);
+    },
+    renameTodo: async (goal, from, to) => {
+      for (const table of ['leases', 'captures', 'receipt_index']) await this.q(`UPDATE turnkeeper.${table} SET todo = $1 WHERE goal = $2 AND todo = $3`, [to, goal, from]);
+      await this.q('UPDATE turnkeeper.todos SET id = $1 WHERE goal = $2 AND id = $3', [to, goal, from]);
     },
     todoIdsOf: async (goal) => (await this.q<{ id: string }>('SELECT id FROM turnkeeper.todos WHERE goal = $1', [goal])).rows.map((row) => row.id),
     // A team store never held path-keyed Goals: it starts with Goal ids.

@@ -366,6 +366,10 @@ export class SqliteStore implements StorePort {
     remapGoal: async (from, to) => {
       for (const table of ['todos', 'leases', 'captures', 'sessions', 'checkouts', 'receipt_index']) this.sql(`UPDATE ${table} SET goal = ? WHERE goal = ?`).run(to, from);
     },
+    renameTodo: async (goal, from, to) => {
+      for (const table of ['leases', 'captures', 'receipt_index']) this.sql(`UPDATE ${table} SET todo = ? WHERE goal = ? AND todo = ?`).run(to, goal, from);
+      this.sql('UPDATE todos SET id = ? WHERE goal = ? AND id = ?').run(to, goal, from);
+    },
     todoIdsOf: async (goal) => (this.sql('SELECT id FROM todos WHERE goal = ?').all(goal) as { id: string }[]).map((row) => row.id),
     legacyGoals: async () =>
       (

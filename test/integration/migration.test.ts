@@ -218,6 +218,20 @@ describe('a store of the previous release (user_version 1, Goals keyed by path)'
     // Nothing was lost or broken: both leases are still active, the chain verifies.
     expect(statusLeases().map((lease) => `${lease.goal} ${lease.todo} ${lease.status}`).sort()).toStrictEqual([`${world.goal} ${movedTodo} active`, `${leftPath} ${leftTodo} active`].sort());
     expect(JSON.parse(world.cli(['verify', '--json']).stdout)).toMatchObject({ ok: true, breaks: [] });
+
+    // The way through: doctor names the path left behind and the command; goal move without --rename
+    // is refused on the collision (control), with --rename it carries everything over.
+    const problems = () => (JSON.parse(world.cli(['doctor', '--json']).stdout) as { problems: string[] }).problems.filter((p) => p.includes('still use that path'));
+    expect(problems()).toHaveLength(1);
+    expect(problems()[0]).toContain(`goal move --from ${leftPath} --rename moved`);
+    expect(world.cli(['goal', 'move', '--from', leftPath, '--dir', leftPath]).code).toBe(1);
+    const moved = world.cli(['goal', 'move', '--from', leftPath, '--rename', 'moved', '--dir', leftPath, '--json']);
+    expect(moved.code, moved.stderr).toBe(0);
+    expect(JSON.parse(moved.stdout)).toMatchObject({ ok: true, renamed: [{ from: 'write-docs', to: 'write-docs-moved' }] });
+    expect(todos()).toStrictEqual([`${world.goal} ${movedTodo}`, `${world.goal} ${leftTodo}`, `${world.goal} write-docs`, `${world.goal} write-docs-moved`].sort());
+    expect(statusLeases().filter((lease) => lease.status === 'active').map((lease) => `${lease.goal} ${lease.todo}`).sort()).toStrictEqual([`${world.goal} ${movedTodo}`, `${world.goal} ${leftTodo}`].sort());
+    expect(problems()).toHaveLength(0);
+    expect(JSON.parse(world.cli(['verify', '--json']).stdout)).toMatchObject({ ok: true, breaks: [] });
   });
 
   it('path Goals of two worktrees without a shared Todo id both map to the repository’s Goal', () => {
