@@ -1,5 +1,5 @@
 // Turnkeeper's native launcher (Linux): the retained-descriptor half of attestation and the parked
-// launch of contract §6. JavaScript (src/launcher/) owns policy, hashing and receipts; this file owns
+// launch of spec §6. JavaScript (src/launcher/) owns policy, hashing and receipts; this file owns
 // only what JavaScript cannot do safely: opening the executable once, forking without running
 // JavaScript in the child, and holding the child at the exec boundary under ptrace until told.
 //

@@ -1,4 +1,4 @@
-// Installs Turnkeeper's hook into each agent's own JSON config (contract §8).
+// Installs Turnkeeper's hook into each agent's own JSON config (spec §8).
 //
 // Users keep comments, other hooks and their own formatting in these files, and `uninstall` must give
 // them back byte for byte. jsonc-parser's `modify` re-formats every line it touches, so the edits are

@@ -4,7 +4,7 @@
 import * as z from 'zod/mini';
 import { isSessionId, type Agent } from '../core/ids';
 
-/** Hook input larger than this is refused unread (contract §2 rule 2). */
+/** Hook input larger than this is refused unread (spec §2 rule 2). */
 export const MAX_HOOK_INPUT_BYTES = 1024 * 1024;
 
 export type EventKind = 'session_start' | 'prompt' | 'pre_tool' | 'post_tool' | 'stop';
@@ -113,7 +113,7 @@ export function parseHookInput(raw: string | Buffer, forcedAgent?: Agent): HookE
 const HOOK_CONTEXT = /<hook_context>[\s\S]*?<\/hook_context>/g;
 export const withoutHookContext = (prompt: string): string => prompt.replace(HOOK_CONTEXT, '');
 
-// Tools that change the workspace: edits, patches and shells (contract §2, fencing). Read-only and
+// Tools that change the workspace: edits, patches and shells (spec §2, fencing). Read-only and
 // MCP tools are not fenced.
 const WRITE_TOOLS: Readonly<Record<Agent, ReadonlySet<string>>> = {
   codex: new Set(['Bash', 'apply_patch', 'shell', 'exec_command', 'write_stdin', 'local_shell', 'Edit', 'Write']),

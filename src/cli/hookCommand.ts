@@ -6,7 +6,7 @@ import { runHook } from '../lifecycle/hook';
 import { parse, type Io } from './io';
 
 export async function hookCommand(args: string[], io: Io): Promise<number> {
-  // Contract §10: an unwritable stderr (closed, full disk) changes nothing, not even the exit code.
+  // Spec §10: an unwritable stderr (closed, full disk) changes nothing, not even the exit code.
   const err = (text: string): void => {
     try {
       io.err(text);

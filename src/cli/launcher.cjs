@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Entry of the `turnkeeper` command (copied to dist/cli.js). It runs before the bundle, so it does two
-// things the bundle cannot do for itself (contract §2 rule 1, §10):
+// things the bundle cannot do for itself (spec §2 rule 1, §10):
 //
 // 1. Off: with env TURNKEEPER=off or a file named `off` in TURNKEEPER_HOME, a hook drains its stdin
 //    and exits 0 without loading the bundle, and no command turns the compile cache on: nothing is
@@ -20,7 +20,7 @@
 // Before either, it checks the runtime: on a Node older than MIN_NODE, better-sqlite3 (built for
 // Node >= 22) would crash the process in native code, and the bundle uses APIs of Node 22.3
 // (process.getBuiltinModule). So it says which Node it needs and exits before loading anything:
-// 2 (usage error) for every command, but 0 for `hook`, which fails open for the agent (contract §2):
+// 2 (usage error) for every command, but 0 for `hook`, which fails open for the agent (spec §2):
 // one line on stderr, the payload drained, nothing on stdout.
 'use strict';
 const { existsSync, lstatSync, mkdirSync, readSync, statSync } = require('node:fs');

@@ -1,4 +1,4 @@
-// The `turnkeeper` command line (contract §8). Each command lives in a small module; this file only
+// The `turnkeeper` command line (spec §8). Each command lives in a small module; this file only
 // dispatches, maps errors to exit codes, and keeps `hook` free of anything that is not on its path.
 import { terminalSafe } from '../core/terminal';
 import type { Io } from './io';
@@ -72,11 +72,11 @@ function version(): string {
 }
 
 /**
- * The one place output is made safe for a terminal (contract §8): every command prints through an Io
+ * The one place output is made safe for a terminal (spec §8): every command prints through an Io
  * whose text has its control characters shown escaped, stored text included (titles, bodies, paths,
  * hook commands read from a repository's config), so no command has to remember it. `hook` is the
  * exception: its stdout is machine JSON for the agent that carries the stored presentation exactly as
- * stored (contract §3; JSON.stringify already escapes C0 controls). Its stderr is for people: escaped.
+ * stored (spec §3; JSON.stringify already escapes C0 controls). Its stderr is for people: escaped.
  */
 function escapedIo(io: Io, command: string | undefined): Io {
   const err = (text: string) => io.err(terminalSafe(text));
@@ -97,7 +97,7 @@ export async function main(argv: string[], rawIo: Io): Promise<number> {
   }
   const json = name !== 'hook' && ownArgs(args).includes('--json');
   const { UsageError, printJson } = await import('./io');
-  // Contract §8: under --json, errors are JSON on stdout too, so a script never parses prose.
+  // Spec §8: under --json, errors are JSON on stdout too, so a script never parses prose.
   const fail = (code: 'usage' | 'internal', message: string): number => {
     if (json) printJson(io, { ok: false, error: { code, message } });
     else io.err(`${message}\n`);
@@ -174,7 +174,7 @@ function writer(fd: 1 | 2, lost: () => void): (text: string) => void {
 /** Entry point used by dist/cli.js (src/cli/launcher.cjs). */
 export function runCli(): void {
   const argv = process.argv.slice(2);
-  // Contract §10: the hook exits 0 even when stdout or stderr cannot be written; other commands report it.
+  // Spec §10: the hook exits 0 even when stdout or stderr cannot be written; other commands report it.
   const hook = argv[0] === 'hook';
   const lost = (): void => {
     if (!hook && !process.exitCode) process.exitCode = 1;

@@ -1,4 +1,4 @@
-// The one module that turns documents into bytes and bytes into digests (contract §3).
+// The one module that turns documents into bytes and bytes into digests (spec §3).
 // Canonical JSON is RFC 8785 (JCS), implemented by the `canonicalize` package; this module only
 // narrows the value domain (no floats, safe integers, plain objects, no lone surrogates) so that
 // every document has exactly one byte form.

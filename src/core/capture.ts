@@ -1,4 +1,4 @@
-// Capture documents and the ids derived from them (contract §3). A capture has no timestamps and no
+// Capture documents and the ids derived from them (spec §3). A capture has no timestamps and no
 // prompt text, so the same Turn and Todo always rebuild the same document, hence the same `op`:
 // that is what makes retried hooks idempotent.
 import { canonicalJson, derivedHex, digestHex, digestText } from './canonical';

@@ -1,4 +1,4 @@
-// Goal identity (contract §1): which repository a checkout belongs to, as a key and its id. Pure:
+// Goal identity (spec §1): which repository a checkout belongs to, as a key and its id. Pure:
 // src/lifecycle/goal.ts reads the files and hands their text here. Every rule is written down in
 // docs/goals.md. The guiding rule: anything this module cannot read with certainty yields "no key
 // from this rule" (the next rule applies), never a guessed key that another repository could share.

@@ -1,4 +1,4 @@
-// Grammars of the identifiers the contract fixes (§1). Everything that accepts an id from outside
+// Grammars of the identifiers the spec fixes (spec §1). Everything that accepts an id from outside
 // checks it here first: ids end up in file names, commands and guidance text.
 import { digestText } from './canonical';
 export const AGENTS = ['codex', 'claude', 'gemini'] as const;

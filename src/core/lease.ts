@@ -1,4 +1,4 @@
-// The lease rules of contract §2 as pure functions of (current lease, request, now). The store runs
+// The lease rules of spec §2 as pure functions of (current lease, request, now). The store runs
 // them inside its write transaction; nothing here reads a clock or a database.
 import type { Owner } from './ids';
 
@@ -66,7 +66,7 @@ export function decideClaim(state: ClaimState, request: ClaimRequest, now: numbe
   if (held && !(active && held.goal === active.goal && held.todo === active.todo)) return { kind: 'refuse', reason: 'session_holds_other', held };
   if (!active) return { kind: 'acquire', epoch: state.lastEpoch + 1 };
   if (active.owner === request.owner) {
-    // Same Owner, another Turn: the session keeps the capture it already has (contract rule 4).
+    // Same Owner, another Turn: the session keeps the capture it already has (spec §2 rule 4).
     return { kind: 'replay', capture: active.capture, epoch: active.epoch };
   }
   // Expiry is a hold, never a silent steal: only an explicit forced release frees the Todo.
@@ -117,7 +117,7 @@ export function decideRelease(
 }
 
 /**
- * Fencing (contract §2): a write tool is allowed unless the session once held a lease on its Todo
+ * Fencing (spec §2): a write tool is allowed unless the session once held a lease on its Todo
  * that has since been released or taken over.
  */
 export function isFenced(

@@ -1,11 +1,11 @@
-// Ready captures (contract §3): the work context a successful claim writes, as a document plus the
+// Ready captures (spec §3): the work context a successful claim writes, as a document plus the
 // exact presentation text the hooks inject. The presentation is rendered once, at claim time, and
 // from then on only its stored bytes are presented (checked against readyDigest).
 import { canonicalJson, digestText } from './canonical';
 import type { Owner } from './ids';
 
 export const READY_SCHEMA = 'turnkeeper.ready/v1';
-/** Context text stays under this many characters (contract §2). */
+/** Context text stays under this many characters (spec §2). */
 export const CONTEXT_LIMIT = 8000;
 
 export interface HistoryEntry {
@@ -62,7 +62,7 @@ const LINE_BREAK = /(\r\n|[\n\r\v\f\u0085\u2028\u2029])/;
 /** What marks a neutralised line: quoted, so it no longer starts like Turnkeeper's own text. */
 const QUOTE_PREFIX = '> ';
 
-/** User text with each line that imitates Turnkeeper's guidance or markers quoted (contract §10). */
+/** User text with each line that imitates Turnkeeper's guidance or markers quoted (spec §10). */
 export function neutraliseUserText(text: string): string {
   return text
     .split(LINE_BREAK)
@@ -73,8 +73,8 @@ export function neutraliseUserText(text: string): string {
 /**
  * The presented text. The Todo's title and body are fenced between marker lines that carry the capture
  * id, with a sentence telling the model that what is between them is data, not Turnkeeper's instructions,
- * and any line in them that imitates Turnkeeper is quoted (contract §10), so a Todo cannot forge guidance
- * or a recovery command. The first line still names the Todo, the capture and the epoch (contract §2).
+ * and any line in them that imitates Turnkeeper is quoted (spec §10), so a Todo cannot forge guidance
+ * or a recovery command. The first line still names the Todo, the capture and the epoch (spec §2).
  */
 export function renderPresentation(ready: ReadyDocument): string {
   const begin = fenceLine('begin', ready.capture);

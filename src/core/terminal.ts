@@ -1,4 +1,4 @@
-// Text that reaches a terminal (contract §8): stored text (Todo titles and bodies, paths, hook commands
+// Text that reaches a terminal (spec §8): stored text (Todo titles and bodies, paths, hook commands
 // read from a cloned repository's config, receipts of a shared store) never reaches it raw. A control
 // character in it could clear the screen (`ESC[2J`), plant a link (OSC 8), write the clipboard (OSC 52)
 // or reorder what the reader sees (bidi overrides), so each one is shown escaped instead. Pure: no I/O.

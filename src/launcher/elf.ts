@@ -1,4 +1,4 @@
-// Entry-point shapes (contract §6) from the first bytes of a file: pure parsing, no I/O.
+// Entry-point shapes (spec §6) from the first bytes of a file: pure parsing, no I/O.
 export type EntryShape =
   | { readonly kind: 'elf-static' }
   | { readonly kind: 'elf-dynamic'; readonly interpreter: string }

@@ -1,4 +1,4 @@
-// The closed list of code-injection variables (contract §6): environment variables that make the
+// The closed list of code-injection variables (spec §6): environment variables that make the
 // launched process run code, or load code from a place, that is not the attested executable. Each
 // one is refused unless the caller allows it by name (`--allow-loader-env NAME`), and the decision
 // is recorded in the receipt (`loaderEnvironment`). This table is the only place the list lives;
@@ -41,7 +41,7 @@ export const INJECTION_VARIABLES: readonly InjectionGroup[] = [
     prefixes: [],
   },
   {
-    // Deno reads DENO_DIR (its module cache), DENO_V8_FLAGS and more; the contract names the prefix.
+    // Deno reads DENO_DIR (its module cache), DENO_V8_FLAGS and more; spec §6 names the prefix.
     runtime: 'deno',
     names: [],
     prefixes: ['DENO_'],

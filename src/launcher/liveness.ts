@@ -1,4 +1,4 @@
-// Is an earlier launch of a capture still running? (contract §6: at most one live launch per
+// Is an earlier launch of a capture still running? (spec §6: at most one live launch per
 // capture.) A launch receipt names its process by host, boot, pid and the pid's start time, so a
 // pid the kernel handed to another process since, or a machine that rebooted, is not mistaken for
 // the agent. The store asks this inside the transaction that commits the next launch.

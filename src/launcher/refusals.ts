@@ -1,4 +1,4 @@
-// The closed set of launcher refusals (contract §6). Callers render guidance; nothing retries
+// The closed set of launcher refusals (spec §6). Callers render guidance; nothing retries
 // through a pathname.
 import type { GuidanceFacts } from '../core/reasons';
 
@@ -28,7 +28,7 @@ export class LaunchRefused extends Error {
 
 /**
  * The commit of a launch refused it: the capture's lease moved, was released, or another launch of
- * the capture is alive (contract §6, "exclusivity and freshness"). These are resume reasons, not
+ * the capture is alive (spec §6, "exclusivity and freshness"). These are resume reasons, not
  * launcher refusals: the commit already recorded `launch_refused`, `launchAttested` kills the parked
  * child and rethrows this as it is, and the caller renders its own guidance.
  */

@@ -1,4 +1,4 @@
-// Finds the Goal and the Checkout of a directory (contract §1) with a few file reads and no git
+// Finds the Goal and the Checkout of a directory (spec §1) with a few file reads and no git
 // process: it runs on every hook. Discovery follows git's own (setup.c): walk up to the first `.git`
 // (a directory, or a file `gitdir: <path>`), or to a directory that is itself a git directory (a
 // bare repository, or inside `.git`), never across a file-system boundary. The environment

@@ -7,7 +7,7 @@ import { DEFAULT_LEASE_TTL_SECONDS } from '../core/lease';
 import { turnkeeperHome, type Env } from '../store/location';
 import { isSessionId, ownerOf, type Agent, type Owner } from '../core/ids';
 
-/** Contract §2 rule 1: env TURNKEEPER=off, or a file named `off` in TURNKEEPER_HOME. */
+/** Spec §2 rule 1: env TURNKEEPER=off, or a file named `off` in TURNKEEPER_HOME. */
 export const isTurnedOff = (env: Env): boolean => env.TURNKEEPER === 'off' || existsSync(join(turnkeeperHome(env), 'off'));
 
 export function leaseTtlSeconds(env: Env): number {

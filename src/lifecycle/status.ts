@@ -1,4 +1,4 @@
-// The status snapshot shared by `turnkeeper status` and the extension's views (contract §8).
+// The status snapshot shared by `turnkeeper status` and the extension's views (spec §8).
 import { captureState, type CaptureState } from '../core/capture';
 import { digestTextBulk } from '../core/canonical';
 import { isExpired, isoTime, type Lease } from '../core/lease';
@@ -44,7 +44,7 @@ export interface StatusSnapshot {
   readonly silentLaunches: SilentLaunch[];
 }
 
-/** Contract §2 "Proof of life": how long a launched agent has to fire its first hook. */
+/** Spec §2 "Proof of life": how long a launched agent has to fire its first hook. */
 export const FIRST_HOOK_DEADLINE_MS = 60_000;
 
 export async function silentLaunches(store: Authority, now: number): Promise<SilentLaunch[]> {

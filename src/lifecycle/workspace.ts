@@ -1,4 +1,4 @@
-// Goals and git preconditions (contract §1, §3). The Goal is found by walking up to `.git` without
+// Goals and git preconditions (spec §1, §3). The Goal is found by walking up to `.git` without
 // spawning git, because it sits on every hook's hot path; git itself runs only when a claim is made.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,4 +1,4 @@
-// Where the per-user database lives (contract §4).
+// Where the per-user database lives (spec §4).
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 

@@ -1,4 +1,4 @@
-// Forward-only migrations; the schema version lives in PRAGMA user_version (contract §4).
+// Forward-only migrations; the schema version lives in PRAGMA user_version (spec §4).
 // A database written by a newer Turnkeeper is refused, never rewritten.
 export const MIGRATIONS: readonly string[] = [
   // v1
