@@ -44,6 +44,8 @@ export interface GuidanceFacts {
   readonly previousGoal?: string | undefined;
   /** A command the facts already spell out (e.g. the `git worktree add` that recreates a checkout). */
   readonly command?: string | undefined;
+  /** The launch nonce a started agent carries (TURNKEEPER_LAUNCH), when no capture names the launch. */
+  readonly launch?: string | undefined;
 }
 
 interface ReasonEntry {
@@ -102,8 +104,13 @@ export const REASONS: Readonly<Record<ReasonCode, ReasonEntry>> = {
   not_live_bound: {
     conflict: true,
     explain: (f) =>
-      `TURNKEEPER_CAPTURE=${q(f.capture, '?')} is set, but no committed launch ties that capture to this session: the environment was copied or is stale.`,
-    recover: (f) => `unset TURNKEEPER_CAPTURE TURNKEEPER_TURN   # or resume it properly: turnkeeper resume ${q(f.capture, '<captureId>')}`,
+      f.capture === undefined && f.launch !== undefined
+        ? `TURNKEEPER_LAUNCH=${f.launch} and TURNKEEPER_TODO=${q(f.todo)} are set, but no committed start of ${q(f.todo)} by this agent ties that launch to this session: the environment was copied or is stale.`
+        : `TURNKEEPER_CAPTURE=${q(f.capture, '?')} is set, but no committed launch ties that capture to this session: the environment was copied or is stale.`,
+    recover: (f) =>
+      f.capture === undefined && f.launch !== undefined
+        ? `unset TURNKEEPER_LAUNCH TURNKEEPER_TODO TURNKEEPER_TURN   # or start it properly: turnkeeper start ${q(f.todo)} --agent ${q(f.agent, '<agent>')}`
+        : `unset TURNKEEPER_CAPTURE TURNKEEPER_TURN   # or resume it properly: turnkeeper resume ${q(f.capture, '<captureId>')}`,
   },
   ready_corrupted: {
     conflict: false,

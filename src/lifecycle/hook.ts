@@ -18,6 +18,7 @@ import { openAuthority } from './open';
 import { clientClock, hookBusyTimeoutMs, isTurnedOff, leaseTtlSeconds, onConflict } from './settings';
 import { branchOf, preconditionsOf } from './workspace';
 import { resolveGoal } from './goal';
+import { findStart } from './starts';
 import { GoalError } from '../core/goal';
 
 /** lastHookAt is proof of life, not an audit trail: refreshing it at most this often keeps replays read-only. */
@@ -92,6 +93,11 @@ interface HookRequest {
   readonly turn: string | undefined;
   readonly envCapture: string | undefined;
   readonly envLaunch: string | undefined;
+  /**
+   * A started agent (`turnkeeper start`): TURNKEEPER_LAUNCH and TURNKEEPER_TODO without a capture. Its
+   * launch must be a committed start of this Todo (rule 3 for starts) before anything else happens.
+   */
+  readonly startTodo: string | undefined;
 }
 
 const isContextEvent = (event: HookEvent): boolean => event.kind === 'session_start' || event.kind === 'prompt';
@@ -131,10 +137,12 @@ function readRequest(raw: string | Buffer, options: HookOptions): HookRequest {
   // Only prompts bind (contract §2 "Binding"); SessionStart never has a Turn.
   const mentioned = event.kind === 'prompt' ? todoMentionedIn(event.prompt ?? '') : undefined;
   const boundTodo = event.kind === 'prompt' ? (mentioned ?? envTodo) : undefined;
-  const binding: Binding = mentioned !== undefined ? 'prompt' : envCapture !== undefined ? 'launch' : 'env';
+  // The launcher's environment binds as `launch`: a resumed capture, or the Todo of a start.
+  const startTodo = envCapture === undefined && envLaunch !== undefined ? envTodo : undefined;
+  const binding: Binding = mentioned !== undefined ? 'prompt' : envCapture !== undefined || startTodo !== undefined ? 'launch' : 'env';
   const turn = event.kind === 'session_start' ? undefined : (event.turn ?? envTurn);
   const malformedMention = event.kind === 'prompt' && boundTodo === undefined ? malformedTodoMention(event.prompt ?? '') : undefined;
-  return { event, owner: ownerOf(event.agent, event.session), goal, cwd, placement, boundTodo, malformedMention, binding, turn, envCapture, envLaunch };
+  return { event, owner: ownerOf(event.agent, event.session), goal, cwd, placement, boundTodo, malformedMention, binding, turn, envCapture, envLaunch, startTodo };
 }
 
 function optionalEnv(env: Env, name: string, valid: (value: string) => boolean): string | undefined {
@@ -211,7 +219,7 @@ class HookDecider {
 
   /** Rules 3–7 for context events. */
   private async context(): Promise<HookOutput | undefined> {
-    const { envCapture, boundTodo, owner, event } = this.request;
+    const { envCapture, owner, event } = this.request;
     // Rule 3: an agent Turnkeeper launched names its capture; accept it only if the launch is live.
     if (envCapture !== undefined) {
       const capture = await this.store.getCapture(envCapture);
@@ -229,8 +237,29 @@ class HookDecider {
       }
       return this.present(envCapture, lease.todo);
     }
-    // Rule 4: the session already holds a lease: present its stored ready capture, claim nothing.
     const held = await this.store.activeLeaseOfOwner(owner);
+    const { startTodo, envLaunch } = this.request;
+    if (startTodo !== undefined && envLaunch !== undefined && !held) {
+      // Rule 3 for a started agent: its launch must be a committed start of this Todo by this agent,
+      // and a start belongs to the first session that hooked it (a child agent inherits the variables).
+      const start = await findStart(this.store, envLaunch);
+      const ours =
+        start !== undefined && start.goal === this.request.goal && start.todo === startTodo && start.agent === event.agent && (start.hookedBy ?? owner) === owner;
+      if (!ours) return this.guidance('not_live_bound', { launch: envLaunch, todo: startTodo });
+      const output = await this.sessionRules(undefined);
+      if (start.hookedBy === undefined) {
+        const claimed = await this.store.activeLeaseOfOwner(owner);
+        await this.recordLaunchHooked(this.request.goal, startTodo, claimed?.capture, envLaunch, claimed);
+      }
+      return output;
+    }
+    return this.sessionRules(held);
+  }
+
+  /** Rules 4–7, for a hook that is not bound by a resumed capture. */
+  private async sessionRules(held: Lease | undefined): Promise<HookOutput | undefined> {
+    const { boundTodo } = this.request;
+    // Rule 4: the session already holds a lease: present its stored ready capture, claim nothing.
     if (held) {
       if (boundTodo !== undefined && (boundTodo !== held.todo || this.request.goal !== held.goal)) {
         // The claim's own order: a repository whose Goal key changed is [goal_changed] first. Its holder
@@ -330,7 +359,7 @@ class HookDecider {
   }
 
   /** The first hook event of a launch: proof that the launched agent's hooks fire (doctor checks it). */
-  private async recordLaunchHooked(goal: string, todo: string, capture: string, launch: string, lease: Lease): Promise<void> {
+  private async recordLaunchHooked(goal: string, todo: string, capture: string | undefined, launch: string, lease: Lease | undefined): Promise<void> {
     if (this.writesUnavailable) return;
     try {
       await this.store.appendReceipt(
@@ -338,9 +367,10 @@ class HookDecider {
           kind: 'launch_hooked',
           goal,
           todo,
-          capture,
+          // A start's first hook before (or without) a claim names no capture yet.
+          ...(capture !== undefined ? { capture } : {}),
           owner: this.request.owner,
-          lease: { epoch: lease.epoch, version: lease.version },
+          ...(lease ? { lease: { epoch: lease.epoch, version: lease.version } } : {}),
           detail: { launch, event: this.request.event.eventName },
         },
         this.now(),
