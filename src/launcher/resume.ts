@@ -118,6 +118,23 @@ export function resumeArguments(agent: Agent, session: string, mode: 'headless' 
   }
 }
 
+/**
+ * The agent's command line for a new session (after argv[0]), for `turnkeeper start`. Headless runs
+ * one prompt and exits; interactive opens the agent's own UI, with the prompt as its first when given.
+ */
+export function startArguments(agent: Agent, mode: 'headless' | 'interactive', prompt?: string, extra: readonly string[] = []): string[] {
+  if (mode === 'headless' && prompt === undefined) throw new Error('a headless start needs a prompt');
+  const first = prompt === undefined ? [] : [prompt];
+  switch (agent) {
+    case 'codex':
+      return mode === 'headless' ? ['exec', ...extra, ...first] : [...extra, ...first];
+    case 'claude':
+      return mode === 'headless' ? ['-p', ...extra, ...first] : [...extra, ...first];
+    case 'gemini':
+      return mode === 'headless' ? [...extra, '-p', ...first] : [...extra, ...(prompt === undefined ? [] : ['-i', prompt])];
+  }
+}
+
 /** --agent-bin, else TURNKEEPER_<AGENT>_BIN, else the editor setting, else PATH (resolved once, here). */
 export function resolveAgentBinary(agent: Agent, sources: { agentBin?: string | undefined; env: Env; setting?: string | undefined; cwd?: string }): string | undefined {
   const named = sources.agentBin || sources.env[`TURNKEEPER_${agent.toUpperCase()}_BIN`] || sources.setting;
@@ -134,6 +151,33 @@ export function resolveAgentBinary(agent: Agent, sources: { agentBin?: string | 
   }
   return undefined;
 }
+
+export type AgentAttestation = { readonly ok: true; readonly attestation: Attestation } | { readonly ok: false; readonly reason: LaunchRefusal; readonly detail: string };
+
+/** Resolves the agent's executable (once) and attests it; shared by resume and start. */
+export async function attestAgent(agent: Agent, sources: { agentBin?: string | undefined; env: Env; setting?: string | undefined }): Promise<AgentAttestation> {
+  const binary = resolveAgentBinary(agent, sources);
+  if (!binary) return { ok: false, reason: 'unsupported_entrypoint', detail: `no ${agent} executable: pass --agent-bin or set TURNKEEPER_${agent.toUpperCase()}_BIN` };
+  try {
+    return { ok: true, attestation: await attest(binary) };
+  } catch (error) {
+    if (error instanceof LaunchRefused) return { ok: false, reason: error.reason, detail: error.detail };
+    throw error;
+  }
+}
+
+/** The agent's environment: the caller's set variables, then Turnkeeper's launch variables over them. */
+export function launchEnvironment(env: Env, variables: Readonly<Record<string, string>>, drop: readonly string[] = []): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env)) if (value !== undefined && !drop.includes(name)) out[name] = value;
+  return Object.assign(out, variables);
+}
+
+/** The launch nonce that ties an agent's hooks to its launch receipt (contract §2 rule 3). */
+export const newLaunchId = (): string => `launch_${randomBytes(8).toString('hex')}`;
+
+/** The guidance of a launcher refusal, as resume and start show it. */
+export const refusalGuidance = (reason: LaunchRefusal, detail: string): string => `Turnkeeper [${reason}]: ${REFUSAL_GUIDANCE[reason]}\n${detail}`;
 
 export interface ResumeOptions {
   readonly store: Authority;
@@ -171,27 +215,16 @@ export async function resumeCapture(options: ResumeOptions): Promise<ResumeResul
     return { ok: false, reason: check.reason, guidance: check.guidance, facts: check.facts };
   }
   const { capture, lease } = check.plan;
-  const binary = resolveAgentBinary(capture.agent, { agentBin: options.agentBin, env: options.env, setting: options.setting });
-  if (!binary) {
-    return launchRefusal(store, capture, lease, 'unsupported_entrypoint', `no ${capture.agent} executable: pass --agent-bin or set TURNKEEPER_${capture.agent.toUpperCase()}_BIN`, now());
-  }
-  let attestation: Attestation;
-  try {
-    attestation = await attest(binary);
-  } catch (error) {
-    if (error instanceof LaunchRefused) return launchRefusal(store, capture, lease, error.reason, error.detail, now());
-    throw error;
-  }
+  const attested = await attestAgent(capture.agent, { agentBin: options.agentBin, env: options.env, setting: options.setting });
+  if (!attested.ok) return launchRefusal(store, capture, lease, attested.reason, attested.detail, now());
+  const { attestation } = attested;
   const args = resumeArguments(capture.agent, capture.session, options.mode, options.prompt, options.extraArgs);
   if (options.dryRun) {
     releaseAttestation(attestation);
     return { ok: true, dryRun: true, capture: capture.id, agent: capture.agent, binary: attestation.resolved, digest: attestation.digest, argv: [attestation.resolved, ...args] };
   }
-  const env: Record<string, string> = {};
-  for (const [name, value] of Object.entries(options.env)) if (value !== undefined) env[name] = value;
-  // The launch nonce ties this process's hooks to this launch's receipt (contract §2 rule 3).
-  const launchId = `launch_${randomBytes(8).toString('hex')}`;
-  Object.assign(env, { TURNKEEPER_CAPTURE: capture.id, TURNKEEPER_TURN: capture.turn!, TURNKEEPER_DB: options.storePath, TURNKEEPER_LAUNCH: launchId });
+  const launchId = newLaunchId();
+  const env = launchEnvironment(options.env, { TURNKEEPER_CAPTURE: capture.id, TURNKEEPER_TURN: capture.turn!, TURNKEEPER_DB: options.storePath, TURNKEEPER_LAUNCH: launchId });
   const receiptBase = {
     goal: capture.goal,
     todo: capture.todo,
@@ -237,7 +270,7 @@ export async function resumeCapture(options: ResumeOptions): Promise<ResumeResul
     void _fd;
     return { ok: true, dryRun: false, capture: capture.id, agent: capture.agent, launch, attestation: attested };
   } catch (error) {
-    if (error instanceof LaunchRefused) return { ok: false, reason: error.reason, guidance: `Turnkeeper [${error.reason}]: ${REFUSAL_GUIDANCE[error.reason]}\n${error.detail}` };
+    if (error instanceof LaunchRefused) return { ok: false, reason: error.reason, guidance: refusalGuidance(error.reason, error.detail) };
     if (error instanceof CommitRefused) {
       const reason = error.reason as LaunchCommitRefusal;
       const facts: GuidanceFacts = { capture: capture.id, todo: capture.todo, agent: capture.agent, ...error.facts };
@@ -263,7 +296,8 @@ function commitFacts(result: Extract<LaunchCommitResult, { kind: 'refused' }>): 
   }
 }
 
-function launchDetail(agent: Agent, facts: LaunchFacts, drift: string | undefined, loader: Attestation['interpreter']): Record<string, string | number | boolean | null> {
+/** What a `launch_committed` receipt says about the process, shared by resume and start (docs/launcher.md "What the receipt says"). */
+export function launchDetail(agent: Agent, facts: LaunchFacts, drift: string | undefined, loader: Attestation['interpreter']): Record<string, string | number | boolean | null> {
   return {
     loader: loader ? `${loader.path} ${loader.digest}` : null,
     agent,
@@ -278,6 +312,8 @@ function launchDetail(agent: Agent, facts: LaunchFacts, drift: string | undefine
     cwd: facts.cwd,
     loaderEnvironment: facts.loaderEnvironment,
     driftAccepted: drift ?? null,
+    // A script shape ran from its attested closure: `digest` above is the runtime's, this is the snapshot's.
+    ...(facts.closure ? { closure: facts.closure.digest, entry: facts.closure.entry } : {}),
   };
 }
 
@@ -288,10 +324,11 @@ async function launchRefusal(store: Authority, capture: StoredCapture, lease: Le
     now,
     capture.todo,
   );
-  return { ok: false, reason, guidance: `Turnkeeper [${reason}]: ${REFUSAL_GUIDANCE[reason]}\n${detail}` };
+  return { ok: false, reason, guidance: refusalGuidance(reason, detail) };
 }
 
-async function recordQuietly(store: Authority, fields: Parameters<Authority['appendReceipt']>[0], now: number, todo: string | undefined): Promise<void> {
+/** Appends a refusal receipt when the store takes it: a refusal stands either way. */
+export async function recordQuietly(store: Authority, fields: Parameters<Authority['appendReceipt']>[0], now: number, todo: string | undefined): Promise<void> {
   try {
     await store.appendReceipt({ ...fields, ...(todo ? { todo } : {}) }, now);
   } catch {

@@ -1,0 +1,160 @@
+// `turnkeeper start <todo> --agent <a>` and "Turnkeeper: Start Turn on Todo" (contract §7 "Start"):
+// a new agent session on an open, unheld Todo, launched through the attested launcher in the current
+// checkout. Its `launch_committed` receipt is committed before the agent's first instruction and
+// names the Todo, the Turn it was given and the launch nonce, but no capture: nothing is claimed
+// until the agent's first prompt event, whose hook claims the Todo with binding `launch`
+// (src/lifecycle/hook.ts, rule 3 for starts). The launch plumbing is resume's (resume.ts).
+import { randomBytes } from 'node:crypto';
+import type { Agent } from '../core/ids';
+import { isExpired, isoTime } from '../core/lease';
+import { renderGuidance, type GuidanceFacts, type ReasonCode } from '../core/reasons';
+import type { Authority } from '../store/authority';
+import type { Env } from '../store/location';
+import { resolveGoal, type ResolvedGoal } from '../lifecycle/goal';
+import { START_MARK } from '../lifecycle/starts';
+import type { Attestation } from './attest';
+import { launchAttested, type Barriers, type RunningLaunch } from './launch';
+import { CommitRefused, LaunchRefused, type LaunchRefusal } from './refusals';
+import { attestAgent, launchDetail, launchEnvironment, newLaunchId, recordQuietly, refusalGuidance, startArguments } from './resume';
+
+/** Why a start is refused before anything is launched (the hook's own codes for the same facts). */
+export type StartReason = Extract<ReasonCode, 'unknown_todo' | 'todo_not_open' | 'lease_held' | 'lease_expired_hold' | 'goal_changed'>;
+
+export type StartCheck =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly reason: StartReason; readonly facts: GuidanceFacts; readonly guidance: string };
+
+/** A fresh Turn for the started session: `turn_<16 hex>` (contract §7). */
+export const newStartTurn = (): string => `turn_${randomBytes(8).toString('hex')}`;
+
+/**
+ * What the first prompt's claim would refuse, asked before launching: the Todo exists in this Goal,
+ * is open, and no one holds its lease (an expired lease is still a hold). Reads only. The claim at
+ * the first prompt stays the arbiter: a start that races another claim gets `[lease_held]` there.
+ */
+export async function checkStart(store: Authority | undefined, goal: ResolvedGoal, todoId: string, agent: Agent, now: number): Promise<StartCheck> {
+  const facts: GuidanceFacts = { todo: todoId, agent };
+  const refuse = (reason: StartReason, more: GuidanceFacts = {}): StartCheck => ({ ok: false, reason, facts: { ...facts, ...more }, guidance: renderGuidance(reason, { ...facts, ...more }) });
+  const todo = store && (await store.getTodo(goal.id, todoId));
+  if (!store || !todo) return refuse('unknown_todo');
+  if (todo.status !== 'open') return refuse('todo_not_open', { status: todo.status });
+  const place = await store.goalOfPlace(goal.commonDir ?? goal.checkout);
+  if (place && place.goal !== goal.id) return refuse('goal_changed', { previousGoal: place.goal, goal: goal.id, checkout: goal.checkout });
+  const holder = (await store.listLeases()).find((lease) => lease.goal === goal.id && lease.todo === todoId && lease.status === 'active');
+  if (holder) {
+    const checkout = (await store.getCapture(holder.capture))?.checkout;
+    return refuse(isExpired(holder, now) ? 'lease_expired_hold' : 'lease_held', { holder: holder.owner, epoch: holder.epoch, expiresAt: isoTime(holder.expiresAt), checkout });
+  }
+  return { ok: true };
+}
+
+export interface StartOptions {
+  /** Undefined when no store exists yet: every Todo is unknown then, and nothing is created. */
+  readonly store: Authority | undefined;
+  readonly storePath: string;
+  readonly todo: string;
+  readonly agent: Agent;
+  /** The checkout to run in (its Goal is the Todo's). */
+  readonly cwd: string;
+  readonly env: Env;
+  readonly agentBin?: string | undefined;
+  readonly setting?: string | undefined;
+  readonly mode: 'headless' | 'interactive';
+  readonly stdio: 'pipe' | 'pty' | 'inherit';
+  readonly prompt?: string | undefined;
+  readonly extraArgs?: readonly string[];
+  readonly allowLoaderVariables?: readonly string[];
+  readonly cols?: number;
+  readonly rows?: number;
+  readonly signal?: AbortSignal;
+  readonly barriers?: Barriers;
+  readonly now?: () => number;
+}
+
+export type StartResult =
+  | {
+      readonly ok: true;
+      readonly todo: string;
+      readonly agent: Agent;
+      readonly turn: string;
+      readonly launchId: string;
+      readonly launch: RunningLaunch;
+      readonly attestation: Omit<Attestation, 'fd'>;
+    }
+  | { readonly ok: false; readonly reason: StartReason | LaunchRefusal; readonly guidance: string; readonly facts?: GuidanceFacts };
+
+export async function startTodo(options: StartOptions): Promise<StartResult> {
+  const { store, todo, agent } = options;
+  const now = options.now ?? Date.now;
+  const goal = resolveGoal(options.cwd);
+  const base = { goal: goal.id, todo };
+  const check = await checkStart(store, goal, todo, agent, now());
+  if (!check.ok) {
+    if (store) await recordQuietly(store, { kind: 'launch_refused', goal: goal.id, detail: { [START_MARK]: true, reason: check.reason, agent } }, now(), todo);
+    return { ok: false, reason: check.reason, guidance: check.guidance, facts: check.facts };
+  }
+  // checkStart found the Todo, so a store exists.
+  const authority = store!;
+  const attested = await attestAgent(agent, { agentBin: options.agentBin, env: options.env, setting: options.setting });
+  if (!attested.ok) {
+    await recordQuietly(authority, { kind: 'launch_refused', goal: goal.id, detail: { [START_MARK]: true, reason: attested.reason, why: attested.detail.slice(0, 500), agent } }, now(), todo);
+    return { ok: false, reason: attested.reason, guidance: refusalGuidance(attested.reason, attested.detail) };
+  }
+  const { attestation } = attested;
+  const turn = newStartTurn();
+  const launchId = newLaunchId();
+  // An inherited TURNKEEPER_CAPTURE (a start from inside a resumed agent's shell) would make the new
+  // agent's hooks present that capture instead of claiming this Todo.
+  const env = launchEnvironment(options.env, { TURNKEEPER_TODO: todo, TURNKEEPER_TURN: turn, TURNKEEPER_LAUNCH: launchId, TURNKEEPER_DB: options.storePath }, ['TURNKEEPER_CAPTURE']);
+  try {
+    const launch = await launchAttested({
+      attestation,
+      args: startArguments(agent, options.mode, options.prompt, options.extraArgs),
+      cwd: options.cwd,
+      env,
+      stdio: options.stdio,
+      cols: options.cols,
+      rows: options.rows,
+      allowLoaderVariables: options.allowLoaderVariables,
+      signal: options.signal,
+      barriers: options.barriers,
+      commit: async (facts) => {
+        // Attestation takes seconds for a large agent: what checkStart saw is read again. This is not
+        // one transaction with the append (the claim at the first prompt is the arbiter); it keeps an
+        // agent from starting on a Todo that was taken or closed while it was hashed.
+        const again = await checkStart(authority, goal, todo, agent, now());
+        if (!again.ok) {
+          await authority.appendReceipt({ kind: 'launch_refused', ...base, detail: { [START_MARK]: true, reason: again.reason, launch: launchId, digest: facts.digest, pid: facts.pid } }, now());
+          throw new CommitRefused(again.reason, `the Todo changed while ${agent} was attested`, again.facts);
+        }
+        const { driftAccepted: _drift, ...running } = launchDetail(agent, facts, undefined, attestation.interpreter);
+        void _drift;
+        return authority.appendReceipt(
+          { kind: 'launch_committed', ...base, detail: { [START_MARK]: true, launch: launchId, turn, checkout: goal.checkout, ...running } },
+          now(),
+        );
+      },
+      recordRefusal: async (reason, detail, facts) => {
+        await authority.appendReceipt(
+          {
+            kind: 'launch_refused',
+            ...base,
+            detail: { [START_MARK]: true, reason, why: detail.slice(0, 500), agent, launch: launchId, digest: facts.digest ?? null, loaderEnvironment: facts.loaderEnvironment ?? null },
+          },
+          now(),
+        );
+      },
+    });
+    const { fd: _fd, ...attestedFacts } = attestation;
+    void _fd;
+    return { ok: true, todo, agent, turn, launchId, launch, attestation: attestedFacts };
+  } catch (error) {
+    if (error instanceof LaunchRefused) return { ok: false, reason: error.reason, guidance: refusalGuidance(error.reason, error.detail) };
+    if (error instanceof CommitRefused) {
+      const reason = error.reason as StartReason;
+      const facts: GuidanceFacts = { todo, agent, ...error.facts };
+      return { ok: false, reason, guidance: `${renderGuidance(reason, facts)}\n${error.detail}`, facts };
+    }
+    throw error;
+  }
+}

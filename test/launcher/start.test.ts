@@ -1,0 +1,234 @@
+// `turnkeeper start` (contract §7 "Start") on a real store with the compiled stand-in agent: the
+// launch receipt comes first and names the Todo, the agent runs with TURNKEEPER_TODO, a fresh
+// TURNKEEPER_TURN and TURNKEEPER_LAUNCH, and its first prompt hook claims the Todo with binding
+// `launch`. Every refusal has its control: the same start for an open, unheld Todo launches.
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startTodo, type StartResult } from '../../src/launcher/start';
+import type { Barriers } from '../../src/launcher/launch';
+import type { SqliteAuthority } from '../../src/lifecycle/open';
+import { contextOf, makeWorld, payload, type World } from '../support/world';
+import { alive, buildFixtures, readMarker, scene, sha256File, waitFor, type Fixtures, type Scene } from './fixtures';
+
+process.env.TURNKEEPER_TEST_BARRIERS = '1';
+
+let fx: Fixtures;
+let world: World;
+let s: Scene;
+const stores: SqliteAuthority[] = [];
+const pids: number[] = [];
+
+beforeAll(() => {
+  fx = buildFixtures('tk-start');
+});
+afterAll(() => fx?.cleanup());
+
+beforeEach(async () => {
+  world = makeWorld('tk-start');
+  expect(world.cli(['todo', 'add', 'Fix login', '--id', 'fix-login']).code).toBe(0);
+  s = await scene(fx);
+});
+
+afterEach(() => {
+  for (const pid of pids.splice(0)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  for (const store of stores.splice(0)) store.close();
+  world.cleanup();
+});
+
+async function openStore(): Promise<SqliteAuthority> {
+  const store = await world.store();
+  stores.push(store);
+  return store;
+}
+
+/** One in-process start of `todo` with the compiled agent; `mode` is the agent's behaviour. */
+async function start(options: { todo?: string; markers: string; mode: 'exit' | 'sleep'; barriers?: Barriers }): Promise<StartResult> {
+  mkdirSync(options.markers, { recursive: true });
+  const result = await startTodo({
+    store: await openStore(),
+    storePath: world.db,
+    todo: options.todo ?? 'fix-login',
+    agent: 'codex',
+    cwd: world.repo,
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', TK_MARKER_DIR: options.markers, TK_MODE: options.mode },
+    agentBin: s.victim,
+    mode: 'headless',
+    prompt: 'fix the login form',
+    stdio: 'pipe',
+    barriers: options.barriers,
+  });
+  if (result.ok) {
+    pids.push(result.launch.pid);
+    result.launch.stdin?.destroy();
+  }
+  return result;
+}
+
+/** The running agent's own environment, as the kernel gave it. */
+function environOf(pid: number): Record<string, string> {
+  const entries = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter(Boolean);
+  return Object.fromEntries(entries.map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]));
+}
+
+interface Doc {
+  readonly seq: number;
+  readonly kind: string;
+  readonly todo?: string;
+  readonly capture?: string;
+  readonly owner?: string;
+  readonly detail?: Record<string, unknown>;
+}
+
+async function receipts(kind?: string): Promise<Doc[]> {
+  const store = await openStore();
+  const rows = await store.receipts({ limit: 10_000 });
+  return rows
+    .map((row) => JSON.parse(row.doc) as Doc)
+    .filter((doc) => kind === undefined || doc.kind === kind)
+    .sort((a, b) => a.seq - b.seq);
+}
+
+const launchVariables = (env: Record<string, string>) => ({ TURNKEEPER_TODO: env.TURNKEEPER_TODO, TURNKEEPER_TURN: env.TURNKEEPER_TURN, TURNKEEPER_LAUNCH: env.TURNKEEPER_LAUNCH });
+const hook = (input: string, env: Record<string, string | undefined>) => world.cli(['hook'], { input, env });
+const markerDir = (name: string) => join(s.dir, name);
+
+describe('turnkeeper start', () => {
+  it('commits the launch receipt (Todo, Turn, nonce, no capture) before the agent runs, with TURNKEEPER_TODO, a fresh TURNKEEPER_TURN and TURNKEEPER_LAUNCH', async () => {
+    const result = await start({ markers: markerDir('a'), mode: 'sleep' });
+    expect(result.ok, JSON.stringify(result)).toBe(true);
+    if (!result.ok) return;
+    expect(await waitFor(() => readMarker(markerDir('a'), 'victim') !== undefined)).toBe(true);
+    const env = environOf(result.launch.pid);
+    expect(env.TURNKEEPER_TODO).toBe('fix-login');
+    expect(env.TURNKEEPER_TURN).toMatch(/^turn_[0-9a-f]{16}$/);
+    expect(env.TURNKEEPER_LAUNCH).toMatch(/^launch_[0-9a-f]{16}$/);
+    expect(env.TURNKEEPER_DB).toBe(world.db);
+    expect([env.TURNKEEPER_TURN, env.TURNKEEPER_LAUNCH]).toEqual([result.turn, result.launchId]);
+    // The agent's own command line: a headless Codex turn with the prompt.
+    expect(readMarker(markerDir('a'), 'victim')!.argv.slice(1)).toEqual(['exec', 'fix the login form']);
+
+    const [committed] = await receipts('launch_committed');
+    expect(committed).toMatchObject({ seq: result.launch.receipt.seq, todo: 'fix-login' });
+    expect(committed!.capture).toBeUndefined();
+    expect(committed!.owner).toBeUndefined();
+    expect(committed!.detail).toMatchObject({ start: true, launch: result.launchId, turn: result.turn, agent: 'codex', pid: result.launch.pid, digest: sha256File(s.victim), checkout: world.repo });
+
+    // A second start gets another Turn and another nonce.
+    const again = await start({ markers: markerDir('b'), mode: 'exit' });
+    expect(again.ok).toBe(true);
+    if (again.ok) expect([again.turn, again.launchId]).not.toContain(result.turn);
+  });
+
+  it("the started agent's first prompt claims the Todo with binding launch, after its launch receipt, and records launch_hooked once", async () => {
+    const result = await start({ markers: markerDir('a'), mode: 'sleep' });
+    if (!result.ok) throw new Error(result.guidance);
+    const env = launchVariables(environOf(result.launch.pid));
+    // No #todo: in the prompt: TURNKEEPER_TODO binds it.
+    const first = hook(payload.codexPrompt(world, 'sess-s', 'turn-1', 'fix the login form'), env);
+    expect(contextOf(first.stdout), first.stderr).toMatch(/^Turnkeeper: Todo fix-login .*epoch 1/);
+    const [committed] = await receipts('launch_committed');
+    const [bound] = await receipts('capture_bound');
+    expect(bound).toMatchObject({ todo: 'fix-login', owner: 'codex:sess-s', detail: { binding: 'launch' } });
+    expect(bound!.seq).toBeGreaterThan(committed!.seq);
+    const hooked = await receipts('launch_hooked');
+    expect(hooked).toHaveLength(1);
+    expect(hooked[0]).toMatchObject({ todo: 'fix-login', owner: 'codex:sess-s', capture: bound!.capture, detail: { launch: result.launchId, event: 'UserPromptSubmit' } });
+    expect(hooked[0]!.seq).toBeGreaterThan(committed!.seq);
+
+    // Later prompts of the session present the same ready capture; no second claim, no second launch_hooked.
+    const later = hook(payload.codexPrompt(world, 'sess-s', 'turn-2', 'go on'), env);
+    expect(contextOf(later.stdout)).toBe(contextOf(first.stdout));
+    expect(await receipts('capture_bound')).toHaveLength(1);
+    expect(await receipts('launch_hooked')).toHaveLength(1);
+    expect((await (await openStore()).verifyChain()).ok).toBe(true);
+  });
+
+  it("a copied start environment is [not_live_bound]: another session, another agent's nonce, a forged nonce (control: the started session claims)", async () => {
+    const result = await start({ markers: markerDir('a'), mode: 'sleep' });
+    if (!result.ok) throw new Error(result.guidance);
+    const env = launchVariables(environOf(result.launch.pid));
+    const forged = hook(payload.codexPrompt(world, 'sess-f', 'turn-1', 'go'), { ...env, TURNKEEPER_LAUNCH: 'launch_ffffffffffffffff' });
+    expect(contextOf(forged.stdout)).toContain('[not_live_bound]');
+    expect(contextOf(forged.stdout)).toContain('turnkeeper start fix-login --agent codex');
+    const otherTodo = hook(payload.codexPrompt(world, 'sess-f', 'turn-1', 'go'), { ...env, TURNKEEPER_TODO: 'other-todo' });
+    expect(contextOf(otherTodo.stdout)).toContain('[not_live_bound]');
+    const otherAgent = world.cli(['hook'], { input: payload.claudePrompt(world, 'sess-c', 'p-1', 'go'), env });
+    expect(contextOf(otherAgent.stdout)).toContain('[not_live_bound]');
+    expect(await receipts('capture_bound')).toEqual([]);
+
+    // Control: the started session's SessionStart (proof of life) and first prompt are accepted.
+    expect(hook(payload.codex(world, 'SessionStart', 'sess-s', undefined, { source: 'startup' }), env).stdout).toBe('');
+    expect(contextOf(hook(payload.codexPrompt(world, 'sess-s', 'turn-1', 'go'), env).stdout)).toMatch(/^Turnkeeper: Todo fix-login/);
+    const hooked = await receipts('launch_hooked');
+    expect(hooked).toHaveLength(1);
+    expect(hooked[0]).toMatchObject({ owner: 'codex:sess-s', detail: { event: 'SessionStart' } });
+
+    // A child agent started from inside the first one inherits its variables: the start is not its.
+    const child = hook(payload.codexPrompt(world, 'sess-child', 'turn-1', 'go'), env);
+    expect(contextOf(child.stdout)).toContain('[not_live_bound]');
+    expect((await receipts('capture_bound')).map((doc) => doc.owner)).toEqual(['codex:sess-s']);
+  });
+
+  describe('refused before anything launches', () => {
+    const cases: [string, () => void, string][] = [
+      ['an unknown Todo', () => undefined, 'unknown_todo'],
+      ['a Todo that is done', () => expect(world.cli(['todo', 'done', 'fix-login']).code).toBe(0), 'todo_not_open'],
+      [
+        'a Todo whose lease someone holds',
+        () => expect(contextOf(hook(payload.codexPrompt(world, 'sess-h', 'turn-1', '#todo:fix-login'), {}).stdout)).toMatch(/epoch 1/),
+        'lease_held',
+      ],
+    ];
+    for (const [name, arrange, reason] of cases) {
+      it(`${name}: [${reason}], the agent never runs, launch_refused is recorded (control: an open Todo launches)`, async () => {
+        arrange();
+        const todo = reason === 'unknown_todo' ? 'no-such-todo' : 'fix-login';
+        const result = await start({ todo, markers: markerDir('refused'), mode: 'exit' });
+        expect(result).toMatchObject({ ok: false, reason });
+        expect((result as { guidance: string }).guidance).toContain(`[${reason}]`);
+        if (reason === 'lease_held') expect((result as { guidance: string }).guidance).toContain('codex:sess-h');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        expect(readMarker(markerDir('refused'), 'victim')).toBeUndefined();
+        expect(await receipts('launch_committed')).toEqual([]);
+        expect((await receipts('launch_refused')).at(-1)).toMatchObject({ todo, detail: { start: true, reason } });
+
+        // Control: the same start on an open Todo nobody holds launches.
+        expect(world.cli(['todo', 'add', 'Open one', '--id', 'open-one']).code).toBe(0);
+        const control = await start({ todo: 'open-one', markers: markerDir('control'), mode: 'exit' });
+        expect(control.ok).toBe(true);
+        expect(await waitFor(() => readMarker(markerDir('control'), 'victim') !== undefined)).toBe(true);
+      });
+    }
+  });
+
+  it('the commit reads the Todo again: a claim while the agent is parked → [lease_held], the parked agent is killed (control: nothing moves, it launches)', async () => {
+    const markers = markerDir('raced');
+    const result = await start({
+      markers,
+      mode: 'exit',
+      barriers: {
+        parked: () => {
+          expect(contextOf(hook(payload.codexPrompt(world, 'sess-h', 'turn-1', '#todo:fix-login'), {}).stdout)).toMatch(/epoch 1/);
+        },
+      },
+    });
+    expect(result).toMatchObject({ ok: false, reason: 'lease_held' });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(readMarker(markers, 'victim')).toBeUndefined();
+    expect(await receipts('launch_committed')).toEqual([]);
+    const refusal = (await receipts('launch_refused')).at(-1)!;
+    expect(refusal.detail).toMatchObject({ start: true, reason: 'lease_held', pid: expect.any(Number) });
+    expect(await waitFor(() => !alive(refusal.detail!.pid as number))).toBe(true);
+
+    expect(world.cli(['todo', 'add', 'Open one', '--id', 'open-one']).code).toBe(0);
+    const control = await start({ todo: 'open-one', markers: markerDir('control'), mode: 'exit', barriers: { parked: () => undefined } });
+    expect(control.ok).toBe(true);
+  });
+});
