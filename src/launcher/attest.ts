@@ -4,8 +4,10 @@
 // crypto library of its own and loads unchanged in Electron.
 import { createHash } from 'node:crypto';
 import { existsSync, readSync, realpathSync, read as readCallback } from 'node:fs';
-import { dirname, join, sep } from 'node:path';
+import { delimiter, dirname, isAbsolute, join, sep } from 'node:path';
 import { promisify } from 'node:util';
+import type { Env } from '../store/location';
+import { closureEntryPath, closureGuard, closureOf, closureShapeOf, type Closure } from './closure';
 import { entryShape } from './elf';
 import { nativeLauncher, type NativeStat } from './native';
 import { LaunchRefused } from './refusals';
@@ -36,6 +38,10 @@ export interface Attestation {
   readonly interpreter?: { readonly path: string; readonly identity: Identity; readonly digest: string } | undefined;
   /** Environment the program expects from its usual launcher (the npm Codex shim's variables). */
   readonly environment: Readonly<Record<string, string>>;
+  /** Arguments between argv[0] and the caller's (a closure's runtime flags and its script inside the snapshot). */
+  readonly arguments?: readonly string[] | undefined;
+  /** For a script shape: the attested closure the runtime (this attestation's executable) runs. */
+  readonly closure?: Closure | undefined;
   /** True when the digest came from the identity cache instead of a fresh read of the bytes. */
   readonly cached: boolean;
   /**
@@ -108,7 +114,34 @@ export function codexShimTarget(resolved: string): { binary: string; environment
   return binary ? { binary, environment: { CODEX_MANAGED_PACKAGE_ROOT: packageRoot, CODEX_MANAGED_BY_NPM: '1' } } : undefined;
 }
 
-export async function attest(path: string): Promise<Attestation> {
+export interface AttestOptions {
+  /** Where closures live (TURNKEEPER_HOME) and how a script's runtime is found (PATH, TURNKEEPER_NODE_BIN). */
+  readonly env?: Env;
+}
+
+/**
+ * The runtime a closure's script names: `#!/usr/bin/env node` is looked up on PATH once, here
+ * (TURNKEEPER_NODE_BIN overrides); an absolute `#!/…/node` is taken as it is. Anything else refuses.
+ */
+export function scriptRuntime(fd: number, script: string, env: Env): string {
+  const override = env.TURNKEEPER_NODE_BIN;
+  if (override) return override;
+  const head = Buffer.alloc(256);
+  const line = head.subarray(0, readSync(fd, head, 0, head.length, 0)).toString('latin1').split('\n')[0] ?? '';
+  const words = line.startsWith('#!') ? line.slice(2).trim().split(/\s+/) : [];
+  const program = words[0] === '/usr/bin/env' || words[0] === '/bin/env' ? words[1] : words[0];
+  if (!program || (words.length > (program === words[0] ? 1 : 2)) || !/^(.*\/)?(node|nodejs)$/.test(program)) {
+    throw new LaunchRefused('unsupported_entrypoint', `${script} does not start with a plain Node interpreter line (${JSON.stringify(line.slice(0, 80))})`);
+  }
+  if (isAbsolute(program)) return program;
+  for (const dir of (env.PATH ?? '').split(delimiter)) {
+    if (dir && isAbsolute(dir) && existsSync(join(dir, program))) return join(dir, program);
+  }
+  throw new LaunchRefused('unsupported_entrypoint', `${script} runs ${program}, which is not on PATH (set TURNKEEPER_NODE_BIN)`);
+}
+
+export async function attest(path: string, options: AttestOptions = {}): Promise<Attestation> {
+  const env = options.env ?? process.env;
   const native = nativeLauncher();
   if (!native.platformSupported) throw new LaunchRefused('unsupported_platform', `${process.platform}-${process.arch} has no launch backend yet`);
   const opened = native.openExecutable(path);
@@ -117,8 +150,28 @@ export async function attest(path: string): Promise<Attestation> {
   try {
     const shim = codexShimTarget(opened.resolved);
     if (shim) {
-      const inner = await attest(shim.binary);
+      const inner = await attest(shim.binary, options);
       return { ...inner, path, chain: [...opened.chain, ...inner.chain], environment: { ...inner.environment, ...shim.environment } };
+    }
+    // A proven script shape (Gemini CLI): the runtime is attested like any executable, and the
+    // package is closed over into a snapshot it runs from; the installed script itself never runs.
+    const script = closureShapeOf(opened.resolved);
+    if (script) {
+      const runtime = await attest(scriptRuntime(opened.fd, opened.resolved, env), options);
+      try {
+        const closure = closureOf(script.packageRoot, script.entry, env);
+        return {
+          ...runtime,
+          path,
+          chain: [...opened.chain, ...runtime.chain],
+          environment: { ...runtime.environment, ...script.shape.environment },
+          arguments: ['--import', closureGuard(closure), closureEntryPath(closure)],
+          closure,
+        };
+      } catch (error) {
+        native.closeFd(runtime.fd);
+        throw error;
+      }
     }
     const identity = identityOf(opened.stat);
     if ((identity.mode & 0o022) !== 0) {
@@ -150,7 +203,7 @@ export async function attest(path: string): Promise<Attestation> {
     }
     let interpreter: Attestation['interpreter'];
     if (object.interpreterPath) {
-      const loader = await attest(object.interpreterPath);
+      const loader = await attest(object.interpreterPath, options);
       native.closeFd(loader.fd);
       interpreter = { path: object.interpreterPath, identity: loader.identity, digest: loader.digest };
     }

@@ -10,6 +10,7 @@ import { ReadStream } from 'node:tty';
 import { readFileSync, writeSync } from 'node:fs';
 import { digestDocument } from '../core/canonical';
 import { digestOfDescriptor, identityOf, sameIdentity, type Attestation, type Identity } from './attest';
+import { verifySnapshot } from './closure';
 import { decideInjection, describeVariables } from './environment';
 import { processStart } from './liveness';
 import { nativeLauncher, type NativeEvent } from './native';
@@ -32,6 +33,8 @@ export interface LaunchFacts {
   readonly cwd: string;
   /** The injection-variable decision (src/launcher/environment.ts): `none`, `allowed: …`, or `refused: …` on a refusal. */
   readonly loaderEnvironment: string;
+  /** A script shape: the closure digest the runtime runs, and its script inside the snapshot (`digest` is then the runtime's). */
+  readonly closure?: { readonly digest: string; readonly entry: string } | undefined;
 }
 
 export interface LaunchRequest {
@@ -76,7 +79,12 @@ export async function launchAttested(request: LaunchRequest): Promise<RunningLau
   const native = nativeLauncher();
   const { attestation } = request;
   const barriers = process.env.TURNKEEPER_TEST_BARRIERS === '1' ? (request.barriers ?? {}) : {};
-  const partial: { -readonly [K in keyof LaunchFacts]?: LaunchFacts[K] } = { digest: attestation.digest, identity: attestation.identity, cwd: request.cwd };
+  const partial: { -readonly [K in keyof LaunchFacts]?: LaunchFacts[K] } = {
+    digest: attestation.digest,
+    identity: attestation.identity,
+    cwd: request.cwd,
+    ...(attestation.closure ? { closure: { digest: attestation.closure.digest, entry: attestation.closure.entry } } : {}),
+  };
   let launchId: number | undefined;
   let pid: number | undefined;
 
@@ -114,7 +122,7 @@ export async function launchAttested(request: LaunchRequest): Promise<RunningLau
     if (injection.refused.length > 0) {
       await refuse('loader_environment_rejected', `code-injection variables set: ${describeVariables(injection.refused)}; unset them or allow each by name`);
     }
-    const argv = [attestation.resolved, ...request.args];
+    const argv = [attestation.resolved, ...(attestation.arguments ?? []), ...request.args];
     const envp = Object.entries(env).map(([name, value]) => `${name}=${value}`);
     for (const item of [...argv, ...envp, request.cwd]) if (item.includes('\0')) await refuse('launch_verification_failed', 'NUL byte in argv, env or cwd');
     for (const name of Object.keys(env)) if (name === '' || name.includes('=')) await refuse('launch_verification_failed', `bad environment name ${JSON.stringify(name)}`);
@@ -184,6 +192,15 @@ export async function launchAttested(request: LaunchRequest): Promise<RunningLau
     // A freshly written file cannot be trusted on identity alone: re-hash the image, now write-denied.
     if (attestation.racy && (await digestOfDescriptor(attestation.fd, attestation.identity.size)) !== attestation.digest) {
       await refuse('object_changed', `${attestation.resolved} changed within its timestamp tick before it was executed`);
+    }
+    // A closure: the snapshot the runtime is about to read must still be exactly its manifest.
+    if (attestation.closure) {
+      try {
+        verifySnapshot(attestation.closure.root, attestation.closure.digest);
+      } catch (error) {
+        if (!(error instanceof LaunchRefused)) throw error;
+        await refuse(error.reason, error.detail);
+      }
     }
 
     const facts = { ...partial, pid } as LaunchFacts;

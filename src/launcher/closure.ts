@@ -1,0 +1,618 @@
+// Attested closures (contract §6, "Proven script shapes"): an agent installed as a Node script is
+// never run from its installation. Every file of its package is copied once, through descriptors,
+// into a content-addressed, read-only snapshot `$TURNKEEPER_HOME/closures/<hex of closureDigest>/`,
+// and the runtime (an ELF, attested and parked like any other executable) runs the script from there
+// under a load guard that lets Node compile only bytes the manifest names.
+//
+// Layout of one snapshot (docs/launcher.md §9):
+//   closures/                      0700, owned by the user, not a symlink
+//   closures/<hex>/                0555
+//   closures/<hex>/manifest.json   0444, the canonical JSON of [[relativePath, fileDigest, mode], …]
+//   closures/<hex>/files/…         the package: dirs 0555, files 0444 (0555 when executable)
+//   closures/index.json            a cache: installation root + stat signature -> <hex>
+// closureDigest = digestDocument(manifest), so sha256(manifest.json) is the snapshot's name.
+import { createHash, randomBytes } from 'node:crypto';
+import {
+  closeSync,
+  constants,
+  fchmodSync,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  rmSync,
+  chmodSync,
+  writeFileSync,
+  writeSync,
+  existsSync,
+  type BigIntStats,
+} from 'node:fs';
+import { dirname, join, sep } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { canonicalJson, digestDocument, digestHex } from '../core/canonical';
+import { turnkeeperHome, type Env } from '../store/location';
+import { LaunchRefused } from './refusals';
+
+/** One file of a closure: its path under `files/` ('/'-separated), SHA-256, and mode (0o444 or 0o555). */
+export type ManifestEntry = readonly [relativePath: string, fileDigest: string, mode: number];
+
+export interface Closure {
+  /** `sha256:<hex>` of the canonical manifest. */
+  readonly digest: string;
+  /** The snapshot directory, `$TURNKEEPER_HOME/closures/<hex>`. */
+  readonly root: string;
+  /** The script the runtime runs, inside `root/files`. */
+  readonly entry: string;
+  /** The installed package it was copied from (information: nothing runs from there). */
+  readonly source: string;
+  readonly files: number;
+  readonly bytes: number;
+  /** True when this attestation copied the installation (a new snapshot, or a new copy of a known one). */
+  readonly built: boolean;
+}
+
+/** A script shape Turnkeeper knows how to close over. */
+export interface ClosureShape {
+  readonly name: string;
+  /** The installed package root, from the resolved script path; undefined when the path is not this shape. */
+  packageRoot(resolved: string): string | undefined;
+  /** The environment the package's own launcher would set (or that keeps it from re-launching itself by path). */
+  readonly environment: Readonly<Record<string, string>>;
+}
+
+const MODE_FILE = 0o444;
+const MODE_EXEC = 0o555;
+const MODE_DIR = 0o555;
+const COPY_CHUNK = 4 * 1024 * 1024;
+/** A source file changed this recently is not recorded in the index (git's racy-clean rule, as in attest.ts). */
+const RACY_WINDOW_NS = 2_000_000_000n;
+
+/**
+ * Gemini CLI: `bundle/gemini.js` and the chunks it imports, run by Node. Left alone it re-launches
+ * itself with `process.execPath` (a pathname, outside the launcher) unless GEMINI_CLI_NO_RELAUNCH is
+ * set; the re-launched child is what normally runs the agent, with that variable set.
+ */
+export const GEMINI_CLI: ClosureShape = {
+  name: 'gemini-cli',
+  packageRoot: (resolved) => (resolved.endsWith(`${sep}@google${sep}gemini-cli${sep}bundle${sep}gemini.js`) ? dirname(dirname(resolved)) : undefined),
+  environment: { GEMINI_CLI_NO_RELAUNCH: 'true' },
+};
+
+export const CLOSURE_SHAPES: readonly ClosureShape[] = [GEMINI_CLI];
+
+export function closureShapeOf(resolved: string): { shape: ClosureShape; packageRoot: string; entry: string } | undefined {
+  for (const shape of CLOSURE_SHAPES) {
+    const root = shape.packageRoot(resolved);
+    if (root !== undefined) return { shape, packageRoot: root, entry: resolved.slice(root.length + 1).split(sep).join('/') };
+  }
+  return undefined;
+}
+
+export const closuresDir = (env: Env): string => join(turnkeeperHome(env), 'closures');
+
+const uid = (): number => process.getuid?.() ?? 0;
+
+/**
+ * The closures directory: created 0700 under TURNKEEPER_HOME, and refused when it is a symlink, not
+ * a directory, owned by someone else, or open to group or others.
+ */
+export function privateClosuresDir(env: Env): string {
+  const home = turnkeeperHome(env);
+  mkdirSync(home, { recursive: true, mode: 0o700 });
+  const dir = closuresDir(env);
+  try {
+    mkdirSync(dir, { mode: 0o700 });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+  const stat = lstatSync(dir);
+  if (!stat.isDirectory() || stat.isSymbolicLink()) throw new LaunchRefused('resolution_changed', `${dir} is not a directory (a symlink or another file)`);
+  if (stat.uid !== uid()) throw new LaunchRefused('mutable_executable', `${dir} is owned by uid ${stat.uid}, not by this user`);
+  if ((stat.mode & 0o077) !== 0) throw new LaunchRefused('mutable_executable', `${dir} is open to group or others (mode ${(stat.mode & 0o777).toString(8)}); chmod 700 it`);
+  return dir;
+}
+
+const sha256 = () => createHash('sha256');
+
+interface SourceFile {
+  readonly relative: string;
+  readonly path: string;
+  readonly stat: BigIntStats;
+}
+
+/** Every regular file under `root`, sorted by relative path; a symlink or special file refuses. */
+function walkPackage(root: string): SourceFile[] {
+  const files: SourceFile[] = [];
+  const visit = (dir: string, prefix: string) => {
+    for (const name of readdirSync(dir).sort()) {
+      const path = join(dir, name);
+      const relative = prefix ? `${prefix}/${name}` : name;
+      const stat = lstatSync(path, { bigint: true });
+      if (stat.isDirectory()) visit(path, relative);
+      else if (stat.isFile()) files.push({ relative, path, stat });
+      else throw new LaunchRefused('unsupported_entrypoint', `${path}: a ${stat.isSymbolicLink() ? 'symbolic link' : 'special file'} inside the package; only regular files can be attested into a closure`);
+    }
+  };
+  visit(root, '');
+  return files.sort((a, b) => (a.relative < b.relative ? -1 : a.relative > b.relative ? 1 : 0));
+}
+
+const statKey = (s: BigIntStats): string => `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}:${s.mode}`;
+
+/** The installation's identity by stat only: which snapshot it had last time, without reading a byte. */
+function signatureOf(files: readonly SourceFile[]): { signature: string; racy: boolean } {
+  const now = BigInt(Date.now()) * 1_000_000n;
+  let racy = false;
+  const rows = files.map((file) => {
+    if (now - file.stat.ctimeNs < RACY_WINDOW_NS) racy = true;
+    return [file.relative, statKey(file.stat)];
+  });
+  return { signature: digestDocument(rows), racy };
+}
+
+/** Copies one file through its descriptor into `target` (created exclusively), hashing the bytes written. */
+function copyThroughDescriptor(file: SourceFile, target: string, buffer: Buffer): { digest: string; mode: number; size: number } {
+  const fd = openSync(file.path, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    const before = fstatSync(fd, { bigint: true });
+    if (!before.isFile() || before.dev !== file.stat.dev || before.ino !== file.stat.ino) {
+      throw new LaunchRefused('object_changed', `${file.path} was replaced while the closure was copied`);
+    }
+    const out = openSync(target, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    const hash = sha256();
+    const size = Number(before.size);
+    try {
+      for (let offset = 0; offset < size; ) {
+        const n = readSync(fd, buffer, 0, Math.min(buffer.length, size - offset), offset);
+        if (n === 0) throw new LaunchRefused('object_changed', `${file.path} became shorter while it was copied`);
+        const chunk = buffer.subarray(0, n);
+        hash.update(chunk);
+        for (let written = 0; written < n; ) written += writeSync(out, chunk, written, n - written);
+        offset += n;
+      }
+      const after = fstatSync(fd, { bigint: true });
+      // A writer during the copy: the snapshot would hold no single version of the file.
+      if (statKey(after) !== statKey(before)) throw new LaunchRefused('object_changed', `${file.path} changed while the closure was copied`);
+      const mode = (before.mode & 0o111n) !== 0n ? MODE_EXEC : MODE_FILE;
+      fchmodSync(out, mode);
+      return { digest: 'sha256:' + hash.digest('hex'), mode, size };
+    } finally {
+      closeSync(out);
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Hashes a file of a snapshot through an O_NOFOLLOW descriptor; null when it is not a plain file of ours. */
+function digestOfSnapshotFile(path: string, buffer: Buffer): { digest: string; stat: BigIntStats } | null {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+  } catch {
+    return null;
+  }
+  try {
+    const stat = fstatSync(fd, { bigint: true });
+    if (!stat.isFile()) return null;
+    const hash = sha256();
+    const size = Number(stat.size);
+    for (let offset = 0; offset < size; ) {
+      const n = readSync(fd, buffer, 0, Math.min(buffer.length, size - offset), offset);
+      if (n === 0) return null;
+      hash.update(buffer.subarray(0, n));
+      offset += n;
+    }
+    const after = fstatSync(fd, { bigint: true });
+    if (statKey(after) !== statKey(stat)) return null;
+    return { digest: 'sha256:' + hash.digest('hex'), stat };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Removes a tree whose directories were made read-only (snapshots, failed staging). */
+export function removeTree(path: string): void {
+  const open = (dir: string) => {
+    let stat;
+    try {
+      stat = lstatSync(dir);
+    } catch {
+      return;
+    }
+    if (!stat.isDirectory()) return;
+    chmodSync(dir, 0o700);
+    for (const name of readdirSync(dir)) open(join(dir, name));
+  };
+  open(path);
+  rmSync(path, { recursive: true, force: true });
+}
+
+/** Identity of each verified snapshot file, per process: a file unchanged since it was hashed is not hashed again. */
+const verifiedFiles = new Map<string, string>();
+
+export const clearClosureCache = (): void => {
+  verifiedFiles.clear();
+  indexCache.clear();
+};
+
+/**
+ * Checks a snapshot against its name: manifest.json hashes to the directory's digest, every file it
+ * names is a regular file owned by this user with the recorded mode and digest, nothing else is
+ * there, and no directory is a symlink, writable, or someone else's. Files whose identity is unchanged
+ * since this process last hashed them are not hashed again. Returns the manifest; throws object_changed.
+ */
+export function verifySnapshot(root: string, digest: string): ManifestEntry[] {
+  const fail = (why: string): never => {
+    throw new LaunchRefused('object_changed', `the closure ${digest} at ${root} no longer matches its manifest: ${why}`);
+  };
+  const self = uid();
+  const checkDir = (path: string) => {
+    let stat;
+    try {
+      stat = lstatSync(path);
+    } catch {
+      return fail(`${path} is missing`);
+    }
+    if (!stat.isDirectory()) fail(`${path} is not a directory`);
+    if (stat.uid !== self) fail(`${path} is owned by uid ${stat.uid}`);
+    if ((stat.mode & 0o7777) !== MODE_DIR) fail(`${path} has mode ${(stat.mode & 0o7777).toString(8)}`);
+  };
+  checkDir(root);
+  let text: Buffer;
+  try {
+    const fd = openSync(join(root, 'manifest.json'), constants.O_RDONLY | constants.O_NOFOLLOW);
+    try {
+      text = readFileSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return fail('manifest.json is missing or a symlink');
+  }
+  if ('sha256:' + sha256().update(text).digest('hex') !== digest) fail('manifest.json does not hash to the closure digest');
+  const manifest = JSON.parse(text.toString('utf8')) as ManifestEntry[];
+  const files = join(root, 'files');
+  // Directories: exactly those that lead to a manifest file.
+  const dirs = new Set<string>(['']);
+  const named = new Set<string>();
+  for (const [relative] of manifest) {
+    named.add(relative);
+    const parts = relative.split('/');
+    for (let i = 1; i < parts.length; i += 1) dirs.add(parts.slice(0, i).join('/'));
+  }
+  for (const dir of dirs) {
+    const path = dir ? join(files, ...dir.split('/')) : files;
+    checkDir(path);
+    for (const name of readdirSync(path)) {
+      const relative = dir ? `${dir}/${name}` : name;
+      if (!named.has(relative) && !dirs.has(relative)) fail(`${relative} is not in the manifest`);
+    }
+  }
+  const buffer = Buffer.allocUnsafe(COPY_CHUNK);
+  for (const [relative, fileDigest, mode] of manifest) {
+    const path = join(files, ...relative.split('/'));
+    let stat;
+    try {
+      stat = lstatSync(path, { bigint: true });
+    } catch {
+      return fail(`${relative} is missing`);
+    }
+    if (!stat.isFile()) fail(`${relative} is not a regular file`);
+    if (Number(stat.uid) !== self) fail(`${relative} is owned by uid ${stat.uid}`);
+    if (Number(stat.mode & 0o7777n) !== mode) fail(`${relative} has mode ${(stat.mode & 0o7777n).toString(8)}, not ${mode.toString(8)}`);
+    if (verifiedFiles.get(path) === `${statKey(stat)}:${fileDigest}`) continue;
+    const hashed = digestOfSnapshotFile(path, buffer);
+    if (!hashed || hashed.digest !== fileDigest) fail(`${relative} was changed`);
+    verifiedFiles.set(path, `${statKey(hashed!.stat)}:${fileDigest}`);
+  }
+  return manifest;
+}
+
+interface IndexEntry {
+  readonly signature: string;
+  readonly closure: string;
+}
+interface ClosureIndex {
+  readonly version: 1;
+  readonly installs: Record<string, IndexEntry>;
+}
+
+/** In-process copy of the index lookups (the extension host attests many times). */
+const indexCache = new Map<string, IndexEntry>();
+
+function readIndex(dir: string): ClosureIndex {
+  try {
+    const parsed = JSON.parse(readFileSync(join(dir, 'index.json'), 'utf8')) as ClosureIndex;
+    if (parsed.version === 1 && typeof parsed.installs === 'object' && parsed.installs !== null) return parsed;
+  } catch {
+    // missing or unreadable: an empty cache
+  }
+  return { version: 1, installs: {} };
+}
+
+function writeIndex(dir: string, update: (index: ClosureIndex) => void): void {
+  const index = readIndex(dir);
+  update(index);
+  const temporary = join(dir, `.index-${randomBytes(6).toString('hex')}`);
+  writeFileSync(temporary, `${JSON.stringify(index, null, 1)}\n`, { mode: 0o600 });
+  renameSync(temporary, join(dir, 'index.json'));
+}
+
+/** The installations the index knows, and the snapshot each had last (for prune and doctor). */
+export function closureIndex(env: Env): ClosureIndex {
+  return readIndex(closuresDir(env));
+}
+
+/**
+ * Copies the package into a staging directory, hashing what it wrote, then names it by its manifest.
+ * An existing snapshot of the same digest is kept (and the copy dropped) if it verifies; otherwise it
+ * is replaced.
+ */
+function buildSnapshot(dir: string, source: string, files: readonly SourceFile[]): { digest: string; root: string; bytes: number } {
+  const staging = join(dir, `.staging-${randomBytes(8).toString('hex')}`);
+  mkdirSync(staging, { mode: 0o700 });
+  try {
+    const filesDir = join(staging, 'files');
+    mkdirSync(filesDir, { mode: 0o700 });
+    const manifest: ManifestEntry[] = [];
+    const made = new Set<string>();
+    const buffer = Buffer.allocUnsafe(COPY_CHUNK);
+    let bytes = 0;
+    for (const file of files) {
+      const parts = file.relative.split('/');
+      for (let i = 1; i < parts.length; i += 1) {
+        const sub = parts.slice(0, i).join('/');
+        if (!made.has(sub)) {
+          mkdirSync(join(filesDir, ...parts.slice(0, i)), { mode: 0o700 });
+          made.add(sub);
+        }
+      }
+      const copied = copyThroughDescriptor(file, join(filesDir, ...parts), buffer);
+      manifest.push([file.relative, copied.digest, copied.mode]);
+      bytes += copied.size;
+    }
+    if (manifest.length === 0) throw new LaunchRefused('unsupported_entrypoint', `${source} holds no files`);
+    const text = canonicalJson(manifest);
+    const digest = digestDocument(manifest);
+    writeFileSync(join(staging, 'manifest.json'), text, { mode: MODE_FILE, flag: 'wx' });
+    // Read-only from the leaves up, then the snapshot itself.
+    for (const sub of [...made].sort((a, b) => b.length - a.length)) chmodSync(join(filesDir, ...sub.split('/')), MODE_DIR);
+    chmodSync(filesDir, MODE_DIR);
+    chmodSync(staging, MODE_DIR);
+    const root = join(dir, digestHex(digest));
+    if (existsSync(root)) {
+      try {
+        verifySnapshot(root, digest);
+        removeTree(staging);
+        return { digest, root, bytes };
+      } catch {
+        removeTree(root);
+      }
+    }
+    renameSync(staging, root);
+    return { digest, root, bytes };
+  } catch (error) {
+    removeTree(staging);
+    throw error;
+  }
+}
+
+/**
+ * The snapshot of an installed package: the one the index names for this exact installation (by
+ * stat signature) if it still verifies, otherwise a new copy. Nothing from the installation runs.
+ */
+export function closureOf(source: string, entry: string, env: Env): Closure {
+  const dir = privateClosuresDir(env);
+  const files = walkPackage(source);
+  if (!files.some((file) => file.relative === entry)) throw new LaunchRefused('resolution_changed', `${entry} is not in ${source}`);
+  const { signature, racy } = signatureOf(files);
+  const known = indexCache.get(source) ?? readIndex(dir).installs[source];
+  if (known && known.signature === signature) {
+    const root = join(dir, known.closure);
+    try {
+      const manifest = verifySnapshot(root, `sha256:${known.closure}`);
+      indexCache.set(source, known);
+      return { digest: `sha256:${known.closure}`, root, entry, source, files: manifest.length, bytes: sizeOf(root, manifest), built: false };
+    } catch {
+      // Gone or damaged: copy the installation again.
+    }
+  }
+  const built = buildSnapshot(dir, source, files);
+  const record = { signature, closure: digestHex(built.digest) };
+  if (!racy) {
+    indexCache.set(source, record);
+    writeIndex(dir, (index) => {
+      index.installs[source] = record;
+    });
+  }
+  const manifest = verifySnapshot(built.root, built.digest);
+  return { digest: built.digest, root: built.root, entry, source, files: manifest.length, bytes: built.bytes, built: true };
+}
+
+function sizeOf(root: string, manifest: readonly ManifestEntry[]): number {
+  let bytes = 0;
+  for (const [relative] of manifest) bytes += lstatSync(join(root, 'files', ...relative.split('/'))).size;
+  return bytes;
+}
+
+/** The script path the runtime is given: inside the snapshot. */
+export const closureEntryPath = (closure: Pick<Closure, 'root' | 'entry'>): string => join(closure.root, 'files', ...closure.entry.split('/'));
+
+/**
+ * The load guard, passed to Node as `--import data:…` (so its code is part of the attested argv, not
+ * a file anyone can rewrite). Before the agent's first module it reads manifest.json, checks that it
+ * hashes to the closure digest, and registers synchronous module hooks (module.registerHooks, Node
+ * ≥ 22.15): every resolution must land on a file the manifest names (or a `node:` builtin), and every
+ * module's source is hashed as loaded and must equal the manifest's digest. Native addons are
+ * refused. A runtime without registerHooks exits 78 before any agent code runs.
+ */
+export function closureGuard(closure: Pick<Closure, 'root' | 'digest'>): string {
+  const filesUrl = pathToFileURL(join(closure.root, 'files')).href + '/';
+  const code = `import * as m from 'node:module';
+import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+const FILES = ${JSON.stringify(filesUrl)};
+const DIGEST = ${JSON.stringify(closure.digest)};
+const die = (why) => { process.stderr.write('turnkeeper closure guard: ' + why + '\\n'); process.exit(78); };
+if (typeof m.registerHooks !== 'function') die('this Node has no module.registerHooks (needs Node >= 22.15)');
+const sha = (bytes) => 'sha256:' + createHash('sha256').update(bytes).digest('hex');
+const text = readFileSync(new URL('../manifest.json', FILES));
+if (sha(text) !== DIGEST) die('manifest.json does not hash to ' + DIGEST);
+const files = new Map(JSON.parse(text.toString('utf8')).map((e) => [e[0], e[1]]));
+const refuse = (why) => { const error = new Error('turnkeeper closure guard: ' + why); error.code = 'ERR_TURNKEEPER_CLOSURE'; throw error; };
+const named = (url) => {
+  const u = new URL(url);
+  u.search = '';
+  u.hash = '';
+  if (u.protocol !== 'file:' || !u.href.startsWith(FILES)) return undefined;
+  return decodeURIComponent(u.href.slice(FILES.length));
+};
+m.registerHooks({
+  resolve(specifier, context, next) {
+    const result = next(specifier, context);
+    if (result.url.startsWith('node:')) return result;
+    const relative = named(result.url);
+    if (relative === undefined || !files.has(relative)) refuse('resolved outside the attested closure: ' + result.url);
+    return result;
+  },
+  load(url, context, next) {
+    if (url.startsWith('node:')) return next(url, context);
+    const relative = named(url);
+    const want = relative === undefined ? undefined : files.get(relative);
+    if (want === undefined) refuse('load outside the attested closure: ' + url);
+    const result = next(url, context);
+    if (result.format === 'addon' || result.format === 'wasm') refuse('native or wasm module not allowed: ' + url);
+    const source = result.source == null ? readFileSync(new URL(url)) : result.source;
+    const bytes = typeof source === 'string' ? Buffer.from(source) : Buffer.from(source.buffer, source.byteOffset, source.byteLength);
+    if (sha(bytes) !== want) refuse('source differs from the attested closure: ' + relative);
+    return { ...result, source, shortCircuit: true };
+  },
+});
+`;
+  return 'data:text/javascript,' + encodeURIComponent(code);
+}
+
+export interface ClosureListing {
+  readonly digest: string;
+  readonly root: string;
+  readonly bytes: number;
+  readonly files: number;
+  /** Installations whose current snapshot this is (from the index). */
+  readonly current: readonly string[];
+  /** Processes whose command line names this snapshot. */
+  readonly inUse: readonly number[];
+}
+
+/** Every snapshot under the closures directory, with disk use; staging leftovers are counted as stale. */
+export function listClosures(env: Env): { dir: string; snapshots: ClosureListing[]; staleBytes: number; stale: string[] } {
+  const dir = closuresDir(env);
+  if (!existsSync(dir)) return { dir, snapshots: [], staleBytes: 0, stale: [] };
+  const index = readIndex(dir);
+  const users = processesNaming(dir);
+  const snapshots: ClosureListing[] = [];
+  const stale: string[] = [];
+  let staleBytes = 0;
+  for (const name of readdirSync(dir).sort()) {
+    const path = join(dir, name);
+    if (name.startsWith('.staging-')) {
+      stale.push(path);
+      staleBytes += treeSize(path).bytes;
+      continue;
+    }
+    if (!/^[0-9a-f]{64}$/.test(name)) continue;
+    const { bytes, files } = treeSize(join(path, 'files'));
+    snapshots.push({
+      digest: `sha256:${name}`,
+      root: path,
+      bytes,
+      files,
+      current: Object.entries(index.installs)
+        .filter(([, entry]) => entry.closure === name)
+        .map(([source]) => source),
+      inUse: users.filter((user) => user.cmdline.includes(path)).map((user) => user.pid),
+    });
+  }
+  return { dir, snapshots, staleBytes, stale };
+}
+
+function treeSize(path: string): { bytes: number; files: number } {
+  let bytes = 0;
+  let files = 0;
+  const visit = (dir: string) => {
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      const stat = lstatSync(join(dir, name));
+      if (stat.isDirectory()) visit(join(dir, name));
+      else {
+        bytes += stat.size;
+        files += 1;
+      }
+    }
+  };
+  visit(path);
+  return { bytes, files };
+}
+
+function processesNaming(dir: string): { pid: number; cmdline: string }[] {
+  const found: { pid: number; cmdline: string }[] = [];
+  let pids: string[] = [];
+  try {
+    pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name));
+  } catch {
+    return found;
+  }
+  for (const pid of pids) {
+    try {
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      if (cmdline.includes(dir)) found.push({ pid: Number(pid), cmdline });
+    } catch {
+      // gone
+    }
+  }
+  return found;
+}
+
+/**
+ * Removes snapshots that no installation currently uses and no running process names (or every
+ * snapshot not in use, with `all`), and staging leftovers. Index entries whose installation is gone
+ * are dropped first.
+ */
+export function pruneClosures(env: Env, options: { all?: boolean } = {}): { removed: { digest: string; bytes: number }[]; kept: { digest: string; why: string }[]; freedBytes: number } {
+  const dir = closuresDir(env);
+  if (!existsSync(dir)) return { removed: [], kept: [], freedBytes: 0 };
+  privateClosuresDir(env);
+  writeIndex(dir, (index) => {
+    for (const source of Object.keys(index.installs)) if (options.all || !existsSync(source)) delete index.installs[source];
+  });
+  indexCache.clear();
+  const listing = listClosures(env);
+  const removed: { digest: string; bytes: number }[] = [];
+  const kept: { digest: string; why: string }[] = [];
+  let freedBytes = listing.staleBytes;
+  for (const path of listing.stale) removeTree(path);
+  for (const snapshot of listing.snapshots) {
+    if (snapshot.inUse.length > 0) {
+      kept.push({ digest: snapshot.digest, why: `in use by pid ${snapshot.inUse.join(', ')}` });
+      continue;
+    }
+    if (snapshot.current.length > 0) {
+      kept.push({ digest: snapshot.digest, why: `current for ${snapshot.current.join(', ')}` });
+      continue;
+    }
+    removeTree(snapshot.root);
+    for (const key of [...verifiedFiles.keys()]) if (key.startsWith(snapshot.root + sep)) verifiedFiles.delete(key);
+    removed.push({ digest: snapshot.digest, bytes: snapshot.bytes });
+    freedBytes += snapshot.bytes;
+  }
+  return { removed, kept, freedBytes };
+}
