@@ -1,10 +1,11 @@
-// `turnkeeper attest <path>` and `turnkeeper resume <captureId>` (contract §6–§8).
-import { isCaptureId } from '../core/ids';
+// `turnkeeper attest <path>`, `turnkeeper resume <captureId>` and `turnkeeper start <todo>` (contract §6–§8).
+import { AGENTS, isAgent, isCaptureId, isTodoId, TODO_ID_RULE } from '../core/ids';
 import { attest, releaseAttestation } from '../launcher/attest';
 import { LaunchRefused } from '../launcher/refusals';
 import { resumeCapture } from '../launcher/resume';
+import { startTodo } from '../launcher/start';
 import { storePath } from '../store/location';
-import { EXIT, openStore, parse, printJson, UsageError, type Io } from './io';
+import { EXIT, openStore, parse, placementFrom, printJson, UsageError, type Io } from './io';
 
 export async function attestCommand(args: string[], io: Io): Promise<number> {
   const { values, positionals } = parse(args, { json: { type: 'boolean' } }, { min: 1, max: 1, usage: 'turnkeeper attest <path> [--json]' });
@@ -107,5 +108,78 @@ export async function resumeCommand(argv: string[], io: Io): Promise<number> {
     return EXIT.done;
   } finally {
     store.close();
+  }
+}
+
+export async function startCommand(argv: string[], io: Io): Promise<number> {
+  const usage = `turnkeeper start <todo> --agent ${AGENTS.join('|')} [--prompt <text>] [--interactive] [--json] [--agent-bin <path>] [--allow-loader-env NAME] [-- <agent args>]`;
+  const split = argv.indexOf('--');
+  const args = split < 0 ? argv : argv.slice(0, split);
+  const extraArgs = split < 0 ? [] : argv.slice(split + 1);
+  const { values, positionals } = parse(
+    args,
+    {
+      agent: { type: 'string' },
+      prompt: { type: 'string' },
+      interactive: { type: 'boolean' },
+      json: { type: 'boolean' },
+      'agent-bin': { type: 'string' },
+      'allow-loader-env': { type: 'string', multiple: true },
+    },
+    { min: 1, max: 1, usage },
+  );
+  const todo = positionals[0]!;
+  if (!isTodoId(todo)) throw new UsageError(`${JSON.stringify(todo)} is not a Todo id: ${TODO_ID_RULE}\nusage: ${usage}`);
+  if (!isAgent(values.agent)) throw new UsageError(`--agent must be one of ${AGENTS.join(', ')}\nusage: ${usage}`);
+  // Interactive by default (the user types the first prompt); --prompt alone runs one headless turn.
+  const mode = values.prompt !== undefined && !values.interactive ? 'headless' : 'interactive';
+  if (values.json && mode === 'interactive') throw new UsageError(`--json runs the agent headless: give --prompt (without --interactive)\nusage: ${usage}`);
+  placementFrom(io, undefined); // a checkout that names its repository wrongly is a usage error, said before anything opens
+  const store = await openStore(io, false);
+  try {
+    const result = await startTodo({
+      store,
+      storePath: storePath(io.env),
+      todo,
+      agent: values.agent,
+      cwd: io.cwd,
+      env: io.env,
+      agentBin: values['agent-bin'],
+      mode,
+      // With --json our stdout carries the decision, so the agent's output goes to stderr.
+      stdio: values.json ? 'pipe' : 'inherit',
+      prompt: values.prompt,
+      extraArgs,
+      allowLoaderVariables: values['allow-loader-env'],
+    });
+    if (!result.ok) {
+      if (values.json) printJson(io, { ok: false, decision: 'refused', todo, agent: values.agent, reason: result.reason, guidance: result.guidance });
+      else io.err(`${result.guidance}\n`);
+      return EXIT.refused;
+    }
+    const { launch } = result;
+    if (!values.json) io.err(`turnkeeper: launch receipt #${launch.receipt.seq} committed; ${result.agent} is running on ${todo} (pid ${launch.pid}, turn ${result.turn})\n`);
+    launch.stdout?.on('data', (chunk: Buffer) => io.err(chunk.toString()));
+    launch.stderr?.on('data', (chunk: Buffer) => io.err(chunk.toString()));
+    // A headless agent reads more prompt from stdin when it is not a terminal: give it end-of-file at once.
+    launch.stdin?.destroy();
+    const exit = await launch.exited;
+    if (values.json) {
+      printJson(io, {
+        ok: true,
+        decision: 'launched',
+        todo,
+        agent: result.agent,
+        turn: result.turn,
+        launch: result.launchId,
+        pid: launch.pid,
+        receipt: launch.receipt,
+        digest: result.attestation.digest,
+        exit,
+      });
+    }
+    return EXIT.done;
+  } finally {
+    store?.close();
   }
 }
