@@ -20,10 +20,11 @@ import type { Client, ClientConfig, QueryConfig, QueryResultRow } from 'pg';
 import { ZERO_DIGEST } from '../core/canonical';
 import { ChainWalker, type ChainLink, type ChainReport } from '../core/receipts';
 import type { Lease } from '../core/lease';
-import type { Agent, Owner } from '../core/ids';
-import { AmbiguousCommitError, SchemaTooNewError, StoreUnavailableError, type ReceiptRow, type SessionRecord, type SessionTouch, type StoreHealth, type StoredCapture, type StoredReady, type Todo, type TodoStatus } from './authority';
+import type { Owner } from '../core/ids';
+import { AmbiguousCommitError, SchemaTooNewError, StoreUnavailableError, type ReceiptRow, type SessionRecord, type SessionTouch, type StoreHealth, type StoredCapture, type StoredReady, type Todo } from './authority';
 import type { ClaimOfTurn, GoalRecord, ReceiptInsert, StorePort, StoreTx } from './port';
 import { faultPoint } from './faults';
+import { toCapture, toLease, toSession, toTodo, type CaptureRowRaw, type LeaseRowRaw, type SessionRowRaw, type TodoRowRaw } from './rows';
 import { hookRoleGrants, PG_MIGRATIONS, PG_SCHEMA_VERSION } from './postgresSchema';
 
 export interface PostgresOptions {
@@ -159,66 +160,8 @@ function scrubber(url: string): (text: string) => string {
 
 const LEASE_COLUMNS = 'goal, todo, epoch, owner, capture, version, status, acquired_at, renewed_at, expires_at';
 
-interface LeaseRow extends QueryResultRow {
-  goal: string;
-  todo: string;
-  epoch: number;
-  owner: string;
-  capture: string;
-  version: number;
-  status: 'active' | 'released';
-  acquired_at: number;
-  renewed_at: number;
-  expires_at: number;
-}
-const toLease = (row: LeaseRow): Lease => ({
-  goal: row.goal,
-  todo: row.todo,
-  epoch: row.epoch,
-  owner: row.owner as Owner,
-  capture: row.capture,
-  version: row.version,
-  status: row.status,
-  acquiredAt: row.acquired_at,
-  renewedAt: row.renewed_at,
-  expiresAt: row.expires_at,
-});
-const toTodo = (row: QueryResultRow): Todo => ({
-  goal: row.goal as string,
-  id: row.id as string,
-  title: row.title as string,
-  body: row.body as string,
-  status: row.status as TodoStatus,
-  createdAt: row.created_at as number,
-  updatedAt: row.updated_at as number,
-});
-const toCapture = (row: QueryResultRow): StoredCapture => ({
-  id: row.id as string,
-  goal: row.goal as string,
-  todo: row.todo as string,
-  agent: row.agent as Agent,
-  session: row.session as string,
-  turn: row.turn as string | null,
-  cwd: row.cwd as string,
-  binding: row.binding as string,
-  canonical: row.doc as string,
-  originalDigest: row.original_digest as string,
-  op: row.op as string | null,
-  createdAt: row.created_at as number,
-  checkout: (row.checkout as string | null) ?? (row.cwd as string),
-  commonDir: row.common_dir as string | null,
-  branch: row.branch as string | null,
-});
-const toSession = (row: QueryResultRow): SessionRecord => ({
-  owner: row.owner as Owner,
-  agent: row.agent as Agent,
-  session: row.session as string,
-  goal: row.goal as string,
-  cwd: row.cwd as string,
-  transcriptPath: row.transcript_path as string | null,
-  firstHookAt: row.first_hook_at as number,
-  lastHookAt: row.last_hook_at as number,
-});
+// Same column names as the SQLite schema: one set of row converters (rows.ts) serves both stores.
+type LeaseRow = LeaseRowRaw & QueryResultRow;
 
 export class PostgresStore implements StorePort {
   private writeQueue: Promise<unknown> = Promise.resolve();
@@ -385,7 +328,7 @@ export class PostgresStore implements StorePort {
     // The Todo row is locked for this transaction: claims of one Todo decide one after another.
     todo: async (goal, id) => {
       const row = await this.one('SELECT * FROM turnkeeper.todos WHERE goal = $1 AND id = $2 FOR UPDATE', [goal, id]);
-      return row && toTodo(row);
+      return row && toTodo(row as TodoRowRaw);
     },
     insertTodo: async (todo) => {
       await this.q('INSERT INTO turnkeeper.todos (goal, id, title, body, status, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
@@ -507,13 +450,13 @@ export class PostgresStore implements StorePort {
   getTodo(goal: string, id: string): Promise<Todo | undefined> {
     return this.read(async () => {
       const row = await this.one('SELECT * FROM turnkeeper.todos WHERE goal = $1 AND id = $2', [goal, id]);
-      return row && toTodo(row);
+      return row && toTodo(row as TodoRowRaw);
     });
   }
 
   listTodos(goal?: string): Promise<Todo[]> {
     return this.read(async () =>
-      (goal === undefined ? await this.q('SELECT * FROM turnkeeper.todos ORDER BY goal, created_at, id') : await this.q('SELECT * FROM turnkeeper.todos WHERE goal = $1 ORDER BY created_at, id', [goal])).rows.map(toTodo),
+      (goal === undefined ? await this.q('SELECT * FROM turnkeeper.todos ORDER BY goal, created_at, id') : await this.q('SELECT * FROM turnkeeper.todos WHERE goal = $1 ORDER BY created_at, id', [goal])).rows.map((row) => toTodo(row as TodoRowRaw)),
     );
   }
 
@@ -547,7 +490,7 @@ export class PostgresStore implements StorePort {
   getCapture(capture: string): Promise<StoredCapture | undefined> {
     return this.read(async () => {
       const row = await this.one('SELECT * FROM turnkeeper.captures WHERE id = $1', [capture]);
-      return row && toCapture(row);
+      return row && toCapture(row as CaptureRowRaw);
     });
   }
 
@@ -567,12 +510,12 @@ export class PostgresStore implements StorePort {
   getSession(owner: Owner): Promise<SessionRecord | undefined> {
     return this.read(async () => {
       const row = await this.one('SELECT * FROM turnkeeper.sessions WHERE owner = $1', [owner]);
-      return row && toSession(row);
+      return row && toSession(row as SessionRowRaw);
     });
   }
 
   listSessions(): Promise<SessionRecord[]> {
-    return this.read(async () => (await this.q('SELECT * FROM turnkeeper.sessions ORDER BY last_hook_at DESC')).rows.map(toSession));
+    return this.read(async () => (await this.q('SELECT * FROM turnkeeper.sessions ORDER BY last_hook_at DESC')).rows.map((row) => toSession(row as SessionRowRaw)));
   }
 
   listLeases(): Promise<Lease[]> {
@@ -580,7 +523,7 @@ export class PostgresStore implements StorePort {
   }
 
   listCaptures(): Promise<StoredCapture[]> {
-    return this.read(async () => (await this.q('SELECT * FROM turnkeeper.captures ORDER BY created_at DESC, id')).rows.map(toCapture));
+    return this.read(async () => (await this.q('SELECT * FROM turnkeeper.captures ORDER BY created_at DESC, id')).rows.map((row) => toCapture(row as CaptureRowRaw)));
   }
 
   receipts(page: { beforeSeq?: number | undefined; limit: number }): Promise<ReceiptRow[]> {
