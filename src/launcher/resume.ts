@@ -159,7 +159,8 @@ export async function attestAgent(agent: Agent, sources: { agentBin?: string | u
   const binary = resolveAgentBinary(agent, sources);
   if (!binary) return { ok: false, reason: 'unsupported_entrypoint', detail: `no ${agent} executable: pass --agent-bin or set TURNKEEPER_${agent.toUpperCase()}_BIN` };
   try {
-    return { ok: true, attestation: await attest(binary) };
+    // The closures directory (TURNKEEPER_HOME) and a script's runtime (PATH) come from the caller's environment.
+    return { ok: true, attestation: await attest(binary, { env: sources.env }) };
   } catch (error) {
     if (error instanceof LaunchRefused) return { ok: false, reason: error.reason, detail: error.detail };
     throw error;
