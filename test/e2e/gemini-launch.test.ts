@@ -1,0 +1,101 @@
+// `turnkeeper resume` of a Gemini capture end to end (spec §6 "Proven script shapes", §7): the real
+// Gemini CLI 0.61 is launched through the native launcher from its attested closure (Node parked and
+// verified, the package snapshot under $TURNKEEPER_HOME/closures), talks to a mock Gemini API on
+// 127.0.0.1, and its hooks present the same ready capture with the lease unchanged. The receipt names
+// the runtime digest and the closure digest.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { makeWorld, type World } from '../support/world';
+import { contentsText, startGeminiMock, type GeminiMock, type GeminiRequest } from '../support/geminiMock';
+import { BIN, baseEnv, describeRun, installHooksWithCli, killAll, presentationOf, runProcess, statusOf, expectLeaseUnchanged, verifyOf, worldDir, type LeaseJson } from '../support/agentHarness';
+import { CLI } from '../support/world';
+
+const GEMINI = join(BIN, 'gemini');
+const RUN_TIMEOUT_MS = 60_000;
+const READY_LINE = /<hook_context>Turnkeeper: Todo fix-login · capture (cap_[0-9a-f]{24}) · epoch 1$/m;
+const asHookContext = (text: string): string => `<hook_context>${text.replace(/</g, '&lt;').replace(/>/g, '&gt;')}</hook_context>`;
+
+let world: World;
+let mock: GeminiMock;
+let env: NodeJS.ProcessEnv;
+
+beforeAll(async () => {
+  mock = await startGeminiMock(() => ({ text: 'ok' }));
+  world = makeWorld('tk-e2e-gemini-launch');
+  const home = worldDir(world, 'gemini', 'home');
+  const dotGemini = worldDir(world, 'gemini', 'home', '.gemini');
+  writeFileSync(join(dotGemini, 'settings.json'), `${JSON.stringify({ security: { auth: { selectedType: 'gemini-api-key' } } }, null, 2)}\n`);
+  env = baseEnv({
+    HOME: home,
+    GEMINI_CLI_HOME: home,
+    TMPDIR: worldDir(world, 'gemini', 'tmp'),
+    TURNKEEPER_HOME: world.home,
+    GOOGLE_GEMINI_BASE_URL: mock.url,
+    GEMINI_API_KEY: 'dummy',
+  });
+  expect(world.cli(['todo', 'add', 'Fix login', '--id', 'fix-login', '--body', 'Launch me from the closure (lynx-2207).']).code).toBe(0);
+  installHooksWithCli(world, 'gemini', { GEMINI_CLI_HOME: home });
+});
+
+afterAll(async () => {
+  killAll();
+  await mock?.close();
+  world?.cleanup();
+});
+
+const lastUserText = (req: GeminiRequest): string =>
+  ((req.body?.contents ?? []).filter((c) => c.role === 'user').at(-1)?.parts ?? []).map((p) => p.text ?? '').join('\n');
+
+describe('turnkeeper resume launches Gemini CLI from its attested closure', () => {
+  it('the resumed session gets the same ready capture, the lease is unchanged, and the receipt names runtime and closure', async () => {
+    // A bound Gemini turn: the plain CLI with a Turn claims the Todo.
+    const prompt = 'please work on #todo:fix-login';
+    const from = mock.requests.length;
+    const first = await runProcess(GEMINI, ['-p', prompt, '--skip-trust', '-o', 'json'], { cwd: world.repo, env: { ...env, TURNKEEPER_TURN: 'turn-gemini-launch' }, timeoutMs: RUN_TIMEOUT_MS });
+    expect(first.code, describeRun('gemini -p', first)).toBe(0);
+    const claimed = mock.requests.slice(from).find((r) => contentsText(r).includes(prompt));
+    expect(READY_LINE.exec(lastUserText(claimed!)), lastUserText(claimed!).slice(0, 2000)).not.toBeNull();
+    const [lease] = statusOf(world).leases.filter((l) => l.status === 'active') as LeaseJson[];
+    expect(lease).toMatchObject({ todo: 'fix-login', epoch: 1, owner: expect.stringMatching(/^gemini:/) });
+    const presentation = presentationOf(world, lease!.capture);
+
+    // Resume through the launcher: `node_modules/.bin/gemini` is a script, so it runs from a closure.
+    const before = mock.requests.length;
+    const resumed = await runProcess(process.execPath, [CLI, 'resume', lease!.capture, '--json', '--agent-bin', GEMINI, '--', '--skip-trust', '-o', 'json'], {
+      cwd: world.repo,
+      env,
+      timeoutMs: RUN_TIMEOUT_MS,
+    });
+    expect(resumed.code, describeRun('turnkeeper resume', resumed)).toBe(0);
+    const decision = JSON.parse(resumed.stdout) as { decision: string; exit: { code: number }; digest: string };
+    expect(decision, resumed.stderr.slice(-3000)).toMatchObject({ decision: 'launched', exit: { code: 0 } });
+
+    // The same ready capture reached the model from the resumed session.
+    const request = mock.requests.slice(before).find((r) => lastUserText(r).includes('Continue the interrupted turn'));
+    expect(request, `requests after resume: ${mock.requests.length - before}\n${resumed.stderr.slice(-2000)}`).toBeDefined();
+    expect(lastUserText(request!)).toContain(asHookContext(presentation));
+    expectLeaseUnchanged(world, lease!);
+
+    // The receipt: the runtime (Node, an ELF) and the snapshot it ran.
+    const store = await world.store();
+    try {
+      const receipts = await store.launchReceipts(lease!.capture);
+      const committed = receipts.filter((r) => r.kind === 'launch_committed');
+      expect(committed).toHaveLength(1);
+      const detail = (JSON.parse((await store.receipts({ limit: 1000 })).find((r) => r.seq === committed[0]!.seq)!.doc) as { detail: Record<string, string> }).detail;
+      expect(detail.digest).toBe(decision.digest);
+      expect(detail.closure).toMatch(/^sha256:[0-9a-f]{64}$/);
+      expect(detail.entry).toBe('bundle/gemini.js');
+      const snapshot = join(world.home, 'closures', detail.closure!.slice('sha256:'.length));
+      expect(existsSync(join(snapshot, 'files/bundle/gemini.js'))).toBe(true);
+      expect(readFileSync(join(snapshot, 'manifest.json'), 'utf8')).toContain('"bundle/gemini.js"');
+      // Its hooks fired after the launch was committed (rule 3 accepted the launched agent).
+      const hooked = receipts.find((r) => r.kind === 'launch_hooked');
+      expect(hooked?.seq ?? 0).toBeGreaterThan(committed[0]!.seq);
+    } finally {
+      store.close();
+    }
+    expect(verifyOf(world).ok).toBe(true);
+  });
+});
