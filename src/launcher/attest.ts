@@ -81,16 +81,39 @@ export const clearAttestationCache = (): void => attestationCache.clear();
 
 const HASH_CHUNK = 4 * 1024 * 1024;
 
-export async function digestOfDescriptor(fd: number, size: number): Promise<string> {
+export async function digestOfDescriptor(fd: number, size: number, onChunk?: (chunk: Buffer) => void): Promise<string> {
   const hash = createHash('sha256');
   const buffer = Buffer.allocUnsafe(HASH_CHUNK);
   for (let offset = 0; offset < size; ) {
     const { bytesRead } = await readAt(fd, buffer, 0, Math.min(HASH_CHUNK, size - offset), offset);
     if (bytesRead === 0) throw new LaunchRefused('object_changed', 'the file became shorter while it was hashed');
     hash.update(buffer.subarray(0, bytesRead));
+    onChunk?.(buffer.subarray(0, bytesRead));
     offset += bytesRead;
   }
   return 'sha256:' + hash.digest('hex');
+}
+
+/**
+ * Node's single-executable fuse as postject flips it: every Node binary carries the sentinel with
+ * `:0`, a single-executable application (SEA) with `:1`. An SEA is a loader in front of the runtime
+ * inside it, and the one agent shipped that way (Copilot CLI) loads its JavaScript and native modules
+ * from a user-writable cache directory, not from its own file: unproven, so refused (docs/launcher.md §9).
+ */
+const SEA_FUSE = Buffer.from('NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2:1', 'latin1');
+
+/** Finds a byte string across the chunks of one pass over a file. */
+function chunkSearch(needle: Buffer): { onChunk: (chunk: Buffer) => void; found: () => boolean } {
+  let tail = Buffer.alloc(0);
+  let found = false;
+  return {
+    onChunk: (chunk) => {
+      if (found) return;
+      found = chunk.indexOf(needle) >= 0 || Buffer.concat([tail, chunk.subarray(0, needle.length - 1)]).indexOf(needle) >= 0;
+      tail = Buffer.from(chunk.subarray(Math.max(0, chunk.length - needle.length + 1)));
+    },
+    found: () => found,
+  };
 }
 
 /**
@@ -193,7 +216,14 @@ export async function attest(path: string, options: AttestOptions = {}): Promise
       if (shape.kind !== 'elf-static' && shape.kind !== 'elf-dynamic') {
         throw new LaunchRefused('unsupported_entrypoint', `${opened.resolved} is ${shape.kind === 'shebang' ? `a script (#!${shape.interpreter})` : 'not a native executable'}`);
       }
-      const digest = await digestOfDescriptor(opened.fd, identity.size);
+      const sea = chunkSearch(SEA_FUSE);
+      const digest = await digestOfDescriptor(opened.fd, identity.size, sea.onChunk);
+      if (sea.found()) {
+        throw new LaunchRefused(
+          'unsupported_entrypoint',
+          `${opened.resolved} is a Node single-executable application: it runs JavaScript and native modules it unpacks into a cache directory, which Turnkeeper cannot attest yet (Copilot CLI)`,
+        );
+      }
       // A writer during hashing changes ctime: then the digest is of no single version of the file.
       const after = native.fstatFd(opened.fd);
       if (!after || !sameIdentity(identity, identityOf(after))) throw new LaunchRefused('object_changed', `${opened.resolved} changed while it was hashed`);

@@ -291,6 +291,18 @@ describe('Gemini CLI runs from its attested closure', () => {
     }
   });
 
+  it('Copilot CLI stays unsupported_entrypoint: its npm loader is a script, and its platform binary is a Node single-executable that loads code from a cache', async () => {
+    const loader = join(REPO, 'node_modules/@github/copilot/npm-loader.js');
+    const platform = join(REPO, 'node_modules/@github/copilot-linux-x64/copilot');
+    if (!existsSync(platform)) return; // the package is optional on other platforms
+    expect((await refusalOf(attest(loader, { env }))).reason).toBe('unsupported_entrypoint');
+    const binary = await refusalOf(attest(platform, { env }));
+    expect(binary.reason).toBe('unsupported_entrypoint');
+    expect(binary.detail).toContain('single-executable');
+    // Control: plain Node (the sentinel unflipped) still attests.
+    releaseAttestation(await attest(process.execPath, { env }));
+  });
+
   it('a script that is not a known closure shape stays unsupported_entrypoint', async () => {
     const other = join(root, 'plain/bin/tool.js');
     mkdirSync(dirname(other), { recursive: true });
