@@ -1,15 +1,26 @@
 // `npm run demo`: the main job end to end on the embedded SQLite default, with a real agent.
-// It creates a Todo, installs Turnkeeper's hook into a throwaway Codex home, runs one real
-// `codex exec` turn that names the Todo (against a local stand-in model on 127.0.0.1, since this
-// machine has no model access), shows what the model received, and prints status and receipts.
-import { execFileSync, spawnSync } from 'node:child_process';
+// It creates a Todo, installs Turnkeeper's hook into a throwaway Codex home and trusts it there the
+// way Codex's /hooks review does, runs one real `codex exec` turn that names the Todo (against a
+// local stand-in model on 127.0.0.1, since this machine has no model access), shows what the model
+// received, prints status and receipts, then resumes the captured turn through the native launcher
+// (the demo builds the launcher addon first) and verifies the chain.
+//
+// TURNKEEPER_DEMO_KEEP=1 keeps the demo's directory (store, repository, Codex home) for a look after.
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { startMockModelServer, developerTexts } from '../test/support/mockModelServer';
-import { makeCodexHome, writeCodexConfig, runCodexExec, cleanupCodexHome } from '../test/support/codexHarness';
+import { startMockModelServer, developerTexts, type MockModelServer } from '../test/support/mockModelServer';
+import { makeCodexHome, writeCodexConfig, runCodexExec, cleanupCodexHome, trustAllHooks } from '../test/support/codexHarness';
+
+// Resume goes through the native launcher: build its addon first (against the pinned Node headers,
+// offline; a no-op when it is up to date), so the quick start leaves a working `turnkeeper resume`.
+execFileSync(process.execPath, ['scripts/build-native.mjs'], { stdio: ['ignore', 'inherit', 'inherit'] });
 
 const cli = resolve('dist/cli.js');
+// The shim npm puts on PATH for the Codex package: what a user's `codex` is.
+const codexBin = resolve('node_modules/.bin/codex');
+const keep = Boolean(process.env.TURNKEEPER_DEMO_KEEP);
 const root = mkdtempSync(join(tmpdir(), 'turnkeeper-demo-'));
 const repo = join(root, 'repo');
 const codex = makeCodexHome({ prefix: 'turnkeeper-demo-codex-' });
@@ -20,7 +31,21 @@ function turnkeeper(...args: string[]): string {
   if (result.status !== 0) throw new Error(`turnkeeper ${args.join(' ')} failed (${result.status}):\n${result.stderr}`);
   return result.stdout;
 }
+/** Asynchronous, for commands that start Codex: the stand-in model lives in this process and must keep answering. */
+function turnkeeperAsync(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((done) => {
+    const child = spawn(process.execPath, [cli, ...args], { cwd: repo, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('close', (code) => done({ code, stdout, stderr }));
+  });
+}
 const step = (title: string) => console.log(`\n── ${title} ${'─'.repeat(Math.max(0, 70 - title.length))}`);
+const quote = (text: string) => text.replace(/^/gm, '  │ ');
+const injected = (mock: MockModelServer, from: number) =>
+  mock.requests.slice(from).flatMap((request) => developerTexts(request)).filter((text) => text.startsWith('Turnkeeper:'));
 
 const mock = await startMockModelServer();
 try {
@@ -33,26 +58,59 @@ try {
   step('1. add a Todo');
   process.stdout.write(turnkeeper('todo', 'add', 'Fix the login form', '--id', 'fix-login', '--body', 'Valid passwords are rejected when they contain a space.'));
 
-  step('2. install the hook into Codex');
-  process.stdout.write(turnkeeper('hooks', 'install', '--agent', 'codex'));
+  step('2. install the hook into Codex, and trust it');
+  const install = JSON.parse(turnkeeper('hooks', 'install', '--agent', 'codex', '--json')) as { path: string; command: string };
+  console.log(`installed in ${install.path}\nhook command: ${install.command}`);
   writeCodexConfig(codex.codexHome, mock.url);
+  // Codex skips a new hook until it is trusted. A person does this once in the Codex TUI (/hooks);
+  // the demo records the same trust (config.toml [hooks.state]) through `codex app-server`.
+  const trusted = await trustAllHooks(codex.codexHome, env, repo);
+  console.log(`trusted ${trusted.length} hook entries in ${join(codex.codexHome, 'config.toml')} (what reviewing them in codex's /hooks does)`);
 
   step('3. a real Codex turn names the Todo');
-  const run = await runCodexExec({ env, cwd: repo, prompt: 'Please work on #todo:fix-login', timeoutMs: 120_000 });
+  const run = await runCodexExec({ env, cwd: repo, prompt: 'Please work on #todo:fix-login', flags: [], timeoutMs: 120_000 });
   if (run.code !== 0) throw new Error(`codex exec failed (${run.code}):\n${run.stderr}`);
-  const injected = mock.requests.flatMap((request) => developerTexts(request)).find((text) => text.startsWith('Turnkeeper:'));
-  console.log(injected ? `the model received this context from the hook:\n\n${injected.replace(/^/gm, '  │ ')}` : 'the model received NO Turnkeeper context');
+  const context = injected(mock, 0)[0];
+  console.log(context ? `the model received this context from the hook:\n\n${quote(context)}` : 'the model received NO Turnkeeper context (is the hook trusted? turnkeeper doctor)');
 
   step('4. turnkeeper status');
   process.stdout.write(turnkeeper('status'));
 
-  step('5. turnkeeper receipts (newest first) and verify');
-  process.stdout.write(turnkeeper('receipts'));
+  step('5. resume the captured turn through the native launcher');
+  const status = JSON.parse(turnkeeper('status', '--json')) as { leases: { capture: string; status: string }[] };
+  const capture = status.leases.find((lease) => lease.status === 'active')?.capture;
+  let resumedOk = false;
+  if (capture) {
+    const before = mock.requests.length;
+    console.log(`turnkeeper resume ${capture} --agent-bin ${codexBin}`);
+    const resumed = await turnkeeperAsync('resume', capture, '--json', '--agent-bin', codexBin);
+    const decision = resumed.code === 0 ? (JSON.parse(resumed.stdout) as { receipt: { seq: number }; digest: string; exit: { code: number | null } }) : undefined;
+    resumedOk = decision?.exit.code === 0;
+    if (decision) console.log(`launch receipt #${decision.receipt.seq} committed before Codex ran (attested ${decision.digest}); Codex exited ${decision.exit.code}`);
+    else console.log(`resume refused (${resumed.code}):\n${quote(resumed.stderr.trim() || resumed.stdout.trim())}`);
+    const again = injected(mock, before);
+    if (again.length > 0) console.log(`the resumed session's request carries the ready capture (${again.length} context message${again.length === 1 ? '' : 's'} from the hook)`);
+  }
+
+  step('6. turnkeeper receipts (newest first) and verify');
+  process.stdout.write(turnkeeper('receipts', '--limit', '12'));
   process.stdout.write(turnkeeper('verify'));
-  console.log(`\nstore: ${join(env.TURNKEEPER_HOME, 'turnkeeper.db')}`);
-  if (!injected) process.exitCode = 1;
+  if (!context || !resumedOk) process.exitCode = 1;
 } finally {
   await mock.close();
   cleanupCodexHome(codex);
-  if (!process.env.TURNKEEPER_DEMO_KEEP) rmSync(root, { recursive: true, force: true });
+  if (!keep) rmSync(root, { recursive: true, force: true });
 }
+
+step('next');
+console.log(
+  keep
+    ? `kept the demo's store, repository and Codex home in ${root} (TURNKEEPER_DEMO_KEEP); remove it when done: rm -rf ${root}`
+    : `the demo's store, repository and Codex home were temporary and are gone (TURNKEEPER_DEMO_KEEP=1 npm run demo keeps them).`,
+);
+console.log(`On your own repository (README, "Using it"), with turnkeeper on your PATH (the VS Code extension's
+terminals, or: npm pack && npm install -g ./turnkeeper-*.tgz):
+  turnkeeper todo add "Fix the login form" --id fix-login
+  turnkeeper hooks install --agent codex     then open codex once and trust the hook in /hooks
+  codex "please work on #todo:fix-login"
+  turnkeeper doctor                          says whether Codex will run the hook, and how to fix it`);
