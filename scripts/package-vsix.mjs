@@ -9,16 +9,31 @@
 import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, normalize, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const MAX_BYTES = 5 * 1024 * 1024;
-// Modules the bundles load with require() at runtime (esbuild externals); everything else is bundled.
+// Modules the bundles load with require() at runtime (esbuild externals); everything else is bundled
+// (pg is pure JavaScript and is bundled too).
 const RUNTIME_MODULES = ['better-sqlite3'];
-// vsce target -> name of better-sqlite3's prebuild (prebuilds/<name>.node) and of the launcher's
-// node-gyp-build folder (prebuilds/<platform>-<arch>/). Both are the same Node platform-arch pair.
-const TARGETS = ['linux-x64', 'linux-arm64', 'darwin-x64', 'darwin-arm64', 'win32-x64', 'win32-arm64'];
+// What each vsce target ships besides the JavaScript: better-sqlite3's prebuild for that platform
+// (prebuilds/<target>.node, all of them in its npm package), and the launcher addon only where a
+// launch backend exists (LAUNCH_BACKENDS in src/launcher/native.ts). Elsewhere Resume and Start
+// refuse with unsupported_platform while hooks, leases, the sidebar and receipts work.
+const TARGETS = {
+  'linux-x64': { launcher: true, tested: true },
+  'linux-arm64': { launcher: false, tested: false },
+  'darwin-x64': { launcher: false, tested: false },
+  'darwin-arm64': { launcher: false, tested: false },
+};
+// Targets not packaged yet, and why (docs/packaging.md "Other targets").
+const NOT_YET = {
+  'win32-x64': 'the hook shim ($TURNKEEPER_HOME/bin/turnkeeper) is a /bin/sh script and the hook commands written into agent configs are POSIX-quoted; Windows needs a .cmd shim and cmd-quoted commands first',
+  'win32-arm64': 'as win32-x64',
+  'alpine-x64': 'needs better-sqlite3\'s linuxmusl-x64 prebuild wired in (its lib picks linuxmusl-* on musl)',
+  'alpine-arm64': 'as alpine-x64',
+};
 
 function fail(message) {
   process.stderr.write(`package-vsix: ${message}\n`);
@@ -31,7 +46,8 @@ function option(name, fallback) {
 }
 
 const target = option('--target', 'linux-x64');
-if (!TARGETS.includes(target)) fail(`unknown target ${target}; one of ${TARGETS.join(', ')}`);
+if (NOT_YET[target]) fail(`${target} is not packaged yet: ${NOT_YET[target]}`);
+if (!TARGETS[target]) fail(`unknown target ${target}; one of ${Object.keys(TARGETS).join(', ')}`);
 
 const rootManifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
 const out = join(ROOT, `${rootManifest.name}-${target}-${rootManifest.version}.vsix`);
@@ -53,13 +69,47 @@ const files = [
   ['dist/cli.js', 'dist/cli.js'],
   ['dist/turnkeeper.js', 'dist/turnkeeper.js'],
   // node-gyp-build(__dirname of the bundle) finds it in dist/prebuilds/<platform>-<arch>/.
-  [`native/prebuilds/${target}/turnkeeper-launcher.node`, `dist/prebuilds/${target}/turnkeeper-launcher.node`],
+  ...(TARGETS[target].launcher ? [[`native/prebuilds/${target}/turnkeeper-launcher.node`, `dist/prebuilds/${target}/turnkeeper-launcher.node`]] : []),
   // better-sqlite3 13 loads lib/index.js -> lib/binding.js -> prebuilds/<platform>-<arch>.node
   // (build/Release only when compiled locally, which we never ship).
   ['node_modules/better-sqlite3/LICENSE', 'node_modules/better-sqlite3/LICENSE'],
   ['node_modules/better-sqlite3/lib', 'node_modules/better-sqlite3/lib'],
   [`node_modules/better-sqlite3/prebuilds/${target}.node`, `node_modules/better-sqlite3/prebuilds/${target}.node`],
 ];
+// The README is the extension's details page: every file it links or shows, and every file those
+// documents link in turn, ships beside it, so its relative links resolve inside the installed
+// extension (there is no public repository URL to rewrite them against).
+for (const path of linkedDocuments('README.md')) files.push([path, path]);
+
+/** Relative link targets of a Markdown file: inline links and images, reference definitions, <img src>. */
+function relativeLinks(markdown) {
+  const text = markdown.replace(/```[\s\S]*?```/g, '').replace(/`[^`\n]*`/g, '');
+  const targets = [
+    ...[...text.matchAll(/!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+["'(][^)]*)?\)/g)].map((match) => match[1]),
+    ...[...text.matchAll(/^\s*\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)/gm)].map((match) => match[1]),
+    ...[...text.matchAll(/<img\s[^>]*src=["']([^"']+)["']/gi)].map((match) => match[1]),
+  ];
+  return targets.filter((link) => !/^([a-z][a-z0-9+.-]*:|#|\/\/)/i.test(link)).map((link) => decodeURIComponent(link.split('#')[0]));
+}
+
+/** The documents and images reachable from `start` through relative links, as checkout paths. */
+function linkedDocuments(start) {
+  const found = new Set();
+  const queue = [start];
+  while (queue.length > 0) {
+    const from = queue.shift();
+    for (const link of relativeLinks(readFileSync(join(ROOT, from), 'utf8'))) {
+      if (link === '') continue;
+      const path = normalize(join(dirname(from), link)).split(sep).join('/');
+      if (path.startsWith('../') || !/^(docs|media)\//.test(path)) fail(`${from} links ${link}, which is not under docs/ or media/: link an absolute URL instead`);
+      if (!existsSync(join(ROOT, path)) || !statSync(join(ROOT, path)).isFile()) fail(`${from} links ${link}, which does not exist`);
+      if (found.has(path)) continue;
+      found.add(path);
+      if (path.endsWith('.md')) queue.push(path);
+    }
+  }
+  return [...found].sort();
+}
 for (const [source] of files) {
   if (existsSync(join(ROOT, source))) continue;
   if (source === 'dist/extension.js') fail('dist/extension.js is missing: scripts/build.mjs did not bundle the extension (src/extension/main.ts)');

@@ -1,6 +1,7 @@
 // Activation: register everything, open nothing. The store is opened asynchronously after
 // activation, and only the views and commands touch it.
 import * as vscode from 'vscode';
+import { putCliOnPath } from './cliPath';
 import { COMMANDS, registerCommands } from './commands';
 import { Ctx } from './ctx';
 import { SCHEME, TurnkeeperDocuments } from './documents';
@@ -43,6 +44,7 @@ export function activate(context: vscode.ExtensionContext): void {
       if (!event.affectsConfiguration('turnkeeper')) return;
       ctx.closeStore();
       safely(log, () => ctx.writeHookSettings());
+      safely(log, () => putCliOnPath(context, ctx.env));
       ctx.scheduleRefresh(0);
     }),
   );
@@ -51,6 +53,8 @@ export function activate(context: vscode.ExtensionContext): void {
   // Off the activation path: settings for the hooks, the native modules' health, the status bar's first numbers.
   setTimeout(() => {
     safely(log, () => ctx.writeHookSettings());
+    // The `turnkeeper` command in VS Code's terminals: the shim, pointed at this extension (cliPath.ts).
+    safely(log, () => log.info(`turnkeeper command for terminals: ${putCliOnPath(context, ctx.env)}`));
     void checkNativeModules(log).then(() => ctx.refresh());
   }, 0);
   log.info(`activated in ${(performance.now() - started).toFixed(1)} ms (${Object.keys(COMMANDS).length} commands, napi ${napi}, ${process.versions.electron ? `Electron ${process.versions.electron}` : `Node ${process.versions.node}`})`);
@@ -77,8 +81,11 @@ async function checkNativeModules(log: vscode.LogOutputChannel): Promise<void> {
     problems.push(`better-sqlite3: ${(error as Error).message}`);
   }
   try {
-    const { nativeLauncher } = await import('../launcher/native');
-    nativeLauncher();
+    const { LAUNCH_BACKENDS, nativeLauncher } = await import('../launcher/native');
+    // Without a launch backend (spec §6 "Platforms") there is no addon to load, and that is no error:
+    // Resume and Start refuse with [unsupported_platform]; hooks, leases and receipts work.
+    if (LAUNCH_BACKENDS.includes(`${process.platform}-${process.arch}`)) nativeLauncher();
+    else log.info(`no launch backend on ${process.platform}-${process.arch}: agents are not launched from here (unsupported_platform)`);
   } catch (error) {
     problems.push(`launcher: ${(error as Error).message}`);
   }

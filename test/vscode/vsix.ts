@@ -8,16 +8,17 @@ import { inflateRawSync } from 'node:zlib';
 
 const ROOT = resolve(__dirname, '../..');
 const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { name: string; version: string };
-export const VSIX = join(ROOT, `${manifest.name}-linux-x64-${manifest.version}.vsix`);
+export const vsixPath = (target: string): string => join(ROOT, `${manifest.name}-${target}-${manifest.version}.vsix`);
+export const VSIX = vsixPath('linux-x64');
 
 /**
  * Packages the current dist/ (already built by the test run's global setup; `--no-build` so that
  * tests running in parallel never see a bundle being rewritten under them).
  */
-export function buildVsix(): string {
-  execFileSync(process.execPath, [join(ROOT, 'scripts/package-vsix.mjs'), '--no-build'], { cwd: ROOT, stdio: 'pipe', timeout: 120_000 });
-  if (!existsSync(VSIX)) throw new Error(`scripts/package-vsix.mjs did not write ${VSIX}`);
-  return VSIX;
+export function buildVsix(target = 'linux-x64'): string {
+  execFileSync(process.execPath, [join(ROOT, 'scripts/package-vsix.mjs'), '--no-build', '--target', target], { cwd: ROOT, stdio: 'pipe', timeout: 120_000 });
+  if (!existsSync(vsixPath(target))) throw new Error(`scripts/package-vsix.mjs did not write ${vsixPath(target)}`);
+  return vsixPath(target);
 }
 
 export interface ZipEntry {

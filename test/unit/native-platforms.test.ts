@@ -1,0 +1,45 @@
+// Spec §6 "Platforms": where no launch backend exists (the macOS and linux-arm64 packages ship no
+// launcher addon), nothing native is loaded, and attestation, hence resume and start, refuses with
+// `unsupported_platform`, never `native_backend_unavailable` and never a launch by path name.
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createRequire } from 'node:module';
+
+/** Native addons this process has loaded (Node's module cache is one per process). */
+const loadedAddons = () => Object.keys(createRequire(__filename).cache).filter((path) => path.endsWith('.node'));
+
+const real = { platform: process.platform, arch: process.arch };
+function pretend(platform: string, arch: string): void {
+  Object.defineProperty(process, 'platform', { value: platform, configurable: true });
+  Object.defineProperty(process, 'arch', { value: arch, configurable: true });
+}
+afterEach(() => {
+  pretend(real.platform, real.arch);
+  vi.resetModules();
+});
+
+describe('the launcher on a platform without a backend', () => {
+  for (const [platform, arch] of [
+    ['darwin', 'arm64'],
+    ['darwin', 'x64'],
+    ['linux', 'arm64'],
+    ['win32', 'x64'],
+  ] as const) {
+    it(`${platform}-${arch}: attest refuses unsupported_platform without loading an addon`, async () => {
+      pretend(platform, arch);
+      const { nativeLauncher, LAUNCH_BACKENDS } = await import('../../src/launcher/native');
+      const { attest } = await import('../../src/launcher/attest');
+      expect(LAUNCH_BACKENDS).not.toContain(`${platform}-${arch}`);
+      expect(() => nativeLauncher()).toThrow(expect.objectContaining({ reason: 'unsupported_platform' }));
+      await expect(attest('/bin/true')).rejects.toMatchObject({ reason: 'unsupported_platform' });
+      expect(loadedAddons()).toStrictEqual([]);
+    });
+  }
+
+  it('linux-x64 is the one backend, and it loads here', async () => {
+    expect((await import('../../src/launcher/native')).LAUNCH_BACKENDS).toStrictEqual(['linux-x64']);
+    if (`${real.platform}-${real.arch}` !== 'linux-x64') return;
+    const { nativeLauncher } = await import('../../src/launcher/native');
+    expect(nativeLauncher().platformSupported).toBe(true);
+    expect(loadedAddons().some((path) => path.endsWith('turnkeeper-launcher.node'))).toBe(true); // the control: loading shows
+  });
+});
