@@ -1,5 +1,5 @@
 // The extension's shared state: settings, the store (opened lazily, off the activation path), the
-// three view models, and the refresh that follows the database as hooks in other processes write it.
+// four view models, and the refresh that follows the database as hooks in other processes write it.
 import * as vscode from 'vscode';
 import { existsSync, mkdirSync, readFileSync, rmSync, watch, writeFileSync, type FSWatcher } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
@@ -8,15 +8,16 @@ import { agentHooksStatus } from '../lifecycle/installation';
 import type { ChainReport } from '../core/receipts';
 import { parseReceipt } from '../core/receipts';
 import { storePath, turnkeeperHome, type Env } from '../store/location';
-import type { Authority } from '../store/authority';
+import type { Authority, Todo } from '../store/authority';
 import { describeSelection, openAuthority, selectStore } from '../lifecycle/open';
 import { statusSnapshot, type StatusSnapshot } from '../lifecycle/status';
 import { resolveGoal, type ResolvedGoal } from '../lifecycle/goal';
-import { captureNodes, leaseNodes, receiptNodes, TreeModel, type ReceiptRowView } from './models';
+import { captureNodes, leaseNodes, receiptNodes, todoNodes, TreeModel, type ReceiptRowView } from './models';
 
 export const RECEIPTS_PAGE = 50;
 
 export class Ctx implements vscode.Disposable {
+  readonly todos = new TreeModel();
   readonly captures = new TreeModel();
   readonly leases = new TreeModel();
   readonly receipts = new TreeModel();
@@ -34,6 +35,8 @@ export class Ctx implements vscode.Disposable {
   /** The end of the prefix verified so far: a refresh checks only the receipts appended since. */
   private verifiedUpTo: { seq: number; hash: string } | undefined;
   snapshot: StatusSnapshot = { leases: [], captures: [], silentLaunches: [] };
+  /** The Todos of the workspace's Goal, as of the last refresh. */
+  todoList: readonly Todo[] = [];
   /** Whether any agent has Turnkeeper's hook (user or project scope); read once, reset by Install Agent Hooks. */
   hooksInstalled: boolean | undefined;
 
@@ -224,29 +227,34 @@ export class Ctx implements vscode.Disposable {
       this.hooksInstalled ??= this.anyHooksInstalled();
       void vscode.commands.executeCommand('setContext', 'turnkeeper.hooksInstalled', this.hooksInstalled);
       if (!store) {
-        this.apply({ leases: [], captures: [], silentLaunches: [] }, [], false);
+        this.apply({ leases: [], captures: [], silentLaunches: [] }, [], false, []);
         return;
       }
       const now = Date.now();
       const snapshot = await statusSnapshot(store, now);
+      // The workspace's Goal only: every worktree and clone of the repository shares its Todos.
+      const goal = this.goal;
+      const todos = goal ? await store.listTodos(goal) : [];
       const rows = await store.receipts({ limit: RECEIPTS_PAGE * this.receiptPages + 1 });
       const head = rows[0]?.seq ?? 0;
       // Incremental while the chain is intact (hooks only append); a broken chain is walked in full.
       if (this.chain === undefined || !this.verifiedUpTo || head !== this.verifiedUpTo.seq) {
         this.chain = await this.extendChainReport(store, this.verifiedUpTo);
       }
-      this.apply(snapshot, rows.slice(0, RECEIPTS_PAGE * this.receiptPages).map(receiptRowView), rows.length > RECEIPTS_PAGE * this.receiptPages);
+      this.apply(snapshot, rows.slice(0, RECEIPTS_PAGE * this.receiptPages).map(receiptRowView), rows.length > RECEIPTS_PAGE * this.receiptPages, todos);
     } catch (error) {
       this.log.error(`refresh failed: ${(error as Error).message}`);
       this.closeStore();
     }
   }
 
-  private apply(snapshot: StatusSnapshot, rows: ReceiptRowView[], hasMore: boolean): void {
+  private apply(snapshot: StatusSnapshot, rows: ReceiptRowView[], hasMore: boolean, todos: readonly Todo[]): void {
     const now = Date.now();
     this.snapshot = snapshot;
+    this.todoList = todos;
     void vscode.commands.executeCommand('setContext', 'turnkeeper.hasCaptures', snapshot.captures.length > 0);
     for (const [model, nodes] of [
+      [this.todos, todoNodes(todos, snapshot, now)],
       [this.captures, captureNodes(snapshot, now)],
       [this.leases, leaseNodes(snapshot, now)],
       [this.receipts, rows.length > 0 ? receiptNodes(rows, this.chain, hasMore) : []],

@@ -1,4 +1,4 @@
-// The data of the three Turnkeeper views, built from the store's status as plain objects. No
+// The data of the four Turnkeeper views, built from the store's status as plain objects. No
 // `vscode` here (the providers in views.ts translate), so this file is tested in plain Node. Each
 // TreeModel keeps its nodes by stable id and reports which ones changed, so a provider refreshes
 // only those (in the manner of vscode-pull-request-github's prsTreeModel).
@@ -148,6 +148,76 @@ export function leaseNodes(snapshot: StatusSnapshot, now: number): ViewNode[] {
       };
     });
 }
+
+/** A Todo as the Todos view needs it (the store's `Todo` fits). */
+export interface TodoRowView {
+  readonly goal: string;
+  readonly id: string;
+  readonly title: string;
+  readonly body?: string;
+  readonly status: 'open' | 'done' | 'blocked';
+}
+
+const TODO_GROUPS: readonly { status: TodoRowView['status']; label: string; icon: string; expanded: boolean }[] = [
+  { status: 'open', label: 'Open', icon: 'circle-large-outline', expanded: true },
+  { status: 'blocked', label: 'Blocked', icon: 'circle-slash', expanded: true },
+  { status: 'done', label: 'Done', icon: 'pass', expanded: false },
+];
+
+/**
+ * The Todos view: open, blocked and done, each claimed Todo with its holder and the checkout it is
+ * held in. Context values drive the inline actions: `todo.open` can be started and marked done,
+ * `todo.held` (open, leased) only marked done, `todo.done` and `todo.blocked` neither.
+ */
+export function todoNodes(todos: readonly TodoRowView[], snapshot: StatusSnapshot, now: number): ViewNode[] {
+  // No Todos at all: no groups either, so the view shows its welcome (Add Todo).
+  if (todos.length === 0) return [];
+  const holderOf = new Map(snapshot.leases.filter((lease) => lease.status === 'active').map((lease) => [`${lease.goal}\n${lease.todo}`, lease]));
+  return TODO_GROUPS.map((group) => {
+    const members = todos.filter((todo) => todo.status === group.status);
+    return {
+      id: `todos/${group.status}`,
+      label: group.label,
+      description: String(members.length),
+      icon: group.icon,
+      contextValue: 'todoGroup',
+      expanded: group.expanded,
+      children: members.map((todo) => todoNode(todo, holderOf.get(`${todo.goal}\n${todo.id}`), now)),
+    };
+  });
+}
+
+function todoNode(todo: TodoRowView, lease: LeaseView | undefined, now: number): ViewNode {
+  const expired = lease !== undefined && Date.parse(lease.expiresAt) <= now;
+  const where = lease?.checkout ? `in ${folderName(lease.checkout)} · ` : '';
+  return {
+    id: `todo/${todo.goal}/${todo.id}`,
+    label: todo.id,
+    // The holder first: a narrow side bar cuts the end of a description.
+    description: lease ? `${where}${lease.owner} · epoch ${lease.epoch}${expired ? ' · expired (still held)' : ''}` : todo.title,
+    icon: lease ? (expired ? 'watch' : 'lock') : todo.status === 'open' ? 'circle-large-outline' : todo.status === 'done' ? 'pass' : 'circle-slash',
+    ...(expired ? { iconColor: 'list.warningForeground' } : {}),
+    contextValue: todo.status !== 'open' ? `todo.${todo.status}` : lease ? 'todo.held' : 'todo.open',
+    tooltip: [
+      `**${todo.id}** — ${markdownText(todo.title)}`,
+      '',
+      `status ${todo.status}`,
+      ...(lease
+        ? [
+            '',
+            `held by \`${lease.owner}\`, epoch ${lease.epoch} v${lease.version}, ${expired ? 'expired (still held)' : `expires ${relativeTime(Date.parse(lease.expiresAt), now)}`}`,
+            ...(lease.checkout ? ['', `in checkout \`${lease.checkout}\``] : []),
+            '',
+            `capture \`${lease.capture}\``,
+          ]
+        : []),
+      ...(todo.body ? ['', '---', '', markdownText(todo.body.length > 500 ? `${todo.body.slice(0, 500)}…` : todo.body)] : []),
+    ].join('\n'),
+  };
+}
+
+/** User text shown as itself inside a Markdown tooltip: no links, images, HTML or formatting of its own. */
+const markdownText = (text: string): string => text.replace(/[\\`*_{}[\]()#+\-.!|<>~$&]/g, (char) => `\\${char}`);
 
 export interface ReceiptRowView {
   readonly seq: number;

@@ -1,14 +1,29 @@
-// A resumed agent in a VS Code terminal: a Pseudoterminal wired to the launcher's PTY, so the
+// A launched agent in a VS Code terminal: a Pseudoterminal wired to the launcher's PTY, so the
 // interactive agent runs under the attested launch, with its receipt committed before it starts.
+// Resume and Start differ only in what they launch; the terminal plumbing is this one function.
 import * as vscode from 'vscode';
+import type { Agent } from '../core/ids';
 import type { StoredCapture } from '../store/authority';
 import { resumeCapture } from '../launcher/resume';
+import { startTodo } from '../launcher/start';
 import type { RunningLaunch } from '../launcher/launch';
 import type { Ctx } from './ctx';
 
 const t = vscode.l10n.t;
 
-export function openResumeTerminal(ctx: Ctx, capture: StoredCapture, acceptDrift: boolean): vscode.Terminal {
+type Launched = { readonly ok: true; readonly launch: RunningLaunch; readonly digest: string } | { readonly ok: false; readonly reason: string; readonly guidance: string };
+
+interface TerminalLaunch {
+  readonly agent: Agent;
+  readonly name: string;
+  readonly icon: string;
+  /** What the log and the refusal message call this launch: a capture id, or a Todo id. */
+  readonly subject: string;
+  readonly refusedMessage: (reason: string) => string;
+  readonly launch: (dimensions: vscode.TerminalDimensions | undefined, signal: AbortSignal) => Promise<Launched>;
+}
+
+function openLaunchTerminal(ctx: Ctx, spec: TerminalLaunch): vscode.Terminal {
   const write = new vscode.EventEmitter<string>();
   const close = new vscode.EventEmitter<number | void>();
   let launch: RunningLaunch | undefined;
@@ -17,30 +32,15 @@ export function openResumeTerminal(ctx: Ctx, capture: StoredCapture, acceptDrift
   // The progress notification covers attestation and the receipt, not the agent's whole run.
   const launchUnderProgress = (dimensions: vscode.TerminalDimensions | undefined) =>
     vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: t('Turnkeeper: attesting {0} and committing the launch receipt…', capture.agent), cancellable: true },
+      { location: vscode.ProgressLocation.Notification, title: t('Turnkeeper: attesting {0} and committing the launch receipt…', spec.agent), cancellable: true },
       async (_progress, token) => {
         token.onCancellationRequested(() => cancel.abort());
-        const store = await ctx.openStore();
-        if (!store) throw new Error(t('the Turnkeeper store is gone'));
-        return resumeCapture({
-          store,
-          storePath: ctx.dbPath,
-          captureId: capture.id,
-          env: ctx.env,
-          acceptDrift,
-          dryRun: false,
-          setting: ctx.agentPath(capture.agent),
-          mode: 'interactive',
-          stdio: 'pty',
-          cols: dimensions?.columns ?? 80,
-          rows: dimensions?.rows ?? 24,
-          signal: cancel.signal,
-        });
+        return spec.launch(dimensions, cancel.signal);
       },
     );
 
   const start = async (dimensions: vscode.TerminalDimensions | undefined) => {
-    let result;
+    let result: Launched;
     try {
       result = await launchUnderProgress(dimensions);
     } catch (error) {
@@ -51,18 +51,17 @@ export function openResumeTerminal(ctx: Ctx, capture: StoredCapture, acceptDrift
     void ctx.refresh();
     if (!result.ok) {
       write.fire(`${result.guidance.replaceAll('\n', '\r\n')}\r\n`);
-      void vscode.window.showWarningMessage(t('Turnkeeper did not resume {0}: [{1}]', capture.id, result.reason));
+      void vscode.window.showWarningMessage(spec.refusedMessage(result.reason));
       close.fire(1);
       return;
     }
-    if (result.dryRun) return;
     launch = result.launch;
-    ctx.log.info(`resumed ${capture.id}: launch receipt #${launch.receipt.seq}, pid ${launch.pid}, ${result.attestation.digest}`);
-    write.fire(t('Turnkeeper: launch receipt #{0} committed; {1} is running (pid {2}).', launch.receipt.seq, capture.agent, launch.pid) + '\r\n');
+    ctx.log.info(`launched ${spec.agent} for ${spec.subject}: launch receipt #${launch.receipt.seq}, pid ${launch.pid}, ${result.digest}`);
+    write.fire(t('Turnkeeper: launch receipt #{0} committed; {1} is running (pid {2}).', launch.receipt.seq, spec.agent, launch.pid) + '\r\n');
     launch.pty?.output.on('data', (chunk: Buffer) => write.fire(chunk.toString('utf8')));
     launch.pty?.output.on('error', () => undefined);
     const exit = await launch.exited;
-    write.fire(`\r\n${t('Turnkeeper: {0} exited with {1}.', capture.agent, exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`)}\r\n`);
+    write.fire(`\r\n${t('Turnkeeper: {0} exited with {1}.', spec.agent, exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`)}\r\n`);
     void ctx.refresh();
     close.fire(exit.code ?? 1);
   };
@@ -78,7 +77,72 @@ export function openResumeTerminal(ctx: Ctx, capture: StoredCapture, acceptDrift
     handleInput: (data) => launch?.pty?.write(data),
     setDimensions: (dimensions) => launch?.pty?.resize(dimensions.columns, dimensions.rows),
   };
-  const terminal = vscode.window.createTerminal({ name: t('Turnkeeper: {0} ({1})', capture.todo, capture.agent), pty, iconPath: new vscode.ThemeIcon('debug-continue') });
+  const terminal = vscode.window.createTerminal({ name: spec.name, pty, iconPath: new vscode.ThemeIcon(spec.icon) });
   terminal.show();
   return terminal;
+}
+
+async function requireOpenStore(ctx: Ctx) {
+  const store = await ctx.openStore();
+  if (!store) throw new Error(t('the Turnkeeper store is gone'));
+  return store;
+}
+
+export function openResumeTerminal(ctx: Ctx, capture: StoredCapture, acceptDrift: boolean): vscode.Terminal {
+  return openLaunchTerminal(ctx, {
+    agent: capture.agent,
+    name: t('Turnkeeper: {0} ({1})', capture.todo, capture.agent),
+    icon: 'debug-continue',
+    subject: capture.id,
+    refusedMessage: (reason) => t('Turnkeeper did not resume {0}: [{1}]', capture.id, reason),
+    launch: async (dimensions, signal) => {
+      const result = await resumeCapture({
+        store: await requireOpenStore(ctx),
+        storePath: ctx.dbPath,
+        captureId: capture.id,
+        env: ctx.env,
+        acceptDrift,
+        dryRun: false,
+        setting: ctx.agentPath(capture.agent),
+        mode: 'interactive',
+        stdio: 'pty',
+        cols: dimensions?.columns ?? 80,
+        rows: dimensions?.rows ?? 24,
+        signal,
+      });
+      if (!result.ok) return result;
+      if (result.dryRun) throw new Error('unexpected dry run');
+      return { ok: true, launch: result.launch, digest: result.attestation.digest };
+    },
+  });
+}
+
+/** "Start Turn on Todo": a new interactive session of `agent` in `checkout`, whose first prompt claims `todo`. */
+export function openStartTerminal(ctx: Ctx, todo: string, agent: Agent, checkout: string): vscode.Terminal {
+  return openLaunchTerminal(ctx, {
+    agent,
+    name: t('Turnkeeper: {0} ({1})', todo, agent),
+    icon: 'play',
+    subject: todo,
+    refusedMessage: (reason) => t('Turnkeeper did not start {0}: [{1}]', todo, reason),
+    launch: async (dimensions, signal) => {
+      const result = await startTodo({
+        store: await requireOpenStore(ctx),
+        storePath: ctx.dbPath,
+        todo,
+        agent,
+        cwd: checkout,
+        env: ctx.env,
+        setting: ctx.agentPath(agent),
+        mode: 'interactive',
+        stdio: 'pty',
+        cols: dimensions?.columns ?? 80,
+        rows: dimensions?.rows ?? 24,
+        signal,
+      });
+      if (!result.ok) return result;
+      ctx.log.info(`started ${agent} on ${todo}: turn ${result.turn}, launch ${result.launchId}`);
+      return { ok: true, launch: result.launch, digest: result.attestation.digest };
+    },
+  });
 }

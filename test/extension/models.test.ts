@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { captureNodes, leaseNodes, receiptNodes, TreeModel, type ViewNode } from '../../src/extension/models';
+import { captureNodes, leaseNodes, receiptNodes, todoNodes, TreeModel, type TodoRowView, type ViewNode } from '../../src/extension/models';
 import type { StatusSnapshot } from '../../src/lifecycle/status';
 
 const NOW = Date.parse('2026-11-30T12:00:00.000Z');
@@ -66,6 +66,51 @@ describe('view models', () => {
     expect(nodes[2]).toMatchObject({ icon: 'error' });
     expect(nodes[1]!.command).toStrictEqual({ command: 'turnkeeper.openReceipt', title: 'Open Receipt', arguments: [3] });
     expect(receiptNodes(rows, { ok: true, verified: 3, breaks: [] }, false).at(-1)!.id).toBe('receipt/2');
+  });
+});
+
+describe('Todos view model', () => {
+  const todos: TodoRowView[] = [
+    { goal: '/r', id: 'fix-login', title: 'Fix login', status: 'open' },
+    { goal: '/r', id: 'write-docs', title: 'Write the docs', status: 'open' },
+    { goal: '/r', id: 'old-task', title: 'Old task', status: 'done' },
+    { goal: '/r', id: 'needs-key', title: 'Needs a key', status: 'blocked' },
+  ];
+  const held = (checkout?: string) => {
+    const [active, released] = snapshot().leases;
+    return snapshot({ leases: [{ ...active!, ...(checkout ? { checkout } : {}) }, released!] });
+  };
+
+  it('groups open, blocked and done; a claimed Todo shows its holder, checkout and epoch, and only open unheld Todos can be started', () => {
+    const groups = todoNodes(todos, held('/src/app-wt'), NOW);
+    expect(groups.map((group) => [group.id, group.description, group.expanded])).toStrictEqual([
+      ['todos/open', '2', true],
+      ['todos/blocked', '1', true],
+      ['todos/done', '1', false],
+    ]);
+    const [claimed, free] = groups[0]!.children!;
+    expect(claimed).toMatchObject({ id: 'todo//r/fix-login', label: 'fix-login', contextValue: 'todo.held', icon: 'lock', description: 'in app-wt · codex:s1 · epoch 2' });
+    expect(claimed!.tooltip).toContain('held by `codex:s1`, epoch 2 v1');
+    expect(claimed!.tooltip).toContain('in checkout `/src/app-wt`');
+    expect(free).toMatchObject({ contextValue: 'todo.open', description: 'Write the docs', icon: 'circle-large-outline' });
+    expect(groups[1]!.children![0]).toMatchObject({ contextValue: 'todo.blocked', icon: 'circle-slash' });
+    // A released lease (old-task's) is not a holder.
+    expect(groups[2]!.children![0]).toMatchObject({ contextValue: 'todo.done', description: 'Old task', icon: 'pass' });
+  });
+
+  it('shows an expired lease as a hold, a holder without a known checkout without one, and nothing at all without Todos', () => {
+    const [expired] = todoNodes(todos, held(), Date.parse('2026-11-30T13:00:00.000Z'))[0]!.children!;
+    expect(expired).toMatchObject({ icon: 'watch', contextValue: 'todo.held', description: 'codex:s1 · epoch 2 · expired (still held)' });
+    // No groups for an empty list: the view shows its welcome (Add Todo).
+    expect(todoNodes([], snapshot(), NOW)).toStrictEqual([]);
+  });
+
+  it('shows Todo text in the tooltip as text, not as Markdown of its own', () => {
+    const [node] = todoNodes([{ goal: '/r', id: 'evil', title: '[click](command:turnkeeper.doctor) ![x](https://e.invalid/x.png) $(alert)', body: '<img src=x>', status: 'open' }], snapshot(), NOW)[0]!.children!;
+    expect(node!.tooltip).toContain('\\[click\\]\\(command:turnkeeper\\.doctor\\)');
+    expect(node!.tooltip).toContain('\\!\\[x\\]');
+    expect(node!.tooltip).toContain('\\$\\(alert\\)');
+    expect(node!.tooltip).toContain('\\<img src=x\\>');
   });
 });
 

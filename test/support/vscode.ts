@@ -92,6 +92,8 @@ export const double = {
   commands: new Map<string, (...args: unknown[]) => unknown>(),
   contexts: new Map<string, unknown>(),
   providers: new Map<string, { provideTextDocumentContent(uri: Uri): Promise<string> | string }>(),
+  /** Terminals the extension created; a Pseudoterminal is opened at once, as the editor does on show. */
+  terminals: [] as DoubleTerminal[],
   reset(): void {
     this.answers = { quickPick: [], inputBox: [], message: [] };
     this.shown = [];
@@ -102,8 +104,50 @@ export const double = {
     this.commands.clear();
     this.contexts.clear();
     this.providers.clear();
+    for (const terminal of this.terminals) terminal.close();
+    this.terminals = [];
   },
 };
+
+interface PseudoterminalLike {
+  readonly onDidWrite: (listener: (text: string) => unknown) => unknown;
+  readonly onDidClose?: (listener: (code: number | void) => unknown) => unknown;
+  open(dimensions: { columns: number; rows: number } | undefined): void;
+  close(): void;
+}
+
+export interface DoubleTerminal {
+  readonly name: string;
+  /** Everything the Pseudoterminal wrote. */
+  output: string;
+  /** The exit code it closed with, once closed. */
+  exitCode: number | void | undefined;
+  closed: boolean;
+  /** The user closes the terminal (the editor calls the Pseudoterminal's close). */
+  close(): void;
+}
+
+function createTerminal(options: { name: string; pty?: PseudoterminalLike }): { show(): void; dispose(): void } {
+  const terminal: DoubleTerminal = {
+    name: options.name,
+    output: '',
+    exitCode: undefined,
+    closed: false,
+    close: () => {
+      if (terminal.closed) return;
+      terminal.closed = true;
+      options.pty?.close();
+    },
+  };
+  double.terminals.push(terminal);
+  options.pty?.onDidWrite((text) => (terminal.output += text));
+  options.pty?.onDidClose?.((code) => {
+    terminal.exitCode = code;
+    terminal.closed = true;
+  });
+  options.pty?.open({ columns: 100, rows: 30 });
+  return { show() {}, dispose: () => terminal.close() };
+}
 
 const message =
   (kind: string) =>
@@ -145,7 +189,7 @@ export const window = {
     task({ report() {} }, { onCancellationRequested() {} }),
   createTreeView: () => ({ visible: false, onDidChangeVisibility: () => new Disposable(), dispose() {} }),
   createStatusBarItem: () => ({ text: '', tooltip: '', show() {}, dispose() {} }),
-  createTerminal: () => ({ show() {}, dispose() {} }),
+  createTerminal,
 };
 
 export const commands = {
