@@ -1,11 +1,34 @@
-// Platforms without a launch backend yet (macOS: POSIX_SPAWN_START_SUSPENDED; Windows:
-// CREATE_SUSPENDED are the planned strategies). The module loads cleanly and says so; the
-// JavaScript facade then refuses every attestation and launch with `unsupported_platform`.
-#include <napi.h>
+// The backend of every platform without a proven launch strategy (macOS: POSIX_SPAWN_START_SUSPENDED;
+// Windows: CREATE_SUSPENDED, docs/launcher.md §6). The addon loads cleanly and reports
+// platformSupported = false; JavaScript then refuses every attestation and launch with
+// `unsupported_platform` before calling anything below, which refuses too if it is reached anyway.
+#include "backend.h"
 
-Napi::Object Init(Napi::Env env, Napi::Object exports) {
-  exports.Set("platformSupported", false);
-  return exports;
+#include <stdexcept>
+
+namespace turnkeeper {
+
+bool PlatformSupported() { return false; }
+
+OpenOutcome OpenExecutable(const std::string&) {
+  OpenOutcome out;
+  out.reason = "unsupported_platform";
+  out.detail = "this platform has no launch backend";
+  return out;
 }
 
-NODE_API_MODULE(turnkeeper_launcher, Init)
+bool FstatFd(int, FileStat*) { return false; }
+bool StatPath(const std::string&, FileStat*) { return false; }
+bool CloseFd(int) { return false; }
+
+std::shared_ptr<PreparedSpawn> PrepareSpawn(const SpawnRequest&, SpawnHandles*) {
+  throw std::runtime_error("this platform has no launch backend");
+}
+
+void RunSpawn(std::shared_ptr<PreparedSpawn>, LaunchChannel& channel) {
+  channel.Emit(new LaunchEvent("refused", 0, "unsupported_platform", "this platform has no launch backend"));
+}
+
+bool ResizePty(int, unsigned, unsigned) { return false; }
+
+}  // namespace turnkeeper
