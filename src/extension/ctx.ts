@@ -1,17 +1,19 @@
 // The extension's shared state: settings, the store (opened lazily, off the activation path), the
 // four view models, and the refresh that follows the database as hooks in other processes write it.
 import * as vscode from 'vscode';
-import { existsSync, mkdirSync, readFileSync, rmSync, watch, writeFileSync, type FSWatcher } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { existsSync, watch, type FSWatcher } from 'node:fs';
+import { basename, dirname } from 'node:path';
 import { AGENTS, type Agent } from '../core/ids';
 import { agentHooksStatus } from '../lifecycle/installation';
 import type { ChainReport } from '../core/receipts';
 import { parseReceipt } from '../core/receipts';
-import { storePath, turnkeeperHome, type Env } from '../store/location';
+import { storePath, type Env } from '../store/location';
 import type { Authority, Todo } from '../store/authority';
 import { describeSelection, openAuthority, selectStore } from '../lifecycle/open';
 import { statusSnapshot, type StatusSnapshot } from '../lifecycle/status';
 import { resolveGoal, type ResolvedGoal } from '../lifecycle/goal';
+import { writeHookSettings } from '../lifecycle/homeConfig';
+import * as settings from './config';
 import { captureNodes, leaseNodes, receiptNodes, todoNodes, TreeModel, type ReceiptRowView } from './models';
 
 export const RECEIPTS_PAGE = 50;
@@ -54,14 +56,10 @@ export class Ctx implements vscode.Disposable {
 
   // ---- settings ----------------------------------------------------------------------------
 
-  private get config(): vscode.WorkspaceConfiguration {
-    return vscode.workspace.getConfiguration('turnkeeper');
-  }
-
-  /** The environment the hooks and the CLI see, with the extension's settings folded in. */
+  /** The environment the hooks and the CLI see, with the extension's settings (./config.ts) folded in. */
   get env(): Env {
-    const configured = this.config.get<string>('storePath')?.trim();
-    const team = this.config.get<string>('store')?.trim();
+    const configured = settings.storePathSetting();
+    const team = settings.storeSetting();
     // The machine-scoped `turnkeeper.store` (spec §4 selection): after TURNKEEPER_STORE and config.json.
     const env = configured ? { ...process.env, TURNKEEPER_DB: configured } : process.env;
     return team && !env.TURNKEEPER_STORE ? { ...env, TURNKEEPER_STORE_SETTING: team } : env;
@@ -72,7 +70,7 @@ export class Ctx implements vscode.Disposable {
   }
 
   agentPath(agent: Agent): string | undefined {
-    return this.config.get<string>(`agents.${agent}.path`)?.trim() || undefined;
+    return settings.agentPathSetting(agent);
   }
 
   /** The repository (Goal) and checkout of the first workspace folder, or undefined without a (local) folder. */
@@ -98,30 +96,11 @@ export class Ctx implements vscode.Disposable {
 
   /**
    * Hooks run in other processes and read their settings from TURNKEEPER_HOME: `enabled=false` is
-   * the file `off`, onConflict and the lease TTL live in config.json.
+   * the file `off`, onConflict and the lease TTL live in config.json (src/lifecycle/homeConfig.ts owns
+   * both; these settings are machine-scoped because that file is one per machine).
    */
   writeHookSettings(): void {
-    const home = turnkeeperHome(this.env);
-    const off = join(home, 'off');
-    if (this.config.get<boolean>('enabled', true)) {
-      if (existsSync(off)) rmSync(off);
-    } else {
-      mkdirSync(home, { recursive: true });
-      writeFileSync(off, 'Turnkeeper is turned off by the VS Code setting turnkeeper.enabled\n');
-    }
-    const wanted = { onConflict: this.config.get<string>('onConflict', 'context'), leaseTtlSeconds: this.config.get<number>('leaseTtlSeconds', 2700) };
-    const file = join(home, 'config.json');
-    let current = '';
-    try {
-      current = readFileSync(file, 'utf8');
-    } catch {
-      // none yet
-    }
-    const text = JSON.stringify(wanted, null, 2) + '\n';
-    if (current !== text && (existsSync(home) || wanted.onConflict !== 'context' || wanted.leaseTtlSeconds !== 2700)) {
-      mkdirSync(home, { recursive: true });
-      writeFileSync(file, text);
-    }
+    writeHookSettings(this.env, settings.hookSettings());
   }
 
   // ---- store --------------------------------------------------------------------------------
@@ -253,6 +232,8 @@ export class Ctx implements vscode.Disposable {
     this.snapshot = snapshot;
     this.todoList = todos;
     void vscode.commands.executeCommand('setContext', 'turnkeeper.hasCaptures', snapshot.captures.length > 0);
+    // The walkthrough's "Run a first turn" completes on this, a lease that really exists (package.json).
+    void vscode.commands.executeCommand('setContext', 'turnkeeper.hasLeases', snapshot.leases.length > 0);
     for (const [model, nodes] of [
       [this.todos, todoNodes(todos, snapshot, now)],
       [this.captures, captureNodes(snapshot, now)],

@@ -1,23 +1,21 @@
 // Settings the hook reads from its environment and from $TURNKEEPER_HOME (which the VS Code
-// extension writes). Files are read only when a value is needed, to keep the replay path short.
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+// extension writes). The file's schema, defaults and limits live in ./homeConfig.ts, shared with the
+// writer. Files are read only when a value is needed, to keep the replay path short.
 import { userInfo } from 'node:os';
-import { DEFAULT_LEASE_TTL_SECONDS } from '../core/lease';
-import { turnkeeperHome, type Env } from '../store/location';
+import { type Env } from '../store/location';
 import { isSessionId, ownerOf, type Agent, type Owner } from '../core/ids';
+import { isTurnedOff, LEASE_TTL_SECONDS, leaseTtlFrom, readHomeConfig, type OnConflict } from './homeConfig';
 
 /** Spec §2 rule 1: env TURNKEEPER=off, or a file named `off` in TURNKEEPER_HOME. */
-export const isTurnedOff = (env: Env): boolean => env.TURNKEEPER === 'off' || existsSync(join(turnkeeperHome(env), 'off'));
+export { isTurnedOff };
+export type { OnConflict };
 
+/** Spec §2 "Renewal": TURNKEEPER_LEASE_TTL, else config.json, else 45 min; one rule for all (homeConfig.ts). */
 export function leaseTtlSeconds(env: Env): number {
-  const fromEnv = Number(env.TURNKEEPER_LEASE_TTL);
-  if (Number.isSafeInteger(fromEnv) && fromEnv > 0) return fromEnv;
-  const fromFile = readHomeConfig(env).leaseTtlSeconds;
-  return typeof fromFile === 'number' && Number.isSafeInteger(fromFile) && fromFile > 0 ? fromFile : DEFAULT_LEASE_TTL_SECONDS;
+  return leaseTtlFrom(env.TURNKEEPER_LEASE_TTL) ?? readHomeConfig(env).leaseTtlSeconds ?? LEASE_TTL_SECONDS.default;
 }
 
-export type OnConflict = 'context' | 'block';
+/** Spec §2 "Output": `block` from TURNKEEPER_ON_CONFLICT, else from config.json; anything else is context. */
 export function onConflict(env: Env): OnConflict {
   const value = env.TURNKEEPER_ON_CONFLICT ?? readHomeConfig(env).onConflict;
   return value === 'block' ? 'block' : 'context';
@@ -38,19 +36,6 @@ export function hookBusyTimeoutMs(env: Env): number {
   // 4 s: under a burst of hooks on two busy cores each commit waits its turn behind scheduling
   // latency; still well inside the 15 s hook timeout Turnkeeper installs.
   return Number.isSafeInteger(value) && value >= 0 ? value : 4000;
-}
-
-interface HomeConfig {
-  readonly onConflict?: unknown;
-  readonly leaseTtlSeconds?: unknown;
-}
-function readHomeConfig(env: Env): HomeConfig {
-  try {
-    const value: unknown = JSON.parse(readFileSync(join(turnkeeperHome(env), 'config.json'), 'utf8'));
-    return typeof value === 'object' && value !== null ? (value as HomeConfig) : {};
-  } catch {
-    return {};
-  }
 }
 
 /**

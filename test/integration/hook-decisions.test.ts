@@ -241,9 +241,9 @@ describe('rule 6: claim', () => {
 
   it('an expired lease of another Owner is still a hold: [lease_expired_hold] with the takeover command', async () => {
     addTodo('fix-login');
-    hook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login'), { TURNKEEPER_LEASE_TTL: '1' });
-    await new Promise((resolve) => setTimeout(resolve, 1100));
-    const text = contextOf(hook(payload.codexPrompt(world, 'sess-b', 'turn-1', '#todo:fix-login')).stdout)!;
+    // The shortest lease there is (60 s, one renewal interval), seen from a clock 61 s later.
+    hook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login'), { TURNKEEPER_LEASE_TTL: '60' });
+    const text = contextOf(hook(payload.codexPrompt(world, 'sess-b', 'turn-1', '#todo:fix-login'), { TURNKEEPER_TEST_CLOCK_OFFSET_MS: '61000' }).stdout)!;
     expect(text).toContain('[lease_expired_hold]');
     expect(text).toContain('turnkeeper release fix-login --force --reason');
     expect((await leases()).map((lease) => [lease.owner, lease.status])).toStrictEqual([['codex:sess-a', 'active']]);
