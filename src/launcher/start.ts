@@ -1,4 +1,4 @@
-// `turnkeeper start <todo> --agent <a>` and "Turnkeeper: Start Turn on Todo" (contract §7 "Start"):
+// `turnkeeper start <todo> --agent <a>` and "Turnkeeper: Start Turn on Todo" (spec §7 "Start"):
 // a new agent session on an open, unheld Todo, launched through the attested launcher in the current
 // checkout. Its `launch_committed` receipt is committed before the agent's first instruction and
 // names the Todo, the Turn it was given and the launch nonce, but no capture: nothing is claimed
@@ -24,7 +24,7 @@ export type StartCheck =
   | { readonly ok: true }
   | { readonly ok: false; readonly reason: StartReason; readonly facts: GuidanceFacts; readonly guidance: string };
 
-/** A fresh Turn for the started session: `turn_<16 hex>` (contract §7). */
+/** A fresh Turn for the started session: `turn_<16 hex>` (spec §7). */
 export const newStartTurn = (): string => `turn_${randomBytes(8).toString('hex')}`;
 
 /**

@@ -1,4 +1,4 @@
-// A started agent (contract §7 "Start"): `turnkeeper start` commits a `launch_committed` receipt that
+// A started agent (spec §7 "Start"): `turnkeeper start` commits a `launch_committed` receipt that
 // names the Todo and the launch nonce but no capture (nothing is claimed until the agent's first
 // prompt). This module is the one reader of that receipt shape, for the hook (rule 3 for starts) and
 // the tests; the launcher writes it (src/launcher/start.ts).
