@@ -1,7 +1,7 @@
-// `turnkeeper todo add|list|done`
-import { isTodoId, todoIdFromTitle } from '../core/ids';
+// `turnkeeper todo add|list|done|reopen`
+import { todoIdFromTitle } from '../core/ids';
 import { GoalChangedError, TodoExistsError } from '../store/authority';
-import { EXIT, goalFrom, openStore, parse, placementFrom, printJson, UsageError, type Io } from './io';
+import { EXIT, goalFrom, openStore, parse, placementFrom, printJson, todoIdArg, UsageError, type Io } from './io';
 
 export async function todoCommand(args: string[], io: Io): Promise<number> {
   const [sub, ...rest] = args;
@@ -12,8 +12,10 @@ export async function todoCommand(args: string[], io: Io): Promise<number> {
       return todoList(rest, io);
     case 'done':
       return todoDone(rest, io);
+    case 'reopen':
+      return todoReopen(rest, io);
     default:
-      throw new UsageError('usage: turnkeeper todo add|list|done …');
+      throw new UsageError('usage: turnkeeper todo add|list|done|reopen …');
   }
 }
 
@@ -27,7 +29,7 @@ async function todoAdd(args: string[], io: Io): Promise<number> {
   const title = positionals[0]!.trim();
   if (title === '' || !title.isWellFormed()) throw new UsageError(`the title must be non-empty text\nusage: ${usage}`);
   const id = values.id ?? todoIdFromTitle(title);
-  if (!isTodoId(id)) throw new UsageError(`Todo id ${JSON.stringify(id)} must match ^[a-z0-9][a-z0-9_-]{2,63}$`);
+  todoIdArg(id, usage);
   const placement = placementFrom(io, values.goal);
   const goal = placement.goal;
   const store = (await openStore(io, true))!;
@@ -74,7 +76,7 @@ async function todoDone(args: string[], io: Io): Promise<number> {
     { min: 1, max: 1, usage: 'turnkeeper todo done <id> [--goal <dir>] [--json]' },
   );
   const id = positionals[0]!;
-  if (!isTodoId(id)) throw new UsageError(`Todo id ${JSON.stringify(id)} is outside the grammar ^[a-z0-9][a-z0-9_-]{2,63}$`);
+  todoIdArg(id);
   const goal = goalFrom(io, values.goal);
   const store = await openStore(io, false);
   const result = store ? await store.setTodoStatus(goal, id, 'done', Date.now()) : undefined;
@@ -87,4 +89,41 @@ async function todoDone(args: string[], io: Io): Promise<number> {
   if (values.json) printJson(io, { ok: true, todo: result.todo, released: result.released ?? null });
   else io.out(`Todo ${id} is done${result.released ? `; released the lease of ${result.released.owner} (epoch ${result.released.epoch})` : ''}\n`);
   return EXIT.done;
+}
+
+/**
+ * `todo reopen <id>`: a done (or blocked) Todo becomes open again, so a new turn can claim it. The
+ * lease that `todo done` released stays released (spec §2 "Release"): the next claim acquires a new
+ * one at epoch + 1, and the old capture stays readable only. A `todo_status_changed` receipt says so.
+ */
+async function todoReopen(args: string[], io: Io): Promise<number> {
+  const { values, positionals } = parse(
+    args,
+    { goal: { type: 'string' }, json: { type: 'boolean' } },
+    { min: 1, max: 1, usage: 'turnkeeper todo reopen <id> [--goal <dir>] [--json]' },
+  );
+  const id = positionals[0]!;
+  todoIdArg(id);
+  const goal = goalFrom(io, values.goal);
+  const store = await openStore(io, false);
+  try {
+    const todo = store ? await store.getTodo(goal, id) : undefined;
+    if (!store || !todo) {
+      if (values.json) printJson(io, { ok: false, reason: 'unknown_todo', todo: id, goal });
+      else io.err(`Todo ${id} does not exist in ${goal} (turnkeeper todo list)\n`);
+      return EXIT.refused;
+    }
+    if (todo.status === 'open') {
+      // Nothing to do, and nothing written: reopening an open Todo is not an event.
+      if (values.json) printJson(io, { ok: true, todo, changed: false });
+      else io.out(`Todo ${id} is already open\n`);
+      return EXIT.done;
+    }
+    const result = (await store.setTodoStatus(goal, id, 'open', Date.now()))!;
+    if (values.json) printJson(io, { ok: true, todo: result.todo, changed: true, from: todo.status });
+    else io.out(`Todo ${id} is open again (was ${todo.status}); a turn that names #todo:${id} acquires a new lease\n`);
+    return EXIT.done;
+  } finally {
+    store?.close();
+  }
 }

@@ -87,7 +87,7 @@ export const REASONS: Readonly<Record<ReasonCode, ReasonEntry>> = {
   todo_not_open: {
     conflict: false,
     explain: (f) => `Todo ${q(f.todo)} is ${q(f.status, 'not open')}; only open Todos can be claimed.`,
-    recover: () => `turnkeeper todo list   # pick an open Todo, or add a new one: turnkeeper todo add "<title>"`,
+    recover: (f) => `turnkeeper todo reopen ${q(f.todo)}   # if it is not finished after all; or pick an open Todo: turnkeeper todo list`,
   },
   session_holds_other: {
     conflict: true,
@@ -99,7 +99,8 @@ export const REASONS: Readonly<Record<ReasonCode, ReasonEntry>> = {
     conflict: true,
     explain: (f) =>
       `Capture ${q(f.capture, '?')} of Todo ${q(f.todo)} (epoch ${q(f.epoch, '?')}) was released; a released capture never comes back.`,
-    recover: (f) => `start a new turn that names #todo:${q(f.todo)} (it acquires a new lease), or: turnkeeper show ${q(f.capture, '<captureId>')}`,
+    recover: (f) =>
+      `start a new turn that names #todo:${q(f.todo)} (it acquires a new lease; if the Todo was marked done, first: turnkeeper todo reopen ${q(f.todo)}), or read it: turnkeeper show ${q(f.capture, '<captureId>')}`,
   },
   not_live_bound: {
     conflict: true,

@@ -1,5 +1,6 @@
 // Commands that used to answer with silence or a wrong "all clear" where the user needed guidance:
-// `doctor` on a store another process keeps locked, and `show` of the capture a refused claim names.
+// `doctor` on a store another process keeps locked, `show` of the capture a refused claim names, and
+// `todo reopen`, the command docs/recovery.md recommends after `todo done` (spec §8).
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { contextOf, makeWorld, payload, type World } from '../support/world';
@@ -82,5 +83,47 @@ describe('show <captureId> of a refused claim', () => {
     const unknown = world.cli(['show', 'cap_000000000000000000000000']);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('no capture cap_000000000000000000000000');
+  });
+});
+
+describe('todo reopen', () => {
+  it('opens a done Todo again; the released capture stays released and a new turn acquires epoch 2', async () => {
+    addTodo('fix-login');
+    expect(contextOf(hook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login')).stdout)).toMatch(/· epoch 1$/m);
+    expect(world.cli(['todo', 'done', 'fix-login']).code).toBe(0);
+    // While it is done, a prompt naming it is [todo_not_open], whose recovery now names the reopen.
+    const notOpen = contextOf(hook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login')).stdout)!;
+    expect(notOpen).toContain('[todo_not_open]');
+    expect(notOpen).toContain('turnkeeper todo reopen fix-login');
+
+    const reopened = world.cli(['todo', 'reopen', 'fix-login']);
+    expect(reopened.code, reopened.stderr).toBe(0);
+    expect(reopened.stdout).toContain('Todo fix-login is open again (was done)');
+    const listed = JSON.parse(world.cli(['todo', 'list', '--json']).stdout) as { id: string; status: string }[];
+    expect(listed).toMatchObject([{ id: 'fix-login', status: 'open' }]);
+    const receipts = JSON.parse(world.cli(['receipts', '--json', '--limit', '1']).stdout) as { doc: { kind: string; detail: unknown } }[];
+    expect(receipts[0]!.doc).toMatchObject({ kind: 'todo_status_changed', detail: { from: 'done', to: 'open' } });
+
+    // The released Turn stays released (spec §2 "Release"); a new Turn acquires a new lease.
+    expect(contextOf(hook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login')).stdout)).toContain('[capture_released]');
+    expect(contextOf(hook(payload.codexPrompt(world, 'sess-a', 'turn-2', '#todo:fix-login')).stdout)).toMatch(/· epoch 2$/m);
+  });
+
+  it('says so for an open Todo (writing nothing), refuses an unknown one, and checks the grammar', async () => {
+    addTodo('fix-login');
+    const store = await world.store();
+    const before = (await store.health()).receipts;
+    store.close();
+    const open = world.cli(['todo', 'reopen', 'fix-login', '--json']);
+    expect(open.code).toBe(0);
+    expect(JSON.parse(open.stdout)).toMatchObject({ ok: true, changed: false });
+    const after = await world.store();
+    expect((await after.health()).receipts).toBe(before);
+    after.close();
+
+    const unknown = world.cli(['todo', 'reopen', 'no-such-todo', '--json']);
+    expect(unknown.code).toBe(1);
+    expect(JSON.parse(unknown.stdout)).toMatchObject({ ok: false, reason: 'unknown_todo' });
+    expect(world.cli(['todo', 'reopen', 'Bad']).code).toBe(2);
   });
 });
