@@ -8,20 +8,14 @@ import { delimiter, dirname, isAbsolute, join, sep } from 'node:path';
 import { promisify } from 'node:util';
 import type { Env } from '../store/location';
 import { closureEntryPath, closureGuard, closureOf, closureShapeOf, type Closure } from './closure';
-import { entryShape } from './elf';
-import { nativeLauncher, type NativeStat } from './native';
+import { launchBackend } from './backends';
+import { identityOf, sameIdentity, type Identity } from './identity';
 import { LaunchRefused } from './refusals';
 
 const readAt = promisify(readCallback);
 
-export interface Identity {
-  readonly dev: string;
-  readonly ino: string;
-  readonly size: number;
-  readonly mode: number;
-  readonly mtimeNs: string;
-  readonly ctimeNs: string;
-}
+export type { Identity } from './identity';
+export { identityOf, sameIdentity } from './identity';
 
 export interface Attestation {
   /** The path the caller named, and every symlink hop from it. */
@@ -53,19 +47,6 @@ export interface Attestation {
 }
 
 export const RACY_WINDOW_MS = 2000;
-
-export const identityOf = (stat: NativeStat): Identity => ({
-  dev: stat.dev,
-  ino: stat.ino,
-  size: stat.size,
-  mode: stat.mode,
-  mtimeNs: stat.mtimeNs,
-  ctimeNs: stat.ctimeNs,
-});
-
-/** Same object, unchanged: identity plus size and both times (ctime cannot be set back by a user). */
-export const sameIdentity = (a: Identity, b: Identity): boolean =>
-  a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeNs === b.mtimeNs && a.ctimeNs === b.ctimeNs && a.mode === b.mode;
 
 const identityKey = (identity: Identity): string => `${identity.dev}:${identity.ino}:${identity.size}:${identity.mtimeNs}:${identity.ctimeNs}:${identity.mode}`;
 
@@ -165,7 +146,8 @@ export function scriptRuntime(fd: number, script: string, env: Env): string {
 
 export async function attest(path: string, options: AttestOptions = {}): Promise<Attestation> {
   const env = options.env ?? process.env;
-  const native = nativeLauncher();
+  const backend = launchBackend();
+  const native = backend.native();
   if (!native.platformSupported) throw new LaunchRefused('unsupported_platform', `${process.platform}-${process.arch} has no launch backend yet`);
   const opened = native.openExecutable(path);
   if (!opened.ok) throw new LaunchRefused(opened.reason, opened.detail);
@@ -206,13 +188,7 @@ export async function attest(path: string, options: AttestOptions = {}): Promise
     if (cached) {
       object = cached;
     } else {
-      const head = Buffer.alloc(Math.min(65536, identity.size));
-      readSync(opened.fd, head, 0, head.length, 0);
-      const shape = entryShape(head, (offset, length) => {
-        const more = Buffer.alloc(length);
-        readSync(opened.fd, more, 0, length, offset);
-        return more;
-      });
+      const shape = backend.entryShape(opened.fd, identity.size);
       if (shape.kind !== 'elf-static' && shape.kind !== 'elf-dynamic') {
         throw new LaunchRefused('unsupported_entrypoint', `${opened.resolved} is ${shape.kind === 'shebang' ? `a script (#!${shape.interpreter})` : 'not a native executable'}`);
       }
@@ -259,5 +235,5 @@ export async function attest(path: string, options: AttestOptions = {}): Promise
 
 /** Closes the retained descriptor of an attestation that will not be launched. */
 export function releaseAttestation(attestation: Attestation): void {
-  nativeLauncher().closeFd(attestation.fd);
+  launchBackend().native().closeFd(attestation.fd);
 }

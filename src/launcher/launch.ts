@@ -2,18 +2,20 @@
 // against its attestation, its receipt is committed, and only then does it run its first
 // instruction. Any failure on the way kills the parked process: the agent never ran.
 //
-// States: checked -> prepared -> forking -> parked -> verified -> committed -> running -> exited,
-// with every arrow also able to go to `refused` (kill, reap, close, typed refusal). See
-// docs/launcher.md for the threat model and the transitions.
+// States: checked -> prepared -> forking -> parked -> verified -> held -> committed -> running ->
+// exited, with every arrow also able to go to `refused` (kill, reap, close, typed refusal). The
+// phases below are named for them: prepare, spawn, verifyAtExec, commit, release. Everything
+// platform-specific (how the child is suspended, how its image is checked) is behind the backend
+// (src/launcher/backends/). See docs/launcher.md for the threat model and the transitions.
 import { Socket } from 'node:net';
 import { ReadStream } from 'node:tty';
-import { readFileSync, writeSync } from 'node:fs';
+import { writeSync } from 'node:fs';
 import { digestDocument } from '../core/canonical';
 import { digestOfDescriptor, identityOf, sameIdentity, type Attestation, type Identity } from './attest';
 import { verifySnapshot } from './closure';
 import { decideInjection, describeVariables } from './environment';
-import { processStart } from './liveness';
-import { nativeLauncher, type NativeEvent } from './native';
+import { launchBackend, type LaunchBackend } from './backends';
+import type { NativeEvent, NativeLauncher, NativeStat } from './native';
 import { CommitRefused, LaunchRefused, type LaunchRefusal } from './refusals';
 
 export const BARRIERS = ['after_attestation', 'after_argv_env', 'before_fork', 'parked', 'cancel'] as const;
@@ -75,218 +77,263 @@ export interface RunningLaunch {
 
 const DEFAULT_TIMEOUT_MS = 15_000;
 
-export async function launchAttested(request: LaunchRequest): Promise<RunningLaunch> {
-  const native = nativeLauncher();
-  const { attestation } = request;
-  const barriers = process.env.TURNKEEPER_TEST_BARRIERS === '1' ? (request.barriers ?? {}) : {};
-  const partial: { -readonly [K in keyof LaunchFacts]?: LaunchFacts[K] } = {
-    digest: attestation.digest,
-    identity: attestation.identity,
-    cwd: request.cwd,
-    ...(attestation.closure ? { closure: { digest: attestation.closure.digest, entry: attestation.closure.entry } } : {}),
-  };
-  let launchId: number | undefined;
-  let pid: number | undefined;
+/**
+ * One launch in flight: what every phase reads and what a refusal must undo. A refusal kills the
+ * suspended child (if any), records `launch_refused` when the store takes it, and throws.
+ */
+class Launch {
+  readonly native: NativeLauncher;
+  readonly backend: LaunchBackend;
+  readonly barriers: Barriers;
+  readonly partial: { -readonly [K in keyof LaunchFacts]?: LaunchFacts[K] };
+  /** The native launch while its child is suspended and undecided; cleared once the native side decided. */
+  launchId: number | undefined;
+  pid: number | undefined;
+  handles: SpawnHandles | undefined;
 
-  const refuse = async (reason: LaunchRefusal, detail: string): Promise<never> => {
-    if (launchId !== undefined) native.decide(launchId, 'kill', reason);
-    await request.recordRefusal?.(reason, detail, { ...partial, pid }).catch(() => undefined);
+  constructor(readonly request: LaunchRequest) {
+    this.backend = launchBackend();
+    this.native = this.backend.native();
+    this.barriers = process.env.TURNKEEPER_TEST_BARRIERS === '1' ? (request.barriers ?? {}) : {};
+    const { attestation } = request;
+    this.partial = {
+      digest: attestation.digest,
+      identity: attestation.identity,
+      cwd: request.cwd,
+      ...(attestation.closure ? { closure: { digest: attestation.closure.digest, entry: attestation.closure.entry } } : {}),
+    };
+  }
+
+  async refuse(reason: LaunchRefusal, detail: string): Promise<never> {
+    if (this.launchId !== undefined) this.native.decide(this.launchId, 'kill', reason);
+    await this.request.recordRefusal?.(reason, detail, { ...this.partial, pid: this.pid }).catch(() => undefined);
     throw new LaunchRefused(reason, detail);
-  };
-  const checkCancelled = async () => {
-    if (request.signal?.aborted) {
-      await barriers.cancel?.();
-      await refuse('launch_verification_failed', 'cancelled by the caller before the agent ran');
-    }
-  };
+  }
 
-  let handles: ReturnType<typeof native.spawnParked> | undefined;
+  async checkCancelled(): Promise<void> {
+    if (this.request.signal?.aborted) {
+      await this.barriers.cancel?.();
+      await this.refuse('launch_verification_failed', 'cancelled by the caller before the agent ran');
+    }
+  }
+
+  /** The native side already ended the launch (backstop, teardown): its refusal is the answer. */
+  async refuseEnded(event: NativeEvent | undefined, detail?: string): Promise<never> {
+    this.launchId = undefined;
+    const timedOut = event?.type === 'refused' && event.reason === 'launch_timeout';
+    return this.refuse(timedOut ? 'launch_timeout' : 'launch_verification_failed', detail ?? (event?.type === 'refused' ? event.detail : 'the launch ended early'));
+  }
+}
+
+type SpawnHandles = ReturnType<NativeLauncher['spawnParked']>;
+interface Prepared {
+  readonly argv: string[];
+  readonly envp: string[];
+}
+interface Parked {
+  readonly id: number;
+  readonly pid: number;
+  readonly exe: NativeStat | undefined;
+  readonly events: EventQueue;
+}
+
+export async function launchAttested(request: LaunchRequest): Promise<RunningLaunch> {
+  const launch = new Launch(request);
   try {
-    await barriers.after_attestation?.();
-    // Re-check before every launch: the descriptor's object is unchanged, and the path still leads to it.
-    const now = native.fstatFd(attestation.fd);
-    if (!now || !sameIdentity(attestation.identity, identityOf(now))) await refuse('object_changed', `${attestation.resolved} changed since it was attested`);
-    const again = native.openExecutable(attestation.launchPath);
-    if (again.ok) native.closeFd(again.fd);
-    if (!again.ok || again.stat.dev !== attestation.identity.dev || again.stat.ino !== attestation.identity.ino) {
-      await refuse('resolution_changed', `${attestation.launchPath} no longer resolves to the attested object`);
-    }
+    const prepared = await prepare(launch);
+    const parked = await spawn(launch, prepared);
+    const facts = await verifyAtExec(launch, parked);
+    const receipt = await commit(launch, parked, facts);
+    return await release(launch, parked, facts, receipt);
+  } catch (error) {
+    // Whatever threw, a still-suspended child must not wait for the backstop: it never runs.
+    if (launch.launchId !== undefined) launch.native.decide(launch.launchId, 'kill', 'launch_verification_failed');
+    const { handles } = launch;
+    for (const fd of [handles?.stdin, handles?.stdout, handles?.stderr, handles?.pty]) if (fd !== undefined) launch.native.closeFd(fd);
+    throw error;
+  } finally {
+    launch.native.closeFd(request.attestation.fd);
+  }
+}
 
-    const env: Record<string, string> = { ...request.env };
-    // The npm Codex shim clears every package-manager marker before setting its own; so do we.
-    if (attestation.environment.CODEX_MANAGED_PACKAGE_ROOT !== undefined) for (const name of Object.keys(env)) if (name.startsWith('CODEX_MANAGED_BY_')) delete env[name];
-    Object.assign(env, attestation.environment);
-    // Code-injection variables of the loader and of every runtime (the closed list in environment.ts).
-    const injection = decideInjection(env, request.allowLoaderVariables);
-    partial.loaderEnvironment = injection.record;
-    if (injection.refused.length > 0) {
-      await refuse('loader_environment_rejected', `code-injection variables set: ${describeVariables(injection.refused)}; unset them or allow each by name`);
-    }
-    const argv = [attestation.resolved, ...(attestation.arguments ?? []), ...request.args];
-    const envp = Object.entries(env).map(([name, value]) => `${name}=${value}`);
-    for (const item of [...argv, ...envp, request.cwd]) if (item.includes('\0')) await refuse('launch_verification_failed', 'NUL byte in argv, env or cwd');
-    for (const name of Object.keys(env)) if (name === '' || name.includes('=')) await refuse('launch_verification_failed', `bad environment name ${JSON.stringify(name)}`);
-    partial.argv = argv;
-    partial.argvDigest = digestDocument(argv);
-    partial.envDigest = digestDocument(Object.fromEntries(Object.entries(env).sort(([a], [b]) => (a < b ? -1 : 1))));
-    await barriers.after_argv_env?.();
-    await checkCancelled();
+/**
+ * Phase 1, prepare (state `prepared`): the descriptor's object is unchanged and the path still leads
+ * to it (the last path check); the environment is copied once and its injection variables decided;
+ * argv and env are checked and digested. Nothing is forked.
+ */
+async function prepare(launch: Launch): Promise<Prepared> {
+  const { request, native, barriers } = launch;
+  const { attestation } = request;
+  await barriers.after_attestation?.();
+  const now = native.fstatFd(attestation.fd);
+  if (!now || !sameIdentity(attestation.identity, identityOf(now))) await launch.refuse('object_changed', `${attestation.resolved} changed since it was attested`);
+  const again = native.openExecutable(attestation.launchPath);
+  if (again.ok) native.closeFd(again.fd);
+  if (!again.ok || again.stat.dev !== attestation.identity.dev || again.stat.ino !== attestation.identity.ino) {
+    await launch.refuse('resolution_changed', `${attestation.launchPath} no longer resolves to the attested object`);
+  }
 
-    await barriers.before_fork?.();
-    const events = eventQueue();
-    try {
-      handles = native.spawnParked(
+  const env: Record<string, string> = { ...request.env };
+  // The npm Codex shim clears every package-manager marker before setting its own; so do we.
+  if (attestation.environment.CODEX_MANAGED_PACKAGE_ROOT !== undefined) for (const name of Object.keys(env)) if (name.startsWith('CODEX_MANAGED_BY_')) delete env[name];
+  Object.assign(env, attestation.environment);
+  // Code-injection variables of the loader and of every runtime (the closed list in environment.ts).
+  const injection = decideInjection(env, request.allowLoaderVariables);
+  launch.partial.loaderEnvironment = injection.record;
+  if (injection.refused.length > 0) {
+    await launch.refuse('loader_environment_rejected', `code-injection variables set: ${describeVariables(injection.refused)}; unset them or allow each by name`);
+  }
+  const argv = [attestation.resolved, ...(attestation.arguments ?? []), ...request.args];
+  const envp = Object.entries(env).map(([name, value]) => `${name}=${value}`);
+  for (const item of [...argv, ...envp, request.cwd]) if (item.includes('\0')) await launch.refuse('launch_verification_failed', 'NUL byte in argv, env or cwd');
+  for (const name of Object.keys(env)) if (name === '' || name.includes('=')) await launch.refuse('launch_verification_failed', `bad environment name ${JSON.stringify(name)}`);
+  launch.partial.argv = argv;
+  launch.partial.argvDigest = digestDocument(argv);
+  launch.partial.envDigest = digestDocument(Object.fromEntries(Object.entries(env).sort(([a], [b]) => (a < b ? -1 : 1))));
+  await barriers.after_argv_env?.();
+  await launch.checkCancelled();
+  return { argv, envp };
+}
+
+/**
+ * Phase 2, spawn (states `forking` -> `parked`): the backend starts the child suspended at its exec
+ * boundary (Linux: PTRACE_TRACEME + execveat on the retained descriptor, stopped by SIGTRAP) and
+ * reports it parked; from then on the native backstop kills it at `timeoutMs` unless told otherwise.
+ */
+async function spawn(launch: Launch, prepared: Prepared): Promise<Parked> {
+  const { request, native, barriers } = launch;
+  await barriers.before_fork?.();
+  const events = eventQueue();
+  try {
+    launch.handles = native.spawnParked(
       {
-        fd: attestation.fd,
-        argv,
-        env: envp,
+        fd: request.attestation.fd,
+        argv: prepared.argv,
+        env: prepared.envp,
         cwd: request.cwd,
         stdio: request.stdio,
         cols: request.cols ?? 80,
         rows: request.rows ?? 24,
         timeoutMs: request.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       },
-        events.push,
-      );
-    } catch (error) {
-      // The working directory is gone, or no pipe or terminal could be made: nothing was forked.
-      return await refuse('launch_verification_failed', `could not prepare the launch: ${(error as Error).message}`);
-    }
-    launchId = handles.id;
-    const parked = await events.next();
-    if (parked.type === 'refused') {
-      launchId = undefined;
-      await refuse(parked.reason === 'launch_timeout' ? 'launch_timeout' : 'launch_verification_failed', parked.detail);
-    }
-    if (parked.type !== 'parked') return await refuse('launch_verification_failed', `unexpected launch event ${parked.type}`);
-    pid = parked.pid;
-    await barriers.parked?.();
-    await checkCancelled();
-
-    // The backstop may have fired while we waited (timeout): its refusal is the answer.
-    const early = events.peek();
-    if (early?.type === 'refused') {
-      launchId = undefined;
-      await refuse(early.reason === 'launch_timeout' ? 'launch_timeout' : 'launch_verification_failed', early.detail);
-    }
-    // The mapped image must be the attested object, and that object must be unchanged. Checked now,
-    // not only when it parked: a child that died meanwhile (a zombie has no exe) gets no receipt.
-    const exeNow = native.statPath(`/proc/${pid}/exe`);
-    for (const exe of [parked.exe, exeNow]) {
-      if (!exe || exe.dev !== attestation.identity.dev || exe.ino !== attestation.identity.ino) {
-        await refuse('launch_verification_failed', `/proc/${pid}/exe is not the attested object (or the child is gone)`);
-      }
-    }
-    // Our unreaped, parked child: its start time cannot belong to another process yet.
-    partial.pidStart = processStart(pid) ?? null;
-    const atExec = native.fstatFd(attestation.fd);
-    if (!atExec || !sameIdentity(attestation.identity, identityOf(atExec))) await refuse('object_changed', `${attestation.resolved} changed before it was executed`);
-    // A dynamic executable runs its loader first: the loader the kernel mapped must be the attested one.
-    if (attestation.interpreter) {
-      const loader = attestation.interpreter;
-      const now = native.statPath(loader.path);
-      if (!mappedObjects(pid).has(`${loader.identity.dev}:${loader.identity.ino}`) || !now || !sameIdentity(loader.identity, identityOf(now))) {
-        await refuse('object_changed', `the dynamic loader ${loader.path} mapped at the exec boundary is not the attested one`);
-      }
-    }
-    // A freshly written file cannot be trusted on identity alone: re-hash the image, now write-denied.
-    if (attestation.racy && (await digestOfDescriptor(attestation.fd, attestation.identity.size)) !== attestation.digest) {
-      await refuse('object_changed', `${attestation.resolved} changed within its timestamp tick before it was executed`);
-    }
-    // A closure: the snapshot the runtime is about to read must still be exactly its manifest.
-    if (attestation.closure) {
-      try {
-        verifySnapshot(attestation.closure.root, attestation.closure.digest);
-      } catch (error) {
-        if (!(error instanceof LaunchRefused)) throw error;
-        await refuse(error.reason, error.detail);
-      }
-    }
-
-    const facts = { ...partial, pid } as LaunchFacts;
-    // Take the deadline over from the native backstop before writing the receipt: if the backstop
-    // already fired, the child is dead and no receipt may say otherwise.
-    if (!native.decide(handles.id, 'hold')) {
-      const late = await events.next();
-      launchId = undefined;
-      return await refuse(late.type === 'refused' && late.reason === 'launch_timeout' ? 'launch_timeout' : 'launch_verification_failed', 'the parked launch ended before its receipt could be written');
-    }
-    let receipt: { seq: number; hash: string };
-    try {
-      receipt = await request.commit(facts);
-    } catch (error) {
-      if (error instanceof CommitRefused) {
-        // The commit refused this launch (and recorded why): kill the held child, which never ran.
-        native.decide(handles.id, 'kill', 'receipt_failed');
-        launchId = undefined;
-        throw error;
-      }
-      return await refuse('receipt_failed', (error as Error).message);
-    }
-    if (!native.decide(handles.id, 'detach')) {
-      // Only the environment's teardown can get here after a hold: the child was killed.
-      const late = await events.next();
-      launchId = undefined;
-      return await refuse(late.type === 'refused' && late.reason === 'launch_timeout' ? 'launch_timeout' : 'launch_verification_failed', 'the launch was killed before it could be released');
-    }
-    const running = await events.next();
-    if (running.type !== 'running') return await refuse('launch_verification_failed', `unexpected launch event ${running.type}`);
-    let reaped = false;
-    const exited = events.next().then((event) => {
-      reaped = true;
-      return event.type === 'exit' ? { code: event.code, signal: event.signal } : { code: null, signal: null };
-    });
-    return {
-      pid: running.pid,
-      receipt,
-      facts,
-      ...streams(handles),
-      exited,
-      kill: (signal = 'SIGTERM') => {
-        // Once reaped, the pid may belong to someone else: never signal it.
-        if (reaped) return;
-        try {
-          process.kill(running.pid, signal);
-        } catch {
-          // already gone
-        }
-      },
-    };
+      events.push,
+    );
   } catch (error) {
-    // Whatever threw, a still-parked child must not wait for the backstop: it never runs.
-    if (launchId !== undefined) native.decide(launchId, 'kill', 'launch_verification_failed');
-    for (const fd of [handles?.stdin, handles?.stdout, handles?.stderr, handles?.pty]) if (fd !== undefined) native.closeFd(fd);
-    throw error;
-  } finally {
-    native.closeFd(attestation.fd);
+    // The working directory is gone, or no pipe or terminal could be made: nothing was forked.
+    return await launch.refuse('launch_verification_failed', `could not prepare the launch: ${(error as Error).message}`);
+  }
+  launch.launchId = launch.handles.id;
+  const parked = await events.next();
+  if (parked.type === 'refused') return await launch.refuseEnded(parked);
+  if (parked.type !== 'parked') return await launch.refuse('launch_verification_failed', `unexpected launch event ${parked.type}`);
+  launch.pid = parked.pid;
+  await barriers.parked?.();
+  await launch.checkCancelled();
+  // The backstop may have fired while we waited (timeout): its refusal is the answer.
+  const early = events.peek();
+  if (early?.type === 'refused') return await launch.refuseEnded(early);
+  return { id: launch.handles.id, pid: parked.pid, exe: parked.exe, events };
+}
+
+/**
+ * Phase 3, verify at exec (state `verified`): through the backend, the image the suspended child
+ * mapped is the attested object and its loader the attested loader; the descriptor's object is still
+ * unchanged; a racy attestation is re-hashed now that the image is write-denied; a closure's snapshot
+ * still matches its manifest. Returns the facts the receipt records.
+ */
+async function verifyAtExec(launch: Launch, parked: Parked): Promise<LaunchFacts> {
+  const { request, native, backend } = launch;
+  const { attestation } = request;
+  const image = backend.imageMismatch(parked.pid, attestation, parked.exe);
+  if (image) await launch.refuse('launch_verification_failed', image);
+  // Our unreaped, suspended child: its start time cannot belong to another process yet.
+  launch.partial.pidStart = backend.processStart(parked.pid) ?? null;
+  const atExec = native.fstatFd(attestation.fd);
+  if (!atExec || !sameIdentity(attestation.identity, identityOf(atExec))) await launch.refuse('object_changed', `${attestation.resolved} changed before it was executed`);
+  // A dynamic executable runs its loader first: the loader the kernel mapped must be the attested one.
+  if (attestation.interpreter) {
+    const loader = backend.loaderMismatch(parked.pid, attestation.interpreter);
+    if (loader) await launch.refuse('object_changed', loader);
+  }
+  // A freshly written file cannot be trusted on identity alone: re-hash the image, now write-denied.
+  if (attestation.racy && (await digestOfDescriptor(attestation.fd, attestation.identity.size)) !== attestation.digest) {
+    await launch.refuse('object_changed', `${attestation.resolved} changed within its timestamp tick before it was executed`);
+  }
+  // A closure: the snapshot the runtime is about to read must still be exactly its manifest.
+  if (attestation.closure) {
+    try {
+      verifySnapshot(attestation.closure.root, attestation.closure.digest);
+    } catch (error) {
+      if (!(error instanceof LaunchRefused)) throw error;
+      await launch.refuse(error.reason, error.detail);
+    }
+  }
+  return { ...launch.partial, pid: parked.pid } as LaunchFacts;
+}
+
+/**
+ * Phase 4, commit (states `held` -> `committed`): take the deadline over from the native backstop,
+ * then write the receipt. If the backstop already fired, the child is dead and no receipt may say
+ * otherwise; a `CommitRefused` kills the held child and reaches the caller as it is.
+ */
+async function commit(launch: Launch, parked: Parked, facts: LaunchFacts): Promise<{ seq: number; hash: string }> {
+  const { request, native } = launch;
+  if (!native.decide(parked.id, 'hold')) return await launch.refuseEnded(await parked.events.next(), 'the parked launch ended before its receipt could be written');
+  try {
+    return await request.commit(facts);
+  } catch (error) {
+    if (error instanceof CommitRefused) {
+      // The commit refused this launch (and recorded why): kill the held child, which never ran.
+      native.decide(parked.id, 'kill', 'receipt_failed');
+      launch.launchId = undefined;
+      throw error;
+    }
+    return await launch.refuse('receipt_failed', (error as Error).message);
   }
 }
 
 /**
- * The files a parked process has mapped, as `dev:ino` with dev in the kernel's st_dev encoding
- * (/proc/<pid>/maps prints it as hex major:minor). At the exec boundary that is the image and its loader.
+ * Phase 5, release (state `running`): the backend lets the child run its first instruction (Linux:
+ * PTRACE_DETACH). After a hold only the environment's teardown or the last-resort bound can have
+ * ended it first; then the receipt exists for an agent that never ran (docs/launcher.md §8).
  */
-export function mappedObjects(pid: number): Set<string> {
-  const objects = new Set<string>();
-  let maps = '';
-  try {
-    maps = readFileSync(`/proc/${pid}/maps`, 'utf8');
-  } catch {
-    return objects;
-  }
-  for (const line of maps.split('\n')) {
-    const [, , , device, inode] = line.split(/\s+/);
-    if (!device || !inode || inode === '0') continue;
-    const [major, minor] = device.split(':').map((part) => BigInt(parseInt(part, 16)));
-    // glibc's makedev for a 64-bit dev_t.
-    const dev = ((major! & 0xfffff000n) << 32n) | ((major! & 0xfffn) << 8n) | ((minor! & 0xffffff00n) << 12n) | (minor! & 0xffn);
-    objects.add(`${dev}:${inode}`);
-  }
-  return objects;
+async function release(launch: Launch, parked: Parked, facts: LaunchFacts, receipt: { seq: number; hash: string }): Promise<RunningLaunch> {
+  const { native } = launch;
+  if (!native.decide(parked.id, 'detach')) return await launch.refuseEnded(await parked.events.next(), 'the launch was killed before it could be released');
+  const running = await parked.events.next();
+  if (running.type !== 'running') return await launch.refuse('launch_verification_failed', `unexpected launch event ${running.type}`);
+  launch.launchId = undefined;
+  let reaped = false;
+  const exited = parked.events.next().then((event) => {
+    reaped = true;
+    return event.type === 'exit' ? { code: event.code, signal: event.signal } : { code: null, signal: null };
+  });
+  return {
+    pid: running.pid,
+    receipt,
+    facts,
+    ...streams(native, launch.handles!),
+    exited,
+    kill: (signal = 'SIGTERM') => {
+      // Once reaped, the pid may belong to someone else: never signal it.
+      if (reaped) return;
+      try {
+        process.kill(running.pid, signal);
+      } catch {
+        // already gone
+      }
+    },
+  };
 }
 
 /** Native events arrive on the JS thread in order; this turns them into awaitable steps. */
-function eventQueue(): { push: (event: NativeEvent) => void; next: () => Promise<NativeEvent>; peek: () => NativeEvent | undefined } {
+interface EventQueue {
+  push: (event: NativeEvent) => void;
+  next: () => Promise<NativeEvent>;
+  peek: () => NativeEvent | undefined;
+}
+
+function eventQueue(): EventQueue {
   const queued: NativeEvent[] = [];
   const waiting: ((event: NativeEvent) => void)[] = [];
   return {
@@ -303,8 +350,7 @@ function eventQueue(): { push: (event: NativeEvent) => void; next: () => Promise
   };
 }
 
-function streams(handles: { stdin?: number; stdout?: number; stderr?: number; pty?: number }): Pick<RunningLaunch, 'stdin' | 'stdout' | 'stderr' | 'pty'> {
-  const native = nativeLauncher();
+function streams(native: NativeLauncher, handles: { stdin?: number; stdout?: number; stderr?: number; pty?: number }): Pick<RunningLaunch, 'stdin' | 'stdout' | 'stderr' | 'pty'> {
   if (handles.pty !== undefined) {
     const fd = handles.pty;
     return {

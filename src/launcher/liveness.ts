@@ -2,37 +2,15 @@
 // capture.) A launch receipt names its process by host, boot, pid and the pid's start time, so a
 // pid the kernel handed to another process since, or a machine that rebooted, is not mistaken for
 // the agent. The store asks this inside the transaction that commits the next launch.
-import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { PreviousLaunch } from '../store/authority';
+import { launchBackend } from './backends';
 
-/** Field 22 of /proc/<pid>/stat (start time in clock ticks since boot), or undefined when the pid is gone or a zombie. */
-export function processStart(pid: number): string | undefined {
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return undefined;
-  }
-  // The command name (field 2) is in parentheses and may hold spaces or ')': split after the last ')'.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const state = fields[0];
-  if (state === 'Z' || state === 'X' || state === 'x') return undefined;
-  return fields[19];
-}
+/** The process's start time (Linux: field 22 of /proc/<pid>/stat), or undefined when the pid is gone or a zombie. */
+export const processStart = (pid: number): string | undefined => launchBackend().processStart(pid);
 
-let bootId: string | null | undefined;
 /** This boot of this kernel (changes on every reboot), or null where it cannot be read. */
-export function currentBoot(): string | null {
-  if (bootId === undefined) {
-    try {
-      bootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() || null;
-    } catch {
-      bootId = null;
-    }
-  }
-  return bootId;
-}
+export const currentBoot = (): string | null => launchBackend().currentBoot();
 
 /** What a `launch_committed` receipt records so that a later resume can tell whether it still runs. */
 export function launchLiveness(pidStart: string | null): { host: string; boot: string | null; pidStart: string | null } {

@@ -1,0 +1,86 @@
+// The Linux launch backend, JavaScript half (docs/launcher.md §2, §3): ELF entry shapes read through
+// the retained descriptor, the /proc checks at the exec boundary (the mapped image and loader), and
+// the process facts liveness needs (/proc/<pid>/stat start time, the boot id). The native half is
+// native/src/linux_spawn.cc.
+import { readFileSync, readSync } from 'node:fs';
+import { entryShape } from '../elf';
+import { sameIdentity } from '../identity';
+import { nativeLauncher } from '../native';
+import type { LaunchBackend } from './index';
+
+let bootId: string | null | undefined;
+
+export const linuxBackend: LaunchBackend = {
+  name: 'linux',
+  native: nativeLauncher,
+  entryShape(fd, size) {
+    const head = Buffer.alloc(Math.min(65536, size));
+    readSync(fd, head, 0, head.length, 0);
+    return entryShape(head, (offset, length) => {
+      const more = Buffer.alloc(length);
+      readSync(fd, more, 0, length, offset);
+      return more;
+    });
+  },
+  imageMismatch(pid, attestation, parkedExe) {
+    // Checked now, not only when it parked: a child that died meanwhile (a zombie has no exe) gets no receipt.
+    const exeNow = nativeLauncher().statPath(`/proc/${pid}/exe`);
+    for (const exe of [parkedExe, exeNow]) {
+      if (!exe || exe.dev !== attestation.identity.dev || exe.ino !== attestation.identity.ino) return `/proc/${pid}/exe is not the attested object (or the child is gone)`;
+    }
+    return undefined;
+  },
+  loaderMismatch(pid, loader) {
+    const now = nativeLauncher().statPath(loader.path);
+    if (!mappedObjects(pid).has(`${loader.identity.dev}:${loader.identity.ino}`) || !now || !sameIdentity(loader.identity, now)) {
+      return `the dynamic loader ${loader.path} mapped at the exec boundary is not the attested one`;
+    }
+    return undefined;
+  },
+  processStart(pid) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      return undefined;
+    }
+    // The command name (field 2) is in parentheses and may hold spaces or ')': split after the last ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const state = fields[0];
+    if (state === 'Z' || state === 'X' || state === 'x') return undefined;
+    return fields[19];
+  },
+  currentBoot() {
+    if (bootId === undefined) {
+      try {
+        bootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() || null;
+      } catch {
+        bootId = null;
+      }
+    }
+    return bootId;
+  },
+};
+
+/**
+ * The files a parked process has mapped, as `dev:ino` with dev in the kernel's st_dev encoding
+ * (/proc/<pid>/maps prints it as hex major:minor). At the exec boundary that is the image and its loader.
+ */
+export function mappedObjects(pid: number): Set<string> {
+  const objects = new Set<string>();
+  let maps = '';
+  try {
+    maps = readFileSync(`/proc/${pid}/maps`, 'utf8');
+  } catch {
+    return objects;
+  }
+  for (const line of maps.split('\n')) {
+    const [, , , device, inode] = line.split(/\s+/);
+    if (!device || !inode || inode === '0') continue;
+    const [major, minor] = device.split(':').map((part) => BigInt(parseInt(part, 16)));
+    // glibc's makedev for a 64-bit dev_t.
+    const dev = ((major! & 0xfffff000n) << 32n) | ((major! & 0xfffn) << 8n) | ((minor! & 0xffffff00n) << 12n) | (minor! & 0xffn);
+    objects.add(`${dev}:${inode}`);
+  }
+  return objects;
+}
