@@ -26,6 +26,8 @@ export const RECEIPT_KINDS = [
   'clock_skew_detected',
   /** `turnkeeper store copy`: Todos copied in from another store, whose chain head this names. */
   'history_imported',
+  /** A signed checkpoint of the head before it (src/core/checkpoint.ts, src/lifecycle/checkpoints.ts). */
+  'checkpoint',
 ] as const;
 export type ReceiptKind = (typeof RECEIPT_KINDS)[number];
 

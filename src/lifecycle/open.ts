@@ -13,6 +13,7 @@ import { openSqliteStore, type OpenOptions } from '../store/sqlite';
 import { openPostgresStore, redactedLocation } from '../store/postgres';
 import { Ledger } from './ledger';
 import { resolveGoal } from './goal';
+import { withCheckpoints } from './checkpoints';
 
 export interface AuthorityOptions {
   /** Create the store when it does not exist (a claim, `todo add`); otherwise a missing store is `undefined`. */
@@ -67,9 +68,9 @@ export async function openAuthority(env: Env, options: AuthorityOptions): Promis
     // Bounded for hooks (spec §4): connect ≤ 2 s, then each statement ≤ 1.5 s (a stalled network
     // fails on its first statement), well inside the 5 s a hook may take.
     const rows = await openPostgresStore({ url: selection.url, connectTimeoutMs: 2000, statementTimeoutMs: options.busyTimeoutMs === undefined ? 3000 : Math.min(1500, options.busyTimeoutMs) });
-    return new Ledger(rows);
+    return new Ledger(withCheckpoints(rows, env));
   }
-  return openSqliteAuthority({ path: selection.path, create: options.create, busyTimeoutMs: options.busyTimeoutMs });
+  return openSqliteAuthority({ path: selection.path, create: options.create, busyTimeoutMs: options.busyTimeoutMs, checkpoints: env });
 }
 
 export interface StoreInitReport {
@@ -112,10 +113,11 @@ export async function initializeStore(env: Env, options: { readonly hookRole?: s
 /** A SQLite authority with its connection in reach: for tests, benchmarks and tamper tools. */
 export type SqliteAuthority = Ledger & { readonly connection: BetterSqlite3.Database; readonly path: string };
 
-export async function openSqliteAuthority(options: OpenOptions): Promise<SqliteAuthority | undefined> {
+/** `checkpoints`: the environment whose key and witness sign and check the chain (the factory's stores; tests' bare stores have none). */
+export async function openSqliteAuthority(options: OpenOptions & { readonly checkpoints?: Env }): Promise<SqliteAuthority | undefined> {
   const rows = await openSqliteStore(options);
   if (!rows) return undefined;
-  const ledger = Object.assign(new Ledger(rows), { connection: rows.connection, path: rows.path });
+  const ledger = Object.assign(new Ledger(options.checkpoints ? withCheckpoints(rows, options.checkpoints) : rows), { connection: rows.connection, path: rows.path });
   await adoptLegacyGoals(ledger);
   return ledger;
 }

@@ -1,0 +1,437 @@
+// Signed checkpoints of the receipt chain and their witness (docs/receipts.md, "Checkpoints").
+//
+// A checkpoint signs the chain's head (origin = the store's identity, head seq and hash, time) with
+// this installation's key. It is kept in the store (store_meta `checkpoint`: the newest; and, for the
+// ones written every N receipts, on demand and on export, a `checkpoint` receipt appended right after
+// the head it signs, so the chain carries its own signed history) and in a witness outside the store
+// (a file of one JSON line per checkpoint: `TURNKEEPER_WITNESS`, `witness` in config.json, else
+// `$TURNKEEPER_HOME/witness.jsonl`). `verify` and `doctor` compare the store with the newest witnessed
+// checkpoint, so a cut tail with a fixed head and a rewritten anchor is named too.
+//
+// A release is checkpointed too, but out of the chain (store_meta and the witness): the release stays
+// the newest receipt of its Todo, as every reader of the log expects, and is still signed.
+//
+// Automatic checkpoints come from a decorator of the row port (`withCheckpoints`), applied by the one
+// store factory (open.ts) for every authority: after a write transaction's own receipts, in the same
+// transaction; the witness line is appended after the commit (never naming what was rolled back). A
+// write that appends nothing (a replay) does nothing here: no key, no node:crypto, no config read.
+import { appendFileSync, closeSync, openSync, readFileSync, readSync, fstatSync } from 'node:fs';
+import { join } from 'node:path';
+import { buildReceipt, parseReceipt, type ChainBreak, type ChainLink, type ChainReport } from '../core/receipts';
+import { canonicalJson, digestText } from '../core/canonical';
+import {
+  bundleHeaderLine,
+  CHECKPOINT_KIND,
+  checkpointDetail,
+  checkpointText,
+  IN_TOTO_PAYLOAD_TYPE,
+  IN_TOTO_STATEMENT_TYPE,
+  LAUNCH_PREDICATE_TYPE,
+  originOf,
+  parseCheckpoint,
+  preAuthEncoding,
+  signedNote,
+  verifyBundle,
+  type BundleReport,
+  type DsseEnvelope,
+  type NoteVerifier,
+  type ParsedCheckpoint,
+} from '../core/checkpoint';
+import { turnkeeperHome, type Env } from '../store/location';
+import type { StorePort, StoreTx } from '../store/port';
+import type { Authority, ReceiptRow } from '../store/authority';
+import { noteVerifier, signingKey, signNote, trustedKeys, type TrustedKey } from './keys';
+
+export const DEFAULT_CHECKPOINT_EVERY = 100;
+/** store_meta key of the newest checkpoint this store signed (any machine). */
+export const CHECKPOINT_META = 'checkpoint';
+const WITNESS_SCHEMA = 'turnkeeper.witness/v1';
+/** The tail of the witness file read by verify: far more than the newest checkpoints of any store. */
+const WITNESS_TAIL_BYTES = 1 << 20;
+
+/** What the witness said, for reports (verify's library report, doctor, the Receipts view). */
+export type WitnessState =
+  | { readonly state: 'checked'; readonly path: string; readonly seq: number; readonly receipt: number | null; readonly signer: string | null; readonly time: string }
+  | { readonly state: 'none' | 'off' | 'unreadable'; readonly path: string | null };
+
+export type CheckpointedReport = ChainReport & { readonly witness?: WitnessState };
+
+interface Config {
+  readonly witness?: unknown;
+  readonly checkpointEvery?: unknown;
+}
+function readConfig(env: Env): Config {
+  try {
+    return JSON.parse(readFileSync(join(turnkeeperHome(env), 'config.json'), 'utf8')) as Config;
+  } catch {
+    return {};
+  }
+}
+
+/** The witness file, or null when turned off (`TURNKEEPER_WITNESS=off`). */
+export function witnessPath(env: Env): string | null {
+  const configured = readConfig(env).witness;
+  const chosen = env.TURNKEEPER_WITNESS?.trim() || (typeof configured === 'string' ? configured.trim() : '');
+  if (chosen === 'off') return null;
+  return chosen || join(turnkeeperHome(env), 'witness.jsonl');
+}
+
+/** Automatic checkpoints every N receipts (`TURNKEEPER_CHECKPOINT_EVERY`, `checkpointEvery`); 0 turns them off. */
+export function checkpointEvery(env: Env): number {
+  const raw = env.TURNKEEPER_CHECKPOINT_EVERY ?? readConfig(env).checkpointEvery;
+  const value = Number(raw);
+  return raw !== undefined && raw !== '' && Number.isSafeInteger(value) && value >= 0 ? value : DEFAULT_CHECKPOINT_EVERY;
+}
+
+export interface WrittenCheckpoint {
+  readonly origin: string;
+  /** The head it signs. */
+  readonly seq: number;
+  readonly hash: string;
+  /** The `checkpoint` receipt that carries it (seq + 1), or null for one kept out of the chain (a release's). */
+  readonly receipt: number | null;
+  readonly note: string;
+  readonly key: string;
+}
+
+const CONTROLLER = Symbol('turnkeeper.checkpoints');
+
+/** The checkpoint machinery of an authority opened by the factory (undefined for a bare one). */
+export function checkpointsOf(authority: Authority): Checkpoints | undefined {
+  const rows = (authority as { rows?: unknown }).rows as Record<symbol, unknown> | undefined;
+  return rows?.[CONTROLLER] as Checkpoints | undefined;
+}
+
+/** The row port with automatic checkpoints on write and the witness compared on verify. */
+export function withCheckpoints(rows: StorePort, env: Env): StorePort {
+  const checkpoints = new Checkpoints(rows, env);
+  const overrides: Partial<Record<PropertyKey, unknown>> = {
+    write: checkpoints.write.bind(checkpoints),
+    verifyChain: checkpoints.verifyChain.bind(checkpoints),
+    [CONTROLLER]: checkpoints,
+  };
+  return new Proxy(rows, {
+    get(target, property) {
+      if (Object.hasOwn(overrides, property)) return overrides[property];
+      const value = Reflect.get(target, property, target) as unknown;
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+export class Checkpoints {
+  private every: number | undefined;
+  private storeId: string | undefined;
+
+  constructor(
+    private readonly rows: StorePort,
+    private readonly env: Env,
+  ) {}
+
+  get witness(): string | null {
+    return witnessPath(this.env);
+  }
+
+  async origin(): Promise<string | undefined> {
+    this.storeId ??= await this.rows.getMeta('store_id');
+    return this.storeId === undefined ? undefined : originOf(this.storeId);
+  }
+
+  /** The newest checkpoint kept in the store (store_meta), parsed; undefined when none. */
+  async latest(): Promise<ParsedCheckpoint | undefined> {
+    return parseCheckpoint(await this.rows.getMeta(CHECKPOINT_META));
+  }
+
+  async write<T>(work: (tx: StoreTx) => Promise<T>): Promise<T> {
+    let written: WrittenCheckpoint | undefined;
+    const result = await this.rows.write(async (tx) => {
+      written = undefined; // a retried transaction starts over
+      let first: number | undefined;
+      let last = 0;
+      let released = false;
+      let goal = '';
+      const watched: StoreTx = {
+        ...tx,
+        appendReceipt: (row, previous) => {
+          first ??= row.seq;
+          last = row.seq;
+          goal = row.goal;
+          released ||= row.kind === 'lease_released';
+          return tx.appendReceipt(row, previous);
+        },
+      };
+      const value = await work(watched);
+      const due = first === undefined ? 'none' : this.due(first, last, released);
+      if (due !== 'none') {
+        // A checkpoint that cannot be signed (an unsafe keys directory) never fails the decision.
+        try {
+          written = await this.sign(tx, goal, due === 'chain');
+        } catch (error) {
+          if (this.env.TURNKEEPER_DEBUG) process.stderr.write(`turnkeeper: no checkpoint: ${(error as Error).message}\n`);
+        }
+      }
+      return value;
+    });
+    if (written) this.witnessQuietly(written);
+    return result;
+  }
+
+  /** 'chain' when the receipts crossed a multiple of N; 'meta' for a release (kept out of the chain). */
+  private due(first: number, last: number, released: boolean): 'chain' | 'meta' | 'none' {
+    this.every ??= checkpointEvery(this.env);
+    if (this.every === 0) return 'none';
+    if (Math.floor((first - 1) / this.every) !== Math.floor(last / this.every)) return 'chain';
+    return released ? 'meta' : 'none';
+  }
+
+  /**
+   * Signs the head of the open transaction, keeps it in store_meta and, `inChain`, appends the
+   * `checkpoint` receipt that carries it.
+   */
+  private async sign(tx: StoreTx, goal: string, inChain: boolean): Promise<WrittenCheckpoint | undefined> {
+    const origin = await this.origin();
+    const head = await tx.chainHead();
+    if (origin === undefined || head === undefined) return undefined;
+    const now = await tx.clock(Date.now());
+    const key = signingKey(this.env);
+    const body = { origin, seq: head.seq, hash: head.hash, time: new Date(now).toISOString() };
+    const text = checkpointText(body);
+    const note = signedNote(text, [signNote(key, text)]);
+    await tx.setMeta(CHECKPOINT_META, note);
+    if (!inChain) return { origin, seq: head.seq, hash: head.hash, receipt: null, note, key: key.name };
+    const receipt = buildReceipt(head, { kind: 'checkpoint', goal, detail: checkpointDetail(note, body, key.name) }, now);
+    await tx.appendReceipt({ seq: receipt.document.seq, doc: receipt.text, hash: receipt.hash, goal, todo: null, capture: null, kind: CHECKPOINT_KIND }, head);
+    return { origin, seq: head.seq, hash: head.hash, receipt: receipt.document.seq, note, key: key.name };
+  }
+
+  /** `turnkeeper checkpoint`, and every export: a checkpoint now, in the chain, store_meta and the witness. */
+  async checkpointNow(goal: string): Promise<WrittenCheckpoint & { readonly receipt: number }> {
+    const written = await this.rows.write((tx) => this.sign(tx, goal, true));
+    if (!written || written.receipt === null) throw new Error('the store has no receipts or no identity (store_meta store_id) to sign');
+    this.witnessQuietly(written);
+    return { ...written, receipt: written.receipt };
+  }
+
+  private witnessQuietly(written: WrittenCheckpoint): void {
+    const path = this.witness;
+    if (path === null) return;
+    try {
+      appendWitness(path, written);
+    } catch (error) {
+      // The witness detects; it is not the authority. A checkpoint it missed is still in the store.
+      if (this.env.TURNKEEPER_DEBUG) process.stderr.write(`turnkeeper: witness ${path}: ${(error as Error).message}\n`);
+    }
+  }
+
+  async verifyChain(after?: ChainLink): Promise<CheckpointedReport> {
+    const report = await this.rows.verifyChain(after);
+    const { witness, breaks } = await this.compareWitness();
+    const merged = [...report.breaks];
+    for (const item of breaks) if (!merged.some((known) => known.seq === item.seq && known.kind === item.kind)) merged.push(item);
+    return { ...report, ok: merged.length === 0, breaks: merged, witness };
+  }
+
+  /**
+   * The store against the newest witnessed checkpoints of its origin: each must be signed by a trusted
+   * key; the receipt it signs must be there with its hash (else the tail was cut, or the history
+   * forked), and a `checkpoint` receipt that carried it must still carry the same note.
+   */
+  async compareWitness(verify: NoteVerifier = noteVerifier(trustedKeys(this.env))): Promise<{ witness: WitnessState; breaks: ChainBreak[] }> {
+    const path = this.witness;
+    if (path === null) return { witness: { state: 'off', path: null }, breaks: [] };
+    const origin = await this.origin();
+    const entries = readWitness(path);
+    if (entries === 'unreadable') return { witness: { state: 'unreadable', path }, breaks: [] };
+    // Every entry of the highest head: two that differ are a fork the store can match once at most.
+    const newest = origin === undefined ? [] : newestOf(entries, origin);
+    if (newest.length === 0) return { witness: { state: 'none', path }, breaks: [] };
+    const top = Math.max(...newest.map((entry) => entry.receipt ?? entry.seq));
+    const rows = await this.rows.receipts({ beforeSeq: top + 1, limit: top + 1 - newest[0]!.seq });
+    const at = (seq: number): ReceiptRow | undefined => rows.find((row) => Number(row.seq) === seq);
+    const breaks: ChainBreak[] = [];
+    let witness: WitnessState = { state: 'none', path };
+    for (const entry of newest) {
+      const note = parseCheckpoint(entry.text);
+      const verdict = note ? verify(note) : ({ ok: false, kind: 'signature_invalid' } as const);
+      witness = { state: 'checked', path, seq: entry.seq, receipt: entry.receipt, signer: verdict.ok ? verdict.signer : null, time: note?.time ?? '' };
+      const found = compareOne(note, verdict, entry, at);
+      if (found && !breaks.some((known) => known.seq === found.seq && known.kind === found.kind)) breaks.push(found);
+    }
+    return { witness, breaks };
+  }
+}
+
+/** One witnessed checkpoint against the store's rows at its head and at its carrier. */
+function compareOne(note: ParsedCheckpoint | undefined, verdict: ReturnType<NoteVerifier>, entry: WitnessEntry, at: (seq: number) => ReceiptRow | undefined): ChainBreak | undefined {
+  const where = entry.receipt ?? entry.seq;
+  if (!note || !verdict.ok) return { seq: where, kind: verdict.ok ? 'signature_invalid' : verdict.kind };
+  if (note.origin !== entry.origin || note.seq !== entry.seq) return { seq: where, kind: 'checkpoint_mismatch' };
+  const signed = at(note.seq);
+  const carrier = entry.receipt === null ? undefined : at(entry.receipt);
+  if (note.seq > 0 && signed === undefined && carrier === undefined) return { seq: where, kind: 'truncated_after_checkpoint' };
+  if (note.seq > 0 && (signed === undefined || signed.hash !== note.hash || digestText(signed.doc) !== note.hash)) return { seq: note.seq, kind: 'checkpoint_mismatch' };
+  if (entry.receipt === null) return undefined;
+  if (carrier === undefined) return { seq: entry.receipt, kind: 'truncated_after_checkpoint' };
+  if (parseReceipt(carrier.doc)?.detail?.note !== entry.text) return { seq: entry.receipt, kind: 'checkpoint_mismatch' };
+  return undefined;
+}
+
+interface WitnessEntry {
+  readonly origin: string;
+  /** The head the checkpoint signs. */
+  readonly seq: number;
+  /** The receipt that carries it, or null (a release's checkpoint, kept out of the chain). */
+  readonly receipt: number | null;
+  readonly text: string;
+}
+
+/** Appends one checkpoint to the witness file (O_APPEND: concurrent writers never interleave a line). */
+export function appendWitness(path: string, written: WrittenCheckpoint): void {
+  const entry = { schema: WITNESS_SCHEMA, origin: written.origin, seq: written.seq, receipt: written.receipt, checkpoint: written.note };
+  appendFileSync(path, JSON.stringify(entry) + '\n', { mode: 0o600 });
+}
+
+/** The witness's entries (its last megabyte), `[]` when there is no file, `'unreadable'` when unreadable. */
+export function readWitness(path: string): WitnessEntry[] | 'unreadable' {
+  let text: string;
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, 'r');
+    const size = fstatSync(fd).size;
+    const length = Math.min(size, WITNESS_TAIL_BYTES);
+    const buffer = Buffer.alloc(length);
+    readSync(fd, buffer, 0, length, size - length);
+    text = buffer.toString('utf8');
+    if (length < size) text = text.slice(text.indexOf('\n') + 1);
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ENOENT' ? [] : 'unreadable';
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+  const entries: WitnessEntry[] = [];
+  for (const line of text.split('\n')) {
+    if (line === '') continue;
+    try {
+      const value = JSON.parse(line) as Record<string, unknown>;
+      const receipt = value.receipt === null ? null : Number.isSafeInteger(value.receipt) ? (value.receipt as number) : undefined;
+      if (value.schema === WITNESS_SCHEMA && typeof value.origin === 'string' && Number.isSafeInteger(value.seq) && receipt !== undefined && typeof value.checkpoint === 'string') {
+        entries.push({ origin: value.origin, seq: value.seq as number, receipt, text: value.checkpoint });
+      }
+    } catch {
+      // a torn or foreign line: skipped (a forged one would also need a trusted signature)
+    }
+  }
+  return entries;
+}
+
+/** The witnessed checkpoints of `origin` at its highest head (one, unless the history forked). */
+function newestOf(entries: readonly WitnessEntry[], origin: string): WitnessEntry[] {
+  let highest = -1;
+  for (const entry of entries) if (entry.origin === origin && entry.seq > highest) highest = entry.seq;
+  return entries.filter((entry) => entry.origin === origin && entry.seq === highest);
+}
+
+// ---- export, offline verification, launch attestations ----
+
+/** The chain does not verify: nothing is signed over a broken chain. */
+export class ExportRefused extends Error {
+  constructor(readonly report: ChainReport) {
+    super(`the receipt chain does not verify (${report.breaks.map((item) => `seq ${item.seq}: ${item.kind}`).join(', ')}): nothing was exported or signed; turnkeeper verify`);
+    this.name = 'ExportRefused';
+  }
+}
+
+const EXPORT_PAGE = 10_000;
+
+/**
+ * `turnkeeper receipts export`: verifies the chain, writes a checkpoint of its head (store and
+ * witness), then the bundle: a header line carrying that signed checkpoint, and every stored document
+ * from `from` to the signed head, exactly as stored, one per line.
+ */
+export async function exportBundle(store: Authority, goal: string, from: number, write: (chunk: string) => void): Promise<{ readonly from: number; readonly to: number; readonly checkpoint: WrittenCheckpoint }> {
+  const checkpoints = checkpointsOf(store);
+  if (!checkpoints) throw new Error('this store was not opened with checkpoints');
+  const report = await store.verifyChain();
+  if (!report.ok) throw new ExportRefused(report);
+  const checkpoint = await checkpoints.checkpointNow(goal);
+  const to = checkpoint.seq;
+  const first = Math.max(1, Math.min(from, to));
+  write(bundleHeaderLine({ origin: checkpoint.origin, from: first, to, checkpoint: checkpoint.note }) + '\n');
+  for (let start = first; start <= to; start += EXPORT_PAGE) {
+    const end = Math.min(start + EXPORT_PAGE, to + 1);
+    const rows = await store.receipts({ beforeSeq: end, limit: end - start });
+    const docs: string[] = [];
+    for (let i = rows.length - 1; i >= 0; i -= 1) if (Number(rows[i]!.seq) >= start) docs.push(rows[i]!.doc);
+    if (docs.length > 0) write(docs.join('\n') + '\n');
+  }
+  return { from: first, to, checkpoint };
+}
+
+/** Verifies a bundle's text with these keys (no store). */
+export function verifyBundleText(text: string, keys: readonly TrustedKey[]): BundleReport {
+  return verifyBundle(text.split('\n'), noteVerifier(keys));
+}
+
+/** Which key signed which checkpoints of a bundle: "which machine signed what". */
+export function signersOf(report: BundleReport): { key: string | null; checkpoints: number[] }[] {
+  const bySigner = new Map<string | null, number[]>();
+  for (const item of report.checkpoints) {
+    const list = bySigner.get(item.signer) ?? [];
+    list.push(item.seq);
+    bySigner.set(item.signer, list);
+  }
+  return [...bySigner].map(([key, checkpoints]) => ({ key, checkpoints }));
+}
+
+export type AttestationResult =
+  | { readonly ok: true; readonly envelope: DsseEnvelope; readonly statement: Record<string, unknown> }
+  | { readonly ok: false; readonly reason: 'unknown_receipt' | 'not_a_launch' | 'content_altered'; readonly message: string };
+
+/**
+ * `turnkeeper receipts attestation <seq>`: the `launch_committed` receipt as an in-toto Statement
+ * (subject: the attested agent executable; predicate: what the launch committed to), signed in a DSSE
+ * envelope with this installation's key over DSSE's pre-authentication encoding.
+ */
+export async function launchAttestation(store: Authority, env: Env, seq: number): Promise<AttestationResult> {
+  const row = (await store.receipts({ beforeSeq: seq + 1, limit: 1 })).find((candidate) => Number(candidate.seq) === seq);
+  if (!row) return { ok: false, reason: 'unknown_receipt', message: `no receipt #${seq}` };
+  const doc = parseReceipt(row.doc);
+  if (!doc || row.hash !== digestText(row.doc)) return { ok: false, reason: 'content_altered', message: `receipt #${seq} does not match its hash: turnkeeper verify` };
+  if (doc.kind !== 'launch_committed') return { ok: false, reason: 'not_a_launch', message: `receipt #${seq} is ${doc.kind}, not launch_committed` };
+  const detail = doc.detail ?? {};
+  const text = (value: unknown): string | null => (typeof value === 'string' ? value : null);
+  const digestOf = (value: unknown): Record<string, string> | undefined => (typeof value === 'string' && /^sha256:[0-9a-f]{64}$/.test(value) ? { sha256: value.slice(7) } : undefined);
+  const subject: { name: string; digest: Record<string, string> }[] = [];
+  const executable = digestOf(detail.digest);
+  if (executable) subject.push({ name: `agent:${text(detail.agent) ?? 'unknown'}`, digest: executable });
+  const closure = digestOf(detail.closure);
+  if (closure) subject.push({ name: 'closure', digest: closure });
+  if (subject.length === 0) return { ok: false, reason: 'not_a_launch', message: `receipt #${seq} names no attested digest` };
+  const capture = doc.capture ? await store.getCapture(doc.capture) : undefined;
+  const checkpoints = checkpointsOf(store);
+  const statement = {
+    _type: IN_TOTO_STATEMENT_TYPE,
+    subject,
+    predicateType: LAUNCH_PREDICATE_TYPE,
+    predicate: {
+      receipt: { seq: doc.seq, hash: row.hash, at: doc.at, origin: (await checkpoints?.origin()) ?? null },
+      capture: doc.capture ?? null,
+      todo: doc.todo ?? capture?.todo ?? null,
+      goal: doc.goal,
+      owner: doc.owner ?? null,
+      lease: doc.lease ?? null,
+      launch: text(detail.launch),
+      agent: text(detail.agent),
+      argvDigest: text(detail.argvDigest),
+      envDigest: text(detail.envDigest),
+      cwd: text(detail.cwd),
+      checkout: capture?.checkout ?? null,
+      loader: text(detail.loader),
+      loaderEnvironment: text(detail.loaderEnvironment),
+    },
+  };
+  const payload = Buffer.from(canonicalJson(statement), 'utf8');
+  const key = signingKey(env);
+  const sig = key.sign(preAuthEncoding(IN_TOTO_PAYLOAD_TYPE, payload));
+  return { ok: true, statement, envelope: { payloadType: IN_TOTO_PAYLOAD_TYPE, payload: payload.toString('base64'), signatures: [{ keyid: key.name, sig: sig.toString('base64') }] } };
+}
