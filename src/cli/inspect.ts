@@ -1,6 +1,6 @@
-// Read-mostly commands: `status`, `show`, `verify`, `release`.
+// Read-mostly commands: `status`, `show`, `verify`, `release`, `receipts`.
 import { digestText } from '../core/canonical';
-import { isCaptureId, isOwner, isTodoId } from '../core/ids';
+import { isCaptureId, isOwner } from '../core/ids';
 import { isoTime } from '../core/lease';
 import { parseReceipt, type ReceiptDocument } from '../core/receipts';
 import { storePath } from '../store/location';
@@ -8,25 +8,69 @@ import { readAnchor } from '../store/anchor';
 import { statusSnapshot, leaseView } from '../lifecycle/status';
 import { callerOwner, requesterOf } from '../lifecycle/settings';
 import type { Authority } from '../store/authority';
-import { EXIT, goalFrom, openStore, parse, printJson, UsageError, type Io } from './io';
+import { EXIT, goalFrom, openStore, parse, placementFrom, printJson, todoIdArg, UsageError, type Io } from './io';
 
 export async function statusCommand(args: string[], io: Io): Promise<number> {
   const { values } = parse(args, { json: { type: 'boolean' } }, { min: 0, max: 0, usage: 'turnkeeper status [--json]' });
   const store = await openStore(io, false);
   const snapshot = store ? await statusSnapshot(store, Date.now()) : { leases: [], captures: [], silentLaunches: [] };
+  const names = store ? await goalNames(store) : new Map<string, string>();
   store?.close();
   if (values.json) {
     printJson(io, snapshot);
     return EXIT.done;
   }
+  io.out(hereLine(io));
+  if (!store) {
+    io.out(`no store at ${storePath(io.env)} yet: nothing is held (turnkeeper todo add creates it)\n`);
+    return EXIT.done;
+  }
   const active = snapshot.leases.filter((lease) => lease.status === 'active');
   io.out(active.length === 0 ? 'no active leases\n' : 'active leases:\n');
-  // Which checkout holds each lease: worktrees of one repository share its Todos (docs/goals.md).
-  for (const lease of active) io.out(`  ${lease.todo.padEnd(24)} ${lease.owner}  epoch ${lease.epoch} v${lease.version}  in ${lease.checkout ?? '?'}  until ${lease.expiresAt}  ${lease.capture}\n`);
+  // Which Goal and checkout hold each lease: worktrees of one repository share its Todos (docs/goals.md).
+  const leasePlace = placeHeader(names, '  ');
+  for (const lease of active) {
+    io.out(leasePlace(lease.goal, lease.checkout));
+    io.out(`    ${lease.todo.padEnd(24)} ${lease.owner}  epoch ${lease.epoch} v${lease.version}  until ${lease.expiresAt}  ${lease.capture}\n`);
+  }
   if (snapshot.captures.length > 0) io.out('captures:\n');
-  for (const capture of snapshot.captures) io.out(`  ${capture.id}  ${capture.state.padEnd(14)} ${capture.todo.padEnd(24)} ${capture.agent}:${capture.session}\n`);
+  const capturePlace = placeHeader(names, '  ');
+  for (const capture of snapshot.captures) {
+    io.out(capturePlace(capture.goal, capture.checkout));
+    io.out(`    ${capture.id}  ${capture.state.padEnd(14)} ${capture.todo.padEnd(24)} ${capture.agent}:${capture.session}\n`);
+  }
   for (const launch of snapshot.silentLaunches) io.out(`warning: the agent launched for ${launch.capture} at ${launch.committedAt} never fired a hook (turnkeeper doctor)\n`);
   return EXIT.done;
+}
+
+/** Goal id -> display name (the repository folder name), for people; ids stay in --json. */
+async function goalNames(store: Authority): Promise<Map<string, string>> {
+  return new Map((await store.listGoals()).map((goal) => [goal.id, goal.displayName]));
+}
+
+/** The Goal and checkout of the current directory, or why there is none. */
+function hereLine(io: Io): string {
+  try {
+    const here = placementFrom(io, undefined);
+    return `here: Goal ${here.displayName} (${here.goal}) · checkout ${here.checkout}\n`;
+  } catch (error) {
+    return `here: no Goal (${(error as Error).message.split('\n')[0]})\n`;
+  }
+}
+
+/**
+ * A line naming the Goal (and the checkout, when known), printed only when it differs from the last
+ * one printed: items that follow belong to it. An item without a checkout keeps the last header.
+ */
+function placeHeader(names: ReadonlyMap<string, string>, indent: string): (goal: string, checkout: string | undefined) => string {
+  let lastGoal: string | undefined;
+  let lastCheckout: string | undefined;
+  return (goal, checkout) => {
+    if (goal === lastGoal && (checkout === undefined || checkout === lastCheckout)) return '';
+    lastGoal = goal;
+    lastCheckout = checkout;
+    return `${indent}Goal ${names.get(goal) ?? goal} (${goal})${checkout === undefined ? '' : ` · checkout ${checkout}`}\n`;
+  };
 }
 
 export async function showCommand(args: string[], io: Io): Promise<number> {
@@ -133,7 +177,7 @@ export async function releaseCommand(args: string[], io: Io): Promise<number> {
     { min: 1, max: 1, usage },
   );
   const todo = positionals[0]!;
-  if (!isTodoId(todo)) throw new UsageError(`Todo id ${JSON.stringify(todo)} is outside its grammar\nusage: ${usage}`);
+  todoIdArg(todo, usage);
   if (values.force && !values.reason?.trim()) throw new UsageError(`--force needs --reason <why>: the reason goes into the receipt\nusage: ${usage}`);
   const goal = goalFrom(io, values.goal);
   const caller = callerOwner(io.env, values.owner);
@@ -169,27 +213,41 @@ export async function receiptsCommand(args: string[], io: Io): Promise<number> {
   const { values } = parse(args, { json: { type: 'boolean' }, limit: { type: 'string' }, before: { type: 'string' } }, { min: 0, max: 0, usage });
   const limit = Number(values.limit ?? 20);
   const before = values.before === undefined ? undefined : Number(values.before);
-  if (!Number.isSafeInteger(limit) || limit < 1 || (before !== undefined && !Number.isSafeInteger(before))) throw new UsageError(`usage: ${usage}`);
+  if (!Number.isSafeInteger(limit) || limit < 1 || (before !== undefined && !Number.isSafeInteger(before))) throw new UsageError(`--limit takes a whole number from 1 and --before a receipt number\nusage: ${usage}`);
   const store = await openStore(io, false);
   const rows = store ? await store.receipts({ beforeSeq: before, limit }) : [];
+  const names = store ? await goalNames(store) : new Map<string, string>();
+  const checkoutOf = new Map(store ? (await store.listCaptures()).map((capture) => [capture.id, capture.checkout]) : []);
   store?.close();
   if (values.json) {
     printJson(io, rows.map((row) => ({ seq: row.seq, hash: row.hash, doc: parseReceipt(row.doc) ?? null, ...(parseReceipt(row.doc) ? {} : { text: row.doc }) })));
     return EXIT.done;
   }
+  io.out(hereLine(io));
+  if (!store) {
+    // A missing store is not an empty log.
+    io.out(`no store at ${storePath(io.env)} yet, so no receipts\n`);
+    return EXIT.done;
+  }
+  const place = placeHeader(names, '');
   for (const row of rows) {
     // Only a well-formed receipt is read field by field; anything else is shown as what it is.
     const doc = parseReceipt(row.doc);
     if (!doc) {
-      io.out(`#${row.seq} (not a receipt: ${JSON.stringify(String(row.doc).slice(0, 80))}; turnkeeper verify)\n`);
+      io.out(`  #${row.seq} (not a receipt: ${JSON.stringify(String(row.doc).slice(0, 80))}; turnkeeper verify)\n`);
       continue;
     }
+    io.out(place(doc.goal, doc.capture ? checkoutOf.get(doc.capture) : undefined));
     const reason = typeof doc.detail?.reason === 'string' ? ` [${doc.detail.reason}]` : '';
     io.out(
-      `#${row.seq} ${doc.at} ${doc.kind.padEnd(18)} ${(doc.todo ?? '').padEnd(20)} ${doc.owner ?? ''}` +
+      `  #${row.seq} ${doc.at} ${doc.kind.padEnd(18)} ${(doc.todo ?? '').padEnd(20)} ${doc.owner ?? ''}` +
         `${doc.lease ? ` epoch ${doc.lease.epoch} v${doc.lease.version}` : ''}${doc.capture ? ` ${doc.capture}` : ''}${reason}\n`,
     );
   }
+  const oldest = rows.at(-1)?.seq;
+  if (rows.length === 0) io.out(before === undefined ? 'no receipts yet\n' : `no receipts before #${before}\n`);
+  else if (rows.length === limit && oldest !== undefined && oldest > 1) io.out(`older receipts: turnkeeper receipts --before ${oldest}${values.limit ? ` --limit ${limit}` : ''}\n`);
+  else io.out('(the first receipt of the chain is shown; turnkeeper verify checks the chain)\n');
   return EXIT.done;
 }
 

@@ -7,6 +7,7 @@ import { openAuthority } from '../lifecycle/open';
 import { resolveGoal } from '../lifecycle/goal';
 import { GoalError } from '../core/goal';
 import { terminalSafe } from '../core/terminal';
+import { isTodoId, TODO_ID_RULE } from '../core/ids';
 
 export interface Io {
   readonly env: Env;
@@ -26,6 +27,14 @@ export class UsageError extends Error {
 }
 
 export type Options = NonNullable<ParseArgsConfig['options']>;
+
+/** A Todo id given on the command line, or a usage error that states the rule in words (spec §8). */
+export function todoIdArg(id: string, usage?: string): string {
+  if (isTodoId(id as unknown)) return id;
+  const hint = id.toLowerCase() !== id && isTodoId(id.toLowerCase()) ? ` (did you mean ${id.toLowerCase()}?)` : '';
+  throw new UsageError(`${JSON.stringify(id)} is not a Todo id${hint}: a Todo id is ${TODO_ID_RULE}${usage ? `\nusage: ${usage}` : ''}`);
+}
+
 
 /** parseArgs with usage errors instead of exceptions a user has to decode. */
 export function parse<T extends Options>(args: string[], options: T, positionals: { min: number; max: number; usage: string }) {

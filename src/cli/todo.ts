@@ -1,7 +1,7 @@
 // `turnkeeper todo add|list|done|reopen`
-import { isTodoId, todoIdFromTitle } from '../core/ids';
+import { todoIdFromTitle } from '../core/ids';
 import { GoalChangedError, TodoExistsError } from '../store/authority';
-import { EXIT, goalFrom, openStore, parse, placementFrom, printJson, UsageError, type Io } from './io';
+import { EXIT, goalFrom, openStore, parse, placementFrom, printJson, todoIdArg, UsageError, type Io } from './io';
 
 export async function todoCommand(args: string[], io: Io): Promise<number> {
   const [sub, ...rest] = args;
@@ -29,7 +29,7 @@ async function todoAdd(args: string[], io: Io): Promise<number> {
   const title = positionals[0]!.trim();
   if (title === '' || !title.isWellFormed()) throw new UsageError(`the title must be non-empty text\nusage: ${usage}`);
   const id = values.id ?? todoIdFromTitle(title);
-  if (!isTodoId(id)) throw new UsageError(`Todo id ${JSON.stringify(id)} must match ^[a-z0-9][a-z0-9_-]{2,63}$`);
+  todoIdArg(id, usage);
   const placement = placementFrom(io, values.goal);
   const goal = placement.goal;
   const store = (await openStore(io, true))!;
@@ -76,7 +76,7 @@ async function todoDone(args: string[], io: Io): Promise<number> {
     { min: 1, max: 1, usage: 'turnkeeper todo done <id> [--goal <dir>] [--json]' },
   );
   const id = positionals[0]!;
-  if (!isTodoId(id)) throw new UsageError(`Todo id ${JSON.stringify(id)} is outside the grammar ^[a-z0-9][a-z0-9_-]{2,63}$`);
+  todoIdArg(id);
   const goal = goalFrom(io, values.goal);
   const store = await openStore(io, false);
   const result = store ? await store.setTodoStatus(goal, id, 'done', Date.now()) : undefined;
@@ -103,7 +103,7 @@ async function todoReopen(args: string[], io: Io): Promise<number> {
     { min: 1, max: 1, usage: 'turnkeeper todo reopen <id> [--goal <dir>] [--json]' },
   );
   const id = positionals[0]!;
-  if (!isTodoId(id)) throw new UsageError(`Todo id ${JSON.stringify(id)} is outside the grammar ^[a-z0-9][a-z0-9_-]{2,63}$`);
+  todoIdArg(id);
   const goal = goalFrom(io, values.goal);
   const store = await openStore(io, false);
   try {
