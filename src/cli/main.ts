@@ -9,9 +9,11 @@ const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   todo: async () => (await import('./todo')).todoCommand,
   status: async () => (await import('./inspect')).statusCommand,
   show: async () => (await import('./inspect')).showCommand,
-  verify: async () => (await import('./inspect')).verifyCommand,
+  verify: async () => (await import('./receipts')).verifyCommand,
   release: async () => (await import('./inspect')).releaseCommand,
-  receipts: async () => (await import('./inspect')).receiptsCommand,
+  receipts: async () => (await import('./receipts')).receiptsCommand,
+  checkpoint: async () => (await import('./receipts')).checkpointCommand,
+  keys: async () => (await import('./keys')).keysCommand,
   attest: async () => (await import('./launch')).attestCommand,
   resume: async () => (await import('./launch')).resumeCommand,
   hooks: async () => (await import('./hooks')).hooksCommand,
@@ -32,7 +34,13 @@ const USAGE = `usage: turnkeeper <command> [options]       every command takes -
   status [--json]                             leases and captures, with their Goal and checkout
   show <captureId> [--json]                   a capture and its ready capture, exactly as presented
   receipts [--limit <n>] [--before <seq>] [--json]   the receipt log, newest first
-  verify [--json]                             check the receipt chain
+  receipts export [--from <seq>] [--out <file>] [--json]   the stored receipts and a signed checkpoint: a bundle that verifies offline
+  receipts attestation <seq> [--out <file>]   a launch_committed receipt as an in-toto statement in a signed DSSE envelope
+  verify [--json]                             check the receipt chain (and its anchor and witness)
+  verify --bundle <file> [--key <public key|file>]… [--json]   check an exported bundle, with no store
+  checkpoint [--json]                         sign the chain's head now, into the store and the witness
+  keys show [--pem] [--json]                  this installation's public key and key id (the private key is never shown)
+  keys trust <file|key> [--json]              trust a teammate's public key for checkpoints
   release <todo> [--owner <agent:session>] [--force --reason <why>] [--goal <dir>] [--json]
   attest <path> [--json]                      what the native launcher would run, and its digest
   resume <captureId> [--dry-run] [--json] [--accept-drift] [--agent-bin <path>] [--interactive] [--prompt <text>] [--allow-loader-env <name>]… [-- <agent args>]

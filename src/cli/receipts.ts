@@ -1,0 +1,165 @@
+// `turnkeeper receipts export|attestation`, `turnkeeper checkpoint` and `turnkeeper verify --bundle`
+// (docs/receipts.md, "Checkpoints", "Export", "Launch attestations"). Plain `turnkeeper receipts`
+// (the log, newest first) stays in inspect.ts.
+import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { checkpointsOf, exportBundle, ExportRefused, launchAttestation, signersOf, verifyBundleText } from '../lifecycle/checkpoints';
+import { parsePublicKey, trustedKeys, type TrustedKey } from '../lifecycle/keys';
+import { storePath } from '../store/location';
+import { EXIT, goalFrom, openStore, parse, printJson, UsageError, type Io } from './io';
+
+export async function receiptsCommand(args: string[], io: Io): Promise<number> {
+  if (args[0] === 'export') return exportCommand(args.slice(1), io);
+  if (args[0] === 'attestation') return attestationCommand(args.slice(1), io);
+  return (await import('./inspect')).receiptsCommand(args, io);
+}
+
+/** The current directory's Goal, or '' outside any (a checkpoint belongs to the chain, not a Goal). */
+function goalOrNone(io: Io): string {
+  try {
+    return goalFrom(io, undefined);
+  } catch {
+    return '';
+  }
+}
+
+const noStore = (io: Io, json: boolean | undefined): number => {
+  const message = `no store at ${storePath(io.env)}`;
+  if (json) printJson(io, { ok: false, error: { code: 'no_store', message } });
+  else io.err(`${message}\n`);
+  return EXIT.refused;
+};
+
+async function exportCommand(args: string[], io: Io): Promise<number> {
+  const usage = 'turnkeeper receipts export [--from <seq>] [--out <file>] [--json]';
+  const { values } = parse(args, { from: { type: 'string' }, out: { type: 'string' }, json: { type: 'boolean' } }, { min: 0, max: 0, usage });
+  const from = Number(values.from ?? 1);
+  if (!Number.isSafeInteger(from) || from < 1) throw new UsageError(`--from takes a receipt seq (1 or more)\nusage: ${usage}`);
+  if (values.json && values.out === undefined) throw new UsageError(`--json reports on an export written to --out <file>\nusage: ${usage}`);
+  const store = await openStore(io, false);
+  if (!store) return noStore(io, values.json);
+  const out = values.out === undefined ? undefined : resolve(io.cwd, values.out);
+  const fd = out === undefined ? undefined : openSync(out, 'w', 0o644);
+  try {
+    const chunks: string[] = [];
+    let size = 0;
+    const flush = () => {
+      const text = chunks.join('');
+      chunks.length = 0;
+      size = 0;
+      if (fd === undefined) io.out(text);
+      else writeSync(fd, text);
+    };
+    const result = await exportBundle(store, goalOrNone(io), from, (chunk) => {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size > 1 << 22) flush();
+    });
+    flush();
+    if (values.json) printJson(io, { ok: true, file: out, from: result.from, to: result.to, origin: result.checkpoint.origin, key: result.checkpoint.key, checkpointReceipt: result.checkpoint.receipt });
+    else io.err(`exported receipts ${result.from}..${result.to}${out ? ` to ${out}` : ''}, signed by ${result.checkpoint.key} (checkpoint receipt #${result.checkpoint.receipt})\n`);
+    return EXIT.done;
+  } catch (error) {
+    if (!(error instanceof ExportRefused)) throw error;
+    if (values.json) printJson(io, { ok: false, reason: 'chain_broken', breaks: error.report.breaks, error: { code: 'chain_broken', message: error.message } });
+    else io.err(`${error.message}\n`);
+    return EXIT.refused;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+    store.close();
+  }
+}
+
+async function attestationCommand(args: string[], io: Io): Promise<number> {
+  const usage = 'turnkeeper receipts attestation <seq> [--out <file>]';
+  const { values, positionals } = parse(args, { out: { type: 'string' } }, { min: 1, max: 1, usage });
+  const seq = Number(positionals[0]);
+  if (!Number.isSafeInteger(seq) || seq < 1) throw new UsageError(`${JSON.stringify(positionals[0])} is not a receipt seq\nusage: ${usage}`);
+  const store = await openStore(io, false);
+  if (!store) return noStore(io, true);
+  try {
+    const result = await launchAttestation(store, io.env, seq);
+    if (!result.ok) {
+      printJson(io, { ok: false, reason: result.reason, error: { code: result.reason, message: result.message } });
+      return EXIT.refused;
+    }
+    const text = JSON.stringify(result.envelope) + '\n';
+    if (values.out === undefined) io.out(text);
+    else {
+      const fd = openSync(resolve(io.cwd, values.out), 'w', 0o644);
+      try {
+        writeSync(fd, text);
+      } finally {
+        closeSync(fd);
+      }
+    }
+    return EXIT.done;
+  } finally {
+    store.close();
+  }
+}
+
+export async function checkpointCommand(args: string[], io: Io): Promise<number> {
+  const { values } = parse(args, { json: { type: 'boolean' } }, { min: 0, max: 0, usage: 'turnkeeper checkpoint [--json]' });
+  const store = await openStore(io, false);
+  if (!store) return noStore(io, values.json);
+  try {
+    const checkpoints = checkpointsOf(store)!;
+    const written = await checkpoints.checkpointNow(goalOrNone(io));
+    const witness = checkpoints.witness;
+    if (values.json) printJson(io, { ok: true, origin: written.origin, seq: written.seq, hash: written.hash, receipt: written.receipt, key: written.key, witness, note: written.note });
+    else io.out(`checkpoint of receipt #${written.seq} signed by ${written.key} (receipt #${written.receipt}; witness ${witness ?? 'off'}):\n${written.note}`);
+    return EXIT.done;
+  } finally {
+    store.close();
+  }
+}
+
+/** Keys from `--key` (a public key, or a file of one: verifier key or PEM), else the trusted ones. */
+function keysFrom(io: Io, given: readonly string[] | undefined): TrustedKey[] {
+  if (!given || given.length === 0) return trustedKeys(io.env);
+  return given.map((value) => {
+    const direct = parsePublicKey(value);
+    if (direct) return direct;
+    let text: string;
+    try {
+      text = readFileSync(resolve(io.cwd, value), 'utf8');
+    } catch {
+      throw new UsageError(`--key ${JSON.stringify(value)} is neither a public key nor a readable file`);
+    }
+    const key = parsePublicKey(text) ?? text.split('\n').map((line) => parsePublicKey(line)).find((found) => found !== undefined);
+    if (!key) throw new UsageError(`--key ${value}: no Ed25519 public key in it (turnkeeper keys show, or keys show --pem)`);
+    return key;
+  });
+}
+
+/** `turnkeeper verify`: with `--bundle`, an exported bundle and no store; otherwise the store (inspect.ts). */
+export async function verifyCommand(args: string[], io: Io): Promise<number> {
+  if (!args.some((arg) => arg === '--bundle' || arg.startsWith('--bundle=') || arg === '--key' || arg.startsWith('--key='))) return (await import('./inspect')).verifyCommand(args, io);
+  const usage = 'turnkeeper verify --bundle <file> [--key <public key|file>]… [--json]';
+  const { values } = parse(args, { json: { type: 'boolean' }, bundle: { type: 'string' }, key: { type: 'string', multiple: true } }, { min: 0, max: 0, usage });
+  if (values.bundle === undefined) throw new UsageError(`--key goes with --bundle\nusage: ${usage}`);
+  return verifyBundleCommand(values.bundle, values.key, values.json ?? false, io);
+}
+
+/** `turnkeeper verify --bundle <file> [--key <k>]…`: no store is opened. */
+async function verifyBundleCommand(file: string, keys: readonly string[] | undefined, json: boolean, io: Io): Promise<number> {
+  let text: string;
+  try {
+    text = readFileSync(resolve(io.cwd, file), 'utf8');
+  } catch (error) {
+    const message = `cannot read ${file}: ${(error as Error).message}`;
+    if (json) printJson(io, { ok: false, verified: 0, breaks: [], error: { code: 'no_bundle', message } });
+    else io.err(`${message}\n`);
+    return EXIT.refused;
+  }
+  const report = verifyBundleText(text, keysFrom(io, keys));
+  const signers = signersOf(report);
+  if (json) printJson(io, { ok: report.ok, verified: report.verified, breaks: report.breaks, origin: report.origin, from: report.from, to: report.to, signers });
+  else {
+    io.out(report.ok ? `bundle verifies: ${report.verified} receipts (${report.from}..${report.to}) of ${report.origin}\n` : `bundle is BROKEN: ${report.verified} receipts verify, ${report.breaks.length} breaks\n`);
+    for (const item of report.breaks) io.out(`  seq ${item.seq}: ${item.kind}\n`);
+    for (const signer of signers) io.out(`  checkpoints of ${signer.checkpoints.join(', ')} signed by ${signer.key ?? '(no trusted key)'}\n`);
+  }
+  return report.ok ? EXIT.done : EXIT.refused;
+}
