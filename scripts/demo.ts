@@ -98,14 +98,16 @@ try {
   if (!context || !resumedOk) process.exitCode = 1;
 } finally {
   await mock.close();
-  cleanupCodexHome(codex);
-  if (!keep) rmSync(root, { recursive: true, force: true });
+  if (!keep) {
+    cleanupCodexHome(codex);
+    rmSync(root, { recursive: true, force: true });
+  }
 }
 
 step('next');
 console.log(
   keep
-    ? `kept the demo's store, repository and Codex home in ${root} (TURNKEEPER_DEMO_KEEP); remove it when done: rm -rf ${root}`
+    ? `kept the demo's store and repository in ${root} and its Codex home in ${codex.root} (TURNKEEPER_DEMO_KEEP); remove them when done: rm -rf ${root} ${codex.root}`
     : `the demo's store, repository and Codex home were temporary and are gone (TURNKEEPER_DEMO_KEEP=1 npm run demo keeps them).`,
 );
 console.log(`On your own repository (README, "Using it"), with turnkeeper on your PATH (the VS Code extension's
