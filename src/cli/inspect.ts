@@ -159,7 +159,7 @@ export async function verifyCommand(args: string[], io: Io): Promise<number> {
   }
   const report = await store.verifyChain();
   store.close();
-  // The contract's shape, exactly: {ok, verified, breaks}.
+  // The shape spec §5 fixes, exactly: {ok, verified, breaks}.
   if (values.json) printJson(io, { ok: report.ok, verified: report.verified, breaks: report.breaks });
   else if (report.ok) io.out(`receipt chain verifies: ${report.verified} receipts\n`);
   else {

@@ -1,4 +1,4 @@
-// `turnkeeper attest <path>`, `turnkeeper resume <captureId>` and `turnkeeper start <todo>` (contract §6–§8).
+// `turnkeeper attest <path>`, `turnkeeper resume <captureId>` and `turnkeeper start <todo>` (spec §6–§8).
 import { AGENTS, isAgent, isCaptureId, isTodoId, TODO_ID_RULE } from '../core/ids';
 import { attest, releaseAttestation } from '../launcher/attest';
 import { LaunchRefused } from '../launcher/refusals';

@@ -1,4 +1,4 @@
-// Every reason code of the contract (§2, §7) in one table of data: what it means, the facts it
+// Every reason code of the spec (spec §2, §7) in one table of data: what it means, the facts it
 // names, and the exact command that recovers. Guidance text is rendered from here and nowhere else;
 // docs/recovery.md has one section per code (a test keeps the two in step).
 
@@ -23,7 +23,7 @@ export const REASON_CODES = [
 ] as const;
 export type HookReasonCode = (typeof REASON_CODES)[number];
 
-/** Refusals that only `resume` gives (contract §7), beside the hook's closed set above. */
+/** Refusals that only `resume` gives (spec §7), beside the hook's closed set above. */
 export const RESUME_REASON_CODES = ['unknown_capture', 'unbound_capture', 'lease_moved', 'launch_in_progress', 'checkout_missing'] as const;
 export type ReasonCode = HookReasonCode | (typeof RESUME_REASON_CODES)[number];
 

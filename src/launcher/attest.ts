@@ -1,4 +1,4 @@
-// Attestation (contract §6): resolve the path once, keep the opened descriptor as the authority for
+// Attestation (spec §6): resolve the path once, keep the opened descriptor as the authority for
 // everything after, record the object's identity, hash its bytes, and classify its entry shape.
 // Hashing reads the retained descriptor from JavaScript (Node's own SHA-256), so the addon needs no
 // crypto library of its own and loads unchanged in Electron.

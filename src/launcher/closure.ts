@@ -1,4 +1,4 @@
-// Attested closures (contract §6, "Proven script shapes"): an agent installed as a Node script is
+// Attested closures (spec §6, "Proven script shapes"): an agent installed as a Node script is
 // never run from its installation. Every file of its package is copied once, through descriptors,
 // into a content-addressed, read-only snapshot `$TURNKEEPER_HOME/closures/<hex of closureDigest>/`,
 // and the runtime (an ELF, attested and parked like any other executable) runs the script from there

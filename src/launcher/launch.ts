@@ -1,4 +1,4 @@
-// The attested launch (contract §6): the agent is parked by the kernel at its exec boundary, checked
+// The attested launch (spec §6): the agent is parked by the kernel at its exec boundary, checked
 // against its attestation, its receipt is committed, and only then does it run its first
 // instruction. Any failure on the way kills the parked process: the agent never ran.
 //

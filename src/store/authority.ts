@@ -224,7 +224,7 @@ export interface Authority {
   leaseOfCapture(captureId: string): Promise<Lease | undefined>;
   readReady(captureId: string): Promise<StoredReady | undefined>;
   getCapture(captureId: string): Promise<StoredCapture | undefined>;
-  /** Launch receipts (`launch_committed`, `launch_hooked`) naming this capture, oldest first (contract §2 rule 3). */
+  /** Launch receipts (`launch_committed`, `launch_hooked`) naming this capture, oldest first (spec §2 rule 3). */
   launchReceipts(captureId: string): Promise<LaunchReceipt[]>;
   /** Every `launch_committed` with whether a hook of that launch ever reported (proof of life). */
   launches(): Promise<(LaunchReceipt & { readonly hooked: boolean })[]>;
@@ -280,7 +280,7 @@ export interface Authority {
   close(): void;
 
   /**
-   * Contract §6, exclusivity and freshness: in ONE write transaction, re-check what resume checked
+   * Spec §6, exclusivity and freshness: in ONE write transaction, re-check what resume checked
    * (the capture's lease is active, same Owner, epoch and version) and that the capture's latest
    * committed launch is no longer alive, then append `launch_committed`; otherwise append
    * `launch_refused` with the reason and commit nothing else. The caller kills the parked agent on
