@@ -51,9 +51,37 @@ struct Launch : turnkeeper::LaunchChannel {
   bool parked = false;
   bool finished = false;
   Napi::ThreadSafeFunction tsfn;
+  // Whether this launch thread may still touch tsfn. When the environment is torn down (a worker
+  // exits) Node finalizes and frees the function: a call then returns napi_closing, and any later
+  // call, Release included, would touch freed memory. The finalizer and every call hold tsfnMutex.
+  std::mutex tsfnMutex;
+  bool tsfnOpen = true;
+
+  void CloseFromFinalizer() {
+    std::lock_guard<std::mutex> lock(tsfnMutex);
+    tsfnOpen = false;
+  }
+
+  void ReleaseEvents() {
+    std::lock_guard<std::mutex> lock(tsfnMutex);
+    if (!tsfnOpen) return;
+    tsfnOpen = false;
+    tsfn.Release();
+  }
 
   void Emit(LaunchEvent* event) override {
-    tsfn.BlockingCall(event, [](Napi::Env env, Napi::Function callback, LaunchEvent* data) {
+    std::lock_guard<std::mutex> guard(tsfnMutex);
+    if (!tsfnOpen) {
+      delete event;
+      return;
+    }
+    napi_status status = tsfn.BlockingCall(event, [](Napi::Env env, Napi::Function callback, LaunchEvent* data) {
+      // The environment is being torn down (a worker exits): nothing left to tell, only memory to
+      // free. Making a JavaScript value here would throw inside the teardown and abort the process.
+      if (static_cast<napi_env>(env) == nullptr || callback.IsEmpty()) {
+        delete data;
+        return;
+      }
       Napi::Object out = Napi::Object::New(env);
       out.Set("type", data->type);
       out.Set("pid", Napi::Number::New(env, static_cast<double>(data->pid)));
@@ -67,6 +95,11 @@ struct Launch : turnkeeper::LaunchChannel {
       delete data;
       callback.Call({out});
     });
+    if (status != napi_ok) {
+      // Closing: the event was not queued, and the function must not be used again.
+      tsfnOpen = false;
+      delete event;
+    }
   }
 
   void MarkParked() override {
@@ -209,14 +242,14 @@ Napi::Value SpawnParked(const Napi::CallbackInfo& info) {
     launch->id = registry->nextId++;
     registry->launches[launch->id] = launch;
   }
-  launch->tsfn = Napi::ThreadSafeFunction::New(env, onEvent, "turnkeeper-launch", 0, 1);
+  launch->tsfn = Napi::ThreadSafeFunction::New(env, onEvent, "turnkeeper-launch", 0, 1, [launch](Napi::Env) { launch->CloseFromFinalizer(); });
   std::thread([launch, prepared, registry] {
     turnkeeper::RunSpawn(prepared, *launch);
     {
       std::lock_guard<std::mutex> lock(launch->mutex);
       launch->finished = true;
     }
-    launch->tsfn.Release();
+    launch->ReleaseEvents();
     std::lock_guard<std::mutex> lock(registry->mutex);
     registry->launches.erase(launch->id);
   }).detach();
