@@ -4,15 +4,14 @@
 // setting, then the per-user SQLite file. One authority, no fallback: a selected store that cannot be
 // used is an error, never a quiet switch to another one. A lint rule keeps src/store/sqlite out of
 // every other import.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { StoreUnavailableError, type Authority } from '../store/authority';
-import { storePath, turnkeeperHome, type Env } from '../store/location';
+import { storePath, type Env } from '../store/location';
 import { openSqliteStore, type OpenOptions } from '../store/sqlite';
 import { openPostgresStore, redactedLocation } from '../store/postgres';
 import { Ledger } from './ledger';
 import { resolveGoal } from './goal';
+import { readHomeConfig } from './homeConfig';
 import { withCheckpoints } from './checkpoints';
 
 export interface AuthorityOptions {
@@ -51,13 +50,9 @@ function parseSelection(value: string, from: 'TURNKEEPER_STORE' | 'config.json' 
   throw new StoreUnavailableError(`${from} names a store Turnkeeper does not know: use postgres://… or sqlite:<path>`);
 }
 
+/** `store` in $TURNKEEPER_HOME/config.json, read through its one schema (./homeConfig.ts). */
 function configuredStore(env: Env): string | undefined {
-  try {
-    const value = (JSON.parse(readFileSync(join(turnkeeperHome(env), 'config.json'), 'utf8')) as { store?: unknown }).store;
-    return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined;
-  } catch {
-    return undefined;
-  }
+  return readHomeConfig(env).store;
 }
 
 /** Opens the selected authority; `undefined` when it does not exist and `create` is false. */
