@@ -73,11 +73,19 @@ export class TreeModel {
 /** A node's own content and the ids of its children: equal shapes need no refresh. */
 const shape = (node: ViewNode): string => JSON.stringify({ ...node, children: node.children?.map((child) => [child.id, shape(child)]) });
 
-const GROUPS: readonly { state: CaptureView['state']; label: string; icon: string }[] = [
-  { state: 'ready', label: 'Ready', icon: 'pass' },
-  { state: 'needs_recovery', label: 'Needs recovery', icon: 'warning' },
-  { state: 'released', label: 'Released', icon: 'circle-slash' },
-  { state: 'unbound', label: 'Unbound', icon: 'question' },
+/** What a capture is, for the tooltips: the sidebar is where users meet the word first. */
+const CAPTURE_WORDS =
+  'A **capture** binds one agent turn to one Todo. Its **ready capture** is the work context the hook gave the agent (the Todo, its recent history, the git state), stored byte for byte: every retry and resume presents the same bytes.';
+const GROUPS: readonly { state: CaptureView['state']; label: string; icon: string; tooltip: string }[] = [
+  { state: 'ready', label: 'Ready', icon: 'pass', tooltip: `Turns that hold their lease; an interrupted one can be resumed.\n\n${CAPTURE_WORDS}` },
+  {
+    state: 'needs_recovery',
+    label: 'Needs recovery',
+    icon: 'warning',
+    tooltip: `Turns that still hold their lease but cannot simply go on: the lease expired (still a hold) or the stored ready capture no longer matches its digest. Click one for its recovery guidance.\n\n${CAPTURE_WORDS}`,
+  },
+  { state: 'released', label: 'Released', icon: 'circle-slash', tooltip: `Turns whose lease was released (done, or released by hand): readable, never resumed.\n\n${CAPTURE_WORDS}` },
+  { state: 'unbound', label: 'Unbound', icon: 'question', tooltip: `Captures without a Turn or a lease (legacy or imported): readable, never claimed, launched or resumed.\n\n${CAPTURE_WORDS}` },
 ];
 
 export function captureNodes(snapshot: StatusSnapshot, now: number): ViewNode[] {
@@ -90,6 +98,7 @@ export function captureNodes(snapshot: StatusSnapshot, now: number): ViewNode[] 
       label: group.label,
       description: String(captures.length),
       icon: group.icon,
+      tooltip: group.tooltip,
       contextValue: 'captureGroup',
       expanded: group.state === 'ready' || group.state === 'needs_recovery',
       children: captures.map((capture) => captureNode(capture, leaseOf.get(capture.id), silent.has(capture.id), now)),
