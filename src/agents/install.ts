@@ -25,14 +25,13 @@
 // and everything outside an edit encodes back to the bytes it came from. A stray byte outside a
 // string or comment is no more valid JSON than before: it is refused, not rewritten.
 import { chmodSync, closeSync, existsSync, fsyncSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, realpathSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
-import { applyEdits, parseTree, printParseErrorCode, type Edit, type Node, type ParseError } from 'jsonc-parser';
-import type { Agent } from '../core/ids';
-
-export type Env = Readonly<Record<string, string | undefined>>;
-export type Scope = 'user' | 'project';
+import { applyEdits, parse as parseJsonc, parseTree, printParseErrorCode, type Edit, type Node, type ParseError } from 'jsonc-parser';
+import { AGENTS, type Agent } from '../core/ids';
+import { byAgent, PROFILES } from './profiles/index';
+export type { Env, Scope } from './profiles/index';
+import type { Env, Scope } from './profiles/index';
 
 export interface HookTarget {
   readonly agent: Agent;
@@ -84,17 +83,14 @@ export class HookConfigError extends Error {
   }
 }
 
-export const HOOK_EVENTS: Readonly<Record<Agent, readonly string[]>> = {
-  codex: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop'],
-  claude: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop'],
-  gemini: ['SessionStart', 'BeforeAgent', 'BeforeTool', 'AfterTool', 'AfterAgent'],
-};
+/** The events `hooks install` registers for each agent, in order (from its profile). */
+export const HOOK_EVENTS: Readonly<Record<Agent, readonly string[]>> = byAgent((profile) => Object.keys(profile.events.installed));
 
-/** Seconds for Codex and Claude, milliseconds for Gemini. */
-export const hookTimeout = (agent: Agent): number => (agent === 'gemini' ? 15_000 : 15);
+/** In the agent's own unit: seconds for Codex, Claude and Copilot, milliseconds for Gemini. */
+export const hookTimeout = (agent: Agent): number => PROFILES[agent].install.timeout.value;
 
-/** Matches any command an install of Turnkeeper wrote, whatever its shim path or agent. */
-export const TURNKEEPER_COMMAND_PATTERN = /['"]?[^'"]*\/bin\/turnkeeper['"]? hook --agent (codex|claude|gemini)$/;
+/** Matches any command an install of Turnkeeper wrote, whatever its shim path, agent or event. */
+export const TURNKEEPER_COMMAND_PATTERN = new RegExp(`['"]?[^'"]*/bin/turnkeeper['"]? hook --agent (${AGENTS.join('|')})( --event [A-Za-z]{1,64})?$`);
 
 /** Quotes a string for POSIX sh: single quotes, each inner `'` written as `'\''`. */
 export const shQuote = (value: string): string => `'${value.replace(/'/g, "'\\''")}'`;
@@ -105,34 +101,32 @@ export const shQuote = (value: string): string => `'${value.replace(/'/g, "'\\''
  */
 export const hookCommand = (agent: Agent, shimPath: string): string => `${shQuote(shimPath)} hook --agent ${agent}`;
 
+/**
+ * The command installed for one event: `command` itself, or, for an agent whose payloads name no
+ * event (Copilot), `command --event <event>`. Each stays byte-identical across upgrades.
+ */
+export const eventCommand = (agent: Agent, command: string, event: string): string =>
+  PROFILES[agent].events.source === 'command' ? `${command} --event ${event}` : command;
+
+/** `command` or one of its per-event forms. */
+const isCommandOf = (agent: Agent, command: string, value: string): boolean =>
+  value === command || (PROFILES[agent].events.source === 'command' && value.startsWith(`${command} --event `) && /^[A-Za-z]{1,64}$/.test(value.slice(command.length + 9)));
+
 export function hookConfigPath(target: HookTarget): string {
   const { agent, scope, env } = target;
   if (scope === 'project') {
     if (target.projectRoot === undefined || target.projectRoot === '') throw new Error('project scope needs a project root');
-    const dir = { codex: '.codex', claude: '.claude', gemini: '.gemini' }[agent];
-    return join(resolve(target.projectRoot), dir, agent === 'codex' ? 'hooks.json' : 'settings.json');
+    return join(resolve(target.projectRoot), PROFILES[agent].install.projectConfig);
   }
-  const home = nonEmpty(env.HOME) ?? homedir();
-  switch (agent) {
-    case 'codex':
-      return join(resolve(nonEmpty(env.CODEX_HOME) ?? join(home, '.codex')), 'hooks.json');
-    case 'claude':
-      return join(resolve(nonEmpty(env.CLAUDE_CONFIG_DIR) ?? join(home, '.claude')), 'settings.json');
-    case 'gemini':
-      // GEMINI_CLI_HOME stands in for the home directory, so `.gemini` still goes under it.
-      return join(resolve(nonEmpty(env.GEMINI_CLI_HOME) ?? home), '.gemini', 'settings.json');
-  }
+  return PROFILES[agent].install.userConfig(env);
 }
 
-const nonEmpty = (value: string | undefined): string | undefined => (value === undefined || value === '' ? undefined : value);
-
-/** The hook entry we add. Codex rejects unknown fields, so only Gemini gets a `name`. */
-function hookEntry(agent: Agent, command: string): Record<string, unknown> {
-  const entry: Record<string, unknown> = { type: 'command', command, timeout: hookTimeout(agent) };
-  return agent === 'gemini' ? { name: 'turnkeeper', ...entry } : entry;
+/** What one event's array gets: a matcher group around the entry (no `matcher`: every tool and source), or the entry itself. */
+function hookGroup(agent: Agent, command: string, event: string): Record<string, unknown> {
+  const { entry, layout } = PROFILES[agent].install;
+  const handler = entry(eventCommand(agent, command, event));
+  return layout === 'flat' ? handler : { hooks: [handler] };
 }
-/** One matcher group per event; no `matcher` key means every tool and source. */
-const hookGroup = (agent: Agent, command: string): Record<string, unknown> => ({ hooks: [hookEntry(agent, command)] });
 
 // ---------------------------------------------------------------------------------------------
 // Public operations
@@ -142,10 +136,10 @@ export function installHooks(target: HookTarget, command: string, options: Write
   return rewrite(path, options, 'install', (text) => (text === undefined ? freshConfig(target.agent, command) : addHooks(path, text, target.agent, command)));
 }
 
-/** Removes our hook entries: exactly `command` when given, otherwise anything Turnkeeper-looking. */
+/** Removes our hook entries: exactly `command` (or its per-event forms) when given, otherwise anything Turnkeeper-looking. */
 export function uninstallHooks(target: HookTarget, command: string | undefined, options: WriteOptions): InstallResult {
   const path = hookConfigPath(target);
-  const isOurs = (value: string): boolean => (command === undefined ? TURNKEEPER_COMMAND_PATTERN.test(value) : value === command);
+  const isOurs = (value: string): boolean => (command === undefined ? TURNKEEPER_COMMAND_PATTERN.test(value) : isCommandOf(target.agent, command, value));
   return rewrite(path, options, 'uninstall', (text) => (text === undefined ? undefined : removeHooks(path, text, isOurs)));
 }
 
@@ -166,11 +160,12 @@ export function hooksStatus(target: HookTarget, command: string): HooksStatus {
   }
   for (const prop of hooks?.children ?? []) {
     const event = keyOf(prop);
+    const expected = eventCommand(target.agent, command, event);
     for (const group of arrayItems(prop.children?.[1])) {
       for (const entry of groupEntries(group)) {
         const cmd = commandOf(entry);
-        if (cmd === command && event in events) events[event] = true;
-        else if (cmd !== undefined && cmd !== command && TURNKEEPER_COMMAND_PATTERN.test(cmd)) stale.add(cmd);
+        if (cmd === expected && Object.hasOwn(events, event)) events[event] = true;
+        else if (cmd !== undefined && cmd !== expected && TURNKEEPER_COMMAND_PATTERN.test(cmd)) stale.add(cmd);
       }
     }
   }
@@ -182,7 +177,7 @@ export function hooksStatus(target: HookTarget, command: string): HooksStatus {
 
 function freshConfig(agent: Agent, command: string): string {
   const hooks: Record<string, unknown> = {};
-  for (const event of HOOK_EVENTS[agent]) hooks[event] = [hookGroup(agent, command)];
+  for (const event of HOOK_EVENTS[agent]) hooks[event] = [hookGroup(agent, command, event)];
   return `${JSON.stringify({ hooks }, null, 2)}\n`;
 }
 /** What removing every hook leaves of `freshConfig`: the "hooks" key goes, the empty root stays. */
@@ -210,16 +205,17 @@ function nextInstallEdit(path: string, text: string, config: Config, agent: Agen
   const events = HOOK_EVENTS[agent];
   if (hooks === undefined) {
     const value: Record<string, unknown> = {};
-    for (const event of events) value[event] = [hookGroup(agent, command)];
+    for (const event of events) value[event] = [hookGroup(agent, command, event)];
     return insertMember(text, root, 'hooks', value, style);
   }
   for (const event of events) {
     const prop = propertyNamed(hooks, event);
-    if (prop === undefined) return insertMember(text, hooks, event, [hookGroup(agent, command)], style);
+    if (prop === undefined) return insertMember(text, hooks, event, [hookGroup(agent, command, event)], style);
     const array = prop.children?.[1];
     if (array?.type !== 'array') throw new HookConfigError(path, `"hooks.${event}" is not an array`);
-    const present = arrayItems(array).some((group) => groupEntries(group).some((entry) => commandOf(entry) === command));
-    if (!present) return insertMember(text, array, undefined, hookGroup(agent, command), style);
+    const expected = eventCommand(agent, command, event);
+    const present = arrayItems(array).some((group) => groupEntries(group).some((entry) => commandOf(entry) === expected));
+    if (!present) return insertMember(text, array, undefined, hookGroup(agent, command, event), style);
   }
   return undefined;
 }
@@ -361,10 +357,14 @@ function rejectDuplicateKeys(path: string, object: Node, prefix: string): void {
 const keyOf = (prop: Node): string => String(prop.children?.[0]?.value);
 const propertyNamed = (object: Node, key: string): Node | undefined => object.children?.find((prop) => keyOf(prop) === key);
 const arrayItems = (node: Node | undefined): Node[] => (node?.type === 'array' ? (node.children ?? []) : []);
-/** The hook entries of a matcher group: `group.hooks`, when it is an array. */
+/**
+ * The hook entries of one item of an event's array: a matcher group's `hooks` (when it is an
+ * array), or the item itself when it has no `hooks` key (Copilot's flat entries).
+ */
 function groupEntries(group: Node): Node[] {
   if (group.type !== 'object') return [];
-  return arrayItems(propertyNamed(group, 'hooks')?.children?.[1]);
+  const nested = propertyNamed(group, 'hooks');
+  return nested === undefined ? [group] : arrayItems(nested.children?.[1]);
 }
 function commandOf(entry: Node): string | undefined {
   if (entry.type !== 'object') return undefined;
@@ -431,6 +431,19 @@ function readBytes(path: string): Buffer | undefined {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
+  }
+}
+
+/** A JSON-with-comments file's value, or undefined when it is missing or cannot be read as one (doctor's trust checks). */
+export function readJsonConfig(path: string): unknown {
+  try {
+    const raw = readBytes(path);
+    if (raw === undefined) return undefined;
+    const errors: ParseError[] = [];
+    const value: unknown = parseJsonc(splitBom(decodeBytes(raw)).body, errors, { allowTrailingComma: true, disallowComments: false });
+    return errors.length === 0 ? value : undefined;
+  } catch {
+    return undefined;
   }
 }
 

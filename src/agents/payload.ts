@@ -1,23 +1,22 @@
-// Hook payloads of the three agents: validation (zod) and normalisation into one HookEvent.
+// Hook payloads of the agents: validation (zod) and normalisation into one HookEvent. What differs
+// between agents (event names, where the Turn and the transcript come from, detection) is read from
+// their profiles (src/agents/profiles/). Two payload dialects exist: snake_case with the event name
+// inside (Codex, Claude, Gemini, and Copilot under Claude-style names), and Copilot's camelCase,
+// which names no event: its installed command passes `--event`.
 // Agents add fields over time, so unknown fields pass; the fields we use are checked strictly.
 // zod/mini: the same validators as classic zod, tree-shaken; the hook pays for every byte it loads.
 import * as z from 'zod/mini';
 import { isSessionId, type Agent } from '../core/ids';
+import { DETECT_ORDER, FALLBACK_AGENT, PROFILES, type Env, type EventKind, type PayloadDialect } from './profiles/index';
+export { withoutHookContext } from './profiles/gemini';
+export type { EventKind } from './profiles/index';
 
-/** Hook input larger than this is refused unread (spec §2 rule 2). */
+/** Hook input larger than this is refused unread (contract §2 rule 2). */
 export const MAX_HOOK_INPUT_BYTES = 1024 * 1024;
-
-export type EventKind = 'session_start' | 'prompt' | 'pre_tool' | 'post_tool' | 'stop';
-
-const EVENTS: Readonly<Record<Agent, Readonly<Record<string, EventKind>>>> = {
-  codex: { SessionStart: 'session_start', UserPromptSubmit: 'prompt', PreToolUse: 'pre_tool', PostToolUse: 'post_tool', Stop: 'stop' },
-  claude: { SessionStart: 'session_start', UserPromptSubmit: 'prompt', PreToolUse: 'pre_tool', PostToolUse: 'post_tool', Stop: 'stop' },
-  gemini: { SessionStart: 'session_start', BeforeAgent: 'prompt', BeforeTool: 'pre_tool', AfterTool: 'post_tool', AfterAgent: 'stop' },
-};
 
 export interface HookEvent {
   readonly agent: Agent;
-  /** The event name exactly as received: output echoes it. */
+  /** The event name exactly as received (payload or `--event`): output echoes it where the agent wants it. */
   readonly eventName: string;
   readonly kind: EventKind;
   readonly session: string;
@@ -27,6 +26,14 @@ export interface HookEvent {
   readonly transcriptPath: string | undefined;
   readonly prompt: string | undefined;
   readonly toolName: string | undefined;
+}
+
+/** What the hook's command line and environment add to the payload. */
+export interface HookContext {
+  /** `--event <name>`: the event, for agents whose payloads name none (Copilot). */
+  readonly event?: string | undefined;
+  /** The hook process's environment: detection (COPILOT_CLI=1) and transcript locations. */
+  readonly env?: Env;
 }
 
 export class InvalidHookInput extends Error {
@@ -48,10 +55,11 @@ const pathString = z.string().check(
   z.refine((text) => text.startsWith('/'), 'not an absolute path'),
 );
 const idString = z.string().check(z.refine(isSessionId, 'id outside its grammar'));
+const eventName = z.string().check(z.maxLength(64));
 const ANY_LENGTH = MAX_HOOK_INPUT_BYTES;
 
-const payloadSchema = z.looseObject({
-  hook_event_name: z.string().check(z.maxLength(64)),
+const snakeSchema = z.looseObject({
+  hook_event_name: eventName,
   session_id: idString,
   cwd: pathString,
   transcript_path: z.nullish(pathString),
@@ -63,17 +71,57 @@ const payloadSchema = z.looseObject({
   permission_mode: z.nullish(wellFormed(256)),
   timestamp: z.nullish(wellFormed(256)),
 });
-type Payload = z.infer<typeof payloadSchema>;
 
-/** Codex: `turn_id`, or `model` with `permission_mode`; Gemini: `timestamp` with a Gemini event; else Claude. */
-export function detectAgent(payload: Payload): Agent {
-  if (payload.turn_id != null || (payload.model != null && payload.permission_mode != null)) return 'codex';
-  if (payload.timestamp != null && payload.hook_event_name in EVENTS.gemini) return 'gemini';
-  return 'claude';
+// Copilot CLI under camelCase event names: `timestamp` is milliseconds since the epoch.
+const camelSchema = z.looseObject({
+  sessionId: idString,
+  cwd: pathString,
+  transcriptPath: z.nullish(pathString),
+  prompt: z.nullish(wellFormed(ANY_LENGTH)),
+  toolName: z.nullish(wellFormed(256)),
+  timestamp: z.nullish(z.union([z.number(), wellFormed(256)])),
+  source: z.nullish(wellFormed(256)),
+});
+
+/** The fields every dialect maps onto. */
+interface Fields {
+  readonly eventName: string | undefined;
+  readonly session: string;
+  readonly cwd: string;
+  readonly transcriptPath: string | null | undefined;
+  readonly turnId: string | null | undefined;
+  readonly promptId: string | null | undefined;
+  readonly prompt: string | null | undefined;
+  readonly toolName: string | null | undefined;
+}
+
+const isObject = (value: unknown): value is Readonly<Record<string, unknown>> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** camelCase when it has `sessionId` and no `session_id`. */
+const dialectOf = (payload: Readonly<Record<string, unknown>>): PayloadDialect => (Object.hasOwn(payload, 'sessionId') && !Object.hasOwn(payload, 'session_id') ? 'camel' : 'snake');
+
+/** Contract §2: Codex (`turn_id`, or `model` with `permission_mode`), Gemini (`timestamp` with a Gemini event), Copilot (camelCase `sessionId`, or COPILOT_CLI=1), else Claude. */
+export function detectAgent(payload: Readonly<Record<string, unknown>>, env: Env = {}): Agent {
+  return DETECT_ORDER.find((agent) => PROFILES[agent].payload.detect?.(payload, env) === true) ?? FALLBACK_AGENT;
+}
+
+function fieldsOf(dialect: PayloadDialect, json: unknown): Fields {
+  const parsed = dialect === 'camel' ? camelSchema.safeParse(json) : snakeSchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new InvalidHookInput(`${issue?.path.join('.') || 'payload'}: ${issue?.message ?? 'invalid'}`);
+  }
+  if (dialect === 'camel') {
+    const p = parsed.data as z.infer<typeof camelSchema>;
+    return { eventName: undefined, session: p.sessionId, cwd: p.cwd, transcriptPath: p.transcriptPath, turnId: undefined, promptId: undefined, prompt: p.prompt, toolName: p.toolName };
+  }
+  const p = parsed.data as z.infer<typeof snakeSchema>;
+  return { eventName: p.hook_event_name, session: p.session_id, cwd: p.cwd, transcriptPath: p.transcript_path, turnId: p.turn_id, promptId: p.prompt_id, prompt: p.prompt, toolName: p.tool_name };
 }
 
 /** Parses raw stdin into a HookEvent, or throws InvalidHookInput naming the first problem. */
-export function parseHookInput(raw: string | Buffer, forcedAgent?: Agent): HookEvent {
+export function parseHookInput(raw: string | Buffer, forcedAgent?: Agent, context: HookContext = {}): HookEvent {
+  const env = context.env ?? {};
   const size = typeof raw === 'string' ? Buffer.byteLength(raw, 'utf8') : raw.length;
   if (size > MAX_HOOK_INPUT_BYTES) throw new InvalidHookInput(`input is ${size} bytes, over the ${MAX_HOOK_INPUT_BYTES}-byte limit`);
   let json: unknown;
@@ -82,44 +130,43 @@ export function parseHookInput(raw: string | Buffer, forcedAgent?: Agent): HookE
   } catch (error) {
     throw new InvalidHookInput(`not JSON (${(error as Error).message})`);
   }
-  const parsed = payloadSchema.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new InvalidHookInput(`${issue?.path.join('.') || 'payload'}: ${issue?.message ?? 'invalid'}`);
+  if (!isObject(json)) throw new InvalidHookInput('payload: not a JSON object');
+  const agent = forcedAgent ?? detectAgent(json, env);
+  const profile = PROFILES[agent];
+  const dialect = dialectOf(json);
+  if (!profile.payload.dialects.includes(dialect)) throw new InvalidHookInput(`a ${dialect === 'camel' ? 'camelCase' : 'snake_case'} payload is not a ${agent} payload`);
+  const fields = fieldsOf(dialect, json);
+
+  // The payload names its event, or the installed command does (`--event`). When both do, they
+  // must mean the same event (Copilot sends `UserPromptSubmit` to a command installed for
+  // `userPromptSubmitted` only if someone moved it); the payload's own name is the one echoed.
+  const kindOf = (name: string): EventKind => {
+    const kind = Object.hasOwn(profile.events.accepted, name) ? profile.events.accepted[name] : undefined;
+    if (kind === undefined) throw new InvalidHookInput(`unknown ${agent} event ${JSON.stringify(name)}`);
+    return kind;
+  };
+  const name = fields.eventName ?? context.event;
+  if (name === undefined) throw new InvalidHookInput(`the ${agent} payload names no event: the hook command must pass --event <name>`);
+  const kind = kindOf(name);
+  if (context.event !== undefined && fields.eventName !== undefined && kindOf(context.event) !== kind) {
+    throw new InvalidHookInput(`--event ${JSON.stringify(context.event)} but the payload says ${JSON.stringify(fields.eventName)}`);
   }
-  const payload = parsed.data;
-  const agent = forcedAgent ?? detectAgent(payload);
-  const kind = EVENTS[agent][payload.hook_event_name];
-  if (kind === undefined || !Object.hasOwn(EVENTS[agent], payload.hook_event_name)) {
-    throw new InvalidHookInput(`unknown ${agent} event ${JSON.stringify(payload.hook_event_name)}`);
-  }
-  const payloadTurn = agent === 'codex' ? payload.turn_id : agent === 'claude' ? payload.prompt_id : undefined;
-  // Gemini prepends earlier hook context to the prompt as <hook_context>…</hook_context>: our own
-  // presentation or guidance must never read as the user naming a Todo.
-  const prompt = payload.prompt == null ? undefined : agent === 'gemini' ? withoutHookContext(payload.prompt) : payload.prompt;
+
+  const turnField = profile.payload.turnField;
+  const payloadTurn = turnField === 'turn_id' ? fields.turnId : turnField === 'prompt_id' ? fields.promptId : undefined;
+  const clean = profile.payload.cleanPrompt;
+  const prompt = fields.prompt == null ? undefined : clean ? clean(fields.prompt) : fields.prompt;
   return {
     agent,
-    eventName: payload.hook_event_name,
+    eventName: name,
     kind,
-    session: payload.session_id,
+    session: fields.session,
     turn: kind === 'session_start' ? undefined : (payloadTurn ?? undefined),
-    cwd: payload.cwd,
-    transcriptPath: payload.transcript_path ?? undefined,
+    cwd: fields.cwd,
+    transcriptPath: fields.transcriptPath ?? profile.payload.transcriptFallback?.(fields.session, env),
     prompt,
-    toolName: payload.tool_name ?? undefined,
+    toolName: fields.toolName ?? undefined,
   };
 }
 
-const HOOK_CONTEXT = /<hook_context>[\s\S]*?<\/hook_context>/g;
-export const withoutHookContext = (prompt: string): string => prompt.replace(HOOK_CONTEXT, '');
-
-// Tools that change the workspace: edits, patches and shells (spec §2, fencing). Read-only and
-// MCP tools are not fenced.
-const WRITE_TOOLS: Readonly<Record<Agent, ReadonlySet<string>>> = {
-  codex: new Set(['Bash', 'apply_patch', 'shell', 'exec_command', 'write_stdin', 'local_shell', 'Edit', 'Write']),
-  claude: new Set(['Bash', 'Edit', 'Write', 'MultiEdit', 'NotebookEdit']),
-  gemini: new Set(['run_shell_command', 'write_file', 'replace', 'edit']),
-};
-
-export const isWriteTool = (agent: Agent, toolName: string | undefined): boolean =>
-  toolName !== undefined && WRITE_TOOLS[agent].has(toolName);
+export const isWriteTool = (agent: Agent, toolName: string | undefined): boolean => toolName !== undefined && PROFILES[agent].writeTools.has(toolName);

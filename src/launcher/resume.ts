@@ -6,6 +6,7 @@ import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve as resolvePath } from 'node:path';
 import { digestText } from '../core/canonical';
 import type { Agent } from '../core/ids';
+import { binaryVariable, PROFILES } from '../agents/profiles/index';
 import type { Lease } from '../core/lease';
 import { renderGuidance, type GuidanceFacts, type ReasonCode } from '../core/reasons';
 import type { Preconditions, ReadyDocument } from '../core/ready';
@@ -108,14 +109,7 @@ const DEFAULT_PROMPT = 'Continue the interrupted turn from where it stopped.';
 
 /** The agent's own resume command line (after argv[0]). */
 export function resumeArguments(agent: Agent, session: string, mode: 'headless' | 'interactive', prompt = DEFAULT_PROMPT, extra: readonly string[] = []): string[] {
-  switch (agent) {
-    case 'codex':
-      return mode === 'headless' ? ['exec', ...extra, 'resume', session, prompt] : ['resume', ...extra, session];
-    case 'claude':
-      return mode === 'headless' ? ['-p', ...extra, '--resume', session, prompt] : [...extra, '--resume', session];
-    case 'gemini':
-      return mode === 'headless' ? [...extra, '--resume', session, '-p', prompt] : [...extra, '--resume', session];
-  }
+  return PROFILES[agent].launch.resume(session, mode, prompt, extra);
 }
 
 /**
@@ -124,24 +118,16 @@ export function resumeArguments(agent: Agent, session: string, mode: 'headless' 
  */
 export function startArguments(agent: Agent, mode: 'headless' | 'interactive', prompt?: string, extra: readonly string[] = []): string[] {
   if (mode === 'headless' && prompt === undefined) throw new Error('a headless start needs a prompt');
-  const first = prompt === undefined ? [] : [prompt];
-  switch (agent) {
-    case 'codex':
-      return mode === 'headless' ? ['exec', ...extra, ...first] : [...extra, ...first];
-    case 'claude':
-      return mode === 'headless' ? ['-p', ...extra, ...first] : [...extra, ...first];
-    case 'gemini':
-      return mode === 'headless' ? [...extra, '-p', ...first] : [...extra, ...(prompt === undefined ? [] : ['-i', prompt])];
-  }
+  return PROFILES[agent].launch.start(mode, prompt, extra);
 }
 
 /** --agent-bin, else TURNKEEPER_<AGENT>_BIN, else the editor setting, else PATH (resolved once, here). */
 export function resolveAgentBinary(agent: Agent, sources: { agentBin?: string | undefined; env: Env; setting?: string | undefined; cwd?: string }): string | undefined {
-  const named = sources.agentBin || sources.env[`TURNKEEPER_${agent.toUpperCase()}_BIN`] || sources.setting;
+  const named = sources.agentBin || sources.env[binaryVariable(agent)] || sources.setting;
   if (named) return isAbsolute(named) ? named : resolvePath(sources.cwd ?? process.cwd(), named);
   for (const dir of (sources.env.PATH ?? '').split(delimiter)) {
     if (!dir) continue;
-    const candidate = join(dir, agent);
+    const candidate = join(dir, PROFILES[agent].launch.executable);
     try {
       accessSync(candidate, constants.X_OK);
       if (statSync(candidate).isFile()) return candidate;

@@ -4,18 +4,16 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { hostname } from 'node:os';
 import { AGENTS, type Agent } from '../core/ids';
-import { hookCommand, hooksStatus, installHooks, uninstallHooks, type Scope } from '../agents/install';
+import { eventCommand, hookCommand, hooksStatus, HOOK_EVENTS, installHooks, readJsonConfig, uninstallHooks, type Scope } from '../agents/install';
+import { byAgent, PROFILES } from '../agents/profiles/index';
 import { readShim, shimPath, writeShim } from '../agents/shim';
 import type { Authority } from '../store/authority';
 import { storePath, turnkeeperHome, type Env } from '../store/location';
 import { silentLaunches, type SilentLaunch } from './status';
 import { clientClock, hookBusyTimeoutMs } from './settings';
 
-export const TRUST_HINT: Readonly<Record<Agent, string>> = {
-  codex: 'Codex runs a new or changed hook only after you trust it: open codex and review it in /hooks (or pass --dangerously-bypass-hook-trust for one run).',
-  claude: 'Claude Code runs hooks only in trusted folders: start claude in the folder once and accept the trust prompt.',
-  gemini: 'Gemini CLI runs hooks only in trusted folders: run gemini in the folder once and trust it.',
-};
+/** What the user does so the agent runs its hooks (each agent's profile). */
+export const TRUST_HINT: Readonly<Record<Agent, string>> = byAgent((profile) => profile.trust.hint);
 
 export interface Runtime {
   /** The executable the shim runs: node, or the extension host binary. */
@@ -42,8 +40,10 @@ export function installAgentHooks(request: InstallRequest, runtime: Runtime) {
   const home = turnkeeperHome(request.env);
   // The shim is rewritten to point at this Turnkeeper; the command in the agent's config stays the same.
   const shimChanged = writeShim(home, { ...runtime, home, db: request.env.TURNKEEPER_DB });
-  const command = hookCommand(request.agent, shimPath(home));
-  const result = installHooks(request, command, { backupDir: hookBackupDir(request.env) });
+  const base = hookCommand(request.agent, shimPath(home));
+  const result = installHooks(request, base, { backupDir: hookBackupDir(request.env) });
+  // An agent whose payloads name no event gets one command per event: show the first as the example.
+  const command = eventCommand(request.agent, base, HOOK_EVENTS[request.agent][0] ?? '');
   return { ...result, shim: shimPath(home), shimChanged, command, trustHint: TRUST_HINT[request.agent] };
 }
 
@@ -124,6 +124,9 @@ export async function doctorReport(env: Env, projectRoot: string, open: () => Pr
     if (item.staleCommands.length > 0) {
       problems.push(`${item.agent} ${item.scope} hooks use another command (${item.staleCommands[0]}): turnkeeper hooks install --agent ${item.agent} --scope ${item.scope}`);
     }
+    // What the agent itself will do with an installed hook: its own trust step (each profile's check).
+    const trustProblem = item.installed ? PROFILES[item.agent].trust.check?.({ env, scope: item.scope, projectRoot, readConfig: readJsonConfig }) : undefined;
+    if (trustProblem !== undefined) problems.push(trustProblem);
   }
   if (!hooks.some((item) => item.installed)) problems.push('no agent has Turnkeeper hooks installed: turnkeeper hooks install --agent codex');
   return { ok: problems.length === 0, store, shim, hooks, sessions, silentLaunches: silent, problems };

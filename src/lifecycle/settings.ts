@@ -3,7 +3,8 @@
 // writer. Files are read only when a value is needed, to keep the replay path short.
 import { userInfo } from 'node:os';
 import { type Env } from '../store/location';
-import { isSessionId, ownerOf, type Agent, type Owner } from '../core/ids';
+import { AGENTS, isSessionId, ownerOf, type Owner } from '../core/ids';
+import { PROFILES } from '../agents/profiles/index';
 import { isTurnedOff, LEASE_TTL_SECONDS, leaseTtlFrom, readHomeConfig, type OnConflict } from './homeConfig';
 
 /** Spec §2 rule 1: env TURNKEEPER=off, or a file named `off` in TURNKEEPER_HOME. */
@@ -52,12 +53,11 @@ export interface Caller {
 export function callerOwner(env: Env, declared?: string): Caller | undefined {
   const explicit = declared ?? env.TURNKEEPER_OWNER;
   if (explicit) return { owner: explicit as Owner, identifiedBy: 'self_declared' };
-  const candidates: [Agent, string | undefined][] = [
-    ['codex', env.CODEX_THREAD_ID ?? env.CODEX_SESSION_ID],
-    ['claude', env.CLAUDE_CODE_SESSION_ID],
-    ['gemini', env.GEMINI_SESSION_ID],
-  ];
-  for (const [agent, session] of candidates) if (session && isSessionId(session)) return { owner: ownerOf(agent, session), identifiedBy: 'agent_environment' };
+  // Each agent's profile names the variables it sets for its tools, first found wins (in AGENTS order).
+  for (const agent of AGENTS) {
+    const session = PROFILES[agent].sessionEnv.map((name) => env[name]).find((value) => value !== undefined && value !== '');
+    if (session && isSessionId(session)) return { owner: ownerOf(agent, session), identifiedBy: 'agent_environment' };
+  }
   return undefined;
 }
 

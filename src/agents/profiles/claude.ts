@@ -1,0 +1,37 @@
+// Anthropic Claude Code (npm @anthropic-ai/claude-code 2.1.332; observed in docs/notes/).
+import { join, resolve } from 'node:path';
+import type { AgentProfile } from './index';
+import { CLAUDE_STYLE_EVENTS, commandEntry, hookSpecificContext, hookSpecificDeny, homeOf, nonEmpty } from './common';
+
+export const claude: AgentProfile = {
+  agent: 'claude',
+  displayName: 'Claude Code',
+  events: { installed: CLAUDE_STYLE_EVENTS, accepted: CLAUDE_STYLE_EVENTS, source: 'payload' },
+  // No detector: Claude is what a payload is when it is nothing else (contract §2).
+  payload: { dialects: ['snake'], turnField: 'prompt_id' },
+  writeTools: new Set(['Bash', 'Edit', 'Write', 'MultiEdit', 'NotebookEdit']),
+  output: {
+    context: hookSpecificContext,
+    block: (text) => ({ decision: 'block', reason: text }),
+    denyTool: hookSpecificDeny,
+  },
+  install: {
+    userConfig: (env) => join(resolve(nonEmpty(env.CLAUDE_CONFIG_DIR) ?? join(homeOf(env), '.claude')), 'settings.json'),
+    projectConfig: '.claude/settings.json',
+    timeout: { value: 15, unit: 'seconds' },
+    entry: (command) => commandEntry(command, 15),
+    layout: 'matcher-group',
+  },
+  trust: {
+    hint: 'Claude Code runs hooks only in trusted folders: start claude in the folder once and accept the trust prompt.',
+  },
+  sessionEnv: ['CLAUDE_CODE_SESSION_ID'],
+  launch: {
+    executable: 'claude',
+    // A Bun single-file executable: BUN_OPTIONS and Bun's preload variables are its injection points.
+    runtime: 'bun',
+    shape: { npmPackage: '@anthropic-ai/claude-code', bin: 'bin/claude.exe', kind: 'native' },
+    resume: (session, mode, prompt, extra) => (mode === 'headless' ? ['-p', ...extra, '--resume', session, prompt] : [...extra, '--resume', session]),
+    start: (mode, prompt, extra) => (mode === 'headless' ? ['-p', ...extra, ...(prompt === undefined ? [] : [prompt])] : [...extra, ...(prompt === undefined ? [] : [prompt])]),
+  },
+};

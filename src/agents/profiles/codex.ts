@@ -1,0 +1,48 @@
+// OpenAI Codex CLI (npm @openai/codex 0.171.0; observed in docs/notes/).
+import { join, resolve } from 'node:path';
+import type { AgentProfile } from './index';
+import { CLAUDE_STYLE_EVENTS, commandEntry, hookSpecificContext, hookSpecificDeny, homeOf, nonEmpty } from './common';
+
+export const codex: AgentProfile = {
+  agent: 'codex',
+  displayName: 'Codex CLI',
+  events: { installed: CLAUDE_STYLE_EVENTS, accepted: CLAUDE_STYLE_EVENTS, source: 'payload' },
+  payload: {
+    dialects: ['snake'],
+    turnField: 'turn_id',
+    // `turn_id`, or `model` with `permission_mode` (SessionStart has no turn_id).
+    detect: (payload) => payload.turn_id != null || (payload.model != null && payload.permission_mode != null),
+  },
+  // Codex 0.171 reports its shell as `Bash`; older builds used the other names.
+  writeTools: new Set(['Bash', 'apply_patch', 'shell', 'exec_command', 'write_stdin', 'local_shell', 'Edit', 'Write']),
+  output: {
+    context: hookSpecificContext,
+    block: (text) => ({ decision: 'block', reason: text }),
+    denyTool: hookSpecificDeny,
+  },
+  install: {
+    userConfig: (env) => join(resolve(nonEmpty(env.CODEX_HOME) ?? join(homeOf(env), '.codex')), 'hooks.json'),
+    projectConfig: '.codex/hooks.json',
+    timeout: { value: 15, unit: 'seconds' },
+    // Codex rejects unknown fields: type, command, timeout and nothing else.
+    entry: (command) => commandEntry(command, 15),
+    layout: 'matcher-group',
+  },
+  trust: {
+    // A new or changed hook is skipped silently until trusted (trusted_hash in config.toml).
+    hint: 'Codex runs a new or changed hook only after you trust it: open codex and review it in /hooks (or pass --dangerously-bypass-hook-trust for one run).',
+  },
+  sessionEnv: ['CODEX_THREAD_ID', 'CODEX_SESSION_ID'],
+  launch: {
+    executable: 'codex',
+    runtime: 'native',
+    shape: {
+      npmPackage: '@openai/codex',
+      bin: 'bin/codex.js',
+      kind: 'npm-shim',
+      note: 'the shim execs @openai/codex-<platform>-<arch>/vendor/<triple>/bin/codex with CODEX_MANAGED_PACKAGE_ROOT and CODEX_MANAGED_BY_NPM=1; the launcher leases that binary',
+    },
+    resume: (session, mode, prompt, extra) => (mode === 'headless' ? ['exec', ...extra, 'resume', session, prompt] : ['resume', ...extra, session]),
+    start: (mode, prompt, extra) => (mode === 'headless' ? ['exec', ...extra, ...(prompt === undefined ? [] : [prompt])] : [...extra, ...(prompt === undefined ? [] : [prompt])]),
+  },
+};

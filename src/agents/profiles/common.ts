@@ -1,0 +1,32 @@
+// Shapes that several agents share (Codex and Claude speak one hook dialect; Gemini and Copilot
+// borrowed parts of it). Each profile says which of these it uses.
+import { homedir } from 'node:os';
+import type { Env, EventKind, HookOutput } from './index';
+
+/** The five events as Codex and Claude Code name them. */
+export const CLAUDE_STYLE_EVENTS: Readonly<Record<string, EventKind>> = {
+  SessionStart: 'session_start',
+  UserPromptSubmit: 'prompt',
+  PreToolUse: 'pre_tool',
+  PostToolUse: 'post_tool',
+  Stop: 'stop',
+};
+
+/** `{"hookSpecificOutput":{"hookEventName","additionalContext"}}`, nothing else (Codex rejects unknown fields). */
+export const hookSpecificContext = (eventName: string, text: string): HookOutput => ({
+  hookSpecificOutput: { hookEventName: eventName, additionalContext: text },
+});
+
+/** `{"hookSpecificOutput":{"hookEventName","permissionDecision":"deny","permissionDecisionReason"}}`. */
+export const hookSpecificDeny = (eventName: string, text: string): HookOutput => ({
+  hookSpecificOutput: { hookEventName: eventName, permissionDecision: 'deny', permissionDecisionReason: text },
+});
+
+/** A hook entry that runs `command`, with the timeout in the agent's unit. */
+export const commandEntry = (command: string, timeout: number): Record<string, unknown> => ({ type: 'command', command, timeout });
+
+/** An unset and an empty variable mean the same: the default. */
+export const nonEmpty = (value: string | undefined): string | undefined => (value === undefined || value === '' ? undefined : value);
+
+/** The user's home directory as the agent sees it: HOME, else the account's. */
+export const homeOf = (env: Env): string => nonEmpty(env.HOME) ?? homedir();

@@ -1,0 +1,146 @@
+// Everything Turnkeeper knows about one agent lives in one profile (src/agents/profiles/<agent>.ts):
+// its hook events and their kinds, where the Session, Turn and transcript come from, which tools
+// write, the JSON it accepts on stdout, where its hook configs live and in which timeout unit, how
+// it trusts a folder and how doctor checks that, how it resumes and starts, the runtime it is built
+// on and how npm installs it. The rest of Turnkeeper reads these tables instead of switching on the
+// agent name, so a new agent is one new file here plus its tests. See docs/hook-protocol.md.
+import { AGENTS, type Agent } from '../../core/ids';
+import { claude } from './claude';
+import { codex } from './codex';
+import { gemini } from './gemini';
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+/** What an event means to the decision table (contract §2). */
+export type EventKind = 'session_start' | 'prompt' | 'pre_tool' | 'post_tool' | 'stop';
+
+/** One JSON object for the hook's stdout. */
+export type HookOutput = Readonly<Record<string, unknown>>;
+
+export type Scope = 'user' | 'project';
+
+/** `snake`: `hook_event_name`, `session_id`, … (Codex, Claude, Gemini). `camel`: `sessionId`, … (Copilot), no event name. */
+export type PayloadDialect = 'snake' | 'camel';
+
+/** The runtime an agent's executable is built on: the launcher refuses that runtime's injection variables (src/launcher/environment.ts). */
+export type AgentRuntime = 'native' | 'bun' | 'node';
+
+/** How npm installs the agent, which is what the launcher must attest (contract §6, docs/launcher.md). */
+export interface InstallShape {
+  /** The npm package (pinned as a devDependency for the e2e tests). */
+  readonly npmPackage: string;
+  /** What `node_modules/.bin/<executable>` points at, relative to the package. */
+  readonly bin: string;
+  /**
+   * `native`: the bin is the agent's own ELF. `npm-shim`: a Node shim that execs a platform
+   * package's native binary. `node-script`: a Node script bundle. `unpacking-loader`: a Node shim
+   * that execs a platform binary which unpacks its own runtime and scripts into a cache and runs them.
+   */
+  readonly kind: 'native' | 'npm-shim' | 'node-script' | 'unpacking-loader';
+  readonly note?: string;
+}
+
+/** What doctor gives a trust check: the hook files are installed for `scope` in `projectRoot`. */
+export interface TrustContext {
+  readonly env: Env;
+  readonly scope: Scope;
+  readonly projectRoot: string;
+  /** Reads a JSON-with-comments file; undefined when it is missing or unreadable. */
+  readonly readConfig: (path: string) => unknown;
+}
+
+export interface AgentProfile {
+  readonly agent: Agent;
+  /** For people: `Codex CLI`, `Claude Code`, … */
+  readonly displayName: string;
+
+  readonly events: {
+    /** What `hooks install` registers, in this order, with each event's kind. */
+    readonly installed: Readonly<Record<string, EventKind>>;
+    /** Every name the hook accepts (the installed ones and any aliases the agent also sends). */
+    readonly accepted: Readonly<Record<string, EventKind>>;
+    /**
+     * Where the hook learns which event fired: the payload's `hook_event_name`, or the installed
+     * command itself (`turnkeeper hook --agent <a> --event <name>`), for agents whose payloads name none.
+     */
+    readonly source: 'payload' | 'command';
+  };
+
+  readonly payload: {
+    /** The payload shapes this agent sends (the first is what the installed hooks get). */
+    readonly dialects: readonly PayloadDialect[];
+    /** The payload field with this agent's own Turn id; undefined: only env TURNKEEPER_TURN (contract §1). */
+    readonly turnField: 'turn_id' | 'prompt_id' | undefined;
+    /**
+     * Auto-detection when `--agent` is absent (contract §2), tried in `detectOrder` order; the agent
+     * without a detector (Claude) is the fallback.
+     */
+    readonly detect?: (payload: Readonly<Record<string, unknown>>, env: Env) => boolean;
+    /** Where the session's transcript is when the payload does not say (resume needs it, contract §7). */
+    readonly transcriptFallback?: (session: string, env: Env) => string | undefined;
+    /** Removes what the agent itself put into the prompt text (Gemini's earlier hook context). */
+    readonly cleanPrompt?: (prompt: string) => string;
+  };
+
+  /** Tools that change the workspace (edits, patches, shells): fenced on pre-tool events. Read-only and MCP tools are not. */
+  readonly writeTools: ReadonlySet<string>;
+
+  /** The exact stdout shapes the agent accepts (contract §2 "Output"). */
+  readonly output: {
+    readonly context: (eventName: string, text: string) => HookOutput;
+    /** `turnkeeper.onConflict=block`: guidance stops the prompt. */
+    readonly block: (text: string) => HookOutput;
+    /** Denies one tool call (fencing). */
+    readonly denyTool: (eventName: string, text: string) => HookOutput;
+  };
+
+  readonly install: {
+    /** The user-scope config file, honouring HOME and the agent's own home variables. */
+    readonly userConfig: (env: Env) => string;
+    /** The project-scope config file, relative to the repository root. */
+    readonly projectConfig: string;
+    readonly timeout: { readonly value: number; readonly unit: 'seconds' | 'milliseconds' };
+    /** The handler entry for one event's command. */
+    readonly entry: (command: string) => Record<string, unknown>;
+    /** `matcher-group`: each event holds `{"hooks":[entry]}` groups (no matcher: every tool). `flat`: each event holds entries. */
+    readonly layout: 'matcher-group' | 'flat';
+  };
+
+  readonly trust: {
+    /** What the user does so the agent runs the hook (printed by `hooks install`, and by doctor for a silent launch). */
+    readonly hint: string;
+    /** Doctor's check of that step for an installed scope: a problem, or undefined. */
+    readonly check?: (context: TrustContext) => string | undefined;
+  };
+
+  /** Variables the agent sets in its tools' environment naming its session (`release` without --force). */
+  readonly sessionEnv: readonly string[];
+
+  readonly launch: {
+    /** The executable's name on PATH. */
+    readonly executable: string;
+    readonly runtime: AgentRuntime;
+    readonly shape: InstallShape;
+    /** Its own resume command line (after argv[0]); `extra` is what the caller adds. */
+    readonly resume: (session: string, mode: 'headless' | 'interactive', prompt: string, extra: readonly string[]) => string[];
+    /** A new session (after argv[0]): headless runs `prompt` and exits; interactive opens the agent's UI with `prompt` as its first, when given. */
+    readonly start: (mode: 'headless' | 'interactive', prompt: string | undefined, extra: readonly string[]) => string[];
+  };
+}
+
+export const PROFILES: Readonly<Record<Agent, AgentProfile>> = { codex, claude, gemini };
+
+/** Detection order when `--agent` is absent (contract §2): Codex, Gemini, else Claude. */
+export const DETECT_ORDER: readonly Agent[] = ['codex', 'gemini'];
+export const FALLBACK_AGENT: Agent = 'claude';
+
+export const profileOf = (agent: Agent): AgentProfile => PROFILES[agent];
+
+/** One value per agent, computed from its profile: tables keyed by agent without listing the agents again. */
+export const byAgent = <T>(value: (profile: AgentProfile) => T): Readonly<Record<Agent, T>> =>
+  Object.fromEntries(AGENTS.map((agent) => [agent, value(PROFILES[agent])])) as unknown as Readonly<Record<Agent, T>>;
+
+/** `TURNKEEPER_CODEX_BIN`, …: the variable that names the agent's executable (contract §7). */
+export const binaryVariable = (agent: Agent): string => `TURNKEEPER_${agent.toUpperCase()}_BIN`;
+/** The editor setting that names it: `turnkeeper.agents.<agent>.path`. */
+export const binarySetting = (agent: Agent): string => `turnkeeper.agents.${agent}.path`;
