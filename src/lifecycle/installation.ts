@@ -1,6 +1,6 @@
 // Installing the hooks, and checking an installation (`doctor`): shared by the CLI and the
 // extension, which differ only in the runtime the shim runs (node, or the extension host itself).
-import { existsSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { hostname } from 'node:os';
 import { AGENTS, type Agent } from '../core/ids';
@@ -62,6 +62,8 @@ export interface DoctorReport {
   readonly hooks: (ReturnType<typeof agentHooksStatus> & { agent: Agent; scope: Scope })[];
   readonly sessions: { owner: string; lastHookAt: string; transcriptPath: string | null }[];
   readonly silentLaunches: SilentLaunch[];
+  /** Disk use of the attested closures of script-shaped agents (docs/launcher.md §9); `turnkeeper closures prune` frees it. */
+  readonly closures: { dir: string; snapshots: number; bytes: number };
   readonly problems: string[];
 }
 
@@ -129,5 +131,29 @@ export async function doctorReport(env: Env, projectRoot: string, open: () => Pr
     if (trustProblem !== undefined) problems.push(trustProblem);
   }
   if (!hooks.some((item) => item.installed)) problems.push('no agent has Turnkeeper hooks installed: turnkeeper hooks install --agent codex');
-  return { ok: problems.length === 0, store, shim, hooks, sessions, silentLaunches: silent, problems };
+  return { ok: problems.length === 0, store, shim, hooks, sessions, silentLaunches: silent, closures: closureDiskUse(join(home, 'closures')), problems };
+}
+
+/** Snapshots under $TURNKEEPER_HOME/closures (named by a 64-hex digest) and the bytes they and any interrupted copies take. */
+function closureDiskUse(dir: string): DoctorReport['closures'] {
+  let snapshots = 0;
+  let bytes = 0;
+  const walk = (path: string) => {
+    let names: string[];
+    try {
+      names = readdirSync(path);
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      const stat = lstatSync(join(path, name));
+      if (stat.isDirectory()) walk(join(path, name));
+      else bytes += stat.size;
+    }
+  };
+  if (existsSync(dir)) {
+    snapshots = readdirSync(dir).filter((name) => /^[0-9a-f]{64}$/.test(name)).length;
+    walk(dir);
+  }
+  return { dir, snapshots, bytes };
 }
