@@ -6,6 +6,7 @@
 // Env knobs (for development only): BENCH_RUNS (default 30), BENCH_WARMUP (3), BENCH_RACE_REPS (5),
 // BENCH_MEM_RUNS (10), BENCH_VERIFY_RECEIPTS (100000), BENCH_KEEP=1 keeps the temp dir,
 // BENCH_ONLY=cache runs only row 6 (hook replay with and without the compile cache) and bare node.
+// BENCH_ONLY=receipts runs only rows C1–C5 (export, verify --bundle, checkpoint signatures, checkpoints on the claim path).
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
@@ -42,6 +43,9 @@ const MEM_RUNS = int('BENCH_MEM_RUNS', 10);
 const VERIFY_RECEIPTS = int('BENCH_VERIFY_RECEIPTS', 100_000);
 const HOOK_RECEIPTS = 1_000;
 const ONLY = process.env.BENCH_ONLY;
+/** Rows C1–C5: exports and bundle verifications of 100,000 receipts are long; a third of RUNS of each. */
+const RECEIPT_RUNS = Math.max(3, Math.round(RUNS / 3));
+const SIGN_CALLS = 2000;
 
 const major = Number(process.versions.node.split('.')[0]);
 if (major < 24) {
@@ -201,6 +205,12 @@ async function main() {
   };
   checkVerify(timed(verifyArgs, { env: venv, cwd: repo }));
   log('verify --json says ok:true over the seeded chain');
+  const receiptContext = { root, repo, env, venv, vReceipts, product, db, goal, replayWith, presented };
+  if (ONLY === 'receipts') {
+    await receiptRows(receiptContext);
+    console.log(receiptsOnlyReport().join('\n'));
+    return;
+  }
 
   // ---- the runners ----
   let claimIndex = 0;
@@ -355,7 +365,143 @@ async function main() {
   results.checks.hookStoreReceipts = seeded.receipts;
   results.checks.verifyStoreReceipts = vReceipts;
   results.checks.stderr = [...stderrSeen].slice(0, 10);
+  await receiptRows(receiptContext);
   report();
+}
+
+// ---- rows C1–C5: receipts a third party can verify (docs/receipts.md, "Checkpoints", "Export") ----
+
+
+/**
+ * C1 `receipts export` of the 100,000-receipt verify store (it verifies the chain, signs a checkpoint
+ * and writes the bundle); C2 `verify --bundle` of that bundle, no store; C3 one checkpoint signature
+ * and one verification, in-process through the product's code; C4 a claim that writes a checkpoint
+ * (TURNKEEPER_CHECKPOINT_EVERY=1: every claim crosses) against one that cannot (=0), interleaved; C5 a
+ * replay with checkpoints every receipt against the plain replay (a replay appends nothing, so signs nothing).
+ */
+async function receiptRows({ root, repo, env, venv, vReceipts, product, db, goal, replayWith, presented }) {
+  const bundle = join(root, 'bench-export.tkb');
+  const exportRun = () => {
+    const run = timed([CLI, 'receipts', 'export', '--out', bundle, '--json'], { env: venv, cwd: repo });
+    const report = run.code === 0 ? JSON.parse(run.stdout) : undefined;
+    if (!report?.ok || report.to < vReceipts) fail(`receipts export failed: ${run.stdout.slice(0, 300)} ${run.stderr.slice(0, 300)}`);
+    return { ...run, to: report.to };
+  };
+  const bundleRun = () => {
+    const run = timed([CLI, 'verify', '--bundle', bundle, '--json'], { env: venv, cwd: repo });
+    const report = JSON.parse(run.stdout);
+    if (run.code !== 0 || !report.ok) fail(`verify --bundle refused the export: ${run.stdout.slice(0, 300)} ${run.stderr.slice(0, 300)}`);
+    return { ...run, verified: report.verified };
+  };
+  const receipts = { export: [], exportCpu: [], bundle: [], bundleCpu: [], bundleVerified: 0, exported: 0 };
+  exportRun();
+  bundleRun();
+  for (let i = 0; i < RECEIPT_RUNS; i += 1) {
+    const exported = exportRun();
+    receipts.export.push(exported.ms);
+    receipts.exportCpu.push(exported.cpuMs);
+    receipts.exported = exported.to;
+    const verified = bundleRun();
+    receipts.bundle.push(verified.ms);
+    receipts.bundleCpu.push(verified.cpuMs);
+    receipts.bundleVerified = verified.verified;
+  }
+  log(`rows C1–C2: ${RECEIPT_RUNS} exports and bundle verifications of ${receipts.exported} receipts`);
+
+  // C3, in-process: the key a hook would load, a checkpoint of a 100,000-receipt head.
+  const key = product.signingKey({ TURNKEEPER_HOME: join(root, 'tkhome-sign') });
+  const text = product.checkpointText({ origin: `turnkeeper/store/${'0'.repeat(32)}`, seq: vReceipts, hash: `sha256:${'ab'.repeat(32)}`, time: new Date().toISOString() });
+  const verifyNote = product.noteVerifier([key]);
+  const note = product.signedNote(text, [product.signNote(key, text)]);
+  const perCall = (work) => {
+    for (let i = 0; i < 100; i += 1) work();
+    const start = performance.now();
+    for (let i = 0; i < SIGN_CALLS; i += 1) work();
+    return ((performance.now() - start) * 1000) / SIGN_CALLS;
+  };
+  receipts.signUs = perCall(() => product.signedNote(text, [product.signNote(key, text)]));
+  receipts.verifyUs = perCall(() => {
+    if (!verifyNote(product.parseCheckpoint(note)).ok) fail('the checkpoint did not verify');
+  });
+  log(`row C3: sign ${receipts.signUs.toFixed(1)} µs, verify ${receipts.verifyUs.toFixed(1)} µs`);
+
+  // C4/C5: claims with and without a checkpoint, and replays, interleaved, in world A.
+  const todos = Array.from({ length: 2 * (RECEIPT_RUNS * 3 + WARMUP) }, (_, i) => `ckpt-${String(i).padStart(3, '0')}`);
+  const store = await product.openSqliteAuthority({ path: db, create: false });
+  for (const id of todos) await store.addTodo(todoFields(goal, id), Date.now());
+  store.close();
+  let next = 0;
+  const claimWith = (every) => {
+    const todo = todos[next++] ?? fail('out of checkpoint Todos');
+    const run = timed([CLI, 'hook'], { input: codexPrompt({ root, repo, session: newSession(), turn: 'turn-0001', prompt: promptFor(todo) }), env: { ...env, TURNKEEPER_CHECKPOINT_EVERY: every }, cwd: repo });
+    if (!contextText(run.stdout)?.startsWith(`Turnkeeper: Todo ${todo} · capture cap_`)) fail(`claim of ${todo} failed: ${run.stdout.slice(0, 200)} ${run.stderr}`);
+    return run;
+  };
+  const runners = {
+    claimCheckpoint: () => claimWith('1'),
+    claimNoCheckpoint: () => claimWith('0'),
+    replayCheckpointEvery1: () => replayWith({ ...env, TURNKEEPER_CHECKPOINT_EVERY: '1' }),
+    replayPlain: () => replayWith(env),
+  };
+  for (let i = 0; i < WARMUP; i += 1) for (const name of Object.keys(runners)) runners[name]();
+  const names = Object.keys(runners);
+  for (const name of names) receipts[name] = [];
+  for (let i = 0; i < RECEIPT_RUNS * 3; i += 1) for (let k = 0; k < names.length; k += 1) receipts[names[(i + k) % names.length]].push(runners[names[(i + k) % names.length]]().ms);
+  void presented;
+  results.receipts = receipts;
+  log(`rows C4–C5: ${RECEIPT_RUNS * 3} interleaved claims and replays with and without checkpoints`);
+}
+
+/** Rows C1–C5 for the measurement and comparison tables (appended at their ends). */
+function receiptTableRows() {
+  const r = results.receipts;
+  if (!r) return { measurements: [], comparisons: [] };
+  const ms = (v) => `${v.toFixed(1)} ms`;
+  const us = (v) => `${v.toFixed(1)} µs`;
+  const sum = (sample) => summary(sample);
+  const exp = sum(r.export);
+  const bun = sum(r.bundle);
+  const pairedDiff = (a, b) => summary(r[a].map((v, i) => v - r[b][i])).median;
+  const bundleRate = r.bundleVerified / (bun.median / 1000);
+  const exportRate = r.exported / (exp.median / 1000);
+  const claimCost = pairedDiff('claimCheckpoint', 'claimNoCheckpoint');
+  const replayCost = pairedDiff('replayCheckpointEvery1', 'replayPlain');
+  const line = (row, what, sample, fmt = ms) => {
+    const s = sum(sample);
+    return [row, what, String(s.n), fmt(s.median), fmt(s.p90), fmt(s.min), ''];
+  };
+  return {
+    measurements: [
+      line('C1', `receipts export (${r.exported.toLocaleString('en-US')} receipts)`, r.export),
+      line('C2', `verify --bundle (${r.bundleVerified.toLocaleString('en-US')} receipts)`, r.bundle),
+      ['C3', 'checkpoint: sign (text + Ed25519 + note)', String(SIGN_CALLS), us(r.signUs), '', '', ''],
+      ['C3', 'checkpoint: parse + verify', String(SIGN_CALLS), us(r.verifyUs), '', '', ''],
+      line('C4', 'hook claim writing a checkpoint (EVERY=1)', r.claimCheckpoint),
+      line('C4', 'hook claim, checkpoints off (EVERY=0)', r.claimNoCheckpoint),
+      line('C5', 'hook replay, TURNKEEPER_CHECKPOINT_EVERY=1', r.replayCheckpointEvery1),
+      line('C5', 'hook replay', r.replayPlain),
+    ],
+    comparisons: [
+      ['C1', 'export, wall time', `${fmtRate(exportRate)}/s`, `${r.exported} receipts`, ms(exp.median), '', 'verify + sign + write', '—', 'info'],
+      ['C2', 'verify --bundle, wall time', `${fmtRate(bundleRate)}/s`, `${r.bundleVerified} receipts`, ms(bun.median), '', `p90 ${fmtRate(r.bundleVerified / (bun.p90 / 1000))}/s`, '≥ 200k/s', bundleRate >= 200_000 ? 'PASS' : 'MISS'],
+      ['C4', 'checkpoint on a claim', ms(claimCost), 'claim, none', ms(sum(r.claimNoCheckpoint).median), '', 'paired median of differences (OpenSSL start-up, key, sign, receipt, witness)', '< 1 ms', claimCost < 1 ? 'PASS' : 'MISS'],
+      // A claim appends 3 receipts; with the default N = 100 one claim in 33 writes a checkpoint.
+      ['C4', 'per claim at the default N=100', ms((claimCost * 3) / 100), 'claim, none', ms(sum(r.claimNoCheckpoint).median), '', 'checkpoint cost × 3/100', '< 1 ms', (claimCost * 3) / 100 < 1 ? 'PASS' : 'MISS'],
+      ['C5', 'checkpoints on a replay', ms(replayCost), 'replay', ms(sum(r.replayPlain).median), '', 'paired median of differences (noise)', 'none', replayCost < 0.5 ? 'PASS' : 'MISS'],
+    ],
+  };
+}
+
+/** BENCH_ONLY=receipts: rows C1–C5 alone. */
+function receiptsOnlyReport() {
+  const { measurements, comparisons } = receiptTableRows();
+  return [
+    `Turnkeeper bench (BENCH_ONLY=receipts) · node ${process.version} · ${cpus().length} cpus · loadavg ${load0.toFixed(2)} → ${loadavg()[0].toFixed(2)}`,
+    '',
+    ...table(['row', 'measurement', 'n', 'median', 'p90', 'min', 'cpu/proc'], measurements, [0, 0, 1, 1, 1, 1, 1]),
+    '',
+    ...table(['row', 'comparison', 'value', 'baseline', 'base median', 'ratio', 'spread', 'target', 'result'], comparisons, [0, 0, 1, 0, 1, 1, 0, 0, 0]),
+  ];
 }
 
 async function snapshot(product, db, capture) {
@@ -535,6 +681,9 @@ function report() {
       `compile cache ${results.checks.compileCacheFiles} files · replay wrote nothing: ${results.checks.replayWroteNothing ? 'yes' : 'NO'}`,
   );
   out.push('');
+  const receiptRowsOut = receiptTableRows();
+  measurements.push(...receiptRowsOut.measurements);
+  comparisons.push(...receiptRowsOut.comparisons);
   out.push(...table(['row', 'measurement (cold processes)', 'n', 'median', 'p90', 'min', 'cpu/proc'], measurements, [0, 0, 1, 1, 1, 1, 1]));
   out.push('');
   out.push(...table(['row', 'comparison', 'value', 'baseline', 'base median', 'ratio', 'spread', 'target', 'result'], comparisons, [0, 0, 1, 0, 1, 1, 0, 0, 0]));

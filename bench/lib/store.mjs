@@ -31,6 +31,9 @@ export async function loadProductStore(scratch) {
         "export { buildCapture } from './src/core/capture';",
         "export { preconditionsOf } from './src/lifecycle/workspace';",
         "export { resolveGoal } from './src/lifecycle/goal';",
+        // Rows C3: one checkpoint signature and its verification, in-process, through the product's code.
+        "export { signingKey, signNote, noteVerifier } from './src/lifecycle/keys';",
+        "export { checkpointText, signedNote, parseCheckpoint } from './src/core/checkpoint';",
       ].join('\n'),
       resolveDir: REPO_ROOT,
       loader: 'ts',

@@ -3,7 +3,7 @@
 // (the log, newest first) stays in inspect.ts.
 import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { checkpointsOf, exportBundle, ExportRefused, launchAttestation, signersOf, verifyBundleText } from '../lifecycle/checkpoints';
+import { checkpointsOf, exportBundle, ExportRefused, launchAttestation, signersOf, verifyBundleBytes } from '../lifecycle/checkpoints';
 import { parsePublicKey, trustedKeys, type TrustedKey } from '../lifecycle/keys';
 import { storePath } from '../store/location';
 import { EXIT, goalFrom, openStore, parse, printJson, UsageError, type Io } from './io';
@@ -144,16 +144,16 @@ export async function verifyCommand(args: string[], io: Io): Promise<number> {
 
 /** `turnkeeper verify --bundle <file> [--key <k>]…`: no store is opened. */
 async function verifyBundleCommand(file: string, keys: readonly string[] | undefined, json: boolean, io: Io): Promise<number> {
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = readFileSync(resolve(io.cwd, file), 'utf8');
+    bytes = readFileSync(resolve(io.cwd, file));
   } catch (error) {
     const message = `cannot read ${file}: ${(error as Error).message}`;
     if (json) printJson(io, { ok: false, verified: 0, breaks: [], error: { code: 'no_bundle', message } });
     else io.err(`${message}\n`);
     return EXIT.refused;
   }
-  const report = verifyBundleText(text, keysFrom(io, keys));
+  const report = verifyBundleBytes(bytes, keysFrom(io, keys));
   const signers = signersOf(report);
   if (json) printJson(io, { ok: report.ok, verified: report.verified, breaks: report.breaks, origin: report.origin, from: report.from, to: report.to, signers });
   else {

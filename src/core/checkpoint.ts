@@ -149,12 +149,23 @@ export interface BundleReport {
   readonly checkpoints: SignedCheckpoint[];
 }
 
+/** One line of a bundle: its text, and the digest of its bytes as given (`sha256:<hex>`). */
+export interface BundleLine {
+  readonly text: string;
+  readonly hash: string;
+}
+
+/** Lines of a bundle's text, each hashed over its UTF-8 bytes (for callers that hold a string). */
+export function* bundleLinesOf(text: string): Generator<BundleLine> {
+  for (const line of text.split('\n')) yield { text: line, hash: digestTextBulk(line) };
+}
+
 /**
  * Verifies an export bundle with no store: every document hashed over its bytes as given, every
  * link, every checkpoint's signature against trusted keys, every checkpoint against the receipt it
  * names, and that the documents end exactly at the header's signed checkpoint.
  */
-export function verifyBundle(lines: Iterable<string>, verifyNote: NoteVerifier): BundleReport {
+export function verifyBundle(lines: Iterable<BundleLine>, verifyNote: NoteVerifier): BundleReport {
   const breaks: ChainBreak[] = [];
   const checkpoints: SignedCheckpoint[] = [];
   let header: BundleHeader | undefined;
@@ -171,7 +182,7 @@ export function verifyBundle(lines: Iterable<string>, verifyNote: NoteVerifier):
     else if (origin !== undefined && note.origin !== origin) breaks.push({ seq: at || note.seq, kind: 'checkpoint_mismatch' });
     return verdict.ok;
   };
-  for (const line of lines) {
+  for (const { text: line, hash } of lines) {
     if (first) {
       first = false;
       header = parseBundleHeader(line);
@@ -183,7 +194,6 @@ export function verifyBundle(lines: Iterable<string>, verifyNote: NoteVerifier):
       continue;
     }
     if (line === '') continue; // the newline after the last document
-    const hash = digestTextBulk(line);
     const doc = parseReceipt(line);
     let broken = false;
     const seq = doc?.seq ?? expectedSeq;
