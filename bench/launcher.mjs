@@ -7,17 +7,27 @@
 //   E2 extension activation in code-server, read from the last end-to-end run (if there was one)
 //   S1 what the hook keeps off its start-up: loading node:crypto and node:child_process, cold, vs bare node
 //   S2 one digest of a receipt-sized text: pure-JS SHA-256 (the hook) vs Node's crypto.hash (verify)
+//   C1 the first launch of Gemini CLI builds its closure: copying its package into a snapshot (through
+//      descriptors, hashed) vs `cp -r` of the same package
+//   C2 a later attested launch of Gemini CLI from its closure (`gemini --version`) vs child_process.spawn
+//      of the same entry with the same Node
+//   C3 disk use of one snapshot (one installed version)
 // The product code is bundled from src/ into dist/ so the launcher finds its prebuild from there.
 import { build } from 'esbuild';
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { createReadStream, existsSync, mkdtempSync, readFileSync, rmSync, copyFileSync, chmodSync } from 'node:fs';
+import { createReadStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, copyFileSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { createRequire } from 'node:module';
 
 const REPO = resolve(import.meta.dirname, '..');
 const CODEX = join(REPO, 'node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex');
+const GEMINI_PACKAGE = join(REPO, 'node_modules/@google/gemini-cli');
+const GEMINI = join(GEMINI_PACKAGE, 'bundle/gemini.js');
+const CLOSURE_RUNS = Number(process.env.BENCH_CLOSURE_RUNS ?? 14);
+/** BENCH_LAUNCHER_ROWS=C runs only the closure rows (a comma list of row-id prefixes); all rows by default. */
+const want = (id) => !process.env.BENCH_LAUNCHER_ROWS || process.env.BENCH_LAUNCHER_ROWS.split(',').some((prefix) => id.startsWith(prefix));
 const RUNS = Number(process.env.BENCH_LAUNCH_RUNS ?? 21);
 const scratch = mkdtempSync(join(tmpdir(), 'tk-bench-launcher-'));
 const bundlePath = join(REPO, 'dist', 'bench-product.cjs');
@@ -31,6 +41,7 @@ await build({
       "export { receiptNodes } from './src/extension/models';",
       "export { parseReceipt, buildReceipt } from './src/core/receipts';",
       "export { digestText, digestTextBulk } from './src/core/canonical';",
+      "export { closureOf, clearClosureCache, listClosures, pruneClosures } from './src/launcher/closure';",
     ].join('\n'),
     resolveDir: REPO,
     loader: 'ts',
@@ -71,6 +82,7 @@ function spawnAndWait(path, args) {
 }
 
 try {
+  if (want('L')) {
   if (!existsSync(CODEX)) throw new Error(`the Codex binary is missing: ${CODEX} (npm ci installs it)`);
   // L1: first attestation against hashing the same bytes, interleaved; the first read of each warms the page cache.
   await sha256File(CODEX);
@@ -136,6 +148,8 @@ try {
   const perEntry = (process.memoryUsage().heapUsed - before) / product.attestationCacheSize();
   row('L3', `heap per cached attestation (${product.attestationCacheSize()} entries${globalThis.gc ? '' : ', no --expose-gc'})`, perEntry, undefined, undefined, undefined);
 
+  }
+  if (want('E')) {
   // E1: one page of the Receipts view from a 10,000-receipt store (read 51 rows, parse, build nodes).
   const viewStore = await product.openSqliteAuthority({ path: join(scratch, 'view.db'), create: true });
   const db = viewStore.connection;
@@ -167,6 +181,8 @@ try {
   row('E1', 'Receipts view: build one page (10,000-receipt store)', median(pageMs), undefined, undefined, undefined);
   row('E1', 'Receipts view: verify the 10,000-receipt chain (on a new head)', median(verifyMs), undefined, undefined, undefined);
 
+  }
+  if (want('S')) {
   // S1: cold processes, interleaved, median of 21: the reason the hook loads neither module.
   const startup = { bare: [], crypto: [], child_process: [] };
   for (let i = 0; i < 21; i += 1) {
@@ -190,6 +206,80 @@ try {
   if (product.digestText(text) !== product.digestTextBulk(text)) throw new Error('the two digest paths disagree');
   row('S2', 'digestText (pure-JS SHA-256), per 484-byte text', perCall(product.digestText) * 1000, 'digestTextBulk (crypto.hash)', perCall(product.digestTextBulk) * 1000, undefined);
 
+  }
+  // C1-C3: Gemini CLI from its attested closure. The runtime is this Node; closures go to a scratch TURNKEEPER_HOME.
+  if (want('C') && existsSync(GEMINI)) {
+    const geminiEnv = { PATH: `${dirname(process.execPath)}:/usr/bin:/bin`, HOME: join(scratch, 'gemini-home'), TURNKEEPER_HOME: join(scratch, 'tk-home'), NO_COLOR: '1', TERM: 'dumb' };
+    mkdirSync(geminiEnv.HOME, { recursive: true });
+    // C1: build the snapshot into an empty closures directory vs cp -r of the package, interleaved (page cache warm for both).
+    spawnSync('cp', ['-r', GEMINI_PACKAGE, join(scratch, 'warm')]);
+    const copyMs = [];
+    const snapshotMs = [];
+    let snapshot;
+    for (let i = 0; i < 5; i += 1) {
+      const target = join(scratch, `cp-${i}`);
+      let t = now();
+      spawnSync('cp', ['-r', GEMINI_PACKAGE, target]);
+      copyMs.push(now() - t);
+      rmSync(target, { recursive: true, force: true });
+      product.pruneClosures(geminiEnv, { all: true });
+      product.clearClosureCache();
+      t = now();
+      snapshot = product.closureOf(GEMINI_PACKAGE, 'bundle/gemini.js', geminiEnv);
+      snapshotMs.push(now() - t);
+    }
+    row('C1', `first launch of gemini: snapshot built (${snapshot.files} files)`, median(snapshotMs), 'cp -r of the same package', median(copyMs), 1.5);
+
+    // C2: later launches: attest (runtime digest cached, snapshot verified from the cache) + parked launch + receipt + run, vs a plain spawn.
+    const store = await product.openSqliteAuthority({ path: join(scratch, 'gemini.db'), create: true });
+    const plainEnv = { ...geminiEnv, GEMINI_CLI_NO_RELAUNCH: 'true' };
+    const plain = [];
+    const attested = [];
+    const cold = [];
+    for (let i = 0; i < CLOSURE_RUNS + 1; i += 1) {
+      let t = now();
+      await new Promise((done, fail) => {
+        const child = spawn(process.execPath, [GEMINI, '--version'], { stdio: ['ignore', 'pipe', 'pipe'], env: plainEnv });
+        child.stdout.resume();
+        child.stderr.resume();
+        child.on('error', fail);
+        child.on('exit', done);
+      });
+      const plainMs = now() - t;
+      // Odd runs start cold, as a `turnkeeper resume` process does: no cached runtime digest, no verified snapshot files.
+      const coldRun = i % 2 === 1;
+      if (coldRun) {
+        product.clearAttestationCache();
+        product.clearClosureCache();
+      }
+      t = now();
+      const attestation = await product.attest(GEMINI, { env: geminiEnv });
+      const launch = await product.launchAttested({
+        attestation,
+        args: ['--version'],
+        cwd: scratch,
+        env: geminiEnv,
+        stdio: 'pipe',
+        timeoutMs: 60_000,
+        commit: (facts) => store.appendReceipt({ kind: 'launch_committed', goal: scratch, detail: { digest: facts.digest, closure: facts.closure.digest, pid: facts.pid } }, Date.now()),
+      });
+      launch.stdin.destroy();
+      launch.stdout.resume();
+      launch.stderr.resume();
+      await launch.exited;
+      const attestedMs = now() - t;
+      if (i >= 1) {
+        plain.push(plainMs);
+        (coldRun ? cold : attested).push(attestedMs);
+      }
+    }
+    store.close();
+    row('C2', `later attested launch from the closure, gemini --version (median of ${attested.length})`, median(attested), 'child_process.spawn of the same entry', median(plain), 1.15);
+    row('C2', `the same from a cold process: runtime and snapshot re-hashed (median of ${cold.length})`, median(cold), 'child_process.spawn of the same entry', median(plain), undefined);
+    const listed = product.listClosures(geminiEnv).snapshots;
+    row('C3', `disk use of one snapshot (gemini-cli, ${listed[0]?.files ?? 0} files)`, listed[0]?.bytes ?? 0, undefined, undefined, undefined);
+  }
+
   const activationFile = join(REPO, 'test/vscode/.last-activation.json');
   if (existsSync(activationFile)) {
     const activation = JSON.parse(readFileSync(activationFile, 'utf8'));
@@ -201,7 +291,7 @@ try {
   console.log(`${pad('row', 4)} ${pad('measurement', 62)} ${pad('value', 12, true)}  ${pad('baseline', 36)} ${pad('base', 11, true)} ${pad('ratio', 7, true)}  target  result`);
   for (const r of rows) {
     const ms = (v) => (r.id === 'S2' ? `${v.toFixed(2)} µs` : `${v.toFixed(1)} ms`);
-    const unit = r.id === 'L3' ? `${(r.value / 1024).toFixed(2)} KiB` : ms(r.value);
+    const unit = r.id === 'L3' ? `${(r.value / 1024).toFixed(2)} KiB` : r.id === 'C3' ? `${(r.value / (1024 * 1024)).toFixed(1)} MiB` : ms(r.value);
     const target = r.id === 'E1' && r.what.includes('page') ? '< 50 ms' : r.target ? `≤ ${r.target}×` : '—';
     const pass = r.id === 'E1' && r.what.includes('page') ? (r.value < 50 ? 'PASS' : 'MISS') : r.pass === undefined ? 'info' : r.pass ? 'PASS' : 'MISS';
     console.log(
@@ -210,6 +300,8 @@ try {
   }
   console.log(`BENCH_LAUNCHER_JSON ${JSON.stringify(rows)}`);
 } finally {
+  // Snapshots are read-only (0555 directories): prune unlocks them before the scratch dir goes.
+  if (existsSync(join(scratch, 'tk-home', 'closures'))) product.pruneClosures({ TURNKEEPER_HOME: join(scratch, 'tk-home') }, { all: true });
   rmSync(scratch, { recursive: true, force: true });
   rmSync(bundlePath, { force: true });
 }

@@ -155,7 +155,7 @@ function signatureOf(files: readonly SourceFile[]): { signature: string; racy: b
 }
 
 /** Copies one file through its descriptor into `target` (created exclusively), hashing the bytes written. */
-function copyThroughDescriptor(file: SourceFile, target: string, buffer: Buffer): { digest: string; mode: number; size: number } {
+function copyThroughDescriptor(file: SourceFile, target: string, buffer: Buffer): { digest: string; mode: number; size: number; written: BigIntStats } {
   const fd = openSync(file.path, constants.O_RDONLY | constants.O_NOFOLLOW);
   try {
     const before = fstatSync(fd, { bigint: true });
@@ -179,7 +179,7 @@ function copyThroughDescriptor(file: SourceFile, target: string, buffer: Buffer)
       if (statKey(after) !== statKey(before)) throw new LaunchRefused('object_changed', `${file.path} changed while the closure was copied`);
       const mode = (before.mode & 0o111n) !== 0n ? MODE_EXEC : MODE_FILE;
       fchmodSync(out, mode);
-      return { digest: 'sha256:' + hash.digest('hex'), mode, size };
+      return { digest: 'sha256:' + hash.digest('hex'), mode, size, written: fstatSync(out, { bigint: true }) };
     } finally {
       closeSync(out);
     }
@@ -360,6 +360,7 @@ function buildSnapshot(dir: string, source: string, files: readonly SourceFile[]
     const filesDir = join(staging, 'files');
     mkdirSync(filesDir, { mode: 0o700 });
     const manifest: ManifestEntry[] = [];
+    const written: { relative: string; key: string }[] = [];
     const made = new Set<string>();
     const buffer = Buffer.allocUnsafe(COPY_CHUNK);
     let bytes = 0;
@@ -374,6 +375,7 @@ function buildSnapshot(dir: string, source: string, files: readonly SourceFile[]
       }
       const copied = copyThroughDescriptor(file, join(filesDir, ...parts), buffer);
       manifest.push([file.relative, copied.digest, copied.mode]);
+      written.push({ relative: file.relative, key: `${statKey(copied.written)}:${copied.digest}` });
       bytes += copied.size;
     }
     if (manifest.length === 0) throw new LaunchRefused('unsupported_entrypoint', `${source} holds no files`);
@@ -395,6 +397,10 @@ function buildSnapshot(dir: string, source: string, files: readonly SourceFile[]
       }
     }
     renameSync(staging, root);
+    // What was just written and hashed counts as verified while its identity holds (renaming the
+    // staging directory changes no file's ctime). A write that raced the copy inside the private
+    // staging directory is the one thing this trusts; the load guard still hashes every module (§9).
+    for (const entry of written) verifiedFiles.set(join(root, 'files', ...entry.relative.split('/')), entry.key);
     return { digest, root, bytes };
   } catch (error) {
     removeTree(staging);
