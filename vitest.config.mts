@@ -3,7 +3,14 @@ import { defineConfig } from 'vitest/config';
 
 // Two projects: `fast` runs files in parallel; `serial` holds the tests that load the machine on
 // purpose (64 racing processes, real agents) and would make each other flaky if run side by side.
-const SERIAL = ['test/integration/races.test.ts', 'test/integration/goals-worktrees.test.ts', 'test/e2e/**/*.test.ts'];
+const SERIAL = [
+  'test/integration/races.test.ts',
+  'test/integration/goals-worktrees.test.ts',
+  // 64 hook processes across four "machines", and a claim storm through a server crash: load on purpose.
+  'test/integration/postgres-machines.test.ts',
+  'test/integration/postgres-faults.test.ts',
+  'test/e2e/**/*.test.ts',
+];
 
 export default defineConfig({
   // Extension code runs in plain Node against a hand-written double of the editor API.

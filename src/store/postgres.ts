@@ -34,10 +34,12 @@ export interface PostgresOptions {
   /** Bound on every statement outside a write transaction; a stalled network fails within it. */
   readonly statementTimeoutMs?: number;
   /**
-   * Bound on one write transaction, all its statements together (default: twice the statement bound).
-   * Inside a write a statement may wait for another transaction's row lock (the Todo, the chain
-   * head): under a burst of claims those waits queue up and one of them may take longer than a
-   * statement bound. A stalled network still fails within this bound.
+   * Bound on one write transaction, all its statements and retries together (default: the statement
+   * bound + 1 s). Inside a write a statement may wait for another transaction's row lock (the Todo,
+   * the chain head): under a burst of claims (64 hooks at once) those waits queue up, and one wait
+   * alone could outlast a statement bound, failing a claim that was only waiting its turn. A stalled
+   * network still fails within this bound. For a hook (statements ≤ 1.5 s) that is 2.5 s, so start-up,
+   * the write and a reconnect after an ambiguous COMMIT (≤ 2 s) stay inside its 5 s.
    */
   readonly transactionTimeoutMs?: number;
   /** For `store init` only: create or migrate the schema instead of refusing a missing or older one. */
@@ -118,7 +120,7 @@ export async function openPostgresStore(options: PostgresOptions): Promise<Postg
       if (version > PG_SCHEMA_VERSION) throw new SchemaTooNewError(version, PG_SCHEMA_VERSION);
       if (version < PG_SCHEMA_VERSION) throw new StoreUnavailableError(`the team store ${location} has schema version ${version}; run turnkeeper store init to migrate it to ${PG_SCHEMA_VERSION}`);
     }
-    const transactionTimeoutMs = options.transactionTimeoutMs ?? 2 * (options.statementTimeoutMs ?? 3000);
+    const transactionTimeoutMs = options.transactionTimeoutMs ?? (options.statementTimeoutMs ?? 3000) + 1000;
     return new PostgresStore(client, location, scrub, await readMeta(client), () => connectClient(options), () => connectClient({ ...options, statementTimeoutMs: 0 }), transactionTimeoutMs);
   } catch (error) {
     await client.end().catch(() => undefined);
