@@ -1,4 +1,4 @@
-// The exact stdout shapes each agent accepts (contract §2 "Output"), from its profile. Codex rejects
+// The exact stdout shapes each agent accepts (spec §2 "Output"), from its profile. Codex rejects
 // fields it does not know, so nothing else is ever added.
 import type { Agent } from '../core/ids';
 import { PROFILES, type HookOutput } from './profiles/index';

@@ -11,7 +11,7 @@ import { DETECT_ORDER, FALLBACK_AGENT, PROFILES, type Env, type EventKind, type 
 export { withoutHookContext } from './profiles/gemini';
 export type { EventKind } from './profiles/index';
 
-/** Hook input larger than this is refused unread (contract §2 rule 2). */
+/** Hook input larger than this is refused unread (spec §2 rule 2). */
 export const MAX_HOOK_INPUT_BYTES = 1024 * 1024;
 
 export interface HookEvent {
@@ -100,7 +100,7 @@ const isObject = (value: unknown): value is Readonly<Record<string, unknown>> =>
 /** camelCase when it has `sessionId` and no `session_id`. */
 const dialectOf = (payload: Readonly<Record<string, unknown>>): PayloadDialect => (Object.hasOwn(payload, 'sessionId') && !Object.hasOwn(payload, 'session_id') ? 'camel' : 'snake');
 
-/** Contract §2: Codex (`turn_id`, or `model` with `permission_mode`), Gemini (`timestamp` with a Gemini event), Copilot (camelCase `sessionId`, or COPILOT_CLI=1), else Claude. */
+/** Spec §2: Codex (`turn_id`, or `model` with `permission_mode`), Gemini (`timestamp` with a Gemini event), Copilot (camelCase `sessionId`, or COPILOT_CLI=1), else Claude. */
 export function detectAgent(payload: Readonly<Record<string, unknown>>, env: Env = {}): Agent {
   return DETECT_ORDER.find((agent) => PROFILES[agent].payload.detect?.(payload, env) === true) ?? FALLBACK_AGENT;
 }

@@ -1,4 +1,4 @@
-// `turnkeeper resume` and "Turnkeeper: Resume Captured Turn" (contract §7): decide whether a capture
+// `turnkeeper resume` and "Turnkeeper: Resume Captured Turn" (spec §7): decide whether a capture
 // may be resumed, then relaunch its agent on its own session through the attested launcher, with
 // the launch receipt committed before the agent's first instruction.
 import { randomBytes } from 'node:crypto';
@@ -43,7 +43,7 @@ const refusal = (reason: ResumeReason, facts: GuidanceFacts, goal?: string): Res
   ...(goal ? { goal } : {}),
 });
 
-/** Every eligibility rule of contract §7, in order; reads only. */
+/** Every eligibility rule of spec §7, in order; reads only. */
 export interface CheckOptions {
   readonly acceptDrift: boolean;
   /** A checkout's git state now (runs git twice); a caller checking many captures passes a cached one. */
@@ -160,7 +160,7 @@ export function launchEnvironment(env: Env, variables: Readonly<Record<string, s
   return Object.assign(out, variables);
 }
 
-/** The launch nonce that ties an agent's hooks to its launch receipt (contract §2 rule 3). */
+/** The launch nonce that ties an agent's hooks to its launch receipt (spec §2 rule 3). */
 export const newLaunchId = (): string => `launch_${randomBytes(8).toString('hex')}`;
 
 /** The guidance of a launcher refusal, as resume and start show it. */
@@ -233,7 +233,7 @@ export async function resumeCapture(options: ResumeOptions): Promise<ResumeResul
       signal: options.signal,
       barriers: options.barriers,
       // One transaction re-checks what checkResume saw (the lease, and no other live launch of this
-      // capture) and writes the receipt; a refusal there kills the parked agent (contract §6).
+      // capture) and writes the receipt; a refusal there kills the parked agent (spec §6).
       commit: async (facts) => {
         const result = await store.commitLaunch(
           {

@@ -7,7 +7,7 @@ export const claude: AgentProfile = {
   agent: 'claude',
   displayName: 'Claude Code',
   events: { installed: CLAUDE_STYLE_EVENTS, accepted: CLAUDE_STYLE_EVENTS, source: 'payload' },
-  // No detector: Claude is what a payload is when it is nothing else (contract §2).
+  // No detector: Claude is what a payload is when it is nothing else (spec §2).
   payload: { dialects: ['snake'], turnField: 'prompt_id' },
   writeTools: new Set(['Bash', 'Edit', 'Write', 'MultiEdit', 'NotebookEdit']),
   output: {
