@@ -171,13 +171,15 @@ for (const target of TARGETS) {
       expect(fromReadme.some((link) => link.endsWith('.md'))).toBe(true);
     });
 
-    it('carries a manifest without development fields or bundled dependencies', () => {
+    it('carries a manifest without development fields, placeholders or bundled dependencies', () => {
       const shipped = JSON.parse(readFileSync(join(get().extracted, 'extension/package.json'), 'utf8')) as Record<string, unknown>;
       expect(shipped.devDependencies).toBeUndefined();
       expect(shipped.scripts).toBeUndefined();
       expect(shipped.allowScripts).toBeUndefined();
       // pg is pure JavaScript, bundled into dist/ by esbuild; only better-sqlite3 ships unbundled.
       expect(shipped.dependencies).toEqual({ 'better-sqlite3': manifest.dependencies['better-sqlite3'] });
+      // No repository rather than a made-up one (docs/packaging.md): a placeholder breaks the details page.
+      expect(JSON.stringify(shipped.repository ?? '')).not.toMatch(/example\.|invalid|placeholder/);
       expect(shipped.main).toBe('./dist/extension.js');
       expect(existsSync(join(get().extracted, 'extension', String(shipped.main)))).toBe(true);
     });

@@ -97,12 +97,24 @@ describe('the editor settings', () => {
   const manifest = JSON.parse(readFileSync(resolve(__dirname, '../../package.json'), 'utf8')) as {
     contributes: { configuration: { properties: Record<string, { default?: unknown; minimum?: number; enum?: string[]; scope?: string; markdownDescription?: string }> } };
   };
+  const nls = JSON.parse(readFileSync(resolve(__dirname, '../../package.nls.json'), 'utf8')) as Record<string, string>;
   const properties = manifest.contributes.configuration.properties;
 
   it('repeat the numbers of homeConfig.ts: defaults, minimum, values', () => {
     expect(properties['turnkeeper.leaseTtlSeconds']).toMatchObject({ default: LEASE_TTL_SECONDS.default, minimum: LEASE_TTL_SECONDS.minimum });
     expect(properties['turnkeeper.onConflict']).toMatchObject({ default: HOME_CONFIG_DEFAULTS.onConflict, enum: [...ON_CONFLICT_VALUES] });
     expect(properties['turnkeeper.enabled']).toMatchObject({ default: true });
+  });
+
+  it('that the hooks read are machine-scoped, and say so', () => {
+    // The hooks read one file per machine: a per-window or per-workspace value would overwrite another's.
+    for (const key of ['turnkeeper.enabled', 'turnkeeper.leaseTtlSeconds', 'turnkeeper.onConflict']) {
+      expect(properties[key]!.scope, key).toBe('machine');
+      const description = nls[properties[key]!.markdownDescription!.replace(/%/g, '')]!;
+      expect(description, key).toMatch(/Machine-wide/);
+    }
+    // And the ones that name files and executables of the machine the extension host runs on.
+    for (const [key, value] of Object.entries(properties)) if (/^turnkeeper\.(store|storePath|agents\..*\.path)$/.test(key)) expect(value.scope, key).toBe('machine');
   });
 
   it('are read through typed getters that apply the hook\'s own rules', () => {
