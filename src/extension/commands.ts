@@ -13,6 +13,7 @@ import { openAuthority } from '../lifecycle/open';
 import type { Ctx } from './ctx';
 import { receiptUri, guidanceUri } from './documents';
 import { relativeTime, type ViewNode } from './models';
+import { exportReceipts } from './receipts';
 import { openResumeTerminal } from './terminal';
 
 const t = vscode.l10n.t;
@@ -24,6 +25,7 @@ export const COMMANDS: Readonly<Record<string, Factory>> = {
   'turnkeeper.showRecoveryGuidance': (ctx) => (arg) => showRecoveryGuidance(ctx, captureIdOf(arg)),
   'turnkeeper.releaseLease': (ctx) => (arg) => releaseLease(ctx, arg as ViewNode | undefined),
   'turnkeeper.verifyReceiptChain': (ctx) => () => verifyReceiptChain(ctx),
+  'turnkeeper.exportReceipts': (ctx) => () => exportReceipts(ctx),
   'turnkeeper.installAgentHooks': (ctx) => () => installHooks(ctx),
   'turnkeeper.addTodo': (ctx) => () => addTodo(ctx),
   'turnkeeper.markTodoDone': (ctx) => () => markTodoDone(ctx),

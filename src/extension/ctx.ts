@@ -14,7 +14,8 @@ import { statusSnapshot, type StatusSnapshot } from '../lifecycle/status';
 import { resolveGoal, type ResolvedGoal } from '../lifecycle/goal';
 import { writeHookSettings } from '../lifecycle/homeConfig';
 import * as settings from './config';
-import { captureNodes, leaseNodes, receiptNodes, todoNodes, TreeModel, type ReceiptRowView } from './models';
+import { captureNodes, leaseNodes, receiptNodes, todoNodes, TreeModel, type CheckpointView, type ReceiptRowView } from './models';
+import { checkpointsOf, type CheckpointedReport } from '../lifecycle/checkpoints';
 
 export const RECEIPTS_PAGE = 50;
 
@@ -33,7 +34,9 @@ export class Ctx implements vscode.Disposable {
   private refreshTimer: NodeJS.Timeout | undefined;
   private refreshing: Promise<void> | undefined;
   private receiptPages = 1;
-  private chain: ChainReport | undefined;
+  private chain: CheckpointedReport | undefined;
+  /** The newest signed checkpoint of the store (store_meta), read at each refresh. */
+  private checkpoint: Omit<CheckpointView, 'witness' | 'witnessPath'> | undefined;
   /** The end of the prefix verified so far: a refresh checks only the receipts appended since. */
   private verifiedUpTo: { seq: number; hash: string } | undefined;
   snapshot: StatusSnapshot = { leases: [], captures: [], silentLaunches: [] };
@@ -181,10 +184,13 @@ export class Ctx implements vscode.Disposable {
   }
 
   /** Verifies the rows after `from` and folds them into the report; remembers the new verified end. */
-  private async extendChainReport(store: Authority, from: { seq: number; hash: string } | undefined): Promise<ChainReport> {
-    const tail = await store.verifyChain(from);
-    const report: ChainReport =
-      from && this.chain ? { ok: this.chain.ok && tail.ok, verified: this.chain.verified + tail.verified, breaks: [...this.chain.breaks, ...tail.breaks], end: tail.end ?? from } : tail;
+  private async extendChainReport(store: Authority, from: { seq: number; hash: string } | undefined): Promise<CheckpointedReport> {
+    const tail: CheckpointedReport = await store.verifyChain(from);
+    // The witness is compared on every walk, the incremental ones too: its state is the tail's.
+    const report: CheckpointedReport =
+      from && this.chain
+        ? { ok: this.chain.ok && tail.ok, verified: this.chain.verified + tail.verified, breaks: [...this.chain.breaks, ...tail.breaks], end: tail.end ?? from, ...(tail.witness ? { witness: tail.witness } : {}) }
+        : tail;
     this.verifiedUpTo = report.ok ? report.end : undefined;
     return report;
   }
@@ -220,6 +226,8 @@ export class Ctx implements vscode.Disposable {
       if (this.chain === undefined || !this.verifiedUpTo || head !== this.verifiedUpTo.seq) {
         this.chain = await this.extendChainReport(store, this.verifiedUpTo);
       }
+      const latest = await checkpointsOf(store)?.latest();
+      this.checkpoint = latest && { seq: latest.seq, signer: latest.signatures[0]?.name ?? null, time: latest.time };
       this.apply(snapshot, rows.slice(0, RECEIPTS_PAGE * this.receiptPages).map(receiptRowView), rows.length > RECEIPTS_PAGE * this.receiptPages, todos);
     } catch (error) {
       this.log.error(`refresh failed: ${(error as Error).message}`);
@@ -238,7 +246,7 @@ export class Ctx implements vscode.Disposable {
       [this.todos, todoNodes(todos, snapshot, now)],
       [this.captures, captureNodes(snapshot, now)],
       [this.leases, leaseNodes(snapshot, now)],
-      [this.receipts, rows.length > 0 ? receiptNodes(rows, this.chain, hasMore) : []],
+      [this.receipts, rows.length > 0 ? receiptNodes(rows, this.chain, hasMore, this.checkpointView()) : []],
     ] as const) {
       const changed = model.update(nodes);
       if (changed.length > 0) this.changed.fire({ model, nodes: changed });
@@ -248,6 +256,13 @@ export class Ctx implements vscode.Disposable {
 
   get chainReport(): ChainReport | undefined {
     return this.chain;
+  }
+
+  /** The newest checkpoint with the witness's state from the last walk. */
+  private checkpointView(): CheckpointView | null {
+    const witness = this.chain?.witness;
+    if (!this.checkpoint) return null;
+    return { ...this.checkpoint, witness: witness?.state ?? 'unknown', witnessPath: witness?.path ?? null };
   }
 
   dispose(): void {

@@ -237,7 +237,38 @@ export interface ReceiptRowView {
   readonly hash: string | null;
 }
 
-export function receiptNodes(rows: readonly ReceiptRowView[], chain: ChainReport | undefined, hasMore: boolean): ViewNode[] {
+/** The newest signed checkpoint (store_meta) and what the witness said when the chain was last verified. */
+export interface CheckpointView {
+  readonly seq: number;
+  readonly signer: string | null;
+  readonly time: string;
+  /** checked: the store matched the witness's newest checkpoint; none: the witness holds none for this store. */
+  readonly witness: 'checked' | 'none' | 'off' | 'unreadable' | 'unknown';
+  readonly witnessPath: string | null;
+}
+
+/** The Receipts view's line for the newest checkpoint and its witness (docs/receipts.md, "Checkpoints"). */
+function checkpointNode(checkpoint: CheckpointView | null, chain: ChainReport | undefined): ViewNode {
+  const cut = chain?.breaks.find((item) => item.kind === 'truncated_after_checkpoint' || item.kind === 'checkpoint_mismatch' || item.kind === 'signature_invalid' || item.kind === 'untrusted_key');
+  const witness = checkpoint?.witness ?? 'unknown';
+  const witnessText = cut ? `witness: ${cut.kind} at #${cut.seq}` : witness === 'checked' ? 'witness agrees' : `witness: ${witness}`;
+  if (!checkpoint) {
+    return { id: 'receipts/checkpoint', label: 'No signed checkpoint yet', description: witnessText, icon: 'unverified', contextValue: 'checkpoint.none', tooltip: 'Checkpoints are signed every 100 receipts, on release, on export and by `turnkeeper checkpoint`.' };
+  }
+  return {
+    id: 'receipts/checkpoint',
+    label: `Checkpoint of #${checkpoint.seq}`,
+    description: `${checkpoint.signer ?? 'unsigned'} · ${witnessText}`,
+    icon: cut ? 'error' : witness === 'checked' ? 'workspace-trusted' : 'warning',
+    ...(cut ? { iconColor: 'list.errorForeground' } : {}),
+    contextValue: cut ? 'checkpoint.broken' : 'checkpoint',
+    tooltip: `**Checkpoint of receipt #${checkpoint.seq}**\n\nsigned by \`${checkpoint.signer ?? '?'}\` at ${checkpoint.time}\n\nwitness: ${checkpoint.witnessPath ? `\`${checkpoint.witnessPath}\`` : 'off'} — ${witnessText}`,
+    command: { command: 'turnkeeper.verifyReceiptChain', title: 'Verify Receipt Chain' },
+  };
+}
+
+/** `checkpoint`: the newest signed checkpoint, null when the store has none yet, undefined to show no line for it. */
+export function receiptNodes(rows: readonly ReceiptRowView[], chain: ChainReport | undefined, hasMore: boolean, checkpoint?: CheckpointView | null): ViewNode[] {
   const broken = new Map((chain?.breaks ?? []).map((item) => [item.seq, item.kind]));
   const header: ViewNode = chain
     ? chain.ok
@@ -267,7 +298,7 @@ export function receiptNodes(rows: readonly ReceiptRowView[], chain: ChainReport
     };
   });
   const more: ViewNode[] = hasMore ? [{ id: 'receipts/more', label: 'Load more…', icon: 'ellipsis', contextValue: 'loadMore', command: { command: 'turnkeeper.loadMoreReceipts', title: 'Load More Receipts' } }] : [];
-  return [header, ...items, ...more];
+  return [header, ...(checkpoint === undefined ? [] : [checkpointNode(checkpoint, chain)]), ...items, ...more];
 }
 
 function receiptIcon(kind: string): string {

@@ -83,7 +83,7 @@ export class Uri {
 
 /** What the test scripts and what it can observe. */
 export const double = {
-  answers: { quickPick: [] as unknown[], inputBox: [] as (string | undefined)[], message: [] as (string | undefined)[] },
+  answers: { quickPick: [] as unknown[], inputBox: [] as (string | undefined)[], message: [] as (string | undefined)[], saveDialog: [] as (Uri | undefined)[] },
   shown: [] as { kind: string; text: string; detail?: string }[],
   documents: [] as { uri: Uri; text: string }[],
   configuration: {} as Record<string, unknown>,
@@ -95,7 +95,7 @@ export const double = {
   /** Terminals the extension created; a Pseudoterminal is opened at once, as the editor does on show. */
   terminals: [] as DoubleTerminal[],
   reset(): void {
-    this.answers = { quickPick: [], inputBox: [], message: [] };
+    this.answers = { quickPick: [], inputBox: [], message: [], saveDialog: [] };
     this.shown = [];
     this.documents = [];
     this.configuration = {};
@@ -184,6 +184,7 @@ export const window = {
     return typeof answer === 'function' ? (answer as (items: unknown[]) => unknown)(list) : answer;
   },
   showInputBox: async () => double.answers.inputBox.shift(),
+  showSaveDialog: async () => double.answers.saveDialog.shift(),
   showTextDocument: async (document: unknown) => document,
   withProgress: async <T>(_options: unknown, task: (progress: unknown, token: { onCancellationRequested(): void }) => Promise<T>) =>
     task({ report() {} }, { onCancellationRequested() {} }),

@@ -1,0 +1,46 @@
+// "Turnkeeper: Export Receipts…": the bundle of `turnkeeper receipts export` (docs/receipts.md,
+// "Export and offline verification"), written where the user chooses in a save dialog.
+import * as vscode from 'vscode';
+import { closeSync, openSync, unlinkSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { exportBundle, ExportRefused } from '../lifecycle/checkpoints';
+import type { Ctx } from './ctx';
+
+const t = vscode.l10n.t;
+
+export async function exportReceipts(ctx: Ctx): Promise<void> {
+  const store = await ctx.openStore();
+  if (!store) {
+    void vscode.window.showInformationMessage(t('No Turnkeeper store yet: nothing to export.'));
+    return;
+  }
+  const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+  const target = await vscode.window.showSaveDialog({
+    title: t('Export Receipts'),
+    saveLabel: t('Export'),
+    filters: { [t('Turnkeeper receipt bundle')]: ['tkb'] },
+    ...(folder ? { defaultUri: vscode.Uri.file(join(folder, 'turnkeeper-receipts.tkb')) } : {}),
+  });
+  if (!target) return;
+  const fd = openSync(target.fsPath, 'w', 0o644);
+  let result: Awaited<ReturnType<typeof exportBundle>> | undefined;
+  let failure: unknown;
+  try {
+    result = await exportBundle(store, ctx.goal ?? '', 1, (chunk) => void writeSync(fd, chunk));
+  } catch (error) {
+    failure = error;
+  } finally {
+    closeSync(fd);
+  }
+  await ctx.refresh();
+  if (result) {
+    void vscode.window.showInformationMessage(
+      t('Exported receipts {0}–{1} to {2}, signed by {3}. Anyone can check it: turnkeeper verify --bundle <file> --key <public key>.', result.from, result.to, target.fsPath, result.checkpoint.key),
+    );
+    return;
+  }
+  unlinkSync(target.fsPath);
+  if (!(failure instanceof ExportRefused)) throw failure;
+  const first = failure.report.breaks[0]!;
+  void vscode.window.showErrorMessage(t('Not exported: the receipt chain is broken at receipt #{0} ({1}); nothing is signed over a broken chain.', first.seq, first.kind));
+}
