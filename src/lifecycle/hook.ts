@@ -1,4 +1,4 @@
-// `turnkeeper hook`: the decision table of contract §2, in order, for one hook payload.
+// `turnkeeper hook`: the decision table of spec §2, in order, for one hook payload.
 // Fail closed on authority (no claim without every check passing), fail open for the agent (the
 // result is at most one JSON object on stdout, and the process always exits 0).
 import { realpathSync } from 'node:fs';
@@ -134,7 +134,7 @@ function readRequest(raw: string | Buffer, options: HookOptions): HookRequest {
     goalKey: resolved.key,
     displayName: resolved.displayName,
   };
-  // Only prompts bind (contract §2 "Binding"); SessionStart never has a Turn.
+  // Only prompts bind (spec §2 "Binding"); SessionStart never has a Turn.
   const mentioned = event.kind === 'prompt' ? todoMentionedIn(event.prompt ?? '') : undefined;
   const boundTodo = event.kind === 'prompt' ? (mentioned ?? envTodo) : undefined;
   // The launcher's environment binds as `launch`: a resumed capture, or the Todo of a start.

@@ -11,7 +11,7 @@ import { gemini } from './gemini';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
-/** What an event means to the decision table (contract §2). */
+/** What an event means to the decision table (spec §2). */
 export type EventKind = 'session_start' | 'prompt' | 'pre_tool' | 'post_tool' | 'stop';
 
 /** One JSON object for the hook's stdout. */
@@ -25,7 +25,7 @@ export type PayloadDialect = 'snake' | 'camel';
 /** The runtime an agent's executable is built on: the launcher refuses that runtime's injection variables (src/launcher/environment.ts). */
 export type AgentRuntime = 'native' | 'bun' | 'node';
 
-/** How npm installs the agent, which is what the launcher must attest (contract §6, docs/launcher.md). */
+/** How npm installs the agent, which is what the launcher must attest (spec §6, docs/launcher.md). */
 export interface InstallShape {
   /** The npm package (pinned as a devDependency for the e2e tests). */
   readonly npmPackage: string;
@@ -69,14 +69,14 @@ export interface AgentProfile {
   readonly payload: {
     /** The payload shapes this agent sends (the first is what the installed hooks get). */
     readonly dialects: readonly PayloadDialect[];
-    /** The payload field with this agent's own Turn id; undefined: only env TURNKEEPER_TURN (contract §1). */
+    /** The payload field with this agent's own Turn id; undefined: only env TURNKEEPER_TURN (spec §1). */
     readonly turnField: 'turn_id' | 'prompt_id' | undefined;
     /**
-     * Auto-detection when `--agent` is absent (contract §2), tried in `detectOrder` order; the agent
+     * Auto-detection when `--agent` is absent (spec §2), tried in `detectOrder` order; the agent
      * without a detector (Claude) is the fallback.
      */
     readonly detect?: (payload: Readonly<Record<string, unknown>>, env: Env) => boolean;
-    /** Where the session's transcript is when the payload does not say (resume needs it, contract §7). */
+    /** Where the session's transcript is when the payload does not say (resume needs it, spec §7). */
     readonly transcriptFallback?: (session: string, env: Env) => string | undefined;
     /** Removes what the agent itself put into the prompt text (Gemini's earlier hook context). */
     readonly cleanPrompt?: (prompt: string) => string;
@@ -85,7 +85,7 @@ export interface AgentProfile {
   /** Tools that change the workspace (edits, patches, shells): fenced on pre-tool events. Read-only and MCP tools are not. */
   readonly writeTools: ReadonlySet<string>;
 
-  /** The exact stdout shapes the agent accepts (contract §2 "Output"). */
+  /** The exact stdout shapes the agent accepts (spec §2 "Output"). */
   readonly output: {
     readonly context: (eventName: string, text: string) => HookOutput;
     /** `turnkeeper.onConflict=block`: guidance stops the prompt. */
@@ -130,7 +130,7 @@ export interface AgentProfile {
 
 export const PROFILES: Readonly<Record<Agent, AgentProfile>> = { codex, claude, gemini };
 
-/** Detection order when `--agent` is absent (contract §2): Codex, Gemini, else Claude. */
+/** Detection order when `--agent` is absent (spec §2): Codex, Gemini, else Claude. */
 export const DETECT_ORDER: readonly Agent[] = ['codex', 'gemini'];
 export const FALLBACK_AGENT: Agent = 'claude';
 
@@ -140,7 +140,7 @@ export const profileOf = (agent: Agent): AgentProfile => PROFILES[agent];
 export const byAgent = <T>(value: (profile: AgentProfile) => T): Readonly<Record<Agent, T>> =>
   Object.fromEntries(AGENTS.map((agent) => [agent, value(PROFILES[agent])])) as unknown as Readonly<Record<Agent, T>>;
 
-/** `TURNKEEPER_CODEX_BIN`, …: the variable that names the agent's executable (contract §7). */
+/** `TURNKEEPER_CODEX_BIN`, …: the variable that names the agent's executable (spec §7). */
 export const binaryVariable = (agent: Agent): string => `TURNKEEPER_${agent.toUpperCase()}_BIN`;
 /** The editor setting that names it: `turnkeeper.agents.<agent>.path`. */
 export const binarySetting = (agent: Agent): string => `turnkeeper.agents.${agent}.path`;
