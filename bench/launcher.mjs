@@ -7,11 +7,11 @@
 //   E2 extension activation in code-server, read from the last end-to-end run (if there was one)
 //   S1 what the hook keeps off its start-up: loading node:crypto and node:child_process, cold, vs bare node
 //   S2 one digest of a receipt-sized text: pure-JS SHA-256 (the hook) vs Node's crypto.hash (verify)
-//   C1 the first launch of Gemini CLI builds its closure: copying its package into a snapshot (through
+//   G1 the first launch of Gemini CLI builds its closure: copying its package into a snapshot (through
 //      descriptors, hashed) vs `cp -r` of the same package
-//   C2 a later attested launch of Gemini CLI from its closure (`gemini --version`) vs child_process.spawn
+//   G2 a later attested launch of Gemini CLI from its closure (`gemini --version`) vs child_process.spawn
 //      of the same entry with the same Node
-//   C3 disk use of one snapshot (one installed version)
+//   G3 disk use of one snapshot (one installed version)
 // The product code is bundled from src/ into dist/ so the launcher finds its prebuild from there.
 import { build } from 'esbuild';
 import { spawn, spawnSync } from 'node:child_process';
@@ -26,7 +26,7 @@ const CODEX = join(REPO, 'node_modules/@openai/codex-linux-x64/vendor/x86_64-unk
 const GEMINI_PACKAGE = join(REPO, 'node_modules/@google/gemini-cli');
 const GEMINI = join(GEMINI_PACKAGE, 'bundle/gemini.js');
 const CLOSURE_RUNS = Number(process.env.BENCH_CLOSURE_RUNS ?? 14);
-/** BENCH_LAUNCHER_ROWS=C runs only the closure rows (a comma list of row-id prefixes); all rows by default. */
+/** BENCH_LAUNCHER_ROWS=G runs only the closure rows (a comma list of row-id prefixes); all rows by default. */
 const want = (id) => !process.env.BENCH_LAUNCHER_ROWS || process.env.BENCH_LAUNCHER_ROWS.split(',').some((prefix) => id.startsWith(prefix));
 const RUNS = Number(process.env.BENCH_LAUNCH_RUNS ?? 21);
 const scratch = mkdtempSync(join(tmpdir(), 'tk-bench-launcher-'));
@@ -207,11 +207,11 @@ try {
   row('S2', 'digestText (pure-JS SHA-256), per 484-byte text', perCall(product.digestText) * 1000, 'digestTextBulk (crypto.hash)', perCall(product.digestTextBulk) * 1000, undefined);
 
   }
-  // C1-C3: Gemini CLI from its attested closure. The runtime is this Node; closures go to a scratch TURNKEEPER_HOME.
-  if (want('C') && existsSync(GEMINI)) {
+  // G1-G3: Gemini CLI from its attested closure. The runtime is this Node; closures go to a scratch TURNKEEPER_HOME.
+  if (want('G') && existsSync(GEMINI)) {
     const geminiEnv = { PATH: `${dirname(process.execPath)}:/usr/bin:/bin`, HOME: join(scratch, 'gemini-home'), TURNKEEPER_HOME: join(scratch, 'tk-home'), NO_COLOR: '1', TERM: 'dumb' };
     mkdirSync(geminiEnv.HOME, { recursive: true });
-    // C1: build the snapshot into an empty closures directory vs cp -r of the package, interleaved (page cache warm for both).
+    // G1: build the snapshot into an empty closures directory vs cp -r of the package, interleaved (page cache warm for both).
     spawnSync('cp', ['-r', GEMINI_PACKAGE, join(scratch, 'warm')]);
     const copyMs = [];
     const snapshotMs = [];
@@ -228,9 +228,9 @@ try {
       snapshot = product.closureOf(GEMINI_PACKAGE, 'bundle/gemini.js', geminiEnv);
       snapshotMs.push(now() - t);
     }
-    row('C1', `first launch of gemini: snapshot built (${snapshot.files} files)`, median(snapshotMs), 'cp -r of the same package', median(copyMs), 1.5);
+    row('G1', `first launch of gemini: snapshot built (${snapshot.files} files)`, median(snapshotMs), 'cp -r of the same package', median(copyMs), 1.5);
 
-    // C2: later launches: attest (runtime digest cached, snapshot verified from the cache) + parked launch + receipt + run, vs a plain spawn.
+    // G2: later launches: attest (runtime digest cached, snapshot verified from the cache) + parked launch + receipt + run, vs a plain spawn.
     const store = await product.openSqliteAuthority({ path: join(scratch, 'gemini.db'), create: true });
     const plainEnv = { ...geminiEnv, GEMINI_CLI_NO_RELAUNCH: 'true' };
     const plain = [];
@@ -274,10 +274,10 @@ try {
       }
     }
     store.close();
-    row('C2', `later attested launch from the closure, gemini --version (median of ${attested.length})`, median(attested), 'child_process.spawn of the same entry', median(plain), 1.15);
-    row('C2', `the same from a cold process: runtime and snapshot re-hashed (median of ${cold.length})`, median(cold), 'child_process.spawn of the same entry', median(plain), undefined);
+    row('G2', `later attested launch from the closure, gemini --version (median of ${attested.length})`, median(attested), 'child_process.spawn of the same entry', median(plain), 1.15);
+    row('G2', `the same from a cold process: runtime and snapshot re-hashed (median of ${cold.length})`, median(cold), 'child_process.spawn of the same entry', median(plain), undefined);
     const listed = product.listClosures(geminiEnv).snapshots;
-    row('C3', `disk use of one snapshot (gemini-cli, ${listed[0]?.files ?? 0} files)`, listed[0]?.bytes ?? 0, undefined, undefined, undefined);
+    row('G3', `disk use of one snapshot (gemini-cli, ${listed[0]?.files ?? 0} files)`, listed[0]?.bytes ?? 0, undefined, undefined, undefined);
   }
 
   const activationFile = join(REPO, 'test/vscode/.last-activation.json');
@@ -291,7 +291,7 @@ try {
   console.log(`${pad('row', 4)} ${pad('measurement', 62)} ${pad('value', 12, true)}  ${pad('baseline', 36)} ${pad('base', 11, true)} ${pad('ratio', 7, true)}  target  result`);
   for (const r of rows) {
     const ms = (v) => (r.id === 'S2' ? `${v.toFixed(2)} µs` : `${v.toFixed(1)} ms`);
-    const unit = r.id === 'L3' ? `${(r.value / 1024).toFixed(2)} KiB` : r.id === 'C3' ? `${(r.value / (1024 * 1024)).toFixed(1)} MiB` : ms(r.value);
+    const unit = r.id === 'L3' ? `${(r.value / 1024).toFixed(2)} KiB` : r.id === 'G3' ? `${(r.value / (1024 * 1024)).toFixed(1)} MiB` : ms(r.value);
     const target = r.id === 'E1' && r.what.includes('page') ? '< 50 ms' : r.target ? `≤ ${r.target}×` : '—';
     const pass = r.id === 'E1' && r.what.includes('page') ? (r.value < 50 ? 'PASS' : 'MISS') : r.pass === undefined ? 'info' : r.pass ? 'PASS' : 'MISS';
     console.log(
