@@ -90,6 +90,21 @@ describe('export', () => {
   });
 });
 
+describe('export --from', () => {
+  it('a bundle of the receipts from a seq on verifies: its first link is vouched for by the signed head', () => {
+    const out = join(world.root, 'from.tkb');
+    expect(cli(['receipts', 'export', '--from', '5', '--out', out]).code).toBe(0);
+    const partial = readFileSync(out, 'utf8');
+    const partialLines = partial.split('\n').slice(0, -1);
+    expect(JSON.parse(partialLines[0]!)).toMatchObject({ from: 5 });
+    expect(JSON.parse(partialLines[1]!)).toMatchObject({ seq: 5 });
+    expect(verifyBundle(partial)).toMatchObject({ ok: true, breaks: [] });
+    // Control: its first document edited is named like any other.
+    partialLines[2] = partialLines[2]!.replace(/(\d)Z"/, (_, digit: string) => `${(Number(digit) + 1) % 10}Z"`);
+    expect(verifyBundle(joined(partialLines)).breaks).toContainEqual({ seq: 7, kind: 'link_broken' });
+  });
+});
+
 describe('tamper matrix of a bundle: each named by verify --bundle', () => {
   const k = 3;
   it('edit one document (JSON still valid): link_broken at the next receipt', () => {
