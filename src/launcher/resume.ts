@@ -17,6 +17,7 @@ import { attest, releaseAttestation, type Attestation } from './attest';
 import { launchAttested, type Barriers, type LaunchFacts, type RunningLaunch } from './launch';
 import { isLaunchLive, launchLiveness } from './liveness';
 import { CommitRefused, LaunchRefused, REFUSAL_GUIDANCE, type LaunchRefusal } from './refusals';
+import { launchBackend } from './backends';
 
 export type ResumeReason = Extract<
   ReasonCode,
@@ -142,6 +143,14 @@ export type AgentAttestation = { readonly ok: true; readonly attestation: Attest
 
 /** Resolves the agent's executable (once) and attests it; shared by resume and start. */
 export async function attestAgent(agent: Agent, sources: { agentBin?: string | undefined; env: Env; setting?: string | undefined }): Promise<AgentAttestation> {
+  // The platform first: where no backend exists, that is the answer (spec §6 "Platforms"), not a
+  // missing executable the user could install to no avail.
+  try {
+    launchBackend().native();
+  } catch (error) {
+    if (error instanceof LaunchRefused) return { ok: false, reason: error.reason, detail: error.detail };
+    throw error;
+  }
   const binary = resolveAgentBinary(agent, sources);
   if (!binary) return { ok: false, reason: 'unsupported_entrypoint', detail: `no ${agent} executable: pass --agent-bin or set TURNKEEPER_${agent.toUpperCase()}_BIN` };
   try {

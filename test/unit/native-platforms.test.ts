@@ -31,6 +31,13 @@ describe('the launcher on a platform without a backend', () => {
       expect(LAUNCH_BACKENDS).not.toContain(`${platform}-${arch}`);
       expect(() => nativeLauncher()).toThrow(expect.objectContaining({ reason: 'unsupported_platform' }));
       await expect(attest('/bin/true')).rejects.toMatchObject({ reason: 'unsupported_platform' });
+      // Resume and start ask for the agent through attestAgent: the platform is the answer even when
+      // the agent is not installed, rather than a missing executable the user could install in vain.
+      const { attestAgent } = await import('../../src/launcher/resume');
+      for (const agent of ['codex', 'claude', 'gemini'] as const) {
+        expect(await attestAgent(agent, { env: { PATH: '' } })).toMatchObject({ ok: false, reason: 'unsupported_platform' });
+        expect(await attestAgent(agent, { env: { PATH: '' }, agentBin: '/bin/true' })).toMatchObject({ ok: false, reason: 'unsupported_platform' });
+      }
       expect(loadedAddons()).toStrictEqual([]);
     });
   }
@@ -41,5 +48,8 @@ describe('the launcher on a platform without a backend', () => {
     const { nativeLauncher } = await import('../../src/launcher/native');
     expect(nativeLauncher().platformSupported).toBe(true);
     expect(loadedAddons().some((path) => path.endsWith('turnkeeper-launcher.node'))).toBe(true); // the control: loading shows
+    // The control for attestAgent: with a backend, a missing agent is what it says.
+    const { attestAgent } = await import('../../src/launcher/resume');
+    expect(await attestAgent('codex', { env: { PATH: '' } })).toMatchObject({ ok: false, reason: 'unsupported_entrypoint' });
   });
 });
