@@ -25,7 +25,7 @@ const REPO = resolve(import.meta.dirname, '..');
 const CODEX = join(REPO, 'node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex');
 const GEMINI_PACKAGE = join(REPO, 'node_modules/@google/gemini-cli');
 const GEMINI = join(GEMINI_PACKAGE, 'bundle/gemini.js');
-const CLOSURE_RUNS = Number(process.env.BENCH_CLOSURE_RUNS ?? 14);
+const CLOSURE_RUNS = Number(process.env.BENCH_CLOSURE_RUNS ?? 20);
 /** BENCH_LAUNCHER_ROWS=G runs only the closure rows (a comma list of row-id prefixes); all rows by default. */
 const want = (id) => !process.env.BENCH_LAUNCHER_ROWS || process.env.BENCH_LAUNCHER_ROWS.split(',').some((prefix) => id.startsWith(prefix));
 const RUNS = Number(process.env.BENCH_LAUNCH_RUNS ?? 21);
