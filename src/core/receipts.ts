@@ -1,4 +1,4 @@
-// Receipts and the chain walk (contract §5). A receipt's hash is the digest of its document *as
+// Receipts and the chain walk (spec §5). A receipt's hash is the digest of its document *as
 // stored*; verification hashes the stored text and never re-renders it, so any byte edit shows.
 import { canonicalJson, digestText, digestTextBulk, isDigest, ZERO_DIGEST } from './canonical';
 
