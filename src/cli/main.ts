@@ -105,10 +105,11 @@ export async function main(argv: string[], rawIo: Io): Promise<number> {
   }
   const json = name !== 'hook' && ownArgs(args).includes('--json');
   const { UsageError, printJson } = await import('./io');
-  // Spec §8: under --json, errors are JSON on stdout too, so a script never parses prose.
+  // Spec §8: under --json, errors are JSON on stdout too, so a script never parses prose; the
+  // person reading stderr still gets the sentence.
   const fail = (code: 'usage' | 'internal', message: string): number => {
     if (json) printJson(io, { ok: false, error: { code, message } });
-    else io.err(`${message}\n`);
+    io.err(`${message}\n`);
     return code === 'usage' ? 2 : 1;
   };
   const load = COMMANDS[name];
