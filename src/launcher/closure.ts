@@ -263,6 +263,8 @@ export function verifySnapshot(root: string, digest: string): ManifestEntry[] {
     if ((stat.mode & 0o7777) !== MODE_DIR) fail(`${path} has mode ${(stat.mode & 0o7777).toString(8)}`);
   };
   checkDir(root);
+  // Only the manifest and the files: a node_modules (or anything) planted beside them is refused too.
+  for (const name of readdirSync(root)) if (name !== 'manifest.json' && name !== 'files') fail(`${name} is not part of a snapshot`);
   let text: Buffer;
   try {
     const fd = openSync(join(root, 'manifest.json'), constants.O_RDONLY | constants.O_NOFOLLOW);

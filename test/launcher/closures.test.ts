@@ -245,9 +245,9 @@ describe('Gemini CLI runs from its attested closure', () => {
     expect(pkg).toBeTruthy();
   });
 
-  it('a file added to the snapshot, or a snapshot file made writable, is refused', async () => {
+  it('a file added to the snapshot (or beside its files), or a snapshot file made writable, is refused', async () => {
     const { script } = install('extra', 'X');
-    for (const damage of ['add', 'mode'] as const) {
+    for (const damage of ['add', 'beside', 'mode'] as const) {
       const attestation = await attest(script, { env });
       const closure = attestation.closure!;
       const refusal = await refusalOf(
@@ -257,6 +257,10 @@ describe('Gemini CLI runs from its attested closure', () => {
               chmodSync(join(closure.root, 'files/bundle'), 0o755);
               writeFileSync(join(closure.root, 'files/bundle/planted.js'), 'process.exit(3)\n');
               chmodSync(join(closure.root, 'files/bundle'), 0o555);
+            } else if (damage === 'beside') {
+              chmodSync(closure.root, 0o755);
+              mkdirSync(join(closure.root, 'node_modules'));
+              chmodSync(closure.root, 0o555);
             } else {
               chmodSync(join(closure.root, 'files', FIRST_CHUNK), 0o644);
             }
@@ -264,7 +268,7 @@ describe('Gemini CLI runs from its attested closure', () => {
         }),
       );
       expect(refusal.reason).toBe('object_changed');
-      expect(refusal.detail).toContain(damage === 'add' ? 'bundle/planted.js is not in the manifest' : 'has mode 644');
+      expect(refusal.detail).toContain({ add: 'bundle/planted.js is not in the manifest', beside: 'node_modules is not part of a snapshot', mode: 'has mode 644' }[damage]);
       clearClosureCache();
     }
   });
