@@ -60,9 +60,17 @@ export async function openAuthority(env: Env, options: AuthorityOptions): Promis
   const selection = selectStore(env, options.setting);
   if (selection.kind === 'postgres') {
     // One authority, no fallback: an unreachable team store is StoreUnavailableError, never SQLite.
-    // Bounded for hooks (spec §4): connect ≤ 2 s, then each statement ≤ 1.5 s (a stalled network
-    // fails on its first statement), well inside the 5 s a hook may take.
-    const rows = await openPostgresStore({ url: selection.url, connectTimeoutMs: 2000, statementTimeoutMs: options.busyTimeoutMs === undefined ? 3000 : Math.min(1500, options.busyTimeoutMs) });
+    // Bounded for hooks (spec §4): connect ≤ 2 s; each statement ≤ 1.5 s and a whole write transaction,
+    // waits for its row locks and retries included, ≤ 2.5 s (a claim that only waits its turn behind
+    // another claim of the Todo must not time out; a stalled network fails within it). The rest of the
+    // hook's 5 s covers start-up and one reconnect to re-read after a COMMIT whose answer was lost.
+    const hook = options.busyTimeoutMs !== undefined;
+    const rows = await openPostgresStore({
+      url: selection.url,
+      connectTimeoutMs: 2000,
+      statementTimeoutMs: hook ? Math.min(1500, options.busyTimeoutMs!) : 3000,
+      transactionTimeoutMs: hook ? Math.min(2500, options.busyTimeoutMs! + 1000) : 4000,
+    });
     return new Ledger(withCheckpoints(rows, env));
   }
   return openSqliteAuthority({ path: selection.path, create: options.create, busyTimeoutMs: options.busyTimeoutMs, checkpoints: env });
