@@ -18,6 +18,7 @@ import { openAuthority } from './open';
 import { clientClock, hookBusyTimeoutMs, isTurnedOff, leaseTtlSeconds, onConflict } from './settings';
 import { branchOf, preconditionsOf } from './workspace';
 import { resolveGoal } from './goal';
+import { heldReminder, transcriptCarries } from './presentation';
 import { findStart } from './starts';
 import { GoalError } from '../core/goal';
 
@@ -33,6 +34,8 @@ export interface HookRun {
 export interface HookOptions {
   readonly env: Env;
   readonly agent?: Agent | undefined;
+  /** `--event <name>`: the event, for an agent whose payloads name none (Copilot). */
+  readonly event?: string | undefined;
   readonly now?: () => number;
   /** Lets tests and the extension share an open store; the CLI opens one per process. */
   readonly openStore?: (create: boolean) => Promise<Authority | undefined>;
@@ -105,7 +108,7 @@ const isContextEvent = (event: HookEvent): boolean => event.kind === 'session_st
 /** Validates everything that comes from outside (payload and environment) before any store is opened. */
 function readRequest(raw: string | Buffer, options: HookOptions): HookRequest {
   const { env } = options;
-  const event = parseHookInput(raw, options.agent);
+  const event = parseHookInput(raw, options.agent, { event: options.event, env });
   const envTodo = optionalEnv(env, 'TURNKEEPER_TODO', isTodoId);
   const envTurn = optionalEnv(env, 'TURNKEEPER_TURN', isTurnId);
   const envCapture = optionalEnv(env, 'TURNKEEPER_CAPTURE', isCaptureId);
@@ -155,7 +158,7 @@ function optionalEnv(env: Env, name: string, valid: (value: string) => boolean):
 function guidanceOutput(request: HookRequest, env: Env, code: ReasonCode, facts: GuidanceFacts): HookOutput {
   const text = renderGuidance(code, { agent: request.event.agent, ...facts });
   if (REASONS[code].conflict && request.event.kind === 'prompt' && onConflict(env) === 'block') return blockOutput(request.event.agent, text);
-  return contextOutput(request.event.eventName, text);
+  return contextOutput(request.event.agent, request.event.eventName, text);
 }
 
 /** `[invalid_todo_mention]`, quoting what was written and suggesting the id it may have meant. */
@@ -235,7 +238,7 @@ class HookDecider {
       if (envLaunch !== undefined && !launches.some((r) => r.kind === 'launch_hooked' && r.launch === envLaunch)) {
         await this.recordLaunchHooked(capture.goal, capture.todo, envCapture, envLaunch, lease);
       }
-      return this.present(envCapture, lease.todo);
+      return this.present(envCapture, lease.todo, lease.epoch);
     }
     const held = await this.store.activeLeaseOfOwner(owner);
     const { startTodo, envLaunch } = this.request;
@@ -273,7 +276,7 @@ class HookDecider {
         await this.recordRefusal('session_holds_other', { held: held.todo });
         return this.guidance('session_holds_other', { todo: boundTodo, heldTodo: held.todo, capture: held.capture, epoch: held.epoch });
       }
-      return this.present(held.capture, held.todo);
+      return this.present(held.capture, held.todo, held.epoch);
     }
     // Rule 7: nothing bound, nothing held; but a mention that is not a Todo id is said, never silence.
     if (boundTodo === undefined) return this.request.malformedMention === undefined ? undefined : malformedMentionGuidance(this.request, this.env);
@@ -349,13 +352,24 @@ class HookDecider {
     }
   }
 
-  /** Presents the stored bytes after checking their digest; a mismatch is never repaired. */
-  private async present(captureId: string, todo: string): Promise<HookOutput> {
+  /**
+   * Presents the stored bytes after checking their digest; a mismatch is never repaired. A holder's
+   * later context event (rules 3 and 4, `heldEpoch` given) whose agent transcript already carries
+   * those bytes gets a one-line reminder instead, except a retry of the claiming Turn, which always
+   * gets the bytes (presentation.ts; docs/hook-protocol.md, "How often the full capture is presented").
+   */
+  private async present(captureId: string, todo: string, heldEpoch?: number): Promise<HookOutput> {
     const ready = await this.store.readReady(captureId);
     if (!ready || digestText(ready.presentation) !== ready.readyDigest) {
       return this.guidance('ready_corrupted', { capture: captureId, todo });
     }
-    return contextOutput(this.request.event.eventName, ready.presentation);
+    const { event } = this.request;
+    if (heldEpoch !== undefined && transcriptCarries(event.transcriptPath, captureId)) {
+      const capture = await this.store.getCapture(captureId);
+      const sameTurn = event.kind === 'prompt' && capture !== undefined && this.request.turn === capture.turn;
+      if (!sameTurn) return contextOutput(this.request.event.agent, this.request.event.eventName, heldReminder(todo, captureId, heldEpoch));
+    }
+    return contextOutput(this.request.event.agent, this.request.event.eventName, ready.presentation);
   }
 
   /** The first hook event of a launch: proof that the launched agent's hooks fire (doctor checks it). */

@@ -12,6 +12,7 @@ import {
   describeRun,
   installHooksWithCli,
   killAll,
+  occurrences,
   presentationOf,
   runProcess,
   statusOf,
@@ -148,8 +149,13 @@ describe('Claude Code with Turnkeeper hooks (real binary)', () => {
 
     const req = turnRequest(from, 'continue');
     expect(req).toBeDefined();
-    // The context injected for this prompt (after it) is the stored presentation, byte for byte.
-    expect(afterPrompt(req!, 'continue')).toContain(`UserPromptSubmit hook additional context: ${presentation}`);
+    // The history the resumed request sends carries the first prompt's context, the stored presentation
+    // byte for byte, once; Claude's transcript recorded it, so this prompt's context is the one-line
+    // reminder that names the capture (docs/hook-protocol.md, "How often the full capture is presented").
+    expect(occurrences(visibleText(req!), `UserPromptSubmit hook additional context: ${presentation}`)).toBe(1);
+    const after = afterPrompt(req!, 'continue');
+    expect(after).toContain(`UserPromptSubmit hook additional context: ${presentation.split('\n')[0]}\nThis session still holds the lease`);
+    expect(after).toContain(`turnkeeper show ${lease.capture}`);
     expect(existsSync(marker), 'the lease holder may run a shell command').toBe(true);
 
     expectLeaseUnchanged(world, lease);

@@ -89,4 +89,35 @@ describe('turnkeeper resume with the real Codex', () => {
     store.close();
     expect(JSON.parse(turnkeeper(['verify', '--json']).stdout)).toMatchObject({ ok: true, breaks: [] });
   });
+
+  it('a resumed session carries the full ready capture once, and a one-line reminder per later context event (docs/hook-protocol.md, "How often the full capture is presented")', async () => {
+    // A second Todo and a fresh session for it: the first test's session holds fix-login.
+    expect(turnkeeper(['todo', 'add', 'Tidy the signup form', '--id', 'tidy-signup', '--body', 'Measure me (heron-7731).']).code).toBe(0);
+    const first = await runCodexExec({ env, cwd: world.repo, prompt: 'please work on #todo:tidy-signup', timeoutMs: 90_000 });
+    expect(first.code, first.stderr).toBe(0);
+    const status = JSON.parse(turnkeeper(['status', '--json']).stdout) as { leases: { todo: string; capture: string; status: string }[] };
+    const capture = status.leases.find((lease) => lease.todo === 'tidy-signup' && lease.status === 'active')!.capture;
+    const full = (JSON.parse(turnkeeper(['show', capture, '--json']).stdout) as { presentation: string }).presentation;
+    const measure = (from: number) => {
+      const last = mock.requests.slice(from).at(-1)!;
+      const texts = developerTexts(last).filter((text) => text.includes(capture));
+      return {
+        full: texts.filter((text) => text === full).length,
+        reminders: texts.filter((text) => text !== full).length,
+        bytes: texts.reduce((sum, text) => sum + Buffer.byteLength(text), 0),
+        request: JSON.stringify(last.body).length,
+      };
+    };
+    const rows = [{ run: 'claim', ...measure(0) }];
+    for (const run of ['resume 1', 'resume 2']) {
+      const before = mock.requests.length;
+      const resumed = await turnkeeperAsync(['resume', capture, '--json', '--agent-bin', CODEX_SHIM, '--', '--skip-git-repo-check', '--dangerously-bypass-hook-trust']);
+      expect(resumed.code, resumed.stderr.slice(-3000)).toBe(0);
+      rows.push({ run, ...measure(before) });
+    }
+    // The numbers docs/hook-protocol.md quotes: context bytes of this capture in each run's last model request.
+    console.log(`full capture ${Buffer.byteLength(full)} bytes\n${rows.map((row) => `${row.run}: ${row.full} full + ${row.reminders} reminders = ${row.bytes} bytes of ${row.request}`).join('\n')}`);
+    expect(rows.map((row) => row.full)).toEqual([1, 1, 1]);
+    expect(rows.map((row) => row.reminders)).toEqual([0, 2, 4]);
+  });
 });

@@ -12,6 +12,7 @@ import {
   describeRun,
   installHooksWithCli,
   killAll,
+  occurrences,
   presentationOf,
   runProcess,
   statusOf,
@@ -156,8 +157,13 @@ describe('Gemini CLI with Turnkeeper hooks (real binary)', () => {
     expect(json.session_id).toBe(session);
     const req = turnRequest(from, 'continue');
     expect(req).toBeDefined();
-    // Both the resume-time SessionStart and the BeforeAgent context present the stored bytes.
-    expect(lastUserText(req!)).toContain(asHookContext(presentation));
+    // The resumed history carries the first prompt's full context once; Gemini's transcript recorded it,
+    // so the resume-time SessionStart and BeforeAgent contexts are the one-line reminder that names the
+    // capture (docs/hook-protocol.md, "How often the full capture is presented").
+    const everything = (req!.body?.contents ?? []).flatMap((c) => (c.parts ?? []).map((p) => p.text ?? '')).join('\n');
+    expect(occurrences(everything, asHookContext(presentation))).toBe(1);
+    expect(lastUserText(req!)).toContain(asHookContext(`${presentation.split('\n')[0]}\nThis session still holds the lease`).replace('</hook_context>', ''));
+    expect(lastUserText(req!)).toContain(`turnkeeper show ${lease.capture}`);
     expect(existsSync(marker), 'the lease holder may run a shell command').toBe(true);
 
     expectLeaseUnchanged(world, lease);

@@ -1,0 +1,72 @@
+// How often a session needs the full ready capture (docs/hook-protocol.md, "How often the full capture
+// is presented"). Agents keep hook context in the conversation: Codex, Claude Code and Gemini CLI
+// persist it and send it again with every later request, resumes included. Presenting the full
+// capture on every context event of a holder therefore piled copies up: a Codex session resumed
+// twice sent five identical copies in each request. So a holder's later context event gets the full
+// stored bytes only when the agent's own transcript does not already carry them (after its last
+// compaction), and otherwise one line that names the capture. The check is the agent's record of
+// what it sent, not Turnkeeper's record of what it printed: an output the agent dropped (a timed-out
+// or failed hook, a crash before it was written down) is not in the transcript, so the next event
+// presents the full bytes again. Anything unreadable or unknown presents the full bytes: the failure
+// mode is the old duplication, never a missing capture.
+import { closeSync, constants, fstatSync, openSync, readSync, statSync } from 'node:fs';
+
+/** How much of a transcript's end is read: a capture further back counts as absent (full bytes again). */
+export const TRANSCRIPT_TAIL_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Lines an agent writes to its transcript when it compacts the conversation: history before them is
+ * replaced by a summary, so a capture before them no longer reaches the model. Codex rollouts:
+ * `{"type":"compacted",…}` (and the `context_compacted` event); Claude Code: a system line with
+ * `"subtype":"compact_boundary"` (or `microcompact_boundary`).
+ */
+const COMPACTION_MARKERS = ['"type":"compacted"', '"context_compacted"', 'compact_boundary"'].map((marker) => Buffer.from(marker));
+
+/**
+ * The line of a (fenced, v2) presentation that only the full capture contains: the reminder and
+ * guidance name the capture too, but never with this marker. Older presentations lack it, and are
+ * always presented in full.
+ */
+export const fullCaptureMarker = (captureId: string): string => `--- begin Todo text (capture ${captureId}) ---`;
+
+/** Whether the agent's transcript holds this capture's full presentation after its last compaction. */
+export function transcriptCarries(transcriptPath: string | undefined, captureId: string): boolean {
+  if (transcriptPath === undefined || transcriptPath === '') return false;
+  let fd: number | undefined;
+  try {
+    // A FIFO or a device named as a transcript is never read (opening or reading it could block, or
+    // never end): checked before opening, and opened non-blocking in case it was swapped in between.
+    if (!statSync(transcriptPath).isFile()) return false;
+    fd = openSync(transcriptPath, constants.O_RDONLY | constants.O_NONBLOCK);
+    const stat = fstatSync(fd);
+    if (!stat.isFile() || stat.size === 0) return false;
+    const length = Math.min(stat.size, TRANSCRIPT_TAIL_BYTES);
+    const tail = Buffer.allocUnsafe(length);
+    let read = 0;
+    while (read < length) {
+      const got = readSync(fd, tail, read, length - read, stat.size - length + read);
+      if (got === 0) break;
+      read += got;
+    }
+    const text = tail.subarray(0, read);
+    const at = text.lastIndexOf(Buffer.from(fullCaptureMarker(captureId)));
+    if (at < 0) return false;
+    return !COMPACTION_MARKERS.some((marker) => text.indexOf(marker, at) >= 0);
+  } catch {
+    return false;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/**
+ * What a holder's later context event gets when its conversation already carries the full capture:
+ * the first line every presentation has (Todo, capture, epoch), and where the rest is.
+ */
+export function heldReminder(todo: string, captureId: string, epoch: number): string {
+  return (
+    `Turnkeeper: Todo ${todo} · capture ${captureId} · epoch ${epoch}\n` +
+    `This session still holds the lease on Todo ${todo}. Its ready capture (the Todo's text and the facts of the claim) ` +
+    `was presented earlier in this conversation; if you no longer have it, print it: turnkeeper show ${captureId}`
+  );
+}
