@@ -1,6 +1,6 @@
 // `turnkeeper hook`: always exits 0 and prints at most one JSON object; the agent goes on whatever
 // happens here (fail open for the agent). Errors go to stderr.
-import { isAgent } from '../core/ids';
+import { AGENTS, isAgent } from '../core/ids';
 import { MAX_HOOK_INPUT_BYTES } from '../agents/payload';
 import { runHook } from '../lifecycle/hook';
 import { parse, type Io } from './io';
@@ -15,10 +15,13 @@ export async function hookCommand(args: string[], io: Io): Promise<number> {
     }
   };
   let agent;
+  let event;
   try {
-    const { values } = parse(args, { agent: { type: 'string' } }, { min: 0, max: 0, usage: 'turnkeeper hook [--agent codex|claude|gemini]' });
+    const { values } = parse(args, { agent: { type: 'string' }, event: { type: 'string' } }, { min: 0, max: 0, usage: `turnkeeper hook [--agent ${AGENTS.join('|')}] [--event <name>]` });
     if (values.agent !== undefined && !isAgent(values.agent)) throw new Error(`unknown agent ${JSON.stringify(values.agent)}`);
     agent = values.agent;
+    // Copilot's payloads name no event: its installed commands do (`--event userPromptSubmitted`).
+    event = values.event;
   } catch (error) {
     // A broken hook command line must not break the agent either.
     err(`turnkeeper hook: ${(error as Error).message}; ignored\n`);
@@ -27,7 +30,7 @@ export async function hookCommand(args: string[], io: Io): Promise<number> {
   let result;
   try {
     const input = await io.readStdin(MAX_HOOK_INPUT_BYTES);
-    result = await runHook(input, { env: io.env, agent });
+    result = await runHook(input, { env: io.env, agent, event });
   } catch (error) {
     err(`turnkeeper hook: internal error: ${(error as Error).stack ?? String(error)}\n`);
     return 0;

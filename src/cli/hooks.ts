@@ -7,7 +7,7 @@ import { EXIT, placementFrom, openStore, parse, printJson, UsageError, type Io }
 
 
 export async function hooksCommand(args: string[], io: Io): Promise<number> {
-  const usage = 'turnkeeper hooks install|uninstall|status --agent codex|claude|gemini [--scope user|project] [--json]';
+  const usage = `turnkeeper hooks install|uninstall|status --agent ${AGENTS.join('|')} [--scope user|project] [--json]`;
   const [sub, ...rest] = args;
   if (sub !== 'install' && sub !== 'uninstall' && sub !== 'status') throw new UsageError(`usage: ${usage}`);
   const { values } = parse(
