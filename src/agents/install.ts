@@ -89,8 +89,8 @@ export const HOOK_EVENTS: Readonly<Record<Agent, readonly string[]>> = byAgent((
 /** In the agent's own unit: seconds for Codex, Claude and Copilot, milliseconds for Gemini. */
 export const hookTimeout = (agent: Agent): number => PROFILES[agent].install.timeout.value;
 
-/** Matches any command an install of Turnkeeper wrote, whatever its shim path, agent or event. */
-export const TURNKEEPER_COMMAND_PATTERN = new RegExp(`['"]?[^'"]*/bin/turnkeeper['"]? hook --agent (${AGENTS.join('|')})( --event [A-Za-z]{1,64})?$`);
+/** Matches any command an install of Turnkeeper wrote, whatever its shim path (or `turnkeeper` from PATH, project scope), agent or event. */
+export const TURNKEEPER_COMMAND_PATTERN = new RegExp(`(?:['"]?[^'"]*/bin/turnkeeper['"]?|^turnkeeper) hook --agent (${AGENTS.join('|')})( --event [A-Za-z]{1,64})?$`);
 
 /** Quotes a string for POSIX sh: single quotes, each inner `'` written as `'\''`. */
 export const shQuote = (value: string): string => `'${value.replace(/'/g, "'\\''")}'`;

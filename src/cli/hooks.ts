@@ -3,6 +3,7 @@ import { realpathSync } from 'node:fs';
 import { AGENTS, isAgent, type Agent } from '../core/ids';
 import type { Scope } from '../agents/install';
 import { agentHooksStatus, doctorReport, installAgentHooks, uninstallAgentHooks } from '../lifecycle/installation';
+import { onPath } from '../lifecycle/agentChecks';
 import { EXIT, placementFrom, openStore, parse, printJson, UsageError, type Io } from './io';
 
 
@@ -36,7 +37,13 @@ export async function hooksCommand(args: string[], io: Io): Promise<number> {
     if (values.json) printJson(io, { ok: true, agent, scope, ...rest });
     else {
       io.out(`${result.changed ? 'installed' : 'already installed'}: ${agent} hooks in ${result.path}${result.backup ? ` (backup ${result.backup})` : ''}\n`);
-      io.out(`hook command: ${result.command}\n${trustHint}\n`);
+      io.out(`hook command: ${result.command}\n`);
+      if (scope === 'project') {
+        // Committed and shared: it runs `turnkeeper` from PATH, which each teammate's agent must find.
+        io.out(`this config names no path of this machine: commit it; every teammate's agent needs turnkeeper on PATH (${onPath(io.env, 'turnkeeper') ?? 'not on this PATH: see turnkeeper doctor'})\n`);
+      }
+      if (result.alsoInstalledAt) io.out(`warning: Turnkeeper's ${agent} hooks are also installed in ${result.alsoInstalledAt}: ${agent} will run every hook twice; keep one: turnkeeper hooks uninstall --agent ${agent} --scope ${scope === 'user' ? 'project' : 'user'}\n`);
+      io.out(`next: ${trustHint}\nthen: turnkeeper doctor (it checks what ${agent} will do with the hooks)\n`);
     }
     return EXIT.done;
   }
@@ -73,8 +80,17 @@ export async function doctorCommand(args: string[], io: Io): Promise<number> {
     const store = report.store;
     io.out(`store: ${String(store.path)} ${store.exists ? `(schema ${String(store.schemaVersion ?? '?')}, integrity ${String(store.integrity ?? '?')})` : '(not created yet)'}\n`);
     for (const item of report.hooks) if (item.installed) io.out(`hooks: ${item.agent} (${item.scope}) installed in ${item.path}\n`);
+    // What each agent will do with them: one line per check, its fix under a problem.
+    for (const check of report.checks) {
+      io.out(`${check.status === 'ok' ? 'ok     ' : check.status === 'problem' ? 'PROBLEM' : 'unknown'} ${check.agent}${check.scope ? ` ${check.scope}` : ''} ${check.check}: ${check.detail}\n`);
+      if (check.status !== 'ok' && check.fix) io.out(`        fix: ${check.fix}\n`);
+    }
     for (const session of report.sessions.slice(0, 10)) io.out(`session ${session.owner}: last hook ${session.lastHookAt}\n`);
-    io.out(report.problems.length === 0 ? 'no problems found\n' : report.problems.map((p) => `problem: ${p}\n`).join(''));
+    // The checks' problems were printed with their rows above; the rest are listed here.
+    const listed = new Set(report.checks.filter((check) => check.status === 'problem').map((check) => `${check.detail}${check.fix ? `. Fix: ${check.fix}` : ''}`));
+    const others = report.problems.filter((problem) => !listed.has(problem));
+    io.out(others.map((p) => `problem: ${p}\n`).join(''));
+    io.out(report.problems.length === 0 ? 'no problems found\n' : `${report.problems.length} problem${report.problems.length === 1 ? '' : 's'}\n`);
   }
   return report.ok ? EXIT.done : EXIT.refused;
 }

@@ -4,13 +4,14 @@ import { existsSync, lstatSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { hostname } from 'node:os';
 import { AGENTS, type Agent } from '../core/ids';
-import { eventCommand, hookCommand, hooksStatus, HOOK_EVENTS, installHooks, readJsonConfig, uninstallHooks, type Scope } from '../agents/install';
+import { eventCommand, HookConfigError, hookCommand, hookConfigPath, hooksStatus, HOOK_EVENTS, installHooks, readJsonConfig, uninstallHooks, type Scope } from '../agents/install';
 import { byAgent, PROFILES } from '../agents/profiles/index';
 import { readShim, shimPath, writeShim } from '../agents/shim';
 import type { Authority } from '../store/authority';
 import { storePath, turnkeeperHome, type Env } from '../store/location';
 import { silentLaunches, type SilentLaunch } from './status';
 import { clientClock, hookBusyTimeoutMs } from './settings';
+import { agentChecks, strictSyntaxProblem, type AgentCheck } from './agentChecks';
 
 /** What the user does so the agent runs its hooks (each agent's profile). */
 export const TRUST_HINT: Readonly<Record<Agent, string>> = byAgent((profile) => profile.trust.hint);
@@ -36,23 +37,44 @@ export interface InstallRequest {
  */
 export const hookBackupDir = (env: Env): string => join(turnkeeperHome(env), 'backups');
 
+/**
+ * The command an agent's config runs. At user scope the shim's absolute path under TURNKEEPER_HOME; at
+ * project scope, a config teammates commit, `turnkeeper` from PATH: no path of this machine (spec §8).
+ * Either stays byte-identical across Turnkeeper updates.
+ */
+export function scopeCommand(agent: Agent, scope: Scope, env: Env): string {
+  return scope === 'project' ? `turnkeeper hook --agent ${agent}` : hookCommand(agent, shimPath(turnkeeperHome(env)));
+}
+
+const otherScope = (scope: Scope): Scope => (scope === 'user' ? 'project' : 'user');
+
 export function installAgentHooks(request: InstallRequest, runtime: Runtime) {
   const home = turnkeeperHome(request.env);
+  // An agent that reads its config as strict JSON ignores a file with comments (and every hook in it):
+  // merging into it would install nothing. Refused before anything is written, the shim included.
+  const path = hookConfigPath(request);
+  const unreadable = strictSyntaxProblem(request.agent, path);
+  if (unreadable !== undefined) throw new HookConfigError(path, unreadable);
   // The shim is rewritten to point at this Turnkeeper; the command in the agent's config stays the same.
   const shimChanged = writeShim(home, { ...runtime, home, db: request.env.TURNKEEPER_DB });
-  const base = hookCommand(request.agent, shimPath(home));
-  const result = installHooks(request, base, { backupDir: hookBackupDir(request.env) });
+  const base = scopeCommand(request.agent, request.scope, request.env);
+  const options = { backupDir: hookBackupDir(request.env) };
+  // A project config an earlier Turnkeeper wrote with this machine's shim path: replaced, not kept beside.
+  if (request.scope === 'project' && hooksStatus(request, base).staleCommands.length > 0) uninstallHooks(request, undefined, options);
+  const result = installHooks(request, base, options);
   // An agent whose payloads name no event gets one command per event: show the first as the example.
   const command = eventCommand(request.agent, base, HOOK_EVENTS[request.agent][0] ?? '');
-  return { ...result, shim: shimPath(home), shimChanged, command, trustHint: TRUST_HINT[request.agent] };
+  // Both scopes for one agent run every hook twice (spec §8): flagged here and by doctor.
+  const other = agentHooksStatus({ ...request, scope: otherScope(request.scope) });
+  return { ...result, shim: shimPath(home), shimChanged, command, trustHint: TRUST_HINT[request.agent], ...(other.installed ? { alsoInstalledAt: other.path } : {}) };
 }
 
 export function uninstallAgentHooks(request: InstallRequest) {
-  return uninstallHooks(request, hookCommand(request.agent, shimPath(turnkeeperHome(request.env))), { backupDir: hookBackupDir(request.env) });
+  return uninstallHooks(request, scopeCommand(request.agent, request.scope, request.env), { backupDir: hookBackupDir(request.env) });
 }
 
 export function agentHooksStatus(request: InstallRequest) {
-  return hooksStatus(request, hookCommand(request.agent, shimPath(turnkeeperHome(request.env))));
+  return hooksStatus(request, scopeCommand(request.agent, request.scope, request.env));
 }
 
 export interface DoctorReport {
@@ -64,6 +86,8 @@ export interface DoctorReport {
   readonly silentLaunches: SilentLaunch[];
   /** Disk use of the attested closures of script-shaped agents (docs/launcher.md §9); `turnkeeper closures prune` frees it. */
   readonly closures: { dir: string; snapshots: number; bytes: number };
+  /** What each agent will do with the installed hooks (agentChecks.ts): one row per check, problems with their fix. */
+  readonly checks: AgentCheck[];
   readonly problems: string[];
 }
 
@@ -131,7 +155,13 @@ export async function doctorReport(env: Env, projectRoot: string, open: () => Pr
     if (trustProblem !== undefined) problems.push(trustProblem);
   }
   if (!hooks.some((item) => item.installed)) problems.push('no agent has Turnkeeper hooks installed: turnkeeper hooks install --agent codex');
-  return { ok: problems.length === 0, store, shim, hooks, sessions, silentLaunches: silent, closures: closureDiskUse(join(home, 'closures')), problems };
+  const checks = await agentChecks({
+    env,
+    projectRoot,
+    files: hooks.map((item) => ({ ...item, command: scopeCommand(item.agent, item.scope, env), events: HOOK_EVENTS[item.agent] })),
+  });
+  for (const check of checks) if (check.status === 'problem') problems.push(`${check.detail}${check.fix ? `. Fix: ${check.fix}` : ''}`);
+  return { ok: problems.length === 0, store, shim, hooks, sessions, silentLaunches: silent, closures: closureDiskUse(join(home, 'closures')), checks, problems };
 }
 
 /** Snapshots under $TURNKEEPER_HOME/closures (named by a 64-hex digest) and the bytes they and any interrupted copies take. */

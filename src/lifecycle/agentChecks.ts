@@ -1,0 +1,331 @@
+// What each agent will actually do with the hooks Turnkeeper installed (spec §8, `doctor`): a hook the
+// agent skips is silent, so the agent itself is asked where it can be.
+//
+// - config_syntax: the config parses under the agent's own parser. Codex (hooks.json) and Claude Code
+//   (settings.json) read strict JSON: one comment or trailing comma and the agent ignores the whole
+//   file, every hook in it, without a word (Codex lists "failed to parse hooks config"; Claude just runs
+//   no hook). Gemini CLI strips comments but not trailing commas. Turnkeeper's own edits keep comments
+//   (they are the user's), so this is where a file that no agent will read is caught.
+// - both_scopes: Turnkeeper's hooks at user and project scope for one agent: every hook runs twice.
+// - codex_trust: Codex skips a new or changed hook until the user trusts it (config.toml
+//   [hooks.state."<hooks.json>:<event>:<group>:<handler>"] trusted_hash), and loads <repo>/.codex only
+//   in a trusted project. Doctor asks the real Codex (`codex app-server`, JSON-RPC `hooks/list`, what
+//   the TUI's /hooks shows) which of Turnkeeper's hooks it will run, rather than re-deriving its hashes.
+// - on_path: a project-scope config calls `turnkeeper` through PATH (it is committed, so it names no
+//   path of one machine): an agent whose PATH has no `turnkeeper` fails every hook.
+import { spawn } from 'node:child_process';
+import { accessSync, constants, readFileSync, statSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import { parse as parseJsonc, printParseErrorCode, stripComments, type ParseError } from 'jsonc-parser';
+import type { Agent } from '../core/ids';
+import type { Scope } from '../agents/install';
+import type { Env } from '../store/location';
+
+export type CheckName = 'config_syntax' | 'both_scopes' | 'codex_trust' | 'on_path';
+
+export interface AgentCheck {
+  readonly check: CheckName;
+  readonly agent: Agent;
+  readonly scope?: Scope;
+  readonly path?: string;
+  /** `problem`: the agent will not run Turnkeeper's hook as installed. `unknown`: doctor could not tell. */
+  readonly status: 'ok' | 'problem' | 'unknown';
+  readonly detail: string;
+  /** What to do about a problem (or how to make an unknown checkable). */
+  readonly fix?: string;
+}
+
+/** One installed (or present) hook config, as doctor lists them. */
+export interface HookFile {
+  readonly agent: Agent;
+  readonly scope: Scope;
+  readonly path: string;
+  readonly exists: boolean;
+  /** Every event of the agent has Turnkeeper's hook with the command of this scope. */
+  readonly installed: boolean;
+  /** The command Turnkeeper installs at this scope (the shim for user scope, `turnkeeper` on PATH for project scope). */
+  readonly command: string;
+  /** Turnkeeper's events in this file (names as installed). */
+  readonly events: readonly string[];
+}
+
+/**
+ * How each agent parses its hook config. `json`: strict JSON (observed: Codex 0.171, Claude Code
+ * 2.1.332). `json-comments`: comments stripped, then strict JSON (Gemini CLI 0.61:
+ * JSON.parse(stripJsonComments(text))). `jsonc`: not established; only Turnkeeper's own parse applies.
+ */
+const CONFIG_SYNTAX: Readonly<Partial<Record<Agent, 'json' | 'json-comments'>>> = { codex: 'json', claude: 'json', gemini: 'json-comments' };
+const AGENT_NAME: Readonly<Record<string, string>> = { codex: 'Codex', claude: 'Claude Code', gemini: 'Gemini CLI', copilot: 'Copilot CLI' };
+const nameOf = (agent: Agent): string => AGENT_NAME[agent] ?? agent;
+
+export interface AgentCheckOptions {
+  readonly env: Env;
+  readonly projectRoot: string;
+  readonly files: readonly HookFile[];
+  /** Milliseconds Codex gets to answer hooks/list. */
+  readonly codexTimeoutMs?: number;
+}
+
+export async function agentChecks(options: AgentCheckOptions): Promise<AgentCheck[]> {
+  const { files } = options;
+  const checks: AgentCheck[] = [];
+  for (const file of files) if (file.exists) checks.push(syntaxCheck(file));
+  const agents = [...new Set(files.map((file) => file.agent))];
+  for (const agent of agents) {
+    const installed = files.filter((file) => file.agent === agent && file.installed);
+    if (installed.length === 0) continue;
+    const both = installed.length > 1;
+    checks.push({
+      check: 'both_scopes',
+      agent,
+      status: both ? 'problem' : 'ok',
+      detail: both
+        ? `Turnkeeper's ${nameOf(agent)} hooks are installed at user scope (${installed.find((f) => f.scope === 'user')?.path}) and at project scope (${installed.find((f) => f.scope === 'project')?.path}): ${nameOf(agent)} runs every hook twice, and each prompt gets the context twice`
+        : `${nameOf(agent)} has Turnkeeper's hooks at ${installed[0]!.scope} scope only`,
+      ...(both ? { fix: `keep one scope: turnkeeper hooks uninstall --agent ${agent} --scope user (or --scope project, if the repository's config is not yours to change)` } : {}),
+    });
+  }
+  const project = files.filter((file) => file.scope === 'project' && file.installed);
+  if (project.length > 0) checks.push(pathCheck(options.env, project));
+  const codex = files.filter((file) => file.agent === 'codex' && file.installed);
+  if (codex.length > 0) checks.push(...(await codexTrust(options, codex)));
+  return checks;
+}
+
+// ---------------------------------------------------------------------------------------------
+// config_syntax
+
+/** What is wrong with `text` for the agent's own parser (its first error), or undefined. */
+function syntaxError(agent: Agent, text: string): { found: string; line: number } | undefined {
+  const syntax = CONFIG_SYNTAX[agent];
+  // Comments stripped to blanks, so offsets (and line numbers) stay those of the file.
+  const raw = text.replace(/^\uFEFF/, '');
+  const body = syntax === 'json-comments' ? stripComments(raw, ' ') : raw;
+  const errors: ParseError[] = [];
+  if (syntax === undefined) parseJsonc(body, errors, { allowTrailingComma: true });
+  else parseJsonc(body, errors, { disallowComments: true, allowTrailingComma: false });
+  const first = errors[0];
+  return first === undefined ? undefined : { found: describeError(body, first), line: body.slice(0, first.offset).split('\n').length };
+}
+
+const readsAs = (agent: Agent): string => {
+  const syntax = CONFIG_SYNTAX[agent];
+  return syntax === 'json' ? 'reads it as strict JSON' : syntax === 'json-comments' ? 'reads it as JSON with comments but no trailing commas' : 'cannot parse it';
+};
+
+/**
+ * For `hooks install`: why merging into this existing config would install nothing the agent reads,
+ * or undefined (no file, or one the agent parses). Only agents whose parser is known are checked.
+ */
+export function strictSyntaxProblem(agent: Agent, path: string): string | undefined {
+  if (CONFIG_SYNTAX[agent] === undefined) return undefined;
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    return undefined; // missing (install creates it) or unreadable (install says so itself)
+  }
+  const error = syntaxError(agent, text);
+  if (error === undefined) return undefined;
+  return `${nameOf(agent)} ${readsAs(agent)}, and this file has ${error.found} at line ${error.line}, so ${nameOf(agent)} ignores the whole file, every hook in it included; remove ${error.found.startsWith('a comment') ? 'the comments' : error.found.startsWith('a trailing comma') ? 'the trailing commas' : 'the error'} first`;
+}
+
+function syntaxCheck(file: HookFile): AgentCheck {
+  const base = { check: 'config_syntax' as const, agent: file.agent, scope: file.scope, path: file.path };
+  let text: string;
+  try {
+    text = readFileSync(file.path, 'utf8');
+  } catch (error) {
+    return { ...base, status: 'problem', detail: `cannot read ${file.path}: ${(error as Error).message}`, fix: 'make the file readable by this user' };
+  }
+  const syntax = CONFIG_SYNTAX[file.agent];
+  const error = syntaxError(file.agent, text);
+  if (error === undefined) {
+    return { ...base, status: 'ok', detail: `${nameOf(file.agent)} can parse ${file.path}${syntax ? ` (${syntax === 'json' ? 'strict JSON' : 'JSON with comments'})` : ''}` };
+  }
+  return {
+    ...base,
+    status: 'problem',
+    detail: `${nameOf(file.agent)} ${readsAs(file.agent)}, and ${file.path} has ${error.found} at line ${error.line}: ${nameOf(file.agent)} ignores the whole file, Turnkeeper's hooks and any others in it, without a warning`,
+    fix: `remove ${error.found.startsWith('a comment') ? 'the comments' : error.found.startsWith('a trailing comma') ? 'the trailing commas' : 'the syntax error'} from ${file.path} (turnkeeper hooks uninstall gives back what was there before Turnkeeper)`,
+  };
+}
+
+function describeError(text: string, error: ParseError): string {
+  const at = text.slice(error.offset, error.offset + 2);
+  if (at === '//' || at === '/*' || printParseErrorCode(error.error) === 'InvalidCommentToken') return 'a comment';
+  // A trailing comma shows up as a missing property or value right before a closing bracket.
+  const before = text.slice(0, error.offset).trimEnd();
+  if (before.endsWith(',') && /^\s*[}\]]/.test(text.slice(error.offset))) return 'a trailing comma';
+  return `a syntax error (${printParseErrorCode(error.error)})`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// on_path
+
+/** An executable `name` on PATH, or undefined. */
+export function onPath(env: Env, name: string): string | undefined {
+  for (const dir of (env.PATH ?? '').split(delimiter)) {
+    if (dir === '') continue;
+    const candidate = join(dir, name);
+    try {
+      if (!statSync(candidate).isFile()) continue;
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+function pathCheck(env: Env, project: readonly HookFile[]): AgentCheck {
+  const found = onPath(env, 'turnkeeper');
+  const agents = project.map((file) => nameOf(file.agent)).join(', ');
+  const first = project[0]!;
+  return found
+    ? { check: 'on_path', agent: first.agent, scope: 'project', status: 'ok', detail: `the project's hooks (${agents}) run turnkeeper from PATH: ${found}` }
+    : {
+        check: 'on_path',
+        agent: first.agent,
+        scope: 'project',
+        status: 'problem',
+        detail: `the project's hooks (${agents}) run \`turnkeeper\` from PATH, and this PATH has none: an agent started from here fails every hook (command not found) and claims nothing`,
+        fix: 'start agents from a VS Code terminal (the extension puts turnkeeper on its PATH), or npm install -g the package (npm pack builds it), or add $TURNKEEPER_HOME/bin to PATH',
+      };
+}
+
+// ---------------------------------------------------------------------------------------------
+// codex_trust
+
+/** One entry of Codex's `hooks/list` (the fields used here). */
+export interface CodexListedHook {
+  readonly key: string;
+  readonly command: string;
+  readonly sourcePath: string;
+  readonly source: string;
+  readonly enabled: boolean;
+  readonly trustStatus: string;
+  readonly eventName: string;
+}
+
+export interface CodexHookList {
+  readonly hooks: CodexListedHook[];
+  readonly warnings: string[];
+  readonly errors: string[];
+}
+
+/** The codex executable doctor asks: TURNKEEPER_CODEX_BIN, else `codex` on PATH. */
+export function codexBinary(env: Env): string | undefined {
+  return env.TURNKEEPER_CODEX_BIN || onPath(env, 'codex');
+}
+
+/** Asks `codex app-server` which hooks apply in `cwd` and whether each is trusted (what /hooks shows). */
+export function listCodexHooks(binary: string, env: Env, cwd: string, timeoutMs: number): Promise<CodexHookList> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(binary, ['app-server'], { cwd, env: env as NodeJS.ProcessEnv, stdio: ['pipe', 'pipe', 'ignore'] });
+    let buffer = '';
+    let done = false;
+    const finish = (error: Error | undefined, list?: CodexHookList): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      child.kill();
+      if (error) reject(error);
+      else resolve(list!);
+    };
+    const timer = setTimeout(() => finish(new Error(`codex app-server did not answer hooks/list within ${timeoutMs} ms`)), timeoutMs);
+    child.on('error', (error) => finish(error));
+    child.on('exit', (code) => finish(new Error(`codex app-server exited (${code}) before answering hooks/list`)));
+    child.stdin.on('error', () => {});
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      buffer += chunk;
+      for (let newline = buffer.indexOf('\n'); newline >= 0; newline = buffer.indexOf('\n')) {
+        const line = buffer.slice(0, newline);
+        buffer = buffer.slice(newline + 1);
+        let message: { id?: unknown; result?: { data?: { hooks?: CodexListedHook[]; warnings?: string[]; errors?: unknown[] }[] }; error?: unknown };
+        try {
+          message = JSON.parse(line) as typeof message;
+        } catch {
+          continue;
+        }
+        if (message.id !== 2) continue;
+        if (message.error !== undefined) return finish(new Error(`hooks/list failed: ${JSON.stringify(message.error)}`));
+        const data = message.result?.data ?? [];
+        finish(undefined, {
+          hooks: data.flatMap((entry) => entry.hooks ?? []),
+          warnings: data.flatMap((entry) => entry.warnings ?? []).map(String),
+          errors: data.flatMap((entry) => entry.errors ?? []).map((error) => (typeof error === 'string' ? error : JSON.stringify(error))),
+        });
+      }
+    });
+    const send = (message: object): void => void child.stdin.write(JSON.stringify(message) + '\n');
+    send({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { clientInfo: { name: 'turnkeeper-doctor', version: '1' } } });
+    send({ jsonrpc: '2.0', method: 'initialized' });
+    send({ jsonrpc: '2.0', id: 2, method: 'hooks/list', params: { cwds: [cwd] } });
+  });
+}
+
+const TRUST_FIX = (root: string) =>
+  `open codex in ${root}, type /hooks and trust Turnkeeper's hooks (the command stays the same across Turnkeeper updates, so once is enough); for a single run: codex --dangerously-bypass-hook-trust`;
+
+async function codexTrust(options: AgentCheckOptions, files: readonly HookFile[]): Promise<AgentCheck[]> {
+  const binary = codexBinary(options.env);
+  if (binary === undefined) {
+    return files.map((file) => ({
+      check: 'codex_trust' as const,
+      agent: 'codex' as const,
+      scope: file.scope,
+      path: file.path,
+      status: 'unknown' as const,
+      detail: 'codex is not on PATH, so doctor cannot ask Codex whether it trusts the hooks (a new or changed hook is skipped silently until trusted)',
+      fix: 'put codex on PATH or set TURNKEEPER_CODEX_BIN, then run turnkeeper doctor again',
+    }));
+  }
+  let list: CodexHookList;
+  try {
+    list = await listCodexHooks(binary, options.env, options.projectRoot, options.codexTimeoutMs ?? 20_000);
+  } catch (error) {
+    return files.map((file) => ({
+      check: 'codex_trust' as const,
+      agent: 'codex' as const,
+      scope: file.scope,
+      path: file.path,
+      status: 'unknown' as const,
+      detail: `could not ask ${binary} which hooks it runs: ${(error as Error).message}`,
+    }));
+  }
+  return files.map((file) => codexFileTrust(file, list, options.projectRoot));
+}
+
+function codexFileTrust(file: HookFile, list: CodexHookList, root: string): AgentCheck {
+  const base = { check: 'codex_trust' as const, agent: 'codex' as const, scope: file.scope, path: file.path };
+  const ours = list.hooks.filter((hook) => hook.sourcePath === file.path && hook.command === file.command);
+  if (ours.length === 0) {
+    const parse = list.warnings.find((warning) => warning.includes(file.path));
+    if (parse) return { ...base, status: 'problem', detail: `Codex does not load ${file.path}: ${parse}`, fix: `make ${file.path} strict JSON (no comments, no trailing commas)` };
+    if (file.scope === 'project') {
+      return {
+        ...base,
+        status: 'problem',
+        detail: `Codex does not load ${file.path}: it reads a repository's .codex only once the project is trusted`,
+        fix: `open codex in ${root} and trust the project when it asks (or add [projects."${root}"] trust_level = "trusted" to $CODEX_HOME/config.toml), then trust the hooks in /hooks`,
+      };
+    }
+    return {
+      ...base,
+      status: 'problem',
+      detail: `Codex lists none of the hooks in ${file.path}: its hooks are turned off`,
+      fix: 'remove `hooks = false` from the [features] table of $CODEX_HOME/config.toml',
+    };
+  }
+  const skipped = ours.filter((hook) => hook.enabled === false || (hook.trustStatus !== 'trusted' && hook.trustStatus !== 'managed'));
+  if (skipped.length === 0) return { ...base, status: 'ok', detail: `Codex trusts and will run all ${ours.length} of Turnkeeper's hooks in ${file.path}` };
+  const states = [...new Set(skipped.map((hook) => (hook.enabled === false ? 'disabled' : hook.trustStatus)))].join(', ');
+  return {
+    ...base,
+    status: 'problem',
+    detail: `Codex skips ${skipped.length} of Turnkeeper's ${ours.length} hooks in ${file.path} (${states}: ${skipped.map((hook) => hook.eventName.charAt(0).toUpperCase() + hook.eventName.slice(1)).join(', ')}), silently: no Todo is claimed and no context reaches the model`,
+    fix: TRUST_FIX(root),
+  };
+}

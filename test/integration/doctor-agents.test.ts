@@ -1,0 +1,158 @@
+// `turnkeeper doctor` checks what each agent will actually do with Turnkeeper's hooks (spec §8): whether
+// the agent can parse its config, whether the real Codex trusts the hooks (and loads a project's), whether
+// the hooks are installed at both scopes, and whether a project-scope config finds `turnkeeper` on PATH.
+// Each row is shown flagged and, as its control, clean. `hooks install` refuses a config its agent
+// cannot parse.
+import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { codexBinaryPath, makeCodexHome, cleanupCodexHome, trustAllHooks, type CodexHome } from '../support/codexHarness';
+import { makeWorld, type World } from '../support/world';
+
+interface Row {
+  check: string;
+  agent: string;
+  scope?: string;
+  path?: string;
+  status: 'ok' | 'problem' | 'unknown';
+  detail: string;
+  fix?: string;
+}
+
+let world: World;
+let codex: CodexHome;
+let env: Record<string, string>;
+
+beforeEach(() => {
+  world = makeWorld('tk-doctor-agents');
+  codex = makeCodexHome({ prefix: 'tk-doctor-codex-' });
+  writeFileSync(join(codex.codexHome, 'config.toml'), 'check_for_update_on_startup = false\n[analytics]\nenabled = false\n');
+  env = { HOME: codex.home, CODEX_HOME: codex.codexHome, TURNKEEPER_CODEX_BIN: codexBinaryPath(), PATH: '/usr/bin:/bin' };
+});
+afterEach(() => {
+  cleanupCodexHome(codex);
+  world.cleanup();
+});
+
+function doctor(extra: Record<string, string> = {}): { code: number | null; rows: Row[]; problems: string[]; text: string } {
+  const run = world.cli(['doctor', '--json'], { env: { ...env, ...extra } });
+  const report = JSON.parse(run.stdout) as { checks: Row[]; problems: string[] };
+  const text = world.cli(['doctor'], { env: { ...env, ...extra } }).stdout;
+  return { code: run.code, rows: report.checks, problems: report.problems, text };
+}
+const row = (rows: Row[], check: string, scope?: string): Row | undefined => rows.find((r) => r.check === check && (scope === undefined || r.scope === scope));
+const install = (agent: string, scope = 'user', extra: Record<string, string> = {}) => world.cli(['hooks', 'install', '--agent', agent, '--scope', scope], { env: { ...env, ...extra } });
+
+describe('codex_trust: asked of the real Codex', () => {
+  it('untrusted hooks are a problem with the /hooks fix; trusted the way /hooks does it, the row is clean', async () => {
+    expect(install('codex').code).toBe(0);
+    const before = doctor();
+    expect(before.code).toBe(1);
+    expect(row(before.rows, 'codex_trust', 'user')).toMatchObject({ status: 'problem', fix: expect.stringContaining('/hooks') });
+    expect(row(before.rows, 'codex_trust', 'user')!.detail).toMatch(/Codex skips 5 of Turnkeeper's 5 hooks .*\(untrusted: /);
+    expect(before.text).toMatch(/^PROBLEM codex user codex_trust: Codex skips 5/m);
+    expect(before.text).toMatch(/^ {8}fix: open codex in .* type \/hooks/m);
+
+    await trustAllHooks(codex.codexHome, { ...codex.env, ...env }, world.repo);
+    const after = doctor();
+    expect(row(after.rows, 'codex_trust', 'user')).toMatchObject({ status: 'ok', detail: expect.stringMatching(/trusts and will run all 5/) });
+    expect(after.code).toBe(0);
+    expect(after.text).toMatch(/no problems found\n$/);
+
+    // A changed hook is untrusted again (Codex compares the hash): a different timeout, say.
+    const path = join(codex.codexHome, 'hooks.json');
+    writeFileSync(path, readFileSync(path, 'utf8').replace('"timeout": 15', '"timeout": 16'));
+    expect(row(doctor().rows, 'codex_trust', 'user')!.detail).toMatch(/Codex skips 1 of Turnkeeper's 5 hooks .*\(modified: /);
+  });
+
+  it("a project's .codex is not loaded until the project is trusted, then its hooks need trust too; trusted, it is clean", async () => {
+    expect(install('codex', 'project').code).toBe(0);
+    const shimDir = { PATH: `${world.home}/bin:/usr/bin:/bin` };
+    expect(row(doctor(shimDir).rows, 'codex_trust', 'project')).toMatchObject({ status: 'problem', detail: expect.stringMatching(/only once the project is trusted/) });
+    appendFileSync(join(codex.codexHome, 'config.toml'), `\n[projects.${JSON.stringify(world.repo)}]\ntrust_level = "trusted"\n`);
+    expect(row(doctor(shimDir).rows, 'codex_trust', 'project')).toMatchObject({ status: 'problem', detail: expect.stringMatching(/skips 5 of Turnkeeper's 5 hooks/) });
+    await trustAllHooks(codex.codexHome, { ...codex.env, ...env }, world.repo);
+    expect(row(doctor(shimDir).rows, 'codex_trust', 'project')).toMatchObject({ status: 'ok' });
+  });
+
+  it('without a codex to ask the row is unknown and says how to make it checkable (control: with one it is a verdict)', () => {
+    expect(install('codex').code).toBe(0);
+    const { TURNKEEPER_CODEX_BIN: _bin, ...withoutCodex } = env;
+    const run = world.cli(['doctor', '--json'], { env: { ...withoutCodex, TURNKEEPER_CODEX_BIN: '' } });
+    const unknown = row((JSON.parse(run.stdout) as { checks: Row[] }).checks, 'codex_trust', 'user');
+    expect(unknown).toMatchObject({ status: 'unknown', fix: expect.stringContaining('TURNKEEPER_CODEX_BIN') });
+    expect(row(doctor().rows, 'codex_trust', 'user')!.status).toBe('problem');
+  });
+});
+
+describe('config_syntax: the agent\'s own parser', () => {
+  it('a comment in Codex\'s hooks.json makes Codex ignore the file: flagged by doctor and by Codex itself (control: the same file without it)', () => {
+    expect(install('codex').code).toBe(0);
+    const path = join(codex.codexHome, 'hooks.json');
+    expect(row(doctor().rows, 'config_syntax', 'user')).toMatchObject({ status: 'ok', path });
+    writeFileSync(path, `// my hooks\n${readFileSync(path, 'utf8')}`);
+    const rows = doctor().rows;
+    expect(row(rows, 'config_syntax', 'user')).toMatchObject({ status: 'problem', detail: expect.stringMatching(/reads it as strict JSON, and .* has a comment at line 1/) });
+    expect(row(rows, 'codex_trust', 'user')).toMatchObject({ status: 'problem', detail: expect.stringMatching(/does not load .*failed to parse hooks config/) });
+  });
+
+  it('hooks install refuses to merge into a Claude settings.json with a comment, and leaves it as it was (control: Gemini allows comments)', () => {
+    const claudeDir = join(world.root, 'claude');
+    mkdirSync(claudeDir);
+    const settings = join(claudeDir, 'settings.json');
+    const original = '{\n  // my model\n  "model": "opus"\n}\n';
+    writeFileSync(settings, original);
+    const refused = install('claude', 'user', { CLAUDE_CONFIG_DIR: claudeDir });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/Claude Code reads it as strict JSON, and this file has a comment at line 2, so Claude Code ignores the whole file/);
+    expect(readFileSync(settings, 'utf8')).toBe(original);
+
+    const geminiHome = join(world.root, 'gem');
+    mkdirSync(join(geminiHome, '.gemini'), { recursive: true });
+    const geminiSettings = join(geminiHome, '.gemini', 'settings.json');
+    writeFileSync(geminiSettings, original);
+    expect(install('gemini', 'user', { GEMINI_CLI_HOME: geminiHome }).code).toBe(0);
+    expect(row(doctor({ GEMINI_CLI_HOME: geminiHome }).rows.filter((r) => r.agent === 'gemini'), 'config_syntax', 'user')).toMatchObject({ status: 'ok' });
+    // A trailing comma is another matter: Gemini strips comments, not commas.
+    writeFileSync(geminiSettings, readFileSync(geminiSettings, 'utf8').replace(/\n}\n$/, ',\n}\n'));
+    expect(row(doctor({ GEMINI_CLI_HOME: geminiHome }).rows.filter((r) => r.agent === 'gemini'), 'config_syntax', 'user')).toMatchObject({
+      status: 'problem',
+      detail: expect.stringMatching(/has a trailing comma/),
+    });
+  });
+});
+
+describe('both_scopes and on_path', () => {
+  it('both scopes run every hook twice: install warns and doctor flags it (control: one scope is clean)', () => {
+    expect(install('codex').code).toBe(0);
+    expect(row(doctor().rows, 'both_scopes')).toMatchObject({ status: 'ok', agent: 'codex' });
+    const second = install('codex', 'project');
+    expect(second.stdout).toMatch(/warning: Turnkeeper's codex hooks are also installed in .*: codex will run every hook twice/);
+    expect(row(doctor().rows, 'both_scopes')).toMatchObject({ status: 'problem', fix: expect.stringContaining('turnkeeper hooks uninstall --agent codex --scope user') });
+    expect(world.cli(['hooks', 'uninstall', '--agent', 'codex', '--scope', 'user'], { env }).code).toBe(0);
+    expect(row(doctor().rows, 'both_scopes')).toMatchObject({ status: 'ok' });
+  });
+
+  it('a project config runs `turnkeeper` from PATH and names no path of this machine; without turnkeeper on PATH that is a problem (control: the shim on PATH)', () => {
+    expect(install('codex', 'project').code).toBe(0);
+    const config = readFileSync(join(world.repo, '.codex', 'hooks.json'), 'utf8');
+    expect(config).toContain('"command": "turnkeeper hook --agent codex"');
+    expect(config).not.toContain(world.root);
+    expect(row(doctor().rows, 'on_path')).toMatchObject({ status: 'problem', fix: expect.stringContaining('VS Code terminal') });
+    expect(row(doctor({ PATH: `${world.home}/bin:/usr/bin:/bin` }).rows, 'on_path')).toMatchObject({ status: 'ok', detail: expect.stringContaining(`${world.home}/bin/turnkeeper`) });
+  });
+
+  it('a project config an earlier Turnkeeper wrote with an absolute shim path is replaced by the PATH form, not kept beside it', () => {
+    const path = join(world.repo, '.codex', 'hooks.json');
+    mkdirSync(join(world.repo, '.codex'));
+    const old = `'/home/alice/.turnkeeper/bin/turnkeeper' hook --agent codex`;
+    writeFileSync(path, JSON.stringify({ hooks: { UserPromptSubmit: [{ hooks: [{ type: 'command', command: old, timeout: 15 }] }] } }, null, 2) + '\n');
+    expect(install('codex', 'project').code).toBe(0);
+    const after = readFileSync(path, 'utf8');
+    expect(after).not.toContain('/home/alice');
+    expect(after.match(/turnkeeper hook --agent codex/g)).toHaveLength(5);
+    // Control: uninstall gives back an empty config of the user's own (the old entry was ours too).
+    expect(world.cli(['hooks', 'uninstall', '--agent', 'codex', '--scope', 'project'], { env }).code).toBe(0);
+    expect(readFileSync(path, 'utf8')).not.toContain('turnkeeper');
+  });
+});
