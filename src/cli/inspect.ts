@@ -76,7 +76,7 @@ function placeHeader(names: ReadonlyMap<string, string>, indent: string): (goal:
 export async function showCommand(args: string[], io: Io): Promise<number> {
   const { values, positionals } = parse(args, { json: { type: 'boolean' } }, { min: 1, max: 1, usage: 'turnkeeper show <captureId> [--json]' });
   const id = positionals[0]!;
-  if (!isCaptureId(id)) throw new UsageError(`${JSON.stringify(id)} is not a capture id (cap_ and 24 hex digits)`);
+  if (!isCaptureId(id)) throw new UsageError(`${JSON.stringify(id)} is not a capture id: cap_ followed by 24 lower-case hex digits, as turnkeeper status lists them`);
   const store = await openStore(io, false);
   const capture = await store?.getCapture(id);
   if (!store || !capture) {

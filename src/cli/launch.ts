@@ -53,7 +53,7 @@ export async function resumeCommand(argv: string[], io: Io): Promise<number> {
     { min: 1, max: 1, usage },
   );
   const captureId = positionals[0]!;
-  if (!isCaptureId(captureId)) throw new UsageError(`${JSON.stringify(captureId)} is not a capture id\nusage: ${usage}`);
+  if (!isCaptureId(captureId)) throw new UsageError(`${JSON.stringify(captureId)} is not a capture id: cap_ followed by 24 lower-case hex digits, as turnkeeper status lists them\nusage: ${usage}`);
   const store = await openStore(io, false);
   if (!store) {
     if (values.json) printJson(io, { ok: false, decision: 'refused', reason: 'unknown_capture', capture: captureId });
