@@ -15,6 +15,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   checkpoint: async () => (await import('./receipts')).checkpointCommand,
   keys: async () => (await import('./keys')).keysCommand,
   attest: async () => (await import('./launch')).attestCommand,
+  closures: async () => (await import('./closures')).closuresCommand,
   resume: async () => (await import('./launch')).resumeCommand,
   hooks: async () => (await import('./hooks')).hooksCommand,
   doctor: async () => (await import('./hooks')).doctorCommand,
@@ -43,6 +44,8 @@ const USAGE = `usage: turnkeeper <command> [options]       every command takes -
   keys trust <file|key> [--json]              trust a teammate's public key for checkpoints
   release <todo> [--owner <agent:session>] [--force --reason <why>] [--goal <dir>] [--json]
   attest <path> [--json]                      what the native launcher would run, and its digest
+  closures [--json]                           attested snapshots of script-shaped agents and their disk use
+  closures prune [--all] [--json]             remove snapshots no installation or running agent uses
   resume <captureId> [--dry-run] [--json] [--accept-drift] [--agent-bin <path>] [--interactive] [--prompt <text>] [--allow-loader-env <name>]… [-- <agent args>]
   hooks install|uninstall|status [--agent codex|claude|gemini] [--scope user|project] [--goal <dir>] [--json]
   doctor [--goal <dir>] [--json]              what is installed, and what each agent will do with it
