@@ -79,11 +79,12 @@ describe('turnkeeper resume launches Gemini CLI from its attested closure', () =
 
     // The receipt: the runtime (Node, an ELF) and the snapshot it ran.
     const store = await world.store();
+    let detail: Record<string, string> = {};
     try {
       const receipts = await store.launchReceipts(lease!.capture);
       const committed = receipts.filter((r) => r.kind === 'launch_committed');
       expect(committed).toHaveLength(1);
-      const detail = (JSON.parse((await store.receipts({ limit: 1000 })).find((r) => r.seq === committed[0]!.seq)!.doc) as { detail: Record<string, string> }).detail;
+      detail = (JSON.parse((await store.receipts({ limit: 1000 })).find((r) => r.seq === committed[0]!.seq)!.doc) as { detail: Record<string, string> }).detail;
       expect(detail.digest).toBe(decision.digest);
       expect(detail.closure).toMatch(/^sha256:[0-9a-f]{64}$/);
       expect(detail.entry).toBe('bundle/gemini.js');
@@ -97,5 +98,14 @@ describe('turnkeeper resume launches Gemini CLI from its attested closure', () =
       store.close();
     }
     expect(verifyOf(world).ok).toBe(true);
+
+    // The snapshot is listed with its disk use, and doctor counts it.
+    const listed = JSON.parse(world.cli(['closures', '--json']).stdout) as { snapshots: { digest: string; bytes: number; current: string[] }[] };
+    expect(listed.snapshots).toHaveLength(1);
+    expect(listed.snapshots[0]).toMatchObject({ digest: detail.closure, current: [expect.stringMatching(/@google\/gemini-cli$/)] });
+    expect(listed.snapshots[0]!.bytes).toBeGreaterThan(10 * 1024 * 1024);
+    const doctor = JSON.parse(world.cli(['doctor', '--json']).stdout) as { closures: { snapshots: number; bytes: number } };
+    expect(doctor.closures.snapshots).toBe(1);
+    expect(doctor.closures.bytes).toBeGreaterThanOrEqual(listed.snapshots[0]!.bytes);
   });
 });
