@@ -217,7 +217,8 @@ export async function resumeCapture(options: ResumeOptions): Promise<ResumeResul
   const args = resumeArguments(capture.agent, capture.session, options.mode, options.prompt, options.extraArgs);
   if (options.dryRun) {
     releaseAttestation(attestation);
-    return { ok: true, dryRun: true, capture: capture.id, agent: capture.agent, binary: attestation.resolved, digest: attestation.digest, argv: [attestation.resolved, ...args] };
+    // The argv the launch would exec: a closure's runtime flags and snapshot script come before the agent's arguments.
+    return { ok: true, dryRun: true, capture: capture.id, agent: capture.agent, binary: attestation.resolved, digest: attestation.digest, argv: [attestation.resolved, ...(attestation.arguments ?? []), ...args] };
   }
   const launchId = newLaunchId();
   const env = launchEnvironment(options.env, { TURNKEEPER_CAPTURE: capture.id, TURNKEEPER_TURN: capture.turn!, TURNKEEPER_DB: options.storePath, TURNKEEPER_LAUNCH: launchId });
