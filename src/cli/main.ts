@@ -17,6 +17,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   attest: async () => (await import('./launch')).attestCommand,
   closures: async () => (await import('./closures')).closuresCommand,
   resume: async () => (await import('./launch')).resumeCommand,
+  start: async () => (await import('./launch')).startCommand,
   hooks: async () => (await import('./hooks')).hooksCommand,
   doctor: async () => (await import('./hooks')).doctorCommand,
   goal: async () => (await import('./goal')).goalCommand,
@@ -47,6 +48,7 @@ const USAGE = `usage: turnkeeper <command> [options]       every command takes -
   closures [--json]                           attested snapshots of script-shaped agents and their disk use
   closures prune [--all] [--json]             remove snapshots no installation or running agent uses
   resume <captureId> [--dry-run] [--json] [--accept-drift] [--agent-bin <path>] [--interactive] [--prompt <text>] [--allow-loader-env <name>]… [-- <agent args>]
+  start <todo> --agent codex|claude|gemini [--prompt <text>] [--interactive] [--json] [--agent-bin <path>] [--allow-loader-env <name>]… [-- <agent args>]
   hooks install|uninstall|status [--agent codex|claude|gemini] [--scope user|project] [--goal <dir>] [--json]
   doctor [--goal <dir>] [--json]              what is installed, and what each agent will do with it
   goal [--dir <dir>] [--json]                 which Goal (repository) this directory belongs to, and why

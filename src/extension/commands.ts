@@ -7,6 +7,7 @@ import type { CaptureView } from '../lifecycle/status';
 import { doctorReport, installAgentHooks } from '../lifecycle/installation';
 import { requesterOf } from '../lifecycle/settings';
 import { cachedWorkspace, checkResume } from '../launcher/resume';
+import { checkStart } from '../launcher/start';
 import type { Preconditions } from '../core/ready';
 import { TodoExistsError } from '../store/authority';
 import { openAuthority } from '../lifecycle/open';
@@ -14,13 +15,14 @@ import type { Ctx } from './ctx';
 import { receiptUri, guidanceUri } from './documents';
 import { relativeTime, type ViewNode } from './models';
 import { exportReceipts } from './receipts';
-import { openResumeTerminal } from './terminal';
+import { openResumeTerminal, openStartTerminal } from './terminal';
 
 const t = vscode.l10n.t;
 
 type Factory = (ctx: Ctx) => (...args: unknown[]) => unknown;
 
 export const COMMANDS: Readonly<Record<string, Factory>> = {
+  'turnkeeper.startTurn': (ctx) => (arg) => startTurn(ctx, todoIdOf(arg)),
   'turnkeeper.resumeCapturedTurn': (ctx) => (arg) => resumeCapturedTurn(ctx, captureIdOf(arg)),
   'turnkeeper.showRecoveryGuidance': (ctx) => (arg) => showRecoveryGuidance(ctx, captureIdOf(arg)),
   'turnkeeper.releaseLease': (ctx) => (arg) => releaseLease(ctx, arg as ViewNode | undefined),
@@ -28,7 +30,7 @@ export const COMMANDS: Readonly<Record<string, Factory>> = {
   'turnkeeper.exportReceipts': (ctx) => () => exportReceipts(ctx),
   'turnkeeper.installAgentHooks': (ctx) => () => installHooks(ctx),
   'turnkeeper.addTodo': (ctx) => () => addTodo(ctx),
-  'turnkeeper.markTodoDone': (ctx) => () => markTodoDone(ctx),
+  'turnkeeper.markTodoDone': (ctx) => (arg) => markTodoDone(ctx, todoIdOf(arg)),
   'turnkeeper.openReceipt': () => (arg) => openReceipt(arg),
   'turnkeeper.copyCaptureId': (ctx) => (arg) => copyCaptureId(ctx, captureIdOf(arg)),
   'turnkeeper.doctor': (ctx) => () => doctor(ctx),
@@ -58,6 +60,16 @@ function captureIdOf(arg: unknown): string | undefined {
   return id?.startsWith('capture/') ? id.slice('capture/'.length) : undefined;
 }
 
+/** Commands get a Todo id from a Todos view node (`todo/<goal>/<id>`), a string, or nothing (then they ask). */
+function todoIdOf(arg: unknown): string | undefined {
+  if (typeof arg === 'string') return isTodoId(arg) ? arg : undefined;
+  const id = (arg as ViewNode | undefined)?.id;
+  const todo = id?.startsWith('todo/') ? id.slice(id.lastIndexOf('/') + 1) : undefined;
+  return isTodoId(todo) ? todo : undefined;
+}
+
+const AGENT_NAMES: Readonly<Record<Agent, string>> = { codex: 'Codex CLI', claude: 'Claude Code', gemini: 'Gemini CLI', copilot: 'Copilot CLI' };
+
 async function requireStore(ctx: Ctx) {
   const store = await ctx.openStore();
   if (!store) throw new Error(t('no Turnkeeper store yet at {0}: install the agent hooks and add a Todo first', ctx.dbPath));
@@ -68,6 +80,48 @@ function requireTrust(action: string): boolean {
   if (vscode.workspace.isTrusted) return true;
   void vscode.window.showErrorMessage(t('Turnkeeper does not {0} in an untrusted workspace. Trust the workspace first (Workspaces: Manage Workspace Trust).', action));
   return false;
+}
+
+/**
+ * "Start Turn on Todo" (spec §7 "Start"): pick an open Todo of the workspace's Goal and an agent, then
+ * run that agent in a terminal through the launcher; its first prompt claims the Todo.
+ */
+async function startTurn(ctx: Ctx, given: string | undefined): Promise<void> {
+  if (!requireTrust(t('launch agents'))) return;
+  const workspace = ctx.workspace;
+  if (!workspace) throw new Error(t('open a folder first: a Todo belongs to a workspace'));
+  const store = await requireStore(ctx);
+  await ctx.refresh();
+  let todo = given;
+  if (!todo) {
+    const open = ctx.todoList.filter((candidate) => candidate.status === 'open');
+    if (open.length === 0) {
+      void vscode.window.showInformationMessage(t('No open Todo to start: add one first.'));
+      return;
+    }
+    const holders = new Map(ctx.snapshot.leases.filter((lease) => lease.status === 'active' && lease.goal === workspace.id).map((lease) => [lease.todo, lease]));
+    const picked = await vscode.window.showQuickPick(
+      open.map((candidate) => {
+        const holder = holders.get(candidate.id);
+        return { label: `${holder ? '$(lock)' : '$(circle-large-outline)'} ${candidate.id}`, description: candidate.title, detail: holder ? t('held by {0} (epoch {1})', holder.owner, holder.epoch) : undefined, todo: candidate.id };
+      }),
+      { title: t('Start Turn on Todo'), placeHolder: t('Pick an open Todo'), matchOnDescription: true },
+    );
+    if (!picked) return;
+    todo = picked.todo;
+  }
+  const agent = await vscode.window.showQuickPick(
+    AGENTS.map((name) => ({ label: name, description: AGENT_NAMES[name], agent: name })),
+    { title: t('Start Turn on {0}: which agent?', todo) },
+  );
+  if (!agent) return;
+  // Said here, before any terminal opens; the launch checks again (and the first prompt's claim decides).
+  const check = await checkStart(store, workspace, todo, agent.agent, Date.now());
+  if (!check.ok) {
+    void vscode.window.showWarningMessage(t('Turnkeeper cannot start {0}: [{1}]', todo, check.reason), { modal: true, detail: check.guidance });
+    return;
+  }
+  openStartTerminal(ctx, todo, agent.agent, workspace.checkout);
 }
 
 async function resumeCapturedTurn(ctx: Ctx, given: string | undefined): Promise<void> {
@@ -186,7 +240,7 @@ async function verifyReceiptChain(ctx: Ctx): Promise<void> {
 async function installHooks(ctx: Ctx): Promise<void> {
   if (!requireTrust(t('install agent hooks'))) return;
   const agent = await vscode.window.showQuickPick(
-    AGENTS.map((name) => ({ label: name, description: { codex: 'Codex CLI', claude: 'Claude Code', gemini: 'Gemini CLI' }[name] })),
+    AGENTS.map((name) => ({ label: name, description: AGENT_NAMES[name] })),
     { title: t('Install Agent Hooks: which agent?') },
   );
   if (!agent) return;
@@ -230,18 +284,28 @@ async function addTodo(ctx: Ctx): Promise<void> {
   void vscode.window.showInformationMessage(t('Added Todo {0}: prompt an agent with #todo:{0}', id));
 }
 
-async function markTodoDone(ctx: Ctx): Promise<void> {
+async function markTodoDone(ctx: Ctx, given: string | undefined): Promise<void> {
   const store = await requireStore(ctx);
   const goal = ctx.goal;
   const todos = (await store.listTodos(goal)).filter((todo) => todo.status === 'open');
-  const picked = await vscode.window.showQuickPick(
-    todos.map((todo) => ({ label: todo.id, description: todo.title, todo })),
-    { title: t('Mark Todo Done') },
-  );
+  // From the Todos view: that Todo (still open); from the palette: pick one.
+  const picked = given
+    ? todos.find((todo) => todo.id === given)
+    : (await vscode.window.showQuickPick(todos.map((todo) => ({ label: todo.id, description: todo.title, todo })), { title: t('Mark Todo Done') }))?.todo;
   if (!picked) return;
-  const result = await store.setTodoStatus(picked.todo.goal, picked.todo.id, 'done', Date.now());
+  const holder = (await store.listLeases()).find((lease) => lease.goal === picked.goal && lease.todo === picked.id && lease.status === 'active');
+  if (holder) {
+    const done = t('Mark Done');
+    const answer = await vscode.window.showWarningMessage(
+      t('{0} is held by {1} (epoch {2}). Mark it done?', picked.id, holder.owner, holder.epoch),
+      { modal: true, detail: t('Marking it done releases the lease: that agent is fenced from further writes.') },
+      done,
+    );
+    if (answer !== done) return;
+  }
+  const result = await store.setTodoStatus(picked.goal, picked.id, 'done', Date.now());
   await ctx.refresh();
-  void vscode.window.showInformationMessage(t('Todo {0} is done{1}', picked.todo.id, result?.released ? t('; its lease is released') : ''));
+  void vscode.window.showInformationMessage(t('Todo {0} is done{1}', picked.id, result?.released ? t('; its lease is released') : ''));
 }
 
 async function openReceipt(arg: unknown): Promise<void> {

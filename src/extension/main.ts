@@ -25,6 +25,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const ctx = new Ctx(context, log);
   context.subscriptions.push(ctx);
   for (const [id, model] of [
+    ['turnkeeper.todos', ctx.todos],
     ['turnkeeper.captures', ctx.captures],
     ['turnkeeper.leases', ctx.leases],
     ['turnkeeper.receipts', ctx.receipts],

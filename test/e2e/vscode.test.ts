@@ -3,7 +3,7 @@
 // Harness: test/vscode/ (docs/packaging.md, "End to end").
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Browser, Page } from 'playwright-core';
@@ -39,7 +39,7 @@ const SETUP_TIMEOUT = 30 * 60_000; // first run installs code-server (minutes)
 
 interface Receipt {
   seq: number;
-  doc: { kind: string; capture?: string; todo?: string };
+  doc: { kind: string; capture?: string; todo?: string; detail?: Record<string, unknown> };
 }
 
 let world: World;
@@ -170,6 +170,35 @@ describe('trusted workspace', () => {
     expect(terminal).toContain('codex is running');
     await workbench.waitForRow('Receipts', `#${seq} launch_committed`, 15_000);
     await page.screenshot({ path: join(IMAGES, 'resume.png') });
+  });
+
+  it('lists the Todos with their holders; Start Turn on Todo runs the agent through the launcher in a terminal, and the view follows its first hook', async () => {
+    cli(['todo', 'add', 'Start me', '--id', 'start-me']);
+    const todos = await workbench.waitForRow('Todos', 'start-me Start me', 15_000);
+    expect(todos.join('\n')).toMatch(/fix-login in repo · codex:sess-a · epoch 1/);
+    await workbench.runCommand('Turnkeeper: Start Turn on Todo');
+    await workbench.pickQuickItem('start-me');
+    await workbench.pickQuickItem('Codex CLI');
+    const started = () => receipts().filter((receipt) => receipt.doc.kind === 'launch_committed' && receipt.doc.todo === 'start-me');
+    await expect.poll(() => started().length, { timeout: 30_000 }).toBe(1);
+    const [{ seq, doc }] = started() as [Receipt];
+    expect(doc.capture).toBeUndefined();
+    expect(doc.detail).toMatchObject({ start: true, agent: 'codex' });
+    // The terminal names the receipt the store holds; then the stand-in runs, interactive (no arguments).
+    await workbench.waitForTerminalText(new RegExp(`launch receipt #${seq} committed[\\s\\S]*stand-in codex:`));
+    // The stand-in runs no hooks: its first prompt's hook is played here, with the environment the
+    // launcher gave it (read from the running process), as the real agent's hook would run.
+    const environ = Object.fromEntries(
+      readFileSync(`/proc/${doc.detail!.pid as number}/environ`, 'utf8')
+        .split('\0')
+        .filter((entry) => entry.startsWith('TURNKEEPER_'))
+        .map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]),
+    );
+    expect(environ).toMatchObject({ TURNKEEPER_TODO: 'start-me', TURNKEEPER_LAUNCH: doc.detail!.launch, TURNKEEPER_TURN: doc.detail!.turn });
+    const hook = world.cli(['hook'], { input: payload.codexPrompt(world, 'sess-s', 'turn-1', 'go ahead'), env: { TURNKEEPER_TODO: environ.TURNKEEPER_TODO, TURNKEEPER_TURN: environ.TURNKEEPER_TURN, TURNKEEPER_LAUNCH: environ.TURNKEEPER_LAUNCH } });
+    expect(hook.stdout).toContain('Turnkeeper: Todo start-me');
+    await workbench.waitForRow('Todos', /start-me in repo · codex:sess-s · epoch 1/, 15_000);
+    await page.locator('.part.sidebar').screenshot({ path: join(IMAGES, 'todos.png') });
   });
 
   it('shows the recovery guidance of a released capture instead of resuming it', async () => {

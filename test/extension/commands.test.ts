@@ -1,9 +1,10 @@
 // Command handlers against a real SQLite store, with the editor API played by test/support/vscode.ts.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import * as vscode from 'vscode';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { double } from '../support/vscode';
+import { buildFixtures, scene, waitFor, type Fixtures } from '../launcher/fixtures';
 import { Ctx } from '../../src/extension/ctx';
 import { registerCommands } from '../../src/extension/commands';
 import { TurnkeeperDocuments, SCHEME } from '../../src/extension/documents';
@@ -110,5 +111,110 @@ describe('extension commands', () => {
     const text = double.documents.at(-1)!.text;
     expect(text).toContain('// receipt #2, hash sha256:');
     expect(text).toContain('"kind": "capture_bound"');
+  });
+});
+
+describe('Start Turn on Todo and the Todos view', () => {
+  let fx: Fixtures;
+  beforeAll(() => {
+    fx = buildFixtures('tk-ext-start');
+  });
+  afterAll(() => fx?.cleanup());
+
+  const node = (todo: string) => ctx.todos.find(`todo/${world.goal}/${todo}`);
+  /** Answers the Todo pick, then the agent pick. */
+  const pick = (todo: string, agent: string) =>
+    double.answers.quickPick.push(
+      (items: { todo?: string }[]) => items.find((item) => item.todo === todo),
+      (items: { agent?: string }[]) => items.find((item) => item.agent === agent),
+    );
+
+  it('picks a Todo and an agent, runs the agent in a terminal through the launcher, and the Todos view shows the new holder after its first hook', async () => {
+    expect(world.cli(['todo', 'add', 'Write the docs', '--id', 'write-docs']).code).toBe(0);
+    await ctx.refresh();
+    // Before: the claimed Todo shows its holder and can only be marked done; the other can be started.
+    expect(node('fix-login')).toMatchObject({ contextValue: 'todo.held', description: expect.stringContaining('codex:sess-x') });
+    expect(node('write-docs')).toMatchObject({ contextValue: 'todo.open', description: 'Write the docs' });
+
+    const s = await scene(fx);
+    double.configuration['agents.codex.path'] = s.victim;
+    process.env.TK_MODE = 'sleep';
+    let pid: number | undefined;
+    try {
+      pick('write-docs', 'codex');
+      await run('turnkeeper.startTurn');
+      const terminal = double.terminals.at(-1)!;
+      expect(terminal.name).toBe('Turnkeeper: write-docs (codex)');
+      expect(await waitFor(() => /launch receipt #\d+ committed; codex is running \(pid \d+\)/.test(terminal.output), 15_000), terminal.output).toBe(true);
+      pid = Number(/pid (\d+)/.exec(terminal.output)![1]);
+      const environ = Object.fromEntries(
+        readFileSync(`/proc/${pid}/environ`, 'utf8')
+          .split('\0')
+          .filter(Boolean)
+          .map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]),
+      );
+      expect(environ).toMatchObject({ TURNKEEPER_TODO: 'write-docs', TURNKEEPER_TURN: expect.stringMatching(/^turn_[0-9a-f]{16}$/), TURNKEEPER_LAUNCH: expect.stringMatching(/^launch_[0-9a-f]{16}$/) });
+
+      // The agent's first prompt (its hook runs in its own process, with its environment) claims the Todo.
+      const env = { TURNKEEPER_TODO: environ.TURNKEEPER_TODO, TURNKEEPER_TURN: environ.TURNKEEPER_TURN, TURNKEEPER_LAUNCH: environ.TURNKEEPER_LAUNCH };
+      const first = world.cli(['hook'], { input: payload.codexPrompt(world, 'sess-t', 'turn-1', 'write them'), env });
+      expect(contextOf(first.stdout), first.stderr).toMatch(/^Turnkeeper: Todo write-docs/);
+      await ctx.refresh();
+      expect(node('write-docs')).toMatchObject({ contextValue: 'todo.held', icon: 'lock', description: expect.stringMatching(/^in repo · codex:sess-t · epoch 1$/) });
+
+      terminal.close();
+      expect(await waitFor(() => terminal.output.includes('exited with'), 10_000)).toBe(true);
+    } finally {
+      delete process.env.TK_MODE;
+      if (pid !== undefined) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // gone
+        }
+      }
+    }
+  });
+
+  it('refuses a held Todo with its guidance, and opens no terminal (control: an open one opens)', async () => {
+    await ctx.refresh();
+    double.answers.quickPick.push((items: { agent?: string }[]) => items.find((item) => item.agent === 'codex'));
+    await run('turnkeeper.startTurn', node('fix-login'));
+    expect(double.shown.at(-1)).toMatchObject({ kind: 'warning', text: expect.stringContaining('[lease_held]'), detail: expect.stringContaining('codex:sess-x') });
+    expect(double.terminals).toHaveLength(0);
+
+    // Control: an open Todo from the view gets its terminal (the stand-in exits at once).
+    expect(world.cli(['todo', 'add', 'Write the docs', '--id', 'write-docs']).code).toBe(0);
+    await ctx.refresh();
+    const s = await scene(fx);
+    double.configuration['agents.codex.path'] = s.victim;
+    double.answers.quickPick.push((items: { agent?: string }[]) => items.find((item) => item.agent === 'codex'));
+    await run('turnkeeper.startTurn', node('write-docs'));
+    expect(double.terminals).toHaveLength(1);
+    expect(await waitFor(() => double.terminals[0]!.closed, 15_000)).toBe(true);
+    expect(double.terminals[0]!.output).toContain('launch receipt #');
+  });
+
+  it('is refused in an untrusted workspace before anything is picked or launched', async () => {
+    double.trusted = false;
+    await run('turnkeeper.startTurn');
+    expect(double.shown.at(-1)).toMatchObject({ kind: 'error', text: expect.stringContaining('untrusted workspace') });
+    expect(double.terminals).toHaveLength(0);
+    expect(double.answers.quickPick).toHaveLength(0);
+    const store = await world.store();
+    expect(JSON.parse((await store.receipts({ limit: 1 }))[0]!.doc).kind).toBe('ready_written');
+    store.close();
+  });
+
+  it('Mark Done from the view asks before releasing a held Todo (cancelled: still open)', async () => {
+    await ctx.refresh();
+    double.answers.message.push(undefined);
+    await run('turnkeeper.markTodoDone', node('fix-login'));
+    expect(double.shown.at(-1)).toMatchObject({ kind: 'warning', text: expect.stringContaining('held by codex:sess-x') });
+    expect(node('fix-login')?.contextValue).toBe('todo.held');
+    double.answers.message.push('Mark Done');
+    await run('turnkeeper.markTodoDone', node('fix-login'));
+    expect(node('fix-login')).toMatchObject({ contextValue: 'todo.done', icon: 'pass' });
+    expect(ctx.todos.parentOf(node('fix-login')!)?.id).toBe('todos/done');
   });
 });

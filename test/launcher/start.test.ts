@@ -1,4 +1,4 @@
-// `turnkeeper start` (contract §7 "Start") on a real store with the compiled stand-in agent: the
+// `turnkeeper start` (spec §7 "Start") on a real store with the compiled stand-in agent: the
 // launch receipt comes first and names the Todo, the agent runs with TURNKEEPER_TODO, a fresh
 // TURNKEEPER_TURN and TURNKEEPER_LAUNCH, and its first prompt hook claims the Todo with binding
 // `launch`. Every refusal has its control: the same start for an open, unheld Todo launches.
@@ -230,5 +230,44 @@ describe('turnkeeper start', () => {
     expect(world.cli(['todo', 'add', 'Open one', '--id', 'open-one']).code).toBe(0);
     const control = await start({ todo: 'open-one', markers: markerDir('control'), mode: 'exit', barriers: { parked: () => undefined } });
     expect(control.ok).toBe(true);
+  });
+});
+
+describe('turnkeeper start (the command)', () => {
+  const cli = (...args: string[]) => world.cli(['start', ...args], { env: { TK_MARKER_DIR: s.markers, TK_MODE: 'exit' } });
+
+  it('--json prints the decision, its receipt, Turn and nonce, and the attested digest (exit 0)', () => {
+    const run = cli('fix-login', '--agent', 'codex', '--agent-bin', s.victim, '--prompt', 'fix it', '--json');
+    expect(run.code, run.stderr).toBe(0);
+    const decision = JSON.parse(run.stdout) as Record<string, unknown>;
+    expect(decision).toMatchObject({
+      ok: true,
+      decision: 'launched',
+      todo: 'fix-login',
+      agent: 'codex',
+      turn: expect.stringMatching(/^turn_[0-9a-f]{16}$/),
+      launch: expect.stringMatching(/^launch_[0-9a-f]{16}$/),
+      receipt: { seq: expect.any(Number), hash: expect.stringMatching(/^sha256:/) },
+      digest: sha256File(s.victim),
+      exit: { code: 0, signal: null },
+    });
+    expect(readMarker(s.markers, 'victim')!.argv.slice(1)).toEqual(['exec', 'fix it']);
+  });
+
+  it('a refused start exits 1 and names the reason; a bad command line exits 2 (control: the same start launches)', () => {
+    expect(world.cli(['todo', 'done', 'fix-login']).code).toBe(0);
+    const refused = cli('fix-login', '--agent', 'codex', '--agent-bin', s.victim, '--prompt', 'fix it', '--json');
+    expect(refused.code).toBe(1);
+    expect(JSON.parse(refused.stdout)).toMatchObject({ ok: false, decision: 'refused', reason: 'todo_not_open', guidance: expect.stringContaining('[todo_not_open]') });
+    expect(readMarker(s.markers, 'victim')).toBeUndefined();
+    expect(cli('fix-login', '--agent', 'nobody', '--prompt', 'x').code).toBe(2);
+    expect(cli('Fix-Login', '--agent', 'codex', '--prompt', 'x').code).toBe(2);
+    // --json needs a headless run: interactive output and a JSON decision cannot share stdout.
+    expect(cli('fix-login', '--agent', 'codex', '--json').code).toBe(2);
+
+    expect(world.cli(['todo', 'reopen', 'fix-login']).code).toBe(0);
+    const control = cli('fix-login', '--agent', 'codex', '--agent-bin', s.victim, '--prompt', 'fix it', '--json');
+    expect(control.code, control.stderr).toBe(0);
+    expect(readMarker(s.markers, 'victim')).toBeDefined();
   });
 });
