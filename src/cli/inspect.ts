@@ -39,7 +39,7 @@ export async function statusCommand(args: string[], io: Io): Promise<number> {
     io.out(capturePlace(capture.goal, capture.checkout));
     io.out(`    ${capture.id}  ${capture.state.padEnd(14)} ${capture.todo.padEnd(24)} ${capture.agent}:${capture.session}\n`);
   }
-  for (const launch of snapshot.silentLaunches) io.out(`warning: the agent launched for ${launch.capture} at ${launch.committedAt} never fired a hook (turnkeeper doctor)\n`);
+  for (const launch of snapshot.silentLaunches) io.out(`warning: the agent launched for ${launch.capture ?? `a start of Todo ${launch.todo ?? '?'}`} at ${launch.committedAt} never fired a hook (turnkeeper doctor)\n`);
   return EXIT.done;
 }
 

@@ -126,8 +126,9 @@ export async function doctorReport(env: Env, projectRoot: string, open: () => Pr
         sessions = (await authority.listSessions()).map((s) => ({ owner: s.owner, lastHookAt: new Date(s.lastHookAt).toISOString(), transcriptPath: s.transcriptPath }));
         silent = await silentLaunches(authority, Date.now());
         for (const launch of silent) {
-          const agent = (await authority.getCapture(launch.capture))?.agent;
-          problems.push(`the agent launched for ${launch.capture} at ${launch.committedAt} fired no hook within a minute: its hooks are skipped. ${agent ? TRUST_HINT[agent] : ''}`.trim());
+          const agent = (launch.capture ? (await authority.getCapture(launch.capture))?.agent : undefined) ?? (launch.agent as Agent | null) ?? undefined;
+          const what = launch.capture ? launch.capture : `a start of Todo ${launch.todo ?? '?'}`;
+          problems.push(`the agent launched for ${what} at ${launch.committedAt} fired no hook within a minute: its hooks are skipped. ${agent && agent in TRUST_HINT ? TRUST_HINT[agent] : ''}`.trim());
         }
       } finally {
         authority.close();

@@ -507,9 +507,20 @@ function launchReceiptsOf(rows: { seq: number; doc: string }[]): LaunchReceipt[]
   const out: LaunchReceipt[] = [];
   for (const row of rows) {
     const doc = parseReceipt(row.doc);
-    if (!doc?.capture) continue;
+    if (!doc) continue;
     const launch = doc.detail?.launch;
-    out.push({ seq: row.seq, kind: doc.kind as LaunchReceipt['kind'], capture: doc.capture, launch: typeof launch === 'string' ? launch : null, at: Date.parse(doc.at) });
+    const agent = doc.detail?.agent;
+    // A resume names its capture; a start names only its Todo (it claims at its first prompt).
+    if (!doc.capture && doc.detail?.start !== true && doc.kind === 'launch_committed') continue;
+    out.push({
+      seq: row.seq,
+      kind: doc.kind as LaunchReceipt['kind'],
+      capture: doc.capture ?? null,
+      todo: doc.todo ?? null,
+      agent: typeof agent === 'string' ? agent : null,
+      launch: typeof launch === 'string' ? launch : null,
+      at: Date.parse(doc.at),
+    });
   }
   return out;
 }

@@ -31,7 +31,10 @@ export interface CaptureView {
 }
 
 export interface SilentLaunch {
-  readonly capture: string;
+  /** The resumed capture, or null for a start. */
+  readonly capture: string | null;
+  readonly todo: string | null;
+  readonly agent: string | null;
   readonly launch: string | null;
   readonly seq: number;
   readonly committedAt: string;
@@ -50,7 +53,7 @@ export const FIRST_HOOK_DEADLINE_MS = 60_000;
 export async function silentLaunches(store: Authority, now: number): Promise<SilentLaunch[]> {
   return (await store.launches())
     .filter((launch) => !launch.hooked && now - launch.at > FIRST_HOOK_DEADLINE_MS)
-    .map((launch) => ({ capture: launch.capture, launch: launch.launch, seq: launch.seq, committedAt: isoTime(launch.at) }));
+    .map((launch) => ({ capture: launch.capture, todo: launch.todo, agent: launch.agent, launch: launch.launch, seq: launch.seq, committedAt: isoTime(launch.at) }));
 }
 
 export const leaseView = (lease: Lease, checkout?: string): LeaseView => ({

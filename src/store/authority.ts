@@ -139,7 +139,10 @@ export interface ReceiptRow {
 export interface LaunchReceipt {
   readonly seq: number;
   readonly kind: 'launch_committed' | 'launch_hooked';
-  readonly capture: string;
+  /** The resumed capture; null for a start (`turnkeeper start`), which claims at its first prompt. */
+  readonly capture: string | null;
+  readonly todo: string | null;
+  readonly agent: string | null;
   /** The launch nonce the launcher put in the agent's environment (TURNKEEPER_LAUNCH). */
   readonly launch: string | null;
   readonly at: number;

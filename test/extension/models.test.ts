@@ -31,7 +31,7 @@ describe('view models', () => {
   });
 
   it('marks a capture whose launched agent never fired a hook', () => {
-    const groups = captureNodes(snapshot({ silentLaunches: [{ capture: 'cap_aaaaaaaaaaaaaaaaaaaaaaaa', launch: 'launch_0000000000000001', seq: 9, committedAt: '2026-11-30T11:58:00.000Z' }] }), NOW);
+    const groups = captureNodes(snapshot({ silentLaunches: [{ capture: 'cap_aaaaaaaaaaaaaaaaaaaaaaaa', launch: 'launch_0000000000000001', todo: 'fix-login', agent: 'codex', seq: 9, committedAt: '2026-11-30T11:58:00.000Z' }] }), NOW);
     expect(groups[0]!.children![0]).toMatchObject({ icon: 'warning', description: expect.stringContaining('hooks silent') });
   });
 

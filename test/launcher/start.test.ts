@@ -2,6 +2,7 @@
 // launch receipt comes first and names the Todo, the agent runs with TURNKEEPER_TODO, a fresh
 // TURNKEEPER_TURN and TURNKEEPER_LAUNCH, and its first prompt hook claims the Todo with binding
 // `launch`. Every refusal has its control: the same start for an open, unheld Todo launches.
+import { FIRST_HOOK_DEADLINE_MS, silentLaunches } from '../../src/lifecycle/status';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -148,6 +149,16 @@ describe('turnkeeper start', () => {
     expect(await receipts('capture_bound')).toHaveLength(1);
     expect(await receipts('launch_hooked')).toHaveLength(1);
     expect((await (await openStore()).verifyChain()).ok).toBe(true);
+  });
+
+  it('a start whose agent fires no hook within a minute is flagged as silent (control: once its first hook fires, it is not)', async () => {
+    const result = await start({ markers: markerDir('silent'), mode: 'sleep' });
+    if (!result.ok) throw new Error(result.guidance);
+    const later = Date.now() + FIRST_HOOK_DEADLINE_MS + 1_000;
+    const silent = await silentLaunches(await openStore(), later);
+    expect(silent).toMatchObject([{ capture: null, todo: 'fix-login', agent: 'codex', launch: result.launchId }]);
+    hook(payload.codexPrompt(world, 'sess-q', 'turn-1', 'fix the login form'), launchVariables(environOf(result.launch.pid)));
+    expect(await silentLaunches(await openStore(), later)).toStrictEqual([]);
   });
 
   it("a copied start environment is [not_live_bound]: another session, another agent's nonce, a forged nonce (control: the started session claims)", async () => {
