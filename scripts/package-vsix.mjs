@@ -136,7 +136,8 @@ try {
   // The extension's manifest: no development fields, and only the dependencies that ship unbundled,
   // so that vsce's `npm list --production` in the stage sees a complete tree.
   const manifest = { ...rootManifest };
-  for (const field of ['devDependencies', 'scripts', 'allowScripts']) delete manifest[field];
+  // `files` is npm pack's list for the CLI package; vsce refuses it next to .vscodeignore.
+  for (const field of ['devDependencies', 'scripts', 'allowScripts', 'files']) delete manifest[field];
   manifest.dependencies = Object.fromEntries(RUNTIME_MODULES.map((name) => [name, rootManifest.dependencies[name]]));
   writeFileSync(join(stage, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
 

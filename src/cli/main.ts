@@ -1,5 +1,6 @@
 // The `turnkeeper` command line (spec §8). Each command lives in a small module; this file only
 // dispatches, maps errors to exit codes, and keeps `hook` free of anything that is not on its path.
+import { AGENTS } from '../core/ids';
 import { terminalSafe } from '../core/terminal';
 import type { Io } from './io';
 
@@ -27,8 +28,9 @@ const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
 // One line per form of a command, every flag it takes: `turnkeeper --help` prints it all and
 // `turnkeeper <command> --help` the lines of that command (test/integration/cli-help.test.ts checks that
 // every flag a command parses is listed here).
+const AGENT_LIST = AGENTS.join('|');
 const USAGE = `usage: turnkeeper <command> [options]       every command takes --help; turnkeeper --version
-  hook [--agent codex|claude|gemini]          run one agent hook (reads JSON on stdin, always exits 0)
+  hook [--agent ${AGENT_LIST}] [--event <name>]   run one agent hook (reads JSON on stdin, always exits 0)
   todo add <title> [--id <id>] [--body <text>] [--goal <dir>] [--json]
   todo list [--goal <dir> | --all] [--json]
   todo done <id> [--goal <dir>] [--json]
@@ -48,8 +50,8 @@ const USAGE = `usage: turnkeeper <command> [options]       every command takes -
   closures [--json]                           attested snapshots of script-shaped agents and their disk use
   closures prune [--all] [--json]             remove snapshots no installation or running agent uses
   resume <captureId> [--dry-run] [--json] [--accept-drift] [--agent-bin <path>] [--interactive] [--prompt <text>] [--allow-loader-env <name>]… [-- <agent args>]
-  start <todo> --agent codex|claude|gemini [--prompt <text>] [--interactive] [--json] [--agent-bin <path>] [--allow-loader-env <name>]… [-- <agent args>]
-  hooks install|uninstall|status [--agent codex|claude|gemini] [--scope user|project] [--goal <dir>] [--json]
+  start <todo> --agent ${AGENT_LIST} [--prompt <text>] [--interactive] [--json] [--agent-bin <path>] [--allow-loader-env <name>]… [-- <agent args>]
+  hooks install|uninstall|status [--agent ${AGENT_LIST}] [--scope user|project] [--goal <dir>] [--json]
   doctor [--goal <dir>] [--json]              what is installed, and what each agent will do with it
   goal [--dir <dir>] [--json]                 which Goal (repository) this directory belongs to, and why
   goal init [--key <key>] [--dir <dir>] [--json]
