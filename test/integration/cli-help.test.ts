@@ -3,9 +3,9 @@
 // which Node it needs instead of crashing in a native module.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CLI, makeWorld } from '../support/world';
+import { CLI, makeWorld, payload } from '../support/world';
 
 const world = makeWorld('tk-cli-help');
 afterAll(() => world.cleanup());
@@ -128,5 +128,40 @@ describe.skipIf(!isOld)(`an old Node (${OLD_NODE} ${oldVersion})`, () => {
     const current = world.cli(['hook', '--agent', 'codex'], { input: payload });
     expect(current.code).toBe(0);
     expect(current.stderr).not.toMatch(/needs Node/);
+  });
+});
+
+describe('status and receipts name the Goal and checkout, and receipts pages', () => {
+  it('says "no store at" when there is none, instead of an empty list (control: after a claim, the lists)', () => {
+    const fresh = makeWorld('tk-cli-status');
+    try {
+      const status = fresh.cli(['status']);
+      expect(status.code).toBe(0);
+      expect(status.stdout).toContain(`no store at ${fresh.db} yet`);
+      expect(fresh.cli(['receipts']).stdout).toContain(`no store at ${fresh.db} yet, so no receipts`);
+      expect(fresh.dbExists()).toBe(false);
+
+      expect(fresh.cli(['todo', 'add', 'Fix login', '--id', 'fix-login']).code).toBe(0);
+      const hook = fresh.cli(['hook', '--agent', 'codex'], { input: payload.codexPrompt(fresh, 'sess-a', 'turn-1', 'please work on #todo:fix-login') });
+      expect(hook.stdout).toContain('Turnkeeper: Todo fix-login');
+      const name = basename(fresh.repo);
+      const listed = fresh.cli(['status']).stdout;
+      expect(listed).toContain(`here: Goal ${name} (${fresh.goal}) · checkout ${fresh.repo}\n`);
+      expect(listed).toMatch(new RegExp(`active leases:\\n  Goal ${name} \\(${fresh.goal}\\) · checkout ${fresh.repo.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\n    fix-login +codex:sess-a  epoch 1`));
+
+      // Four receipts (todo_added, capture_bound, lease_acquired, ready_written): two per page.
+      const first = fresh.cli(['receipts', '--limit', '2']).stdout;
+      expect(first).toContain(`Goal ${name} (${fresh.goal}) · checkout ${fresh.repo}\n`);
+      expect(first).toMatch(/#4 .*ready_written/);
+      const next = /older receipts: (turnkeeper receipts --before \d+ --limit 2)\n/.exec(first)?.[1];
+      expect(next).toBe('turnkeeper receipts --before 3 --limit 2');
+      const second = fresh.cli(next!.split(' ').slice(1)).stdout;
+      expect(second).toMatch(/#2 .*capture_bound/);
+      expect(second).toMatch(/#1 .*todo_added/);
+      expect(second).not.toContain('older receipts');
+      expect(second).toContain('the first receipt of the chain is shown');
+    } finally {
+      fresh.cleanup();
+    }
   });
 });
