@@ -86,6 +86,13 @@ function version(): string {
   return 'unknown';
 }
 
+/** The JSON error code of a refusal Turnkeeper raised (`HookConfigError` -> `hook_config`), else `internal`. */
+function errorCode(error: unknown): string {
+  const name = error instanceof Error ? error.name : '';
+  if (!/^[A-Z][A-Za-z]*Error$/.test(name) || ['Error', 'TypeError', 'RangeError', 'ReferenceError', 'SyntaxError', 'EvalError', 'URIError', 'AggregateError'].includes(name)) return 'internal';
+  return name.replace(/Error$/, '').replace(/([a-z])([A-Z])/g, '$1_$2').toLowerCase();
+}
+
 /**
  * The one place output is made safe for a terminal (spec §8): every command prints through an Io
  * whose text has its control characters shown escaped, stored text included (titles, bodies, paths,
@@ -114,7 +121,7 @@ export async function main(argv: string[], rawIo: Io): Promise<number> {
   const { UsageError, printJson } = await import('./io');
   // Spec §8: under --json, errors are JSON on stdout too, so a script never parses prose; the
   // person reading stderr still gets the sentence.
-  const fail = (code: 'usage' | 'internal', message: string): number => {
+  const fail = (code: string, message: string): number => {
     if (json) printJson(io, { ok: false, error: { code, message } });
     io.err(`${message}\n`);
     return code === 'usage' ? 2 : 1;
@@ -129,7 +136,7 @@ export async function main(argv: string[], rawIo: Io): Promise<number> {
     return await (await load())(args, io);
   } catch (error) {
     if (error instanceof UsageError) return fail('usage', error.message);
-    return fail('internal', `turnkeeper ${name}: ${(error as Error).message}`);
+    return fail(errorCode(error), `turnkeeper ${name}: ${(error as Error).message}`);
   }
 }
 
