@@ -23,7 +23,9 @@ import {
   encodeText,
 } from '../../src/agents/install';
 import { readShim, shimPath, writeShim } from '../../src/agents/shim';
-import { installAgentHooks, uninstallAgentHooks } from '../../src/lifecycle/installation';
+import { doctorReport, installAgentHooks, uninstallAgentHooks } from '../../src/lifecycle/installation';
+import { TURNKEEPER_COMMAND_PATTERN } from '../../src/agents/install';
+import { makeWorld } from '../support/world';
 
 const roots: string[] = [];
 const tempDir = (): string => {
@@ -103,11 +105,12 @@ describe('hook command and config paths', () => {
 
   it('installs at the overridden user paths, and only there', () => {
     const root = tempDir();
-    const env = { HOME: join(root, 'home'), CODEX_HOME: join(root, 'codex'), CLAUDE_CONFIG_DIR: join(root, 'claude'), GEMINI_CLI_HOME: join(root, 'gem') };
+    const env = { HOME: join(root, 'home'), CODEX_HOME: join(root, 'codex'), CLAUDE_CONFIG_DIR: join(root, 'claude'), GEMINI_CLI_HOME: join(root, 'gem'), COPILOT_HOME: join(root, 'cop') };
     for (const agent of AGENTS) installHooks({ agent, scope: 'user', env }, commandFor(agent));
     expect(existsSync(join(root, 'codex', 'hooks.json'))).toBe(true);
     expect(existsSync(join(root, 'claude', 'settings.json'))).toBe(true);
     expect(existsSync(join(root, 'gem', '.gemini', 'settings.json'))).toBe(true);
+    expect(existsSync(join(root, 'cop', 'settings.json'))).toBe(true);
     // Nothing went to the defaults under HOME, which is where it would have gone without the overrides.
     expect(existsSync(join(root, 'home'))).toBe(false);
     installHooks({ agent: 'codex', scope: 'user', env: { HOME: env.HOME } }, commandFor('codex'));
@@ -130,6 +133,11 @@ describe('installHooks', () => {
       agent === 'gemini'
         ? { name: 'turnkeeper', type: 'command', command: commandFor(agent), timeout: 15000 }
         : { type: 'command', command: commandFor(agent), timeout: 15 };
+    // Copilot: flat entries (no matcher groups), each command naming its event, timeoutSec in seconds.
+    if (agent === 'copilot') {
+      for (const event of HOOK_EVENTS[agent]) expect(hooks[event]).toEqual([{ type: 'command', command: `${commandFor(agent)} --event ${event}`, timeoutSec: 15 }]);
+      return;
+    }
     for (const event of HOOK_EVENTS[agent]) expect(hooks[event]).toEqual([{ hooks: [entry] }]);
     if (agent === 'codex') expect(Object.keys(hooks.SessionStart?.[0]?.hooks[0] ?? {})).toEqual(['type', 'command', 'timeout']);
   });
@@ -137,7 +145,7 @@ describe('installHooks', () => {
   it('keeps comments, other settings and other hooks of an existing JSONC file', () => {
     const root = tempDir();
     const path = join(root, '.claude', 'settings.json');
-    mkdirSync(dirname(path));
+    mkdirSync(dirname(path), { recursive: true });
     const original = [
       '// my settings',
       '{',
@@ -176,7 +184,7 @@ describe('installHooks', () => {
   it('is idempotent: a second install changes nothing and writes no new backup', () => {
     const root = tempDir();
     const path = join(root, '.codex', 'hooks.json');
-    mkdirSync(dirname(path));
+    mkdirSync(dirname(path), { recursive: true });
     writeFileSync(path, '{\n  "hooks": {}\n}\n');
     const first = installHooks(projectTarget('codex', root), commandFor('codex'));
     expect(first.changed).toBe(true);
@@ -195,7 +203,7 @@ describe('installHooks', () => {
   it('adds only the events that lack our command', () => {
     const root = tempDir();
     const path = join(root, '.gemini', 'settings.json');
-    mkdirSync(dirname(path));
+    mkdirSync(dirname(path), { recursive: true });
     const ours = { type: 'command', command: commandFor('gemini') };
     writeFileSync(path, JSON.stringify({ hooks: { BeforeTool: [{ matcher: 'x', hooks: [{ type: 'command', command: 'other' }, ours] }] } }, null, 2));
     installHooks(projectTarget('gemini', root), commandFor('gemini'));
@@ -208,7 +216,7 @@ describe('installHooks', () => {
     const root = tempDir();
     const target = projectTarget('claude', root);
     const path = join(root, '.claude', 'settings.json');
-    mkdirSync(dirname(path));
+    mkdirSync(dirname(path), { recursive: true });
     const original = '{\n\t"env": { "SECRET": "x" }\n}';
     writeFileSync(path, original);
     chmodSync(path, 0o640);
@@ -239,7 +247,7 @@ describe('installHooks', () => {
     const root = tempDir();
     const target = projectTarget('claude', root);
     const path = hookConfigPath(target);
-    mkdirSync(dirname(path));
+    mkdirSync(dirname(path), { recursive: true });
     // `café` in UTF-8, then 0xFF (never UTF-8), a truncated sequence (C3) and a Latin-1 `é` (E9).
     const comment = bytes('// café ', [0xff], '\r\n');
     const value = bytes('"café ', [0xff, 0xc3], '"');
@@ -266,7 +274,7 @@ describe('installHooks', () => {
       const env: Env = withHome ? { HOME: join(root, 'nohome'), TURNKEEPER_HOME: home } : { HOME: home };
       const tkHome = withHome ? home : join(home, '.turnkeeper');
       const path = hookConfigPath(projectTarget('gemini', root));
-      mkdirSync(dirname(path));
+      mkdirSync(dirname(path), { recursive: true });
       writeFileSync(path, '{}');
       const result = installAgentHooks({ agent: 'gemini', scope: 'project', env, projectRoot: root }, runtime);
       expect(dirname(result.backup ?? '')).toBe(join(tkHome, 'backups'));
@@ -281,7 +289,7 @@ describe('installHooks', () => {
   it('writes through a symlinked config instead of replacing the link, keeping the target\'s mode', () => {
     const root = tempDir();
     const real = join(root, 'dotfiles', 'claude-settings.json');
-    mkdirSync(dirname(real));
+    mkdirSync(dirname(real), { recursive: true });
     const original = '{ "model": "opus" }\n';
     writeFileSync(real, original);
     chmodSync(real, 0o640);
@@ -303,7 +311,7 @@ describe('installHooks', () => {
   it('writes through a dangling symlink (a dotfile manager\'s link to a file not yet there)', () => {
     const root = tempDir();
     const real = join(root, 'dotfiles', 'claude-settings.json');
-    mkdirSync(dirname(real));
+    mkdirSync(dirname(real), { recursive: true });
     mkdirSync(join(root, '.claude'));
     const link = join(root, '.claude', 'settings.json');
     symlinkSync(real, link);
@@ -331,7 +339,7 @@ describe('installHooks', () => {
   it('keeps tabs and CRLF line endings', () => {
     const root = tempDir();
     const path = join(root, '.codex', 'hooks.json');
-    mkdirSync(dirname(path));
+    mkdirSync(dirname(path), { recursive: true });
     const original = '{\r\n\t"hooks": {\r\n\t\t"Stop": [\r\n\t\t\t{ "hooks": [ { "type": "command", "command": "say done" } ] }\r\n\t\t]\r\n\t}\r\n}\r\n';
     writeFileSync(path, original);
     installHooks(projectTarget('codex', root), commandFor('codex'));
@@ -355,7 +363,7 @@ describe('installHooks', () => {
   it.each(invalid)('refuses %s with HookConfigError and changes nothing', (_, content, message, wholeFile) => {
     const root = tempDir();
     const path = join(root, '.claude', 'settings.json');
-    mkdirSync(dirname(path));
+    mkdirSync(dirname(path), { recursive: true });
     writeFileSync(path, content);
     const attempt = (): unknown => installHooks(projectTarget('claude', root), commandFor('claude'));
     expect(attempt).toThrow(HookConfigError);
@@ -382,7 +390,7 @@ describe('uninstallHooks', () => {
   it('without a command removes every Turnkeeper-looking hook, and nothing of the user', () => {
     const root = tempDir();
     const path = join(root, '.claude', 'settings.json');
-    mkdirSync(dirname(path));
+    mkdirSync(dirname(path), { recursive: true });
     const stale = `'/old home/bin/turnkeeper' hook --agent claude`;
     writeFileSync(
       path,
@@ -420,7 +428,7 @@ describe('uninstallHooks', () => {
     expect(uninstallHooks(projectTarget('codex', root)).changed).toBe(false);
     expect(existsSync(join(root, '.codex'))).toBe(false);
     const path = join(root, '.codex', 'hooks.json');
-    mkdirSync(dirname(path));
+    mkdirSync(dirname(path), { recursive: true });
     writeFileSync(path, '{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"x"}]}]}}');
     expect(uninstallHooks(projectTarget('codex', root))).toEqual({ path, changed: false });
     expect(backupsOf(projectTarget('codex', root))).toEqual([]);
@@ -431,7 +439,7 @@ describe('uninstallHooks', () => {
       const root = tempDir();
       const target = projectTarget(agent, root);
       const path = hookConfigPath(target);
-      mkdirSync(dirname(path));
+      mkdirSync(dirname(path), { recursive: true });
       const original = bytes('\uFEFF// café ', [0xff], '\r\n{\r\n  /* ', [0xe9], ' */ "note": "café ', [0xff, 0xc3], '",\r\n  "hooks": {}\r\n}\r\n');
       writeFileSync(path, original);
       expect(installHooks(target, commandFor(agent)).changed).toBe(true);
@@ -487,7 +495,7 @@ describe('uninstallHooks', () => {
     for (const agent of AGENTS) {
       const root = tempDir();
       const path = hookConfigPath(projectTarget(agent, root));
-      mkdirSync(dirname(path));
+      mkdirSync(dirname(path), { recursive: true });
       writeFileSync(path, original);
       expect(installHooks(projectTarget(agent, root), commandFor(agent)).changed).toBe(true);
       const installed = read(path);
@@ -506,7 +514,7 @@ describe('hooksStatus', () => {
     const none = Object.fromEntries(HOOK_EVENTS.gemini.map((event) => [event, false]));
     expect(hooksStatus(target, commandFor('gemini'))).toEqual({ path: hookConfigPath(target), exists: false, installed: false, events: none, staleCommands: [] });
     const path = hookConfigPath(target);
-    mkdirSync(dirname(path));
+    mkdirSync(dirname(path), { recursive: true });
     writeFileSync(path, JSON.stringify({ hooks: { BeforeAgent: [{ hooks: [{ type: 'command', command: commandFor('gemini') }] }] } }));
     const partial = hooksStatus(target, commandFor('gemini'));
     expect(partial).toMatchObject({ exists: true, installed: false, staleCommands: [] });
@@ -616,7 +624,7 @@ describe('install then uninstall round-trips any user file', () => {
         try {
           const target = projectTarget(agent, root);
           const path = hookConfigPath(target);
-          mkdirSync(dirname(path));
+          mkdirSync(dirname(path), { recursive: true });
           writeFileSync(path, original);
           const command = commandFor(agent);
           expect(installHooks(target, command).changed).toBe(true);
@@ -673,7 +681,7 @@ describe('install then uninstall round-trips any user file', () => {
     for (const original of ['', '  \n', '\uFEFF\r\n']) {
       const root = tempDir();
       const path = hookConfigPath(projectTarget('claude', root));
-      mkdirSync(dirname(path));
+      mkdirSync(dirname(path), { recursive: true });
       writeFileSync(path, original);
       installHooks(projectTarget('claude', root), commandFor('claude'));
       expect(hooksStatus(projectTarget('claude', root), commandFor('claude')).installed).toBe(true);
@@ -715,7 +723,7 @@ describe('install then uninstall round-trips any user file', () => {
           try {
             const target = projectTarget(agent, root);
             const path = hookConfigPath(target);
-            mkdirSync(dirname(path));
+            mkdirSync(dirname(path), { recursive: true });
             const original = bytes('{\n  /* ', inComment, ' */\n  "x": "', inString, '"\n}\n');
             writeFileSync(path, original);
             try {
@@ -807,5 +815,143 @@ describe('shim', () => {
     writeShim(home, { runtime: NODE, script: script(dir), electronRunAsNode: true });
     const electron = spawnSync('sh', ['-c', command], { encoding: 'utf8' });
     expect(JSON.parse(electron.stdout)).toEqual({ argv: ['hook', '--agent', 'codex'], electron: '1' });
+  });
+});
+
+// Copilot CLI (1.0.102): camelCase events whose payloads name no event, so each installed command
+// names its own (`--event`); flat entries with `timeoutSec`; `.github/hooks/turnkeeper.json` (a file of
+// its own) in a repository, the `hooks` key of `$COPILOT_HOME/settings.json` for the user.
+describe('Copilot CLI hooks', () => {
+  const COPILOT_EVENTS = ['sessionStart', 'userPromptSubmitted', 'preToolUse', 'postToolUse', 'agentStop'];
+  const eventCmd = (event: string): string => `${commandFor('copilot')} --event ${event}`;
+
+  it('lives in $COPILOT_HOME/settings.json (default ~/.copilot) and .github/hooks/turnkeeper.json, one command per camelCase event', () => {
+    expect(HOOK_EVENTS.copilot).toEqual(COPILOT_EVENTS);
+    expect(hookConfigPath({ agent: 'copilot', scope: 'user', env: { HOME: '/h' } })).toBe('/h/.copilot/settings.json');
+    expect(hookConfigPath({ agent: 'copilot', scope: 'user', env: { HOME: '/h', COPILOT_HOME: '/c' } })).toBe('/c/settings.json');
+    expect(hookConfigPath({ agent: 'copilot', scope: 'user', env: { HOME: '/h', COPILOT_HOME: '' } })).toBe('/h/.copilot/settings.json');
+    expect(hookConfigPath(projectTarget('copilot', '/repo'))).toBe('/repo/.github/hooks/turnkeeper.json');
+    // Every per-event command is recognised as Turnkeeper's, and sh splits it back into its words.
+    for (const event of COPILOT_EVENTS) expect(TURNKEEPER_COMMAND_PATTERN.test(eventCmd(event))).toBe(true);
+    expect(TURNKEEPER_COMMAND_PATTERN.test(`${commandFor('copilot')} --event rm -rf`)).toBe(false);
+    const words = spawnSync('sh', ['-c', `set -- ${eventCmd('preToolUse')}; printf '%s\\n' "$@"`], { encoding: 'utf8' });
+    expect(words.stdout).toBe(`${SHIM}\nhook\n--agent\ncopilot\n--event\npreToolUse\n`);
+  });
+
+  it("merges into the user's settings.json, keeps their own hooks and comments, and gives the bytes back", () => {
+    const root = tempDir();
+    const env = { HOME: join(root, 'home'), COPILOT_HOME: join(root, 'cop') };
+    const target: HookTarget = { agent: 'copilot', scope: 'user', env };
+    const path = hookConfigPath(target);
+    mkdirSync(dirname(path), { recursive: true });
+    const original = [
+      '{',
+      '  // my model',
+      '  "model": "claude-sonnet-4.5",',
+      '  "trustedFolders": ["/work"],',
+      '  "hooks": {',
+      '    "sessionStart": [{ "type": "command", "bash": "echo hi", "timeoutSec": 5 }],',
+      '    "errorOccurred": [{ "type": "command", "command": "notify-send oops" }]',
+      '  }',
+      '}',
+      '',
+    ].join('\n');
+    writeFileSync(path, original);
+    expect(installHooks(target, commandFor('copilot')).changed).toBe(true);
+    const value = jsoncParse(read(path)) as { model: string; hooks: Record<string, Record<string, unknown>[]> };
+    expect(value.model).toBe('claude-sonnet-4.5');
+    expect(value.hooks.sessionStart).toEqual([
+      { type: 'command', bash: 'echo hi', timeoutSec: 5 },
+      { type: 'command', command: eventCmd('sessionStart'), timeoutSec: 15 },
+    ]);
+    expect(value.hooks.errorOccurred).toHaveLength(1);
+    for (const event of COPILOT_EVENTS) expect(value.hooks[event]?.some((entry) => entry.command === eventCmd(event))).toBe(true);
+    expect(read(path)).toContain('// my model');
+    const status = hooksStatus(target, commandFor('copilot'));
+    expect(status).toMatchObject({ exists: true, installed: true, staleCommands: [] });
+    expect(installHooks(target, commandFor('copilot')).changed).toBe(false);
+    expect(uninstallHooks(target, commandFor('copilot')).changed).toBe(true);
+    expect(read(path)).toBe(original);
+  });
+
+  it('status: a partial install, and a command filed under the wrong event, which is stale', () => {
+    const root = tempDir();
+    const target = projectTarget('copilot', root);
+    const path = hookConfigPath(target);
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(
+      path,
+      JSON.stringify({ version: 1, hooks: { userPromptSubmitted: [{ type: 'command', command: eventCmd('userPromptSubmitted') }], agentStop: [{ type: 'command', command: eventCmd('preToolUse') }] } }, null, 2),
+    );
+    const status = hooksStatus(target, commandFor('copilot'));
+    expect(status.installed).toBe(false);
+    expect(status.events).toEqual({ sessionStart: false, userPromptSubmitted: true, preToolUse: false, postToolUse: false, agentStop: false });
+    expect(status.staleCommands).toEqual([eventCmd('preToolUse')]);
+    // Uninstall without a command removes every Turnkeeper-looking entry, the misfiled one included.
+    uninstallHooks(target);
+    expect(strictParse(read(path))).toEqual({ version: 1 });
+  });
+
+  it('`hooks install|status|uninstall --agent copilot` round-trip through the real CLI, project and user scope', () => {
+    const world = makeWorld('tk-copilot-hooks');
+    try {
+      const copilotHome = join(world.root, 'cop');
+      const env = { COPILOT_HOME: copilotHome };
+      // Project scope: a file of its own, created and then deleted whole.
+      const project = join(world.repo, '.github', 'hooks', 'turnkeeper.json');
+      const install = world.cli(['hooks', 'install', '--agent', 'copilot', '--scope', 'project', '--json'], { env });
+      expect(install.code, install.stderr).toBe(0);
+      const installed = JSON.parse(install.stdout) as { path: string; command: string; trustHint: unknown; changed: boolean };
+      expect(installed).toMatchObject({ path: project, changed: true });
+      // Project scope names no path of this machine (spec §8): `turnkeeper` from PATH.
+      expect(installed.command).toBe('turnkeeper hook --agent copilot --event sessionStart');
+      const written = strictParse(read(project)) as { hooks: Record<string, unknown[]> };
+      expect(Object.keys(written.hooks)).toEqual(COPILOT_EVENTS);
+      expect(written.hooks.preToolUse).toEqual([{ type: 'command', command: 'turnkeeper hook --agent copilot --event preToolUse', timeoutSec: 15 }]);
+      const status = world.cli(['hooks', 'status', '--agent', 'copilot', '--scope', 'project', '--json'], { env });
+      expect(JSON.parse(status.stdout)).toEqual([expect.objectContaining({ agent: 'copilot', installed: true, path: project })]);
+      const all = world.cli(['hooks', 'status', '--json'], { env });
+      expect((JSON.parse(all.stdout) as { agent: string }[]).map((item) => item.agent)).toEqual(['codex', 'claude', 'gemini', 'copilot']);
+      const uninstall = world.cli(['hooks', 'uninstall', '--agent', 'copilot', '--scope', 'project', '--json'], { env });
+      expect(JSON.parse(uninstall.stdout)).toMatchObject({ changed: true, deleted: true });
+      expect(existsSync(project)).toBe(false);
+
+      // User scope: the hooks key of $COPILOT_HOME/settings.json, next to the user's settings.
+      mkdirSync(copilotHome, { recursive: true });
+      const settings = join(copilotHome, 'settings.json');
+      const before = '{\n  "model": "gpt-5"\n}\n';
+      writeFileSync(settings, before);
+      expect(world.cli(['hooks', 'install', '--agent', 'copilot'], { env }).code).toBe(0);
+      expect((strictParse(read(settings)) as { model: string }).model).toBe('gpt-5');
+      const userStatus = world.cli(['hooks', 'status', '--agent', 'copilot'], { env });
+      expect(userStatus.stdout).toBe(`copilot installed  ${settings}\n`);
+      expect(world.cli(['hooks', 'uninstall', '--agent', 'copilot'], { env }).code).toBe(0);
+      expect(read(settings)).toBe(before);
+    } finally {
+      world.cleanup();
+    }
+  });
+
+  it("doctor: project hooks in a folder Copilot does not trust are a problem; trustedFolders (or COPILOT_ALLOW_ALL=true) clears it", async () => {
+    const root = tempDir();
+    const copilotHome = join(root, 'cop');
+    const repo = join(root, 'work', 'repo');
+    mkdirSync(repo, { recursive: true });
+    const env = { HOME: join(root, 'home'), TURNKEEPER_HOME: join(root, 'tk'), COPILOT_HOME: copilotHome };
+    installAgentHooks({ agent: 'copilot', scope: 'project', env, projectRoot: repo }, { runtime: process.execPath, script: '/opt/turnkeeper/dist/cli.js', electronRunAsNode: false });
+    const problems = async (extra: Record<string, string> = {}) => (await doctorReport({ ...env, ...extra }, repo, async () => undefined)).problems.filter((p) => p.startsWith('Copilot CLI'));
+    expect(await problems()).toEqual([expect.stringContaining(`Copilot CLI skips ${join(repo, '.github', 'hooks')} until the folder is trusted`)]);
+    // Copilot's own config.json (comments and all) with a parent folder trusted: trust covers the folders under it.
+    mkdirSync(copilotHome, { recursive: true });
+    writeFileSync(join(copilotHome, 'config.json'), `// User settings belong in settings.json.\n// This file is managed automatically.\n{\n  "trustedFolders": [\n    "${join(root, 'work')}"\n  ]\n}\n`);
+    expect(await problems()).toEqual([]);
+    // A sibling that only shares a prefix is not under it.
+    writeFileSync(join(copilotHome, 'config.json'), JSON.stringify({ trustedFolders: [join(root, 'work', 're')] }));
+    expect(await problems()).toHaveLength(1);
+    expect(await problems({ COPILOT_ALLOW_ALL: 'true' })).toEqual([]);
+    // User-scope hooks run in any folder: no trust problem for them.
+    uninstallAgentHooks({ agent: 'copilot', scope: 'project', env, projectRoot: repo });
+    installAgentHooks({ agent: 'copilot', scope: 'user', env, projectRoot: repo }, { runtime: process.execPath, script: '/opt/turnkeeper/dist/cli.js', electronRunAsNode: false });
+    expect(await problems()).toEqual([]);
   });
 });

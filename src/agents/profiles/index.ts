@@ -7,6 +7,7 @@
 import { AGENTS, type Agent } from '../../core/ids';
 import { claude } from './claude';
 import { codex } from './codex';
+import { copilot } from './copilot';
 import { gemini } from './gemini';
 
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -128,10 +129,10 @@ export interface AgentProfile {
   };
 }
 
-export const PROFILES: Readonly<Record<Agent, AgentProfile>> = { codex, claude, gemini };
+export const PROFILES: Readonly<Record<Agent, AgentProfile>> = { codex, claude, gemini, copilot };
 
-/** Detection order when `--agent` is absent (spec §2): Codex, Gemini, else Claude. */
-export const DETECT_ORDER: readonly Agent[] = ['codex', 'gemini'];
+/** Detection order when `--agent` is absent (spec §2): Codex, Gemini, Copilot, else Claude. */
+export const DETECT_ORDER: readonly Agent[] = ['codex', 'gemini', 'copilot'];
 export const FALLBACK_AGENT: Agent = 'claude';
 
 export const profileOf = (agent: Agent): AgentProfile => PROFILES[agent];

@@ -1,0 +1,123 @@
+// The agent profiles (src/agents/profiles/): one file per agent holds what Turnkeeper knows about it,
+// and the tables other layers used to keep (events, timeouts, trust hints, resume and start
+// arguments, binaries, runtimes) are read from them. These tests pin each profile's facts and hold
+// the profiles to the rest of the project: the launcher's injection table covers every runtime, each
+// agent is a pinned devDependency whose bin is where its install shape says, and each has an editor
+// setting that an untrusted workspace cannot change.
+import { describe, expect, it } from 'vitest';
+import { readFileSync, realpathSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { AGENTS } from '../../src/core/ids';
+import { binarySetting, binaryVariable, DETECT_ORDER, FALLBACK_AGENT, PROFILES } from '../../src/agents/profiles/index';
+import { HOOK_EVENTS, hookTimeout } from '../../src/agents/install';
+import { TRUST_HINT } from '../../src/lifecycle/installation';
+import { INJECTION_VARIABLES } from '../../src/launcher/environment';
+import { resolveAgentBinary, resumeArguments, startArguments } from '../../src/launcher/resume';
+
+const ROOT = resolve(__dirname, '../..');
+const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  devDependencies: Record<string, string>;
+  capabilities: { untrustedWorkspaces: { restrictedConfigurations: string[] } };
+  contributes: { configuration: { properties: Record<string, { scope?: string; markdownDescription?: string }> } | { properties: Record<string, { scope?: string }> }[] };
+};
+const settings = (): Record<string, { scope?: string; markdownDescription?: string }> => {
+  const configuration = manifest.contributes.configuration;
+  return Array.isArray(configuration) ? Object.assign({}, ...configuration.map((c) => c.properties)) : configuration.properties;
+};
+
+describe('agent profiles', () => {
+  it('one profile per agent, keyed by its own name, with five installed events of the five kinds', () => {
+    expect(Object.keys(PROFILES)).toEqual([...AGENTS]);
+    for (const agent of AGENTS) {
+      const profile = PROFILES[agent];
+      expect(profile.agent).toBe(agent);
+      expect(Object.values(profile.events.installed).sort(), agent).toEqual(['post_tool', 'pre_tool', 'prompt', 'session_start', 'stop']);
+      for (const [name, kind] of Object.entries(profile.events.installed)) expect(profile.events.accepted[name], `${agent} ${name}`).toBe(kind);
+      expect(HOOK_EVENTS[agent]).toEqual(Object.keys(profile.events.installed));
+      expect(TRUST_HINT[agent]).toBe(profile.trust.hint);
+    }
+  });
+
+  it('the facts each agent was observed with: events, Turn source, timeouts and their unit', () => {
+    expect(HOOK_EVENTS).toEqual({
+      codex: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop'],
+      claude: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop'],
+      gemini: ['SessionStart', 'BeforeAgent', 'BeforeTool', 'AfterTool', 'AfterAgent'],
+      copilot: ['sessionStart', 'userPromptSubmitted', 'preToolUse', 'postToolUse', 'agentStop'],
+    });
+    expect(AGENTS.map((agent) => PROFILES[agent].payload.turnField)).toEqual(['turn_id', 'prompt_id', undefined, undefined]);
+    expect(AGENTS.map((agent) => PROFILES[agent].events.source)).toEqual(['payload', 'payload', 'payload', 'command']);
+    expect(AGENTS.map((agent) => [hookTimeout(agent), PROFILES[agent].install.timeout.unit])).toEqual([
+      [15, 'seconds'],
+      [15, 'seconds'],
+      [15_000, 'milliseconds'],
+      [15, 'seconds'],
+    ]);
+    // Detection: every agent but the fallback has a detector, tried in the spec's order (§2).
+    expect(DETECT_ORDER).toEqual(['codex', 'gemini', 'copilot']);
+    expect(FALLBACK_AGENT).toBe('claude');
+    for (const agent of AGENTS) expect(PROFILES[agent].payload.detect === undefined, agent).toBe(agent === FALLBACK_AGENT);
+  });
+
+  it('resume and start command lines, per agent and mode', () => {
+    const extra = ['--x'];
+    expect(AGENTS.map((agent) => resumeArguments(agent, 'S', 'headless', 'go', extra))).toEqual([
+      ['exec', '--x', 'resume', 'S', 'go'],
+      ['-p', '--x', '--resume', 'S', 'go'],
+      ['--x', '--resume', 'S', '-p', 'go'],
+      ['--resume=S', '--no-auto-update', '--x', '-p', 'go'],
+    ]);
+    expect(AGENTS.map((agent) => resumeArguments(agent, 'S', 'interactive', 'go', extra))).toEqual([
+      ['resume', '--x', 'S'],
+      ['--x', '--resume', 'S'],
+      ['--x', '--resume', 'S'],
+      ['--resume=S', '--no-auto-update', '--x'],
+    ]);
+    expect(AGENTS.map((agent) => startArguments(agent, 'headless', 'go', extra))).toEqual([
+      ['exec', '--x', 'go'],
+      ['-p', '--x', 'go'],
+      ['--x', '-p', 'go'],
+      ['--no-auto-update', '--x', '-p', 'go'],
+    ]);
+    expect(AGENTS.map((agent) => startArguments(agent, 'interactive', 'go', extra))).toEqual([
+      ['--x', 'go'],
+      ['--x', 'go'],
+      ['--x', '-i', 'go'],
+      ['--no-auto-update', '--x', '-i', 'go'],
+    ]);
+    expect(AGENTS.map((agent) => startArguments(agent, 'interactive', undefined))).toEqual([[], [], [], ['--no-auto-update']]);
+    expect(() => startArguments('copilot', 'headless', undefined)).toThrow(/needs a prompt/);
+  });
+
+  it('every runtime an agent is built on is in the launcher injection table', () => {
+    const runtimes = new Set(INJECTION_VARIABLES.map((group) => group.runtime));
+    expect(AGENTS.map((agent) => PROFILES[agent].launch.runtime)).toEqual(['native', 'bun', 'node', 'node']);
+    for (const agent of AGENTS) {
+      const runtime = PROFILES[agent].launch.runtime;
+      // A native executable has only the dynamic loader in front of it; the loader's group applies to every agent.
+      expect(runtimes.has(runtime === 'native' ? 'dynamic loader' : runtime), agent).toBe(true);
+    }
+  });
+
+  it('each agent is a pinned devDependency whose bin is where its install shape says', () => {
+    for (const agent of AGENTS) {
+      const { shape, executable } = PROFILES[agent].launch;
+      expect(manifest.devDependencies[shape.npmPackage], shape.npmPackage).toMatch(/^\d+\.\d+\.\d+$/);
+      expect(realpathSync(join(ROOT, 'node_modules', '.bin', executable))).toBe(realpathSync(join(ROOT, 'node_modules', shape.npmPackage, shape.bin)));
+    }
+  });
+
+  it('each agent has a machine-scoped path setting that untrusted workspaces cannot set, and a TURNKEEPER_<AGENT>_BIN', () => {
+    const properties = settings();
+    for (const agent of AGENTS) {
+      const setting = binarySetting(agent);
+      expect(properties[setting]?.scope, setting).toBe('machine');
+      expect(manifest.capabilities.untrustedWorkspaces.restrictedConfigurations).toContain(setting);
+    }
+    expect(AGENTS.map(binaryVariable)).toEqual(['TURNKEEPER_CODEX_BIN', 'TURNKEEPER_CLAUDE_BIN', 'TURNKEEPER_GEMINI_BIN', 'TURNKEEPER_COPILOT_BIN']);
+    // PATH lookup uses the profile's executable name; the variable wins over PATH.
+    const bin = join(ROOT, 'node_modules', '.bin');
+    expect(resolveAgentBinary('copilot', { env: { PATH: bin } })).toBe(join(bin, 'copilot'));
+    expect(resolveAgentBinary('copilot', { env: { PATH: bin, TURNKEEPER_COPILOT_BIN: '/opt/copilot' } })).toBe('/opt/copilot');
+  });
+});
