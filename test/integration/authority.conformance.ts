@@ -143,7 +143,7 @@ export function authorityConformance(name: string, factory: AuthorityFactory): v
           T0 + 1,
         );
         expect(await a.launchReceipts(input.capture.captureId)).toStrictEqual([
-          { seq: committed.seq, kind: 'launch_committed', capture: input.capture.captureId, launch: 'launch_00000000000000aa', at: T0 + 1 },
+          { seq: committed.seq, kind: 'launch_committed', capture: input.capture.captureId, todo: 'fix-login', agent: null, launch: 'launch_00000000000000aa', at: T0 + 1 },
         ]);
         expect(await a.launches()).toMatchObject([{ launch: 'launch_00000000000000aa', hooked: false }]);
         const launch = await a.appendReceipt(
