@@ -191,9 +191,13 @@ describe('Codex in two worktrees of one repository (real binary)', () => {
     const turn = requests.find((r) => contextAfterPrompt(r, RESUME_PROMPT) !== undefined);
     expect(turn, requests.map((r) => r.raw.slice(-1500)).join('\n---\n')).toBeDefined();
     expect(turn!.body?.client_metadata?.session_id ?? sessionA).toBe(sessionA);
-    // The relaunched agent's hooks present the stored bytes again, with no new claim: that needs its
-    // session to be A's and a committed launch receipt naming the capture (contract §2 rule 3).
-    expect(contextAfterPrompt(turn!, RESUME_PROMPT)).toBe(presentation);
+    // The relaunched agent's hooks present the capture again, with no new claim: that needs its session
+    // to be A's and a committed launch receipt naming the capture (spec §2 rule 3). A's transcript
+    // already carries the full bytes, so this event gets the one-line reminder that names the capture
+    // (docs/hook-protocol.md, "How often the full capture is presented"), never [not_live_bound].
+    const resumedContext = contextAfterPrompt(turn!, RESUME_PROMPT) ?? '';
+    expect(resumedContext.split('\n')[0]).toBe(presentation.split('\n')[0]);
+    expect(resumedContext).toContain(`turnkeeper show ${lease.capture}`);
     // Where it runs: Codex tells the model its cwd, and the shell tool's `pwd` says the same.
     expect(codexCwds(turn!).at(-1)).toBe(world.repo);
     const followUp = requests.find((r) => lastInputType(r) === 'function_call_output');
@@ -344,7 +348,9 @@ describe('Claude Code in two worktrees of one repository (real binary)', () => {
     expect(req, describeRun('turnkeeper resume', resumed)).toBeDefined();
     // The hooks of the relaunched agent present the stored bytes: that needs its session to be A's
     // (contract §2 rule 3), so Claude resumed A itself, not a fork of it.
-    expect(claudeAfterPrompt(req!, RESUME_PROMPT)).toContain(`UserPromptSubmit hook additional context: ${presentation}`);
+    // A's transcript already carries the full bytes: the reminder that names the capture (first line equal).
+    expect(claudeAfterPrompt(req!, RESUME_PROMPT)).toContain(`UserPromptSubmit hook additional context: ${presentation.split('\n')[0]}`);
+    expect(claudeAfterPrompt(req!, RESUME_PROMPT)).toContain(`turnkeeper show ${lease.capture}`);
     // Where it runs: Claude tells the model its working directory, and Bash's `pwd` says the same.
     expect(claudeWorkingDirectory(req!)).toBe(world.repo);
     const followUp = mock.requests.slice(from).find((r) => lastToolResult(r) !== undefined);
