@@ -18,9 +18,11 @@ export const TRANSCRIPT_TAIL_BYTES = 16 * 1024 * 1024;
  * Lines an agent writes to its transcript when it compacts the conversation: history before them is
  * replaced by a summary, so a capture before them no longer reaches the model. Codex rollouts:
  * `{"type":"compacted",…}` (and the `context_compacted` event); Claude Code: a system line with
- * `"subtype":"compact_boundary"` (or `microcompact_boundary`).
+ * `"subtype":"compact_boundary"` (or `microcompact_boundary`); Copilot CLI (events.jsonl, whose
+ * `user.message` carries hook context): `{"type":"session.compaction_complete",…}` (per its event
+ * schema; a failed compaction also counts, which only presents the bytes once more).
  */
-const COMPACTION_MARKERS = ['"type":"compacted"', '"context_compacted"', 'compact_boundary"'].map((marker) => Buffer.from(marker));
+const COMPACTION_MARKERS = ['"type":"compacted"', '"context_compacted"', 'compact_boundary"', '"type":"session.compaction_complete"'].map((marker) => Buffer.from(marker));
 
 /**
  * The line of a (fenced, v2) presentation that only the full capture contains: the reminder and

@@ -4,7 +4,8 @@
 // shapes are the ones Copilot CLI 1.0.102 sent (test/e2e/copilot.test.ts drives the real binary).
 // Every negative has its control.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { join } from 'node:path';
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { InvalidHookInput, detectAgent, isWriteTool, parseHookInput } from '../../src/agents/payload';
 import { blockOutput, contextOutput, denyToolOutput } from '../../src/agents/output';
 import { callerOwner } from '../../src/lifecycle/settings';
@@ -164,6 +165,23 @@ describe('`turnkeeper hook --agent copilot --event <name>`: the decision table',
     }
     // sessionStart on resume presents the same stored bytes (rule 4).
     expect(contextText(hook('sessionStart', camel(world.repo, { source: 'resume', initialPrompt: 'continue' })).stdout)).toBe(text);
+  });
+
+  it("a holder whose events.jsonl already carries the capture gets the line naming it; after Copilot's compaction, the full bytes again", () => {
+    const text = contextText(hook('userPromptSubmitted', prompt(world.repo, '#todo:fix-login'), { TURNKEEPER_TURN: 'turn-c-1' }).stdout) ?? '';
+    const capture = /capture (cap_[0-9a-f]{24})/.exec(text)?.[1] ?? '';
+    const transcript = join(world.root, 'cop', 'session-state', SESSION, 'events.jsonl');
+    mkdirSync(dirname(transcript), { recursive: true });
+    // Control: no transcript yet, so the full bytes.
+    expect(contextText(hook('sessionStart', camel(world.repo, { source: 'resume' })).stdout)).toBe(text);
+    // What Copilot writes: the prompt's message with the hook context in it.
+    writeFileSync(transcript, `${JSON.stringify({ type: 'user.message', data: { content: '#todo:fix-login', transformedContent: `#todo:fix-login\n\n<system_reminder>\n${text}\n</system_reminder>` } })}\n`);
+    const reminder = contextText(hook('sessionStart', camel(world.repo, { source: 'resume' })).stdout) ?? '';
+    expect(reminder).toMatch(new RegExp(`^Turnkeeper: Todo fix-login · capture ${capture} · epoch 1\n`));
+    expect(reminder).toContain(`turnkeeper show ${capture}`);
+    expect(reminder).not.toContain('Body of fix-login');
+    appendFileSync(transcript, `${JSON.stringify({ type: 'session.compaction_complete', data: { success: true } })}\n`);
+    expect(contextText(hook('sessionStart', camel(world.repo, { source: 'resume' })).stdout)).toBe(text);
   });
 
   it('a second session gets [lease_held]; with onConflict=block it is {"decision":"block","reason"}', () => {
