@@ -107,6 +107,13 @@ const UNSAFE_IN_PATH = /[\s\u0000-\u001f\u007f\\/@:?#]/;
  * which Windows reads as a drive): the caller then falls back to the next rule.
  */
 export function normalizeRemoteUrl(url: string): string | undefined {
+  const key = normalizedKey(url);
+  // A host named `local` with a port (`https://local:1/x`) would give `local:1/x`: a key in rule (c)'s
+  // namespace. Keys of different rules must never be able to meet, so such a URL is exotic.
+  return key !== undefined && key.startsWith('local:') ? undefined : key;
+}
+
+function normalizedKey(url: string): string | undefined {
   if (url.length === 0 || url.length > MAX_URL_LENGTH || /[\s\\\u0000-\u001f\u007f]/.test(url)) return undefined;
   const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(url);
   if (scheme) return fromUrlForm(scheme[1]!.toLowerCase(), url.slice(scheme[0].length));

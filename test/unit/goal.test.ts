@@ -193,6 +193,9 @@ describe('normalizeRemoteUrl', () => {
       }),
       { numRuns: 1000 },
     );
+    // Found by this property in a CI run: host `local` with a port gave `local:1/0`. Pinned.
+    expect(normalizeRemoteUrl('https://local:1/0')).toBeUndefined();
+    expect(normalizeRemoteUrl('ssh://git@local:2222/a/b')).toBeUndefined();
     // git reads `local:/srv/app` as scp-like host `local`; its key has no `local:` prefix.
     expect(normalizeRemoteUrl('local:/srv/app')).toBe('local/srv/app');
   });
