@@ -190,59 +190,91 @@ export class PostgresStore implements StorePort {
    * (server restart, network), poll the head every `pollMs` and reconnect; a change seen either way
    * calls `onChange`. Session state on a dedicated connection is what LISTEN needs; the transactional
    * connection stays stateless.
+   *
+   * The head known at the start is the baseline: a poll that finds it unchanged calls back nothing.
+   * The poll reads through `read()`, so a transactional connection lost with the server is replaced
+   * (a poll that only re-used it would fail at every tick until something else reconnected). When the
+   * feed comes back after being lost, the head is read at once: a change made while nobody listened
+   * is reported then, not a poll later. One connect at a time; a connection that errors is dropped
+   * only if it is still the feed's.
    */
   async follow(onChange: (headSeq: number | undefined) => void, pollMs = 5000): Promise<() => void> {
     let stopped = false;
     let listener: Client | undefined;
+    let connecting = false;
+    let lost = false;
     let lastHead: number | undefined;
-    const poll = setInterval(() => {
-      if (stopped) return;
-      void this.q<{ seq: number }>('SELECT seq FROM turnkeeper.receipt_head WHERE id = 1').then(
-        (result) => {
-          const seq = result.rows[0]?.seq;
-          if (seq !== lastHead) {
-            lastHead = seq;
-            onChange(seq);
-          }
-        },
-        () => (this.broken = true),
-      );
-      if (!listener) void connect();
-    }, pollMs);
-    poll.unref?.();
+    const report = (seq: number | undefined): void => {
+      if (stopped || seq === lastHead) return;
+      lastHead = seq;
+      onChange(seq);
+    };
+    const readHead = (): Promise<number | undefined> => this.read(async () => (await this.one<{ seq: number }>('SELECT seq FROM turnkeeper.receipt_head WHERE id = 1'))?.seq);
+    const check = (): Promise<void> => readHead().then(report, () => undefined);
     const connect = async (): Promise<void> => {
+      if (connecting || listener || stopped) return;
+      connecting = true;
+      let client: Client | undefined;
       try {
-        const client = await this.listenerConnection();
-        if (stopped) return void client.end().catch(() => undefined);
-        client.on('notification', (message) => {
+        client = await this.listenerConnection();
+        const own = client;
+        own.on('notification', (message) => {
           const seq = Number(message.payload);
-          lastHead = Number.isSafeInteger(seq) ? seq : lastHead;
-          onChange(Number.isSafeInteger(seq) ? seq : undefined);
+          if (!Number.isSafeInteger(seq)) return void (!stopped && onChange(undefined));
+          // Receipts are numbered in commit order; an older seq than the known head is no news.
+          if (lastHead === undefined || seq > lastHead) report(seq);
         });
-        client.on('error', () => {
-          listener = undefined;
-          void client.end().catch(() => undefined);
+        own.on('error', () => {
+          if (listener === own) {
+            listener = undefined;
+            lost = true;
+          }
+          void own.end().catch(() => undefined);
         });
-        await client.query('LISTEN turnkeeper');
-        listener = client;
+        await own.query('LISTEN turnkeeper');
+        if (stopped) return void own.end().catch(() => undefined);
+        listener = own;
+        if (lost) {
+          lost = false;
+          await check();
+        }
       } catch {
-        listener = undefined; // polling goes on; the next tick tries again
+        void client?.end().catch(() => undefined);
+        lost = true; // polling goes on; the next tick tries again
+      } finally {
+        connecting = false;
       }
     };
+    const poll = setInterval(() => {
+      if (stopped) return;
+      void check();
+      void connect();
+    }, pollMs);
+    poll.unref?.();
     await connect();
+    // The baseline, read after LISTEN: a change in between is reported by its NOTIFY, never lost.
+    const baseline = await readHead().catch(() => undefined);
+    lastHead ??= baseline;
     return () => {
       stopped = true;
       clearInterval(poll);
       void listener?.end().catch(() => undefined);
+      listener = undefined;
     };
   }
 
+  /** The reconnect in flight: reads that find the connection broken at once (the feed's poll and a refresh) share it. */
+  private reconnecting: Promise<void> | undefined;
+
   private async usable(): Promise<void> {
     if (!this.broken) return;
-    const old = this.client;
-    this.client = await this.reconnect();
-    this.broken = false;
-    void old.end().catch(() => undefined);
+    this.reconnecting ??= (async () => {
+      const old = this.client;
+      this.client = await this.reconnect();
+      this.broken = false;
+      void old.end().catch(() => undefined);
+    })().finally(() => (this.reconnecting = undefined));
+    await this.reconnecting;
   }
 
   /** For the clock-skew measurement: one server read, which the caller brackets with its own clock. */
