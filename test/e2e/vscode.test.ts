@@ -2,12 +2,13 @@
 // Debian's chromium: install the .vsix, seed a store with the real CLI, and check what a user sees.
 // Harness: test/vscode/ (docs/packaging.md, "End to end").
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Browser, Page } from 'playwright-core';
-import { makeWorld, payload, type World } from '../support/world';
+import { CLI, contextOf, makeWorld, payload, type World } from '../support/world';
+import { usePostgres } from '../support/postgres';
 import { addWorktree } from '../support/agentHarness';
 import { CHROMIUM, launchBrowser, newPage } from '../vscode/browser';
 import { ensureCodeServer, grepLogs, startCodeServer, type CodeServer } from '../vscode/codeServer';
@@ -338,5 +339,184 @@ describe('a linked worktree of the seeded repository', () => {
     await workbench.waitForRow('Receipts', /#\d+ claim_refused fix-login · codex:sess-w/, 15_000);
     const leases = await workbench.waitForRow('Leases', /fix-login in repo · codex:sess-a · epoch 1/);
     expect(leases.filter((row) => row.startsWith('fix-login'))).toHaveLength(1);
+  });
+});
+
+// A team store (docs/team.md, spec §4 "Change feed" and §9): the window's store is a real PostgreSQL
+// server, chosen by the machine-scoped setting `turnkeeper.store` (code-server applies machine
+// settings from its Machine settings file only). Two "machines" share it: the editor's (its own
+// TURNKEEPER_HOME and clone) and another one, whose hook claims a Todo in its own process. The
+// extension follows the server's LISTEN/NOTIFY feed, so the Leases view shows the new holder without
+// a refresh, sooner than its 5 s poll could. To tell the feed from the poll, each claim is made just
+// after a poll tick, read from the server: the extension's last head read in pg_stat_activity.
+describe('a team store', () => {
+  const pg = usePostgres({ beforeAll, afterAll });
+  const DATABASE = 'team';
+  const ORIGIN = 'https://example.invalid/acme/app.git';
+  /** PostgresStore.follow's poll interval. */
+  const POLL_MS = 5000;
+  /** The bound on the view's update through the feed (less than the poll interval). */
+  const FEED_MS = 3000;
+  const HEAD_READ = 'SELECT seq FROM turnkeeper.receipt_head WHERE id = 1';
+
+  interface Machine {
+    readonly clone: string;
+    readonly env: Record<string, string>;
+  }
+  let store: string;
+  let editorMachine: Machine;
+  let otherMachine: Machine;
+  let server: CodeServer;
+  let page: Page;
+  let workbench: Workbench;
+
+  const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'user.email=t@example.invalid', '-c', 'user.name=t', ...args], { cwd, stdio: 'ignore' });
+
+  function makeMachine(name: string, cloneName: string, upstream: string): Machine {
+    const base = join(world.root, name);
+    const clone = join(base, 'src', cloneName);
+    execFileSync('git', ['clone', '-q', upstream, clone], { stdio: 'ignore' });
+    git(clone, 'remote', 'set-url', 'origin', ORIGIN);
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: join(base, 'home'), TURNKEEPER_HOME: join(base, 'tkhome'), TMPDIR: join(base, 'tmp'), TURNKEEPER_STORE: store };
+    for (const dir of [env.HOME, env.TMPDIR]) mkdirSync(dir, { recursive: true });
+    return { clone, env };
+  }
+
+  /** The real CLI on `machine`, in its own process (async: the page keeps being driven meanwhile). */
+  function runOn(machine: Machine, args: string[], input = ''): Promise<{ code: number | null; stdout: string; stderr: string; exitedAt: number }> {
+    return new Promise((done, fail) => {
+      const child = spawn(process.execPath, [CLI, ...args], { cwd: machine.clone, env: machine.env });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+      child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+      child.on('error', fail);
+      child.on('close', (code) => done({ code, stdout, stderr, exitedAt: Date.now() }));
+      child.stdin.end(input);
+    });
+  }
+
+  /** A Codex prompt naming `todo` on `machine`: its hook claims the Todo. Returns when the hook exited. */
+  async function claimOn(machine: Machine, todo: string, session: string): Promise<number> {
+    const transcript = join(machine.env.HOME!, `${session}.jsonl`);
+    writeFileSync(transcript, '');
+    const prompt = { session_id: session, turn_id: 'turn-1', transcript_path: transcript, cwd: machine.clone, hook_event_name: 'UserPromptSubmit', model: 'gpt-test', permission_mode: 'default', prompt: `please work on #todo:${todo}` };
+    const run = await runOn(machine, ['hook'], JSON.stringify(prompt));
+    expect(run.code, run.stderr).toBe(0);
+    expect(contextOf(run.stdout) ?? '', run.stdout + run.stderr).toMatch(new RegExp(`^Turnkeeper: Todo ${todo}`));
+    return run.exitedAt;
+  }
+
+  /** When the extension last read the chain head (its poll; ms since the epoch), per the server. */
+  async function lastHeadRead(): Promise<number | undefined> {
+    const out = await pg().psql(
+      `SELECT (extract(epoch FROM max(query_start)) * 1000)::int8 FROM pg_stat_activity WHERE datname = '${DATABASE}' AND application_name = 'turnkeeper' AND query = '${HEAD_READ}'`,
+    );
+    return out === '' ? undefined : Number(out);
+  }
+
+  /** Waits for the extension's next poll tick and returns its time: the one after is POLL_MS away. */
+  async function afterPollTick(): Promise<number> {
+    const before = await lastHeadRead();
+    const deadline = Date.now() + POLL_MS * 2 + 2000;
+    for (;;) {
+      const at = await lastHeadRead();
+      if (at !== undefined && at !== before) return at;
+      if (Date.now() > deadline) throw new Error(`the extension read the head no more (last at ${before}): is it following ${DATABASE}?`);
+      await new Promise((done) => setTimeout(done, 50));
+    }
+  }
+
+  /** Polls the Leases view (no refresh command, no clicks but expanding) until `row` shows; its time, or undefined. */
+  async function leaseRowAt(row: RegExp, timeoutMs: number): Promise<number | undefined> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if ((await workbench.rows('Leases')).some((text) => row.test(text))) return Date.now();
+      await page.waitForTimeout(50);
+    }
+    return undefined;
+  }
+
+  beforeAll(async () => {
+    await pg().createDatabase(DATABASE);
+    store = pg().url(DATABASE);
+    const upstream = join(world.root, 'team-upstream');
+    mkdirSync(upstream);
+    git(upstream, 'init', '-q');
+    writeFileSync(join(upstream, 'README.md'), 'app\n');
+    git(upstream, 'add', '.');
+    git(upstream, 'commit', '-qm', 'init');
+    // One repository (one origin URL, hence one Goal), cloned on two machines under different names,
+    // so that a row says which machine's checkout holds the lease.
+    editorMachine = makeMachine('editor-machine', 'app', upstream);
+    otherMachine = makeMachine('other-machine', 'app-elsewhere', upstream);
+    const init = await runOn(editorMachine, ['store', 'init']);
+    expect(init.code, init.stderr).toBe(0);
+    for (const id of ['seeded', 'notified', 'polled']) {
+      const add = await runOn(otherMachine, ['todo', 'add', `Task ${id}`, '--id', id]);
+      expect(add.code, add.stderr).toBe(0);
+    }
+    await claimOn(otherMachine, 'seeded', 'sess-seed');
+    server = await startCodeServer({
+      entry,
+      vsix,
+      trusted: true,
+      // Nothing names the store but the machine setting: no TURNKEEPER_STORE, no config.json.
+      env: { TURNKEEPER_HOME: editorMachine.env.TURNKEEPER_HOME! },
+      settings: QUIET_SETTINGS,
+      machineSettings: { 'turnkeeper.store': store, 'turnkeeper.agents.codex.path': standInAgent },
+    });
+    ({ page, workbench } = await openWorkbench(server, editorMachine.clone));
+    await workbench.openContainer('Turnkeeper');
+    // The window opened the team store: it shows the lease the other machine took before.
+    await workbench.waitForRow('Leases', /seeded in app-elsewhere · codex:sess-seed · epoch 1/);
+  }, 180_000);
+  afterEach(async (context) => {
+    if (context.task.result?.state === 'fail') await keepFailure(context.task.name, page, server);
+  });
+  afterAll(async () => {
+    await page?.context().close();
+    await server?.stop();
+  });
+
+  it('names the authority in the status bar, host:port/database and never the password', async () => {
+    const label = `team: 127.0.0.1:${pg().port}/${DATABASE}`;
+    const item = workbench.statusBarItem(label);
+    await item.waitFor({ timeout: 30_000 });
+    // Its text and its accessible name (what a screen reader says), without waiting for either.
+    const text = await item.evaluate((element) => `${element.textContent ?? ''} ${[element, ...element.querySelectorAll('[aria-label]')].map((node) => node.getAttribute('aria-label') ?? '').join(' ')}`);
+    expect(text).toMatch(new RegExp(`\\b1 · ${label.replace(/[.]/g, '\\.')}`));
+    expect(text).not.toContain(pg().adminPassword);
+  });
+
+  it('shows a lease taken by a hook on another machine without a refresh, through the feed (before the next poll tick)', async () => {
+    const row = /notified in app-elsewhere · codex:sess-notify · epoch 1/;
+    expect((await workbench.rows('Leases')).some((text) => row.test(text))).toBe(false);
+    const tick = await afterPollTick();
+    const exitedAt = await claimOn(otherMachine, 'notified', 'sess-notify');
+    expect(exitedAt - tick, 'the hook took too long for this test to tell the feed from the poll').toBeLessThan(POLL_MS - FEED_MS);
+    const shownAt = await leaseRowAt(row, FEED_MS);
+    process.stderr.write(`team store, feed: the Leases row showed ${shownAt === undefined ? `not within ${FEED_MS}` : shownAt - exitedAt} ms after the hook exited (${exitedAt - tick} ms after a poll tick)\n`);
+    expect(shownAt, `the Leases view did not show the other machine's lease within ${FEED_MS} ms of its hook`).toBeDefined();
+    // Before the poll could have found it: the next tick is POLL_MS after the one the claim followed.
+    expect(shownAt!).toBeLessThan(tick + POLL_MS);
+    await workbench.waitForRow('Todos', /notified in app-elsewhere · codex:sess-notify · epoch 1/, 5_000);
+    await page.screenshot({ path: join(IMAGES, 'team-store.png') });
+  });
+
+  it('control: without the NOTIFY trigger the same claim shows only at the next poll tick', async () => {
+    await pg().psql('ALTER TABLE turnkeeper.receipts DISABLE TRIGGER receipts_notify', DATABASE);
+    try {
+      const row = /polled in app-elsewhere · codex:sess-poll · epoch 1/;
+      const tick = await afterPollTick();
+      const exitedAt = await claimOn(otherMachine, 'polled', 'sess-poll');
+      expect(exitedAt - tick, 'the hook took too long for this control to tell the feed from the poll').toBeLessThan(POLL_MS - FEED_MS);
+      expect(await leaseRowAt(row, tick + POLL_MS - 500 - Date.now()), 'shown before the poll tick, with no NOTIFY').toBeUndefined();
+      const shownAt = await leaseRowAt(row, 3000);
+      process.stderr.write(`team store, poll only: the Leases row showed ${shownAt === undefined ? 'never' : shownAt - exitedAt} ms after the hook exited (${shownAt === undefined ? '-' : shownAt - tick} ms after the previous tick)\n`);
+      expect(shownAt, 'the poll did not show the lease either').toBeDefined();
+    } finally {
+      await pg().psql('ALTER TABLE turnkeeper.receipts ENABLE TRIGGER receipts_notify', DATABASE);
+    }
   });
 });
