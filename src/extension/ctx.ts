@@ -232,6 +232,8 @@ export class Ctx implements vscode.Disposable {
     } catch (error) {
       this.log.error(`refresh failed: ${(error as Error).message}`);
       this.closeStore();
+      // A team server that is down has no file to watch: try again, which reopens and re-follows it.
+      if (this.authorityLabel) this.scheduleRefresh(5000);
     }
   }
 
