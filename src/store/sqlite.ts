@@ -96,32 +96,48 @@ export async function openSqliteStore(options: OpenOptions): Promise<SqliteStore
  * A log generation without a commit frame is a writer in flight: it would replay nothing.
  */
 function refuseForeignWal(Database: typeof BetterSqlite3, path: string): void {
+  // A writer's commit frame reaches the log (and is fsynced) a moment before readers can see the
+  // commit through the WAL index; a log judged in that window looks "not newer". A foreign log stays
+  // foreign, so it is judged again for a short while (found by the 64-way race) before the refusal.
+  const deadline = Date.now() + FOREIGN_WAL_SETTLE_MS;
+  for (;;) {
+    const why = foreignWalReason(Database, path);
+    if (why === undefined) return;
+    if (Date.now() >= deadline) {
+      throw new StoreUnavailableError(
+        `${path}-wal does not belong to this database: ${why} (anchor ${anchorPath(path)}); it was not replayed. ` +
+          "If that log is not this store's, move it aside; see docs/recovery.md#store_unavailable",
+      );
+    }
+    sleepSync(10 + Math.random() * 10);
+  }
+}
+
+/** How long a log that looks foreign is judged again before the open is refused. */
+const FOREIGN_WAL_SETTLE_MS = 750;
+
+/** Why the `-wal` next to `path` is not this store's, or undefined when it is (or nothing would replay). */
+function foreignWalReason(Database: typeof BetterSqlite3, path: string): string | undefined {
   const salts = readWalSalts(path);
-  if (salts === undefined || !existsSync(path)) return;
+  if (salts === undefined || !existsSync(path)) return undefined;
   const anchor = readAnchor(path);
-  if (anchor === undefined || anchor === 'unreadable') return;
-  if (anchor.wal && anchor.wal.salt1 === salts.salt1 && anchor.wal.salt2 === salts.salt2) return;
-  if (!walHasCommit(path, salts)) return;
-  let why: string | undefined;
+  if (anchor === undefined || anchor === 'unreadable') return undefined;
+  if (anchor.wal && anchor.wal.salt1 === salts.salt1 && anchor.wal.salt2 === salts.salt2) return undefined;
+  if (!walHasCommit(path, salts)) return undefined;
   try {
     const look = new Database(path, { readonly: true, fileMustExist: true, timeout: SQLITE_BUSY_SLICE_MS });
     try {
       const state = anchoredState(look);
-      if (state.storeId !== anchor.storeId) why = 'it carries another store identity';
-      else if (state.writes <= anchor.writes) why = `it is not newer than the last write this store anchored (write ${anchor.writes})`;
-      else if (checkAnchor(anchor, state).length > 0) why = `it would replace receipt ${anchor.seq}`;
+      if (state.storeId !== anchor.storeId) return 'it carries another store identity';
+      if (state.writes <= anchor.writes) return `it is not newer than the last write this store anchored (write ${anchor.writes})`;
+      if (checkAnchor(anchor, state).length > 0) return `it would replace receipt ${anchor.seq}`;
+      return undefined;
     } finally {
       look.close();
     }
   } catch (error) {
-    if ((error as { code?: string }).code === 'SQLITE_BUSY') return; // a writer is mid-commit: the log is in use, so it is ours
-    why = `it cannot be read with this database (${(error as Error).message})`;
-  }
-  if (why !== undefined) {
-    throw new StoreUnavailableError(
-      `${path}-wal does not belong to this database: ${why} (anchor ${anchorPath(path)}); it was not replayed. ` +
-        'If that log is not this store\'s, move it aside; see docs/recovery.md#store_unavailable',
-    );
+    if ((error as { code?: string }).code === 'SQLITE_BUSY') return undefined; // a writer is mid-commit: the log is in use, so it is ours
+    return `it cannot be read with this database (${(error as Error).message})`;
   }
 }
 
