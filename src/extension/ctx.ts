@@ -46,7 +46,8 @@ export class Ctx implements vscode.Disposable {
   hooksInstalled: boolean | undefined;
 
   private anyHooksInstalled(): boolean {
-    const projectRoot = this.goal;
+    // Project-scope configs live in the checkout (a folder); the Goal is an id, not a place.
+    const projectRoot = this.checkout;
     return AGENTS.some((agent) =>
       (['user', 'project'] as const).some((scope) => (scope === 'project' && !projectRoot ? false : agentHooksStatus({ agent, scope, env: this.env, projectRoot: projectRoot ?? '' }).installed)),
     );
