@@ -63,6 +63,8 @@ export interface StoreTx {
   checkoutOfCapture(capture: string): Promise<string | undefined>;
   /** The capture's newest `launch_committed` receipt. */
   latestLaunchOfCapture(capture: string): Promise<{ seq: number; doc: string } | undefined>;
+  /** The Todo's newest `launch_committed` and `launch_hooked` receipts, newest first, at most `limit` (the (goal, todo, seq) index). */
+  launchReceiptsOfTodo(goal: string, todo: string, limit: number): Promise<{ seq: number; doc: string }[]>;
 
   /** The Goal a place (common git dir, or a directory outside git) last used. */
   goalOfPlace(place: string): Promise<{ goal: string; checkout: string } | undefined>;
@@ -101,6 +103,8 @@ export interface StorePort {
   getCapture(capture: string): Promise<StoredCapture | undefined>;
   /** `launch_committed` and `launch_hooked` receipts, of one capture or all, oldest first. */
   launchReceiptRows(capture?: string): Promise<{ seq: number; doc: string }[]>;
+  /** The Todo's newest `launch_committed` and `launch_hooked` receipts, newest first, at most `limit`. */
+  launchReceiptsOfTodo(goal: string, todo: string, limit: number): Promise<{ seq: number; doc: string }[]>;
   getSession(owner: Owner): Promise<SessionRecord | undefined>;
   listSessions(): Promise<SessionRecord[]>;
   listLeases(): Promise<Lease[]>;

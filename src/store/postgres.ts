@@ -440,6 +440,7 @@ export class PostgresStore implements StorePort {
          WHERE i.capture = $1 AND i.kind = 'launch_committed' ORDER BY i.seq DESC LIMIT 1`,
         [capture],
       ),
+    launchReceiptsOfTodo: async (goal, todo, limit) => this.launchReceiptsOfTodoQuery(goal, todo, limit),
     goalOfPlace: async (place) => this.placeOf(place),
     rememberPlace: async (place, goal, checkout, now) => {
       await this.q(
@@ -539,6 +540,20 @@ export class PostgresStore implements StorePort {
         )
       ).rows;
     });
+  }
+
+  launchReceiptsOfTodo(goal: string, todo: string, limit: number): Promise<{ seq: number; doc: string }[]> {
+    return this.read(() => this.launchReceiptsOfTodoQuery(goal, todo, limit));
+  }
+  /** Walks the (goal, todo, seq) index backwards: a Todo's launch receipts without scanning the chain. */
+  private async launchReceiptsOfTodoQuery(goal: string, todo: string, limit: number): Promise<{ seq: number; doc: string }[]> {
+    return (
+      await this.q<{ seq: number; doc: string }>(
+        `SELECT r.seq, r.doc FROM turnkeeper.receipt_index i JOIN turnkeeper.receipts r ON r.seq = i.seq
+         WHERE i.goal = $1 AND i.todo = $2 AND i.kind IN ('launch_committed', 'launch_hooked') ORDER BY i.seq DESC LIMIT $3`,
+        [goal, todo, limit],
+      )
+    ).rows;
   }
 
   getSession(owner: Owner): Promise<SessionRecord | undefined> {

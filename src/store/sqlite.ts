@@ -369,6 +369,7 @@ export class SqliteStore implements StorePort {
         `SELECT r.seq AS seq, r.doc AS doc FROM receipt_index i JOIN receipts r ON r.seq = i.seq
          WHERE i.capture = ? AND i.kind = 'launch_committed' ORDER BY i.seq DESC LIMIT 1`,
       ).get(capture) as { seq: number; doc: string } | undefined,
+    launchReceiptsOfTodo: async (goal, todo, limit) => this.launchReceiptsOfTodoSync(goal, todo, limit),
     goalOfPlace: async (place) => this.placeSync(place),
     checkoutOfCapture: async (capture) => (this.sql('SELECT COALESCE(checkout, cwd) AS checkout FROM captures WHERE id = ?').get(capture) as { checkout: string } | undefined)?.checkout,
     rememberPlace: async (place, goal, checkout, now) => {
@@ -475,6 +476,17 @@ export class SqliteStore implements StorePort {
          WHERE i.kind IN ('launch_committed', 'launch_hooked') ${where} ORDER BY r.seq`,
       ).all(...(capture === undefined ? [] : [capture])) as { seq: number; doc: string }[];
     });
+  }
+
+  launchReceiptsOfTodo(goal: string, todo: string, limit: number): Promise<{ seq: number; doc: string }[]> {
+    return this.read(() => this.launchReceiptsOfTodoSync(goal, todo, limit));
+  }
+  /** Walks the (goal, todo, seq) index backwards: a Todo's launch receipts without scanning the chain. */
+  private launchReceiptsOfTodoSync(goal: string, todo: string, limit: number): { seq: number; doc: string }[] {
+    return this.sql(
+      `SELECT r.seq AS seq, r.doc AS doc FROM receipt_index i JOIN receipts r ON r.seq = i.seq
+       WHERE i.goal = ? AND i.todo = ? AND i.kind IN ('launch_committed', 'launch_hooked') ORDER BY i.seq DESC LIMIT ?`,
+    ).all(goal, todo, limit) as { seq: number; doc: string }[];
   }
 
   getSession(owner: Owner): Promise<SessionRecord | undefined> {
