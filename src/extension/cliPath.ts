@@ -1,28 +1,76 @@
 // The `turnkeeper` command in VS Code's terminals (spec §8 "Getting the CLI"): at activation the
-// extension (re)writes the stable shim `$TURNKEEPER_HOME/bin/turnkeeper` to run this extension's own
-// dist/cli.js on the extension host's runtime (process.execPath, ELECTRON_RUN_AS_NODE=1 under
-// Electron), and prepends its folder to PATH through the environment variable collection. So the
-// terminals, the hooks and the extension all run one Turnkeeper with the native modules of the .vsix,
-// and an extension update repoints the shim while every agent's hook command stays byte-identical.
+// extension prepends the folder of the stable shim `$TURNKEEPER_HOME/bin/turnkeeper` to PATH through
+// the environment variable collection, and (re)writes the shim to run this extension's own dist/cli.js
+// on the extension host's runtime (process.execPath, ELECTRON_RUN_AS_NODE=1 under Electron) when the
+// shim is missing, stale or this extension's. So the terminals, the hooks and the extension run one
+// Turnkeeper with the native modules of the .vsix, and an extension update repoints the shim while
+// every agent's hook command stays byte-identical.
+//
+// Every hook on the machine runs this shim, so activation never takes it from another installation
+// that works (a global CLI, another editor's extension) and never drops the database default it
+// carries: only Install Agent Hooks, which the user asks for, does that (docs/decisions.md, "The
+// extension").
 import * as vscode from 'vscode';
-import { delimiter, dirname } from 'node:path';
-import { shimPath, writeShim } from '../agents/shim';
+import { existsSync, readFileSync } from 'node:fs';
+import { basename, delimiter, dirname } from 'node:path';
+import { readShim, shimPath, writeShim } from '../agents/shim';
 import { turnkeeperHome, type Env } from '../store/location';
 
-/** Writes the shim and puts its folder first on the PATH of new terminals; returns the shim's path. */
-export function putCliOnPath(context: vscode.ExtensionContext, env: Env): string {
+export interface CliOnPath {
+  /** The shim's path; its folder is on the PATH of new terminals. */
+  readonly shim: string;
+  /** Whether the shim now runs this extension (false: another installation's shim was kept). */
+  readonly runsThisExtension: boolean;
+  /** What the shim runs. */
+  readonly script: string;
+}
+
+/** Puts the shim's folder first on the PATH of new terminals, and points the shim here when it may. */
+export function putCliOnPath(context: vscode.ExtensionContext, env: Env): CliOnPath {
   const home = turnkeeperHome(env);
-  writeShim(home, {
-    runtime: process.execPath,
-    script: vscode.Uri.joinPath(context.extensionUri, 'dist', 'cli.js').fsPath,
-    electronRunAsNode: process.versions.electron !== undefined,
-    home,
-    db: env.TURNKEEPER_DB,
-  });
   const shim = shimPath(home);
+  const script = vscode.Uri.joinPath(context.extensionUri, 'dist', 'cli.js').fsPath;
+  const current = readShim(home);
+  const runsThisExtension = current === undefined || !existsSync(current.runtime) || !existsSync(current.script) || isThisExtension(current.script, script, context);
+  if (runsThisExtension) {
+    writeShim(home, {
+      runtime: process.execPath,
+      script,
+      electronRunAsNode: process.versions.electron !== undefined,
+      home,
+      // The window's database when it names one (TURNKEEPER_DB, turnkeeper.storePath), else the one the
+      // hooks were installed for: a window started without the variable must not move every hook.
+      db: env.TURNKEEPER_DB ?? shimDb(shim),
+    });
+  }
   const collection = context.environmentVariableCollection;
   collection.description = vscode.l10n.t('Puts the turnkeeper command on PATH ({0})', shim);
   // Terminals opened before activation keep their environment; VS Code offers to relaunch them.
   collection.prepend('PATH', `${dirname(shim)}${delimiter}`);
-  return shim;
+  return { shim, runsThisExtension, script: runsThisExtension ? script : current!.script };
+}
+
+/**
+ * The shim's script is this extension's, or another version of it in the same extensions folder
+ * (`<extensions>/<publisher>.<name>-<version>[-<platform>]/dist/cli.js`): an update or a downgrade,
+ * which the running version takes over.
+ */
+function isThisExtension(shimScript: string, ownScript: string, context: vscode.ExtensionContext): boolean {
+  if (shimScript === ownScript) return true;
+  const own = dirname(dirname(ownScript));
+  const other = dirname(dirname(shimScript));
+  const id = context.extension?.id.toLowerCase();
+  return id !== undefined && dirname(other) === dirname(own) && basename(other).toLowerCase().startsWith(`${id}-`);
+}
+
+/** The TURNKEEPER_DB default the shim carries (the line src/agents/shim.ts writes), or undefined. */
+function shimDb(shim: string): string | undefined {
+  let content: string;
+  try {
+    content = readFileSync(shim, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const quoted = /^export TURNKEEPER_DB="\$\{TURNKEEPER_DB:-\}"; \[ -n "\$TURNKEEPER_DB" \] \|\| TURNKEEPER_DB='((?:[^']|'\\'')*)'$/m.exec(content);
+  return quoted ? quoted[1]!.replace(/'\\''/g, "'") : undefined;
 }

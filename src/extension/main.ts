@@ -1,7 +1,7 @@
 // Activation: register everything, open nothing. The store is opened asynchronously after
 // activation, and only the views and commands touch it.
 import * as vscode from 'vscode';
-import { putCliOnPath } from './cliPath';
+import { putCliOnPath, type CliOnPath } from './cliPath';
 import { COMMANDS, registerCommands } from './commands';
 import { Ctx } from './ctx';
 import { SCHEME, TurnkeeperDocuments } from './documents';
@@ -45,7 +45,7 @@ export function activate(context: vscode.ExtensionContext): void {
       if (!event.affectsConfiguration('turnkeeper')) return;
       ctx.closeStore();
       safely(log, () => ctx.writeHookSettings());
-      safely(log, () => putCliOnPath(context, ctx.env));
+      safely(log, () => logCli(log, putCliOnPath(context, ctx.env)));
       ctx.scheduleRefresh(0);
     }),
   );
@@ -54,8 +54,8 @@ export function activate(context: vscode.ExtensionContext): void {
   // Off the activation path: settings for the hooks, the native modules' health, the status bar's first numbers.
   setTimeout(() => {
     safely(log, () => ctx.writeHookSettings());
-    // The `turnkeeper` command in VS Code's terminals: the shim, pointed at this extension (cliPath.ts).
-    safely(log, () => log.info(`turnkeeper command for terminals: ${putCliOnPath(context, ctx.env)}`));
+    // The `turnkeeper` command in VS Code's terminals: the shim, pointed at this extension when it may (cliPath.ts).
+    safely(log, () => logCli(log, putCliOnPath(context, ctx.env)));
     void checkNativeModules(log).then(() => ctx.refresh());
   }, 0);
   log.info(`activated in ${(performance.now() - started).toFixed(1)} ms (${Object.keys(COMMANDS).length} commands, napi ${napi}, ${process.versions.electron ? `Electron ${process.versions.electron}` : `Node ${process.versions.node}`})`);
@@ -63,6 +63,14 @@ export function activate(context: vscode.ExtensionContext): void {
 
 export function deactivate(): void {
   // Disposables close the store and the watcher.
+}
+
+function logCli(log: vscode.LogOutputChannel, cli: CliOnPath): void {
+  log.info(
+    cli.runsThisExtension
+      ? `turnkeeper command for terminals: ${cli.shim}`
+      : `turnkeeper command for terminals: ${cli.shim}, kept as it is: it runs another Turnkeeper installation (${cli.script}); Install Agent Hooks points it at this extension`,
+  );
 }
 
 function safely(log: vscode.LogOutputChannel, work: () => void): void {
