@@ -20,6 +20,7 @@ import {
   type LaunchCommit,
   type LaunchCommitResult,
   type LaunchReceipt,
+  type PreviousLaunch,
   type ReleaseRequest,
   type ReleaseResult,
   type RenewResult,
@@ -30,6 +31,7 @@ import {
 } from '../store/authority';
 import type { StorePort, StoreTx } from '../store/port';
 import { faultPoint } from '../store/faults';
+import { START_MARK } from './starts';
 
 const HISTORY_LENGTH = 5;
 
@@ -332,23 +334,15 @@ export class Ledger implements Authority {
         return refuse({ reason: 'capture_released', why: `the lease (epoch ${expected.epoch}) was released after resume checked it`, lease });
       }
       // At most one live launch per capture: the latest one must be dead (its predecessors were
-      // found dead when it was committed).
-      const latest = await tx.latestLaunchOfCapture(expected.capture);
-      if (latest) {
-        const detail = parseReceipt(latest.doc)?.detail ?? {};
-        const text = (value: unknown) => (typeof value === 'string' ? value : null);
-        const previous = {
-          seq: latest.seq,
-          launch: text(detail.launch),
-          pid: typeof detail.pid === 'number' ? detail.pid : null,
-          host: text(detail.host),
-          boot: text(detail.boot),
-          pidStart: text(detail.pidStart),
-        };
-        if (request.isLive(previous)) {
-          const where = `pid ${previous.pid ?? '?'} on ${previous.host ?? 'an unknown host'}`;
-          return refuse({ reason: 'launch_in_progress', why: `launch receipt #${previous.seq} of this capture is still running (${where})`, lease, previous });
-        }
+      // found dead when it was committed). A capture claimed by a started agent has one launch its
+      // index row cannot name: the start, committed before any capture existed (spec §7 "Start").
+      const resumed = await tx.latestLaunchOfCapture(expected.capture);
+      const started = resumed ? undefined : await startOfCapture(tx, lease);
+      const latest = resumed ? previousLaunchOf(resumed) : started;
+      if (latest && request.isLive(latest)) {
+        const where = `pid ${latest.pid ?? '?'} on ${latest.host ?? 'an unknown host'}`;
+        const which = started ? `the start (launch receipt #${latest.seq}) that claimed this capture` : `launch receipt #${latest.seq} of this capture`;
+        return refuse({ reason: 'launch_in_progress', why: `${which} is still running (${where})`, lease, previous: latest });
       }
       if (lease.version !== expected.version) {
         return refuse({ reason: 'lease_moved', why: `the lease was renewed (version ${expected.version} → ${lease.version}) after resume checked it: the session is active elsewhere`, lease });
@@ -501,6 +495,41 @@ function historyOf(docsNewestFirst: string[]): HistoryEntry[] {
     if (receipt) entries.push({ seq: receipt.seq, kind: receipt.kind, at: receipt.at, owner: receipt.owner, epoch: receipt.lease?.epoch });
   }
   return entries;
+}
+
+/** What a `launch_committed` receipt says about its process (pid, host, boot, start time), for the liveness test. */
+function previousLaunchOf(row: { seq: number; doc: string }): PreviousLaunch {
+  const detail = parseReceipt(row.doc)?.detail ?? {};
+  const text = (value: unknown) => (typeof value === 'string' ? value : null);
+  return { seq: row.seq, launch: text(detail.launch), pid: typeof detail.pid === 'number' ? detail.pid : null, host: text(detail.host), boot: text(detail.boot), pidStart: text(detail.pidStart) };
+}
+
+/**
+ * How far back in one Todo's launch receipts the start of a capture is looked for. While the capture
+ * holds the Todo's lease no other capture of the Todo can launch, so the start's two receipts are
+ * among the newest few; the bound only keeps the read small.
+ */
+const START_OF_CAPTURE_LOOKBACK = 64;
+
+/**
+ * The start whose agent claimed this capture: the `launch_hooked` of the capture's Owner (it names
+ * the capture when the claiming prompt was the first hook, nothing when a SessionStart came first)
+ * gives the nonce, and the Todo's start `launch_committed` with that nonce records the process.
+ */
+async function startOfCapture(tx: StoreTx, lease: Lease): Promise<PreviousLaunch | undefined> {
+  const rows = await tx.launchReceiptsOfTodo(lease.goal, lease.todo, START_OF_CAPTURE_LOOKBACK);
+  let nonce: unknown;
+  for (const row of rows) {
+    const doc = parseReceipt(row.doc);
+    if (!doc) continue;
+    if (nonce === undefined) {
+      const mine = doc.capture === lease.capture || (doc.capture === undefined && doc.owner === lease.owner);
+      if (doc.kind === 'launch_hooked' && mine) nonce = doc.detail?.launch;
+      continue;
+    }
+    if (doc.kind === 'launch_committed' && doc.capture === undefined && doc.detail?.[START_MARK] === true && doc.detail.launch === nonce) return previousLaunchOf(row);
+  }
+  return undefined;
 }
 
 function launchReceiptsOf(rows: { seq: number; doc: string }[]): LaunchReceipt[] {

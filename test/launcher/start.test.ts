@@ -3,10 +3,11 @@
 // TURNKEEPER_TURN and TURNKEEPER_LAUNCH, and its first prompt hook claims the Todo with binding
 // `launch`. Every refusal has its control: the same start for an open, unheld Todo launches.
 import { FIRST_HOOK_DEADLINE_MS, silentLaunches } from '../../src/lifecycle/status';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTodo, type StartResult } from '../../src/launcher/start';
+import { resumeCapture } from '../../src/launcher/resume';
 import type { Barriers } from '../../src/launcher/launch';
 import type { SqliteAuthority } from '../../src/lifecycle/open';
 import { contextOf, makeWorld, payload, type World } from '../support/world';
@@ -185,6 +186,69 @@ describe('turnkeeper start', () => {
     const child = hook(payload.codexPrompt(world, 'sess-child', 'turn-1', 'go'), env);
     expect(contextOf(child.stdout)).toContain('[not_live_bound]');
     expect((await receipts('capture_bound')).map((doc) => doc.owner)).toEqual(['codex:sess-s']);
+  });
+
+  it('a running started agent blocks a resume of the capture it claimed: [launch_in_progress] (control: after it exits, the resume launches)', async () => {
+    const result = await start({ markers: markerDir('started'), mode: 'sleep' });
+    if (!result.ok) throw new Error(result.guidance);
+    writeFileSync(join(world.root, 'sess-s.jsonl'), '{"type":"session"}\n');
+    const env = launchVariables(environOf(result.launch.pid));
+    const claimed = contextOf(hook(payload.codexPrompt(world, 'sess-s', 'turn-1', 'fix the login form'), env).stdout);
+    const capture = /capture (cap_[0-9a-f]{24})/.exec(claimed ?? '')![1]!;
+    const resume = async (name: string) => {
+      mkdirSync(markerDir(name), { recursive: true });
+      const resumed = await resumeCapture({
+        store: await openStore(),
+        storePath: world.db,
+        captureId: capture,
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', TK_MARKER_DIR: markerDir(name), TK_MODE: 'exit' },
+        acceptDrift: false,
+        dryRun: false,
+        agentBin: s.victim,
+        mode: 'headless',
+        stdio: 'pipe',
+      });
+      if (resumed.ok && !resumed.dryRun) pids.push(resumed.launch.pid);
+      return resumed;
+    };
+    const refused = await resume('resumed');
+    expect(refused).toMatchObject({ ok: false, reason: 'launch_in_progress' });
+    expect((refused as { guidance: string }).guidance).toContain(`pid ${result.launch.pid}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(readMarker(markerDir('resumed'), 'victim')).toBeUndefined();
+    expect((await receipts('launch_refused')).at(-1)).toMatchObject({ capture, detail: { reason: 'launch_in_progress' } });
+
+    // Control: the started agent exits; its record no longer blocks, and the resume launches.
+    result.launch.kill('SIGKILL');
+    await result.launch.exited;
+    const control = await resume('control');
+    expect(control.ok, JSON.stringify(control)).toBe(true);
+    if (control.ok && !control.dryRun) expect(await control.launch.exited).toEqual({ code: 0, signal: null });
+    expect(readMarker(markerDir('control'), 'victim')).toBeDefined();
+  });
+
+  it('a started agent that hooked at SessionStart (before its claim) blocks the resume of its capture too', async () => {
+    const result = await start({ markers: markerDir('started'), mode: 'sleep' });
+    if (!result.ok) throw new Error(result.guidance);
+    writeFileSync(join(world.root, 'sess-s.jsonl'), '{"type":"session"}\n');
+    const env = launchVariables(environOf(result.launch.pid));
+    expect(hook(payload.codex(world, 'SessionStart', 'sess-s', undefined, { source: 'startup' }), env).stdout).toBe('');
+    const claimed = contextOf(hook(payload.codexPrompt(world, 'sess-s', 'turn-1', 'go'), env).stdout);
+    const capture = /capture (cap_[0-9a-f]{24})/.exec(claimed ?? '')![1]!;
+    mkdirSync(markerDir('resumed'), { recursive: true });
+    const refused = await resumeCapture({
+      store: await openStore(),
+      storePath: world.db,
+      captureId: capture,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', TK_MARKER_DIR: markerDir('resumed'), TK_MODE: 'exit' },
+      acceptDrift: false,
+      dryRun: false,
+      agentBin: s.victim,
+      mode: 'headless',
+      stdio: 'pipe',
+    });
+    if (refused.ok && !refused.dryRun) pids.push(refused.launch.pid);
+    expect(refused).toMatchObject({ ok: false, reason: 'launch_in_progress' });
   });
 
   describe('refused before anything launches', () => {
