@@ -13,7 +13,7 @@ import { join, resolve } from 'node:path';
 import { startMockModelServer, developerTexts, type MockModelServer } from '../support/mockModelServer';
 import { cleanupCodexHome, EXEC_FLAGS, makeCodexHome, parseSessionId, writeCodexConfig, codexBinaryPath, type CodexHome } from '../support/codexHarness';
 import { describeRun, killAll, runProcess, turnkeeperRun, type ProcResult } from '../support/agentHarness';
-import { usePostgres } from '../support/postgres';
+import { pgEnv, usePostgres } from '../support/postgres';
 import { openAuthority } from '../../src/lifecycle/open';
 
 const server = usePostgres({ beforeAll, afterAll });
@@ -137,7 +137,7 @@ describe('the real Codex on two machines, one team server', () => {
     expect(decision).toMatchObject({ decision: 'launched', exit: { code: 0 } });
     expect(turnkeeperTexts(from)).toContain(presented);
 
-    const authority = (await openAuthority({ TURNKEEPER_STORE: server().url(DB) }, { create: false }))!;
+    const authority = (await openAuthority(pgEnv(server().url(DB)), { create: false }))!;
     try {
       const leases = await authority.listLeases();
       expect(leases).toHaveLength(1);

@@ -18,7 +18,7 @@ import { initializeStore, openAuthority } from '../../src/lifecycle/open';
 import type { Authority } from '../../src/store/authority';
 import { buildCapture } from '../../src/core/capture';
 import { digestText } from '../../src/core/canonical';
-import { usePostgres } from '../support/postgres';
+import { pgEnv, usePostgres } from '../support/postgres';
 
 const server = usePostgres({ beforeAll, afterAll });
 
@@ -27,7 +27,7 @@ async function freshStore(): Promise<{ url: string; name: string }> {
   const name = `conf_${process.pid}_${++databases}`;
   await server().createDatabase(name);
   const url = server().url(name);
-  await initializeStore({ TURNKEEPER_STORE: url });
+  await initializeStore(pgEnv(url));
   return { url, name };
 }
 
@@ -59,7 +59,7 @@ authorityConformance('PostgreSQL', async () => {
   const clock = new pg.Client({ connectionString: url });
   clock.on('error', () => undefined);
   await clock.connect();
-  const authority = (await openAuthority({ TURNKEEPER_STORE: url }, { create: true }))!;
+  const authority = (await openAuthority(pgEnv(url), { create: true }))!;
   expect(authority.location).toBe(`127.0.0.1:${server().port}/${name}`);
   const timed = new Proxy(authority, {
     get(target, key, receiver) {
@@ -84,7 +84,7 @@ authorityConformance('PostgreSQL', async () => {
 describe('PostgreSQL authority: the server clock decides', () => {
   it('a claim stamped by a client clock years away still gets server-time lease times', async () => {
     const { url } = await freshStore();
-    const authority: Authority = (await openAuthority({ TURNKEEPER_STORE: url }, { create: true }))!;
+    const authority: Authority = (await openAuthority(pgEnv(url), { create: true }))!;
     try {
       const goal = '/work/repo';
       await authority.addTodo({ goal, id: 'fix-login', title: 'Fix login', body: '' }, 0);

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import pg from 'pg';
 import { CLI, contextOf } from '../support/world';
-import { freeLoopbackPort, usePostgres } from '../support/postgres';
+import { freeLoopbackPort, pgEnv, usePostgres } from '../support/postgres';
 import { startProxy, type TcpProxy } from '../support/tcpProxy';
 import { initializeStore, openAuthority } from '../../src/lifecycle/open';
 import type { Authority } from '../../src/store/authority';
@@ -133,7 +133,7 @@ async function teamStore(todos: string[]): Promise<{ url: string; name: string; 
   const name = `faults_${++databases}`;
   await server().createDatabase(name);
   const url = server().url(name);
-  await initializeStore({ TURNKEEPER_STORE: url });
+  await initializeStore(pgEnv(url));
   const node = makeNode(url);
   for (const id of todos) {
     const add = await node.run(['todo', 'add', `Work on ${id}`, '--id', id]);
@@ -143,7 +143,7 @@ async function teamStore(todos: string[]): Promise<{ url: string; name: string; 
 }
 
 async function open(url: string): Promise<Authority> {
-  const authority = (await openAuthority({ TURNKEEPER_STORE: url }, { create: false }))!;
+  const authority = (await openAuthority(pgEnv(url), { create: false }))!;
   authorities.push(authority);
   return authority;
 }
@@ -480,7 +480,7 @@ describe('credentials are never shown', () => {
   async function appStore(role: string): Promise<{ name: string; node: Node }> {
     await server().createRole(role, PASSWORD);
     const { name } = await teamStore([]);
-    await initializeStore({ TURNKEEPER_STORE: server().url(name) }, { hookRole: role });
+    await initializeStore(pgEnv(server().url(name)), { hookRole: role });
     return { name, node: makeNode(server().url(name, role, PASSWORD)) };
   }
 

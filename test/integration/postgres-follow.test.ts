@@ -21,7 +21,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { CLI, contextOf } from '../support/world';
-import { usePostgres } from '../support/postgres';
+import { pgEnv, usePostgres } from '../support/postgres';
 import { initializeStore, openAuthority } from '../../src/lifecycle/open';
 import type { Authority } from '../../src/store/authority';
 
@@ -101,7 +101,7 @@ interface Follower {
 
 /** The editor's side: an Authority opened as the extension opens it (ctx.ts), following the server. */
 async function follow(): Promise<Follower> {
-  const authority = (await openAuthority({ TURNKEEPER_HOME: editorHome, TURNKEEPER_STORE: store }, { create: false, busyTimeoutMs: 2000 }))!;
+  const authority = (await openAuthority(pgEnv(store, { TURNKEEPER_HOME: editorHome }), { create: false, busyTimeoutMs: 2000 }))!;
   const events: Follower['events'] = [];
   const startedAt = performance.now();
   const unfollow = await authority.follow((seq) => events.push({ seq, at: performance.now() }));
@@ -131,7 +131,7 @@ beforeAll(async () => {
   root = realpathSync(mkdtempSync(join(tmpdir(), 'tk-pg-follow-')));
   await server().createDatabase(DATABASE);
   store = server().url(DATABASE);
-  await initializeStore({ TURNKEEPER_STORE: store });
+  await initializeStore(pgEnv(store));
   editorHome = join(root, 'editor', 'tkhome');
   mkdirSync(editorHome, { recursive: true });
   // The other machine: its own homes and clone of the repository, the same team store.

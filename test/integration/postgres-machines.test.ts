@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { CLI, contextOf } from '../support/world';
-import { usePostgres } from '../support/postgres';
+import { pgEnv, usePostgres } from '../support/postgres';
 import { openAuthority } from '../../src/lifecycle/open';
 import { resolveGoal } from '../../src/lifecycle/goal';
 
@@ -187,7 +187,7 @@ describe('Machines: four homes and four clones on one team server', () => {
     expect(held).toHaveLength(RACERS - 1);
 
     const winner = machines[winners[0]!.k % MACHINES]!;
-    const authority = (await openAuthority({ TURNKEEPER_STORE: store }, { create: false }))!;
+    const authority = (await openAuthority(pgEnv(store), { create: false }))!;
     try {
       const leases = await authority.listLeases();
       expect(leases).toHaveLength(1);

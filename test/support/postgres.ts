@@ -4,6 +4,7 @@
 //   const pgServer = await startPostgres();      // beforeAll
 //   pgServer.url('tk', 'tk_app', 'secret')       // postgres://tk_app:secret@127.0.0.1:<port>/tk
 //   await pgServer.stop();                       // afterAll: stops it and removes the directory
+//   openAuthority(pgEnv(url), …)                 // an env for code that runs in the test's process
 //
 // Decisions:
 // - Binaries come from the highest /usr/lib/postgresql/<version>/bin, never from PATH, so a stray
@@ -22,7 +23,7 @@
 //   process to go stops it and removes the directory if even that hook never ran.
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -352,3 +353,30 @@ export function usePostgres(hooks: { beforeAll(fn: () => Promise<void>, timeout?
   };
 }
 
+
+// One scratch directory per test process for pgEnv(): beside globalSetup's private TURNKEEPER_HOME
+// (so its teardown removes it too), or under os.tmpdir() outside vitest; removed when the process exits.
+let scratch: string | undefined;
+function pgEnvScratch(): string {
+  if (scratch === undefined) {
+    const parent = process.env.TURNKEEPER_HOME ? path.dirname(process.env.TURNKEEPER_HOME) : os.tmpdir();
+    mkdirSync(parent, { recursive: true });
+    const dir = mkdtempSync(path.join(parent, 'tk-pg-env-'));
+    for (const sub of ['tkhome', 'home']) mkdirSync(path.join(dir, sub), { mode: 0o700 });
+    process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+    scratch = dir;
+  }
+  return scratch;
+}
+
+/**
+ * The environment for product code that a test runs in its own process against a team store
+ * (initializeStore, openAuthority): TURNKEEPER_STORE plus a private TURNKEEPER_HOME and HOME. The
+ * product reads only the env it is given, never process.env, so a bare `{ TURNKEEPER_STORE: url }`
+ * falls back to os.homedir()/.turnkeeper and signs checkpoints with, and appends witness lines to,
+ * the real user's files. `extra` may name its own TURNKEEPER_HOME/HOME (a machine's).
+ */
+export function pgEnv(url: string, extra: Record<string, string> = {}): Record<string, string> {
+  const dir = pgEnvScratch();
+  return { HOME: path.join(dir, 'home'), TURNKEEPER_HOME: path.join(dir, 'tkhome'), TURNKEEPER_STORE: url, ...extra };
+}
