@@ -24,7 +24,7 @@
 // and the edits below see the file's real text (non-ASCII keys and values compare as they should),
 // and everything outside an edit encodes back to the bytes it came from. A stray byte outside a
 // string or comment is no more valid JSON than before: it is refused, not rewritten.
-import { chmodSync, closeSync, existsSync, fsyncSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, realpathSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, constants, existsSync, fstatSync, fsyncSync, lstatSync, mkdirSync, openSync, readlinkSync, readSync, realpathSync, renameSync, statSync, unlinkSync, writeSync, type Stats } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import { applyEdits, parse as parseJsonc, parseTree, printParseErrorCode, type Edit, type Node, type ParseError } from 'jsonc-parser';
@@ -147,9 +147,10 @@ export function hooksStatus(target: HookTarget, command: string): HooksStatus {
   const path = hookConfigPath(target);
   const events: Record<string, boolean> = {};
   for (const event of HOOK_EVENTS[target.agent]) events[event] = false;
-  const raw = readBytes(path);
-  if (raw === undefined) return { path, exists: false, installed: false, events, staleCommands: [] };
-  const text = decodeBytes(raw);
+  const raw = readConfigFile(path);
+  if (raw.kind === 'missing') return { path, exists: false, installed: false, events, staleCommands: [] };
+  if (raw.kind === 'refused') return { path, exists: true, installed: false, events, staleCommands: [], error: new HookConfigError(path, raw.problem).message };
+  const text = decodeBytes(raw.bytes);
   const stale = new Set<string>();
   let hooks: Node | undefined;
   try {
@@ -424,27 +425,68 @@ const childIndent = (text: string, container: Node, style: Style): string => lin
 // ---------------------------------------------------------------------------------------------
 // Files
 
-/** The file's bytes, or undefined when there is none (a dangling symlink included). */
-function readBytes(path: string): Buffer | undefined {
+/**
+ * The largest agent config Turnkeeper reads. Real ones are a few kilobytes; the cap keeps a hostile
+ * repository's config (a symlink to /dev/zero, a huge file) from hanging doctor, `hooks status` or the
+ * editor, which all read the configs of the repository they are pointed at.
+ */
+export const MAX_CONFIG_BYTES = 4 * 1024 * 1024;
+
+/** One config read: its bytes, no file at all (a dangling symlink included), or why it cannot be read as a config. */
+export type ConfigRead =
+  | { readonly kind: 'bytes'; readonly bytes: Buffer }
+  | { readonly kind: 'missing' }
+  | { readonly kind: 'refused'; readonly problem: string };
+
+const fileKind = (stat: Stats): string =>
+  stat.isDirectory() ? 'a directory' : stat.isFIFO() ? 'a FIFO' : stat.isCharacterDevice() ? 'a character device' : stat.isBlockDevice() ? 'a block device' : stat.isSocket() ? 'a socket' : 'not a regular file';
+
+/**
+ * The one way an agent config (or a file beside one) is read: through symlinks, but only a regular
+ * file of at most MAX_CONFIG_BYTES, and exactly the size fstat gave. Opened O_NONBLOCK, so a FIFO
+ * never blocks the open; fstat then refuses it, a device, a directory, before a byte is read.
+ */
+export function readConfigFile(path: string): ConfigRead {
+  let fd: number;
   try {
-    return readFileSync(path);
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { kind: 'missing' };
+    return { kind: 'refused', problem: `cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})` };
   }
+  try {
+    const stat = fstatSync(fd);
+    if (!stat.isFile()) return { kind: 'refused', problem: `it is ${fileKind(stat)}, not a regular file` };
+    if (stat.size > MAX_CONFIG_BYTES) return { kind: 'refused', problem: `it is ${stat.size} bytes, over the ${MAX_CONFIG_BYTES}-byte limit for an agent config` };
+    const bytes = Buffer.alloc(stat.size);
+    let done = 0;
+    while (done < bytes.length) {
+      const read = readSync(fd, bytes, done, bytes.length - done, done);
+      if (read === 0) break; // shrank meanwhile: what is there
+      done += read;
+    }
+    return { kind: 'bytes', bytes: bytes.subarray(0, done) };
+  } catch (error) {
+    return { kind: 'refused', problem: `cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})` };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The file's bytes, or undefined when there is none; a file that cannot be read as a config is a HookConfigError. */
+function readBytes(path: string): Buffer | undefined {
+  const read = readConfigFile(path);
+  if (read.kind === 'refused') throw new HookConfigError(path, read.problem);
+  return read.kind === 'bytes' ? read.bytes : undefined;
 }
 
 /** A JSON-with-comments file's value, or undefined when it is missing or cannot be read as one (doctor's trust checks). */
 export function readJsonConfig(path: string): unknown {
-  try {
-    const raw = readBytes(path);
-    if (raw === undefined) return undefined;
-    const errors: ParseError[] = [];
-    const value: unknown = parseJsonc(splitBom(decodeBytes(raw)).body, errors, { allowTrailingComma: true, disallowComments: false });
-    return errors.length === 0 ? value : undefined;
-  } catch {
-    return undefined;
-  }
+  const read = readConfigFile(path);
+  if (read.kind !== 'bytes') return undefined;
+  const errors: ParseError[] = [];
+  const value: unknown = parseJsonc(splitBom(decodeBytes(read.bytes)).body, errors, { allowTrailingComma: true, disallowComments: false });
+  return errors.length === 0 ? value : undefined;
 }
 
 /**
@@ -541,10 +583,10 @@ const configSlug = (path: string): string => path.replace(/^\/+/, '').replace(/[
 const recordPath = (backupDir: string, path: string): string => join(backupDir, `${configSlug(path)}.${sha256(Buffer.from(path)).slice(0, 12)}.created`);
 
 function readRecord(backupDir: string, path: string): CreationRecord | undefined {
-  const raw = readBytes(recordPath(backupDir, path));
-  if (raw === undefined) return undefined;
+  const raw = readConfigFile(recordPath(backupDir, path));
+  if (raw.kind !== 'bytes') return undefined;
   try {
-    const value = JSON.parse(raw.toString('utf8')) as Partial<CreationRecord>;
+    const value = JSON.parse(raw.bytes.toString('utf8')) as Partial<CreationRecord>;
     const valid = value.config === path && typeof value.written === 'string' && (value.before === null || typeof value.before === 'string');
     return valid ? (value as CreationRecord) : undefined;
   } catch {

@@ -14,11 +14,11 @@
 // - on_path: a project-scope config calls `turnkeeper` through PATH (it is committed, so it names no
 //   path of one machine): an agent whose PATH has no `turnkeeper` fails every hook.
 import { spawn } from 'node:child_process';
-import { accessSync, constants, readFileSync, statSync } from 'node:fs';
+import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { parse as parseJsonc, printParseErrorCode, stripComments, type ParseError } from 'jsonc-parser';
 import type { Agent } from '../core/ids';
-import type { Scope } from '../agents/install';
+import { readConfigFile, type Scope } from '../agents/install';
 import type { Env } from '../store/location';
 
 export type CheckName = 'config_syntax' | 'both_scopes' | 'codex_trust' | 'on_path';
@@ -118,28 +118,24 @@ const readsAs = (agent: Agent): string => {
  * or undefined (no file, or one the agent parses). Only agents whose parser is known are checked.
  */
 export function strictSyntaxProblem(agent: Agent, path: string): string | undefined {
+  const read = readConfigFile(path);
+  if (read.kind === 'missing') return undefined; // install creates it
+  if (read.kind === 'refused') return read.problem; // a device, a FIFO, a huge file: nothing to merge into
   if (CONFIG_SYNTAX[agent] === undefined) return undefined;
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch {
-    return undefined; // missing (install creates it) or unreadable (install says so itself)
-  }
-  const error = syntaxError(agent, text);
+  const error = syntaxError(agent, read.bytes.toString('utf8'));
   if (error === undefined) return undefined;
   return `${nameOf(agent)} ${readsAs(agent)}, and this file has ${error.found} at line ${error.line}, so ${nameOf(agent)} ignores the whole file, every hook in it included; remove ${error.found.startsWith('a comment') ? 'the comments' : error.found.startsWith('a trailing comma') ? 'the trailing commas' : 'the error'} first`;
 }
 
 function syntaxCheck(file: HookFile): AgentCheck {
   const base = { check: 'config_syntax' as const, agent: file.agent, scope: file.scope, path: file.path };
-  let text: string;
-  try {
-    text = readFileSync(file.path, 'utf8');
-  } catch (error) {
-    return { ...base, status: 'problem', detail: `cannot read ${file.path}: ${(error as Error).message}`, fix: 'make the file readable by this user' };
+  const read = readConfigFile(file.path);
+  if (read.kind !== 'bytes') {
+    const problem = read.kind === 'refused' ? read.problem : 'it is gone';
+    return { ...base, status: 'problem', detail: `cannot read ${file.path} as a config: ${problem}`, fix: `make ${file.path} a readable regular file of the agent's config, or remove it` };
   }
   const syntax = CONFIG_SYNTAX[file.agent];
-  const error = syntaxError(file.agent, text);
+  const error = syntaxError(file.agent, read.bytes.toString('utf8'));
   if (error === undefined) {
     return { ...base, status: 'ok', detail: `${nameOf(file.agent)} can parse ${file.path}${syntax ? ` (${syntax === 'json' ? 'strict JSON' : 'JSON with comments'})` : ''}` };
   }

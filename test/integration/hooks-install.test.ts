@@ -21,6 +21,9 @@ import {
   type InstallResult,
   decodeBytes,
   encodeText,
+  MAX_CONFIG_BYTES,
+  readConfigFile,
+  readJsonConfig,
 } from '../../src/agents/install';
 import { readShim, shimPath, writeShim } from '../../src/agents/shim';
 import { doctorReport, installAgentHooks, uninstallAgentHooks } from '../../src/lifecycle/installation';
@@ -953,5 +956,60 @@ describe('Copilot CLI hooks', () => {
     uninstallAgentHooks({ agent: 'copilot', scope: 'project', env, projectRoot: repo });
     installAgentHooks({ agent: 'copilot', scope: 'user', env, projectRoot: repo }, { runtime: process.execPath, script: '/opt/turnkeeper/dist/cli.js', electronRunAsNode: false });
     expect(await problems()).toEqual([]);
+  });
+});
+
+describe('a repository whose config is not a regular file', () => {
+  // A repository can commit `.claude/settings.json -> /dev/zero` (git keeps symlinks) or, through a
+  // checkout script, leave a FIFO there. Every config read is bounded: a regular file of at most a few
+  // MiB, or a problem named in the answer; nothing reads without end or blocks on an open.
+  const run = (world: ReturnType<typeof makeWorld>, args: string[]) =>
+    spawnSync(process.execPath, [join(__dirname, '../../dist/cli.js'), ...args], { cwd: world.repo, env: world.env, encoding: 'utf8', timeout: 20_000, input: '' });
+
+  it.each([
+    ['a symlink to /dev/zero', (path: string) => symlinkSync('/dev/zero', path), /character device, not a regular file/],
+    ['a FIFO', (path: string) => spawnSync('mkfifo', [path]), /a FIFO, not a regular file/],
+  ])('%s: hooks status, hooks install and doctor answer at once and name it (control: a normal file)', (_name, plant, kind) => {
+    const world = makeWorld('tk-hostile-config');
+    try {
+      const path = join(world.repo, '.claude', 'settings.json');
+      mkdirSync(dirname(path));
+      plant(path);
+      const status = run(world, ['hooks', 'status', '--agent', 'claude', '--scope', 'project', '--json']);
+      expect(status.signal).toBeNull(); // not killed by the timeout
+      expect(status.status).toBe(0);
+      expect((JSON.parse(status.stdout) as { error?: string }[])[0]!.error).toMatch(kind);
+      const install = run(world, ['hooks', 'install', '--agent', 'claude', '--scope', 'project']);
+      expect(install.signal).toBeNull();
+      expect(install.status).toBe(1);
+      expect(install.stderr).toMatch(kind);
+      const doctor = run(world, ['doctor', '--json']);
+      expect(doctor.signal).toBeNull();
+      expect(doctor.stdout).toContain(path);
+      // In process too (the extension calls these): a problem, not a hang or a throw.
+      expect(hooksStatus(projectTarget('claude', world.repo), 'x').error).toMatch(kind);
+      expect(readJsonConfig(path)).toBeUndefined();
+      expect(readConfigFile(path)).toMatchObject({ kind: 'refused', problem: expect.stringMatching(kind) });
+
+      // Control: the same path as a normal file is read and installed into.
+      rmSync(path);
+      writeFileSync(path, '{ "model": "opus" }\n');
+      expect(run(world, ['hooks', 'install', '--agent', 'claude', '--scope', 'project']).status).toBe(0);
+      const after = JSON.parse(run(world, ['hooks', 'status', '--agent', 'claude', '--scope', 'project', '--json']).stdout) as { installed: boolean; error?: string }[];
+      expect(after[0]).toMatchObject({ installed: true });
+      expect(after[0]!.error).toBeUndefined();
+      expect(readJsonConfig(path)).toMatchObject({ model: 'opus' });
+    } finally {
+      world.cleanup();
+    }
+  });
+
+  it('a config over the size cap is refused unread (control: one just under it is read)', () => {
+    const root = tempDir();
+    const path = join(root, 'big.json');
+    writeFileSync(path, `{"a":"${'x'.repeat(MAX_CONFIG_BYTES)}"}`);
+    expect(readConfigFile(path)).toMatchObject({ kind: 'refused', problem: expect.stringMatching(/over the \d+-byte limit/) });
+    writeFileSync(path, `{"a":"${'x'.repeat(MAX_CONFIG_BYTES - 10)}"}`);
+    expect(readConfigFile(path)).toMatchObject({ kind: 'bytes' });
   });
 });
