@@ -83,12 +83,24 @@ const defaultOpener =
   (create: boolean): Promise<Authority | undefined> =>
     openAuthority(env, { create, busyTimeoutMs: hookBusyTimeoutMs(env) });
 
+/** The Goal of the hook's directory and where the checkout is. */
+interface Located {
+  readonly goal: string;
+  readonly placement: Placement;
+}
+
 interface HookRequest {
   readonly event: HookEvent;
   readonly owner: Owner;
-  readonly goal: string;
   readonly cwd: string;
-  readonly placement: Placement;
+  /**
+   * The Goal, resolved once on first use. Context events resolve it before any store is opened (a
+   * checkout that names its repository wrongly is rule 2 for them); tool and stop events never need
+   * it to fence or renew, which depend on the Owner alone, so a broken `.turnkeeper.json` (which the
+   * repository, or an evicted agent, can write) cannot turn fencing or renewal off. Throws
+   * InvalidHookInput when the Goal cannot be named.
+   */
+  readonly located: () => Located;
   readonly boundTodo: string | undefined;
   /** A `#todo:` mention that is not a well-formed id, as written (guidance, never silence). */
   readonly malformedMention: string | undefined;
@@ -119,24 +131,8 @@ function readRequest(raw: string | Buffer, options: HookOptions): HookRequest {
   } catch {
     throw new InvalidHookInput(`cwd ${JSON.stringify(event.cwd)} does not exist`);
   }
-  // The Goal is the repository, whatever checkout (worktree, clone) the agent runs in; found from the
-  // git layout without spawning git (docs/goals.md). A checkout that names its repository wrongly is
-  // never filed under another rule's Goal: the hook says why on stderr and claims nothing.
-  let resolved;
-  try {
-    resolved = resolveGoal(cwd);
-  } catch (error) {
-    if (error instanceof GoalError) throw new InvalidHookInput(`${error.message}; run turnkeeper goal`);
-    throw new InvalidHookInput(`the Goal of ${JSON.stringify(cwd)} cannot be read: ${(error as Error).message}`);
-  }
-  const goal = resolved.id;
-  const placement: Placement = {
-    checkout: resolved.checkout,
-    commonDir: resolved.commonDir,
-    place: resolved.commonDir ?? resolved.checkout,
-    goalKey: resolved.key,
-    displayName: resolved.displayName,
-  };
+  const located = once(() => locate(cwd));
+  if (isContextEvent(event)) located();
   // Only prompts bind (spec §2 "Binding"); SessionStart never has a Turn.
   const mentioned = event.kind === 'prompt' ? todoMentionedIn(event.prompt ?? '') : undefined;
   const boundTodo = event.kind === 'prompt' ? (mentioned ?? envTodo) : undefined;
@@ -145,7 +141,46 @@ function readRequest(raw: string | Buffer, options: HookOptions): HookRequest {
   const binding: Binding = mentioned !== undefined ? 'prompt' : envCapture !== undefined || startTodo !== undefined ? 'launch' : 'env';
   const turn = event.kind === 'session_start' ? undefined : (event.turn ?? envTurn);
   const malformedMention = event.kind === 'prompt' && boundTodo === undefined ? malformedTodoMention(event.prompt ?? '') : undefined;
-  return { event, owner: ownerOf(event.agent, event.session), goal, cwd, placement, boundTodo, malformedMention, binding, turn, envCapture, envLaunch, startTodo };
+  return { event, owner: ownerOf(event.agent, event.session), cwd, located, boundTodo, malformedMention, binding, turn, envCapture, envLaunch, startTodo };
+}
+
+/**
+ * The Goal is the repository, whatever checkout (worktree, clone) the agent runs in; found from the
+ * git layout without spawning git (docs/goals.md). A checkout that names its repository wrongly is
+ * never filed under another rule's Goal: the hook says why on stderr and claims nothing.
+ */
+function locate(cwd: string): Located {
+  let resolved;
+  try {
+    resolved = resolveGoal(cwd);
+  } catch (error) {
+    if (error instanceof GoalError) throw new InvalidHookInput(`${error.message}; run turnkeeper goal`);
+    throw new InvalidHookInput(`the Goal of ${JSON.stringify(cwd)} cannot be read: ${(error as Error).message}`);
+  }
+  const placement: Placement = {
+    checkout: resolved.checkout,
+    commonDir: resolved.commonDir,
+    place: resolved.commonDir ?? resolved.checkout,
+    goalKey: resolved.key,
+    displayName: resolved.displayName,
+  };
+  return { goal: resolved.id, placement };
+}
+
+/** `make()` once; later calls give the same value, or throw the same error. */
+function once<T>(make: () => T): () => T {
+  let outcome: { value: T } | { error: unknown } | undefined;
+  return () => {
+    outcome ??= (() => {
+      try {
+        return { value: make() };
+      } catch (error) {
+        return { error };
+      }
+    })();
+    if ('error' in outcome) throw outcome.error;
+    return outcome.value;
+  };
 }
 
 function optionalEnv(env: Env, name: string, valid: (value: string) => boolean): string | undefined {
@@ -201,14 +236,33 @@ class HookDecider {
     }
   }
 
+  /** The Goal (context events resolved it before the store opened; a tool event only when it touches). */
+  private get goal(): string {
+    return this.request.located().goal;
+  }
+
+  private get placement(): Placement {
+    return this.request.located().placement;
+  }
+
   private get sessionTouch(): SessionTouch {
-    const { event, owner, goal, cwd } = this.request;
-    return { owner, agent: event.agent, session: event.session, goal, cwd, transcriptPath: event.transcriptPath ?? null };
+    const { event, owner, cwd } = this.request;
+    return { owner, agent: event.agent, session: event.session, goal: this.goal, cwd, transcriptPath: event.transcriptPath ?? null };
   }
 
   private async touchSession(): Promise<void> {
+    let touch: SessionTouch;
     try {
-      await this.store.touchSession(this.sessionTouch, this.now(), SESSION_TOUCH_INTERVAL_MS);
+      touch = this.sessionTouch;
+    } catch (error) {
+      // A tool event in a checkout whose Goal cannot be named: fenced and renewed all the same, but
+      // its proof of life has no Goal to be filed under.
+      if (!(error instanceof InvalidHookInput)) throw error;
+      this.stderr.push(`turnkeeper: proof of life not recorded: ${error.message}`);
+      return;
+    }
+    try {
+      await this.store.touchSession(touch, this.now(), SESSION_TOUCH_INTERVAL_MS);
     } catch (error) {
       if (!(error instanceof StoreUnavailableError)) throw error;
       this.writesUnavailable = error;
@@ -247,12 +301,12 @@ class HookDecider {
       // and a start belongs to the first session that hooked it (a child agent inherits the variables).
       const start = await findStart(this.store, envLaunch);
       const ours =
-        start !== undefined && start.goal === this.request.goal && start.todo === startTodo && start.agent === event.agent && (start.hookedBy ?? owner) === owner;
+        start !== undefined && start.goal === this.goal && start.todo === startTodo && start.agent === event.agent && (start.hookedBy ?? owner) === owner;
       if (!ours) return this.guidance('not_live_bound', { launch: envLaunch, todo: startTodo });
       const output = await this.sessionRules(undefined);
       if (start.hookedBy === undefined) {
         const claimed = await this.store.activeLeaseOfOwner(owner);
-        await this.recordLaunchHooked(this.request.goal, startTodo, claimed?.capture, envLaunch, claimed);
+        await this.recordLaunchHooked(this.goal, startTodo, claimed?.capture, envLaunch, claimed);
       }
       return output;
     }
@@ -264,10 +318,10 @@ class HookDecider {
     const { boundTodo } = this.request;
     // Rule 4: the session already holds a lease: present its stored ready capture, claim nothing.
     if (held) {
-      if (boundTodo !== undefined && (boundTodo !== held.todo || this.request.goal !== held.goal)) {
+      if (boundTodo !== undefined && (boundTodo !== held.todo || this.goal !== held.goal)) {
         // The claim's own order: a repository whose Goal key changed is [goal_changed] first. Its holder
         // naming its own Todo holds it under the Goal the repository used until now, not "another Todo".
-        const { placement, goal } = this.request;
+        const { placement, goal } = this;
         const known = await this.store.goalOfPlace(placement.place);
         if (known && known.goal !== goal) {
           await this.recordRefusal('goal_changed', { previous: known.goal });
@@ -290,7 +344,8 @@ class HookDecider {
 
   /** Rule 6. */
   private async claim(todo: string, turn: string): Promise<HookOutput> {
-    const { event, owner, goal, cwd, binding, placement } = this.request;
+    const { event, owner, cwd, binding } = this.request;
+    const { goal, placement } = this;
     const capture = buildCapture({ goal, todo, agent: event.agent, session: event.session, turn });
     const result = await this.store.claim(
       {
@@ -399,7 +454,8 @@ class HookDecider {
 
   private async recordRefusal(reason: ReasonCode, detail: Record<string, string>): Promise<void> {
     if (this.writesUnavailable) return;
-    const { goal, boundTodo, owner } = this.request;
+    const { boundTodo, owner } = this.request;
+    const { goal } = this;
     try {
       await this.store.appendReceipt({ kind: 'claim_refused', goal, todo: boundTodo, owner, detail: { reason, ...detail } }, this.now(), this.sessionTouch);
       this.touched = true;

@@ -320,6 +320,26 @@ describe('rule 7 and the rest', () => {
     expect(hook(payload.codex(world, 'PreToolUse', 'sess-a', 'turn-1', { tool_name: 'view_image' })).stdout).toBe('');
   });
 
+  it('a broken .turnkeeper.json does not turn fencing off: the evicted session stays denied (control: a valid file)', () => {
+    addTodo('fix-login');
+    hook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login'));
+    expect(world.cli(['release', 'fix-login', '--force', '--reason', 'reassign']).code).toBe(0);
+    const edit = () => hook(payload.codex(world, 'PreToolUse', 'sess-a', 'turn-1', { tool_name: 'apply_patch', tool_input: { input: '*** Begin Patch' } }));
+    const deniedWith = (run: ReturnType<typeof edit>) => (parseHookStdout(run.stdout)?.hookSpecificOutput as { permissionDecision?: string; permissionDecisionReason?: string } | undefined);
+    // Control: a valid file (it names another Goal key, which fencing does not depend on).
+    writeFileSync(join(world.repo, '.turnkeeper.json'), '{"goal": "example.org/team/project"}\n');
+    expect(deniedWith(edit())).toMatchObject({ permissionDecision: 'deny', permissionDecisionReason: expect.stringContaining('[lease_fenced]') });
+    // The repository (or the evicted agent itself) breaks the file: the write is still denied.
+    writeFileSync(join(world.repo, '.turnkeeper.json'), '{"goal": ');
+    const broken = edit();
+    expect(broken.code).toBe(0);
+    expect(deniedWith(broken)).toMatchObject({ permissionDecision: 'deny', permissionDecisionReason: expect.stringContaining('[lease_fenced]') });
+    // Its proof of life has no Goal to be filed under, and says so on stderr.
+    expect(broken.stderr).toContain('proof of life not recorded');
+    // A context event in that checkout is still rule 2: nothing printed.
+    expect(hook(payload.codexPrompt(world, 'sess-c', 'turn-1', '#todo:fix-login')).stdout).toBe('');
+  });
+
   it('tool and stop events print nothing and record proof of life', async () => {
     addTodo('fix-login');
     hook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login'));

@@ -1,6 +1,8 @@
 // The hook's entry function in-process, with a real SQLite store and an injected clock: renewal
 // timing and the hostile-input fuzz corpus run here (real processes cover the rest).
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { runHook } from '../../src/lifecycle/hook';
 import { RENEWAL_INTERVAL_MS } from '../../src/core/lease';
 import { makeWorld, payload, type World } from '../support/world';
@@ -51,6 +53,31 @@ describe('renewal', () => {
     // Control: the Owner's Stop at the same moment renews.
     await run(payload.codex(world, 'Stop', 'sess-a', 'turn-1'));
     expect((await lease()).version).toBe(3);
+  });
+
+  it('a broken .turnkeeper.json does not stop the Owner renewing (control: the same Stop before it broke)', async () => {
+    const store = await world.store();
+    await store.addTodo({ goal: world.goal, id: 'fix-login', title: 'Fix login', body: '' }, 0);
+    store.close();
+    let now = 1_000_000;
+    const run = (input: string) => runHook(input, { env: world.env, now: () => now });
+    await run(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login'));
+    const lease = async () => {
+      const reader = await world.store();
+      try {
+        return (await reader.listLeases())[0]!;
+      } finally {
+        reader.close();
+      }
+    };
+    now += RENEWAL_INTERVAL_MS;
+    await run(payload.codex(world, 'Stop', 'sess-a', 'turn-1'));
+    expect((await lease()).version).toBe(2);
+    writeFileSync(join(world.repo, '.turnkeeper.json'), '{"goal": ');
+    now += RENEWAL_INTERVAL_MS;
+    const broken = await run(payload.codex(world, 'Stop', 'sess-a', 'turn-1'));
+    expect(broken.stdout).toBe('');
+    expect(await lease()).toMatchObject({ version: 3, expiresAt: now + 45 * 60 * 1000 });
   });
 });
 
