@@ -3,7 +3,7 @@ import { realpathSync } from 'node:fs';
 import { AGENTS, isAgent, type Agent } from '../core/ids';
 import type { Scope } from '../agents/install';
 import { agentHooksStatus, doctorReport, installAgentHooks, uninstallAgentHooks } from '../lifecycle/installation';
-import { onPath } from '../lifecycle/agentChecks';
+import { findExecutable } from '../lifecycle/executables';
 import { EXIT, placementFrom, openStore, parse, printJson, UsageError, type Io } from './io';
 
 
@@ -40,7 +40,7 @@ export async function hooksCommand(args: string[], io: Io): Promise<number> {
       io.out(`hook command: ${result.command}\n`);
       if (scope === 'project') {
         // Committed and shared: it runs `turnkeeper` from PATH, which each teammate's agent must find.
-        io.out(`this config names no path of this machine: commit it; every teammate's agent needs turnkeeper on PATH (${onPath(io.env, 'turnkeeper') ?? 'not on this PATH: see turnkeeper doctor'})\n`);
+        io.out(`this config names no path of this machine: commit it; every teammate's agent needs turnkeeper on PATH (${findExecutable(io.env, 'turnkeeper') ?? 'not on this PATH: see turnkeeper doctor'})\n`);
       }
       if (result.alsoInstalledAt) io.out(`warning: Turnkeeper's ${agent} hooks are also installed in ${result.alsoInstalledAt}: ${agent} will run every hook twice; keep one: turnkeeper hooks uninstall --agent ${agent} --scope ${scope === 'user' ? 'project' : 'user'}\n`);
       io.out(`next: ${trustHint}\nthen: turnkeeper doctor (it checks what ${agent} will do with the hooks)\n`);

@@ -14,12 +14,12 @@
 // - on_path: a project-scope config calls `turnkeeper` through PATH (it is committed, so it names no
 //   path of one machine): an agent whose PATH has no `turnkeeper` fails every hook.
 import { spawn } from 'node:child_process';
-import { accessSync, constants, statSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { isAbsolute } from 'node:path';
 import { parse as parseJsonc, printParseErrorCode, stripComments, type ParseError } from 'jsonc-parser';
 import type { Agent } from '../core/ids';
 import { readConfigFile, type Scope } from '../agents/install';
 import type { Env } from '../store/location';
+import { findExecutable } from './executables';
 
 export type CheckName = 'config_syntax' | 'both_scopes' | 'codex_trust' | 'on_path';
 
@@ -159,24 +159,8 @@ function describeError(text: string, error: ParseError): string {
 // ---------------------------------------------------------------------------------------------
 // on_path
 
-/** An executable `name` on PATH, or undefined. */
-export function onPath(env: Env, name: string): string | undefined {
-  for (const dir of (env.PATH ?? '').split(delimiter)) {
-    if (dir === '') continue;
-    const candidate = join(dir, name);
-    try {
-      if (!statSync(candidate).isFile()) continue;
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
-}
-
 function pathCheck(env: Env, project: readonly HookFile[]): AgentCheck {
-  const found = onPath(env, 'turnkeeper');
+  const found = findExecutable(env, 'turnkeeper');
   const agents = project.map((file) => nameOf(file.agent)).join(', ');
   const first = project[0]!;
   return found
@@ -211,9 +195,15 @@ export interface CodexHookList {
   readonly errors: string[];
 }
 
-/** The codex executable doctor asks: TURNKEEPER_CODEX_BIN, else `codex` on PATH. */
+/**
+ * The codex executable doctor asks: TURNKEEPER_CODEX_BIN when it is an absolute path, else `codex` in
+ * an absolute PATH directory. Doctor runs it with the repository as its working directory, so a
+ * relative name (`node_modules/.bin/codex`, `.`) would run whatever the repository ships.
+ */
 export function codexBinary(env: Env): string | undefined {
-  return env.TURNKEEPER_CODEX_BIN || onPath(env, 'codex');
+  const named = env.TURNKEEPER_CODEX_BIN;
+  if (named) return isAbsolute(named) ? named : undefined;
+  return findExecutable(env, 'codex');
 }
 
 /** Asks `codex app-server` which hooks apply in `cwd` and whether each is trusted (what /hooks shows). */
@@ -274,8 +264,10 @@ async function codexTrust(options: AgentCheckOptions, files: readonly HookFile[]
       scope: file.scope,
       path: file.path,
       status: 'unknown' as const,
-      detail: 'codex is not on PATH, so doctor cannot ask Codex whether it trusts the hooks (a new or changed hook is skipped silently until trusted)',
-      fix: 'put codex on PATH or set TURNKEEPER_CODEX_BIN, then run turnkeeper doctor again',
+      detail: options.env.TURNKEEPER_CODEX_BIN
+        ? `TURNKEEPER_CODEX_BIN is not an absolute path (${options.env.TURNKEEPER_CODEX_BIN}), so doctor runs no codex to ask whether it trusts the hooks (a new or changed hook is skipped silently until trusted)`
+        : 'codex is not in an absolute PATH directory, so doctor cannot ask Codex whether it trusts the hooks (a new or changed hook is skipped silently until trusted)',
+      fix: 'put codex in a PATH directory given as an absolute path, or set TURNKEEPER_CODEX_BIN to its absolute path, then run turnkeeper doctor again',
     }));
   }
   let list: CodexHookList;

@@ -3,7 +3,7 @@
 // the hooks are installed at both scopes, and whether a project-scope config finds `turnkeeper` on PATH.
 // Each row is shown flagged and, as its control, clean. `hooks install` refuses a config its agent
 // cannot parse.
-import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { codexBinaryPath, makeCodexHome, cleanupCodexHome, trustAllHooks, type CodexHome } from '../support/codexHarness';
@@ -82,6 +82,31 @@ describe('codex_trust: asked of the real Codex', () => {
     const unknown = row((JSON.parse(run.stdout) as { checks: Row[] }).checks, 'codex_trust', 'user');
     expect(unknown).toMatchObject({ status: 'unknown', fix: expect.stringContaining('TURNKEEPER_CODEX_BIN') });
     expect(row(doctor().rows, 'codex_trust', 'user')!.status).toBe('problem');
+  });
+});
+
+describe('which codex doctor runs', () => {
+  // Doctor runs codex with the repository as its working directory: a relative PATH entry
+  // (node_modules/.bin, .) or a relative TURNKEEPER_CODEX_BIN would run a program the repository ships.
+  const plantCodex = (dir: string, marker: string): void => {
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'codex'), `#!/bin/sh\necho ran > ${JSON.stringify(marker)}\nexit 3\n`, { mode: 0o755 });
+  };
+
+  it("a codex reached through a relative PATH entry or a relative TURNKEEPER_CODEX_BIN is never run (control: one in an absolute PATH entry is)", () => {
+    expect(install('codex').code).toBe(0);
+    const marker = join(world.root, 'repository-codex-ran');
+    plantCodex(join(world.repo, 'node_modules', '.bin'), marker);
+    const relativePath = doctor({ TURNKEEPER_CODEX_BIN: '', PATH: 'node_modules/.bin:/usr/bin:/bin' });
+    expect(existsSync(marker)).toBe(false);
+    expect(row(relativePath.rows, 'codex_trust', 'user')).toMatchObject({ status: 'unknown', detail: expect.stringContaining('not in an absolute PATH directory') });
+    const relativeBin = doctor({ TURNKEEPER_CODEX_BIN: 'node_modules/.bin/codex' });
+    expect(existsSync(marker)).toBe(false);
+    expect(row(relativeBin.rows, 'codex_trust', 'user')).toMatchObject({ status: 'unknown', detail: expect.stringContaining('TURNKEEPER_CODEX_BIN is not an absolute path') });
+
+    // Control: the same PATH entry given as an absolute path is found, and asked.
+    doctor({ TURNKEEPER_CODEX_BIN: '', PATH: `${join(world.repo, 'node_modules', '.bin')}:/usr/bin:/bin` });
+    expect(existsSync(marker)).toBe(true);
   });
 });
 
