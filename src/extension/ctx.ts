@@ -40,6 +40,8 @@ export class Ctx implements vscode.Disposable {
   /** The end of the prefix verified so far: a refresh checks only the receipts appended since. */
   private verifiedUpTo: { seq: number; hash: string } | undefined;
   snapshot: StatusSnapshot = { leases: [], captures: [], silentLaunches: [] };
+  /** Whether `snapshot` has been read from the store (or found none) yet: not before a view is shown. */
+  snapshotRead = false;
   /** The Todos of the workspace's Goal, as of the last refresh. */
   todoList: readonly Todo[] = [];
   /** Whether any agent has Turnkeeper's hook (user or project scope); read once, reset by Install Agent Hooks. */
@@ -165,6 +167,26 @@ export class Ctx implements vscode.Disposable {
     }
   }
 
+  // ---- views -------------------------------------------------------------------------------
+
+  /** Whether a view has been shown: until then nothing reads the store (activation stays free of it). */
+  private viewsShown = false;
+  /** Whether the Receipts view (or Verify Receipt Chain) has asked for the chain: only then is it walked. */
+  private chainWanted = false;
+
+  /** A view became visible: the first one starts reading and following the store; the Receipts view wants the chain. */
+  viewShown(view: string): void {
+    this.viewsShown = true;
+    if (view === 'turnkeeper.receipts') this.chainWanted = true;
+    this.scheduleRefresh(0);
+  }
+
+  /** A `turnkeeper.*` setting changed: the store may be another one; it is read again once a view has been shown. */
+  settingsChanged(): void {
+    this.closeStore();
+    if (this.viewsShown) this.scheduleRefresh(0);
+  }
+
   scheduleRefresh(delayMs = 150): void {
     clearTimeout(this.refreshTimer);
     this.refreshTimer = setTimeout(() => void this.refresh(), delayMs);
@@ -178,6 +200,7 @@ export class Ctx implements vscode.Disposable {
   /** The full walk (the command): rows verified earlier are checked again, so later tampering shows. */
   async verifyChain(): Promise<ChainReport | undefined> {
     const store = await this.openStore();
+    this.chainWanted = true;
     this.verifiedUpTo = undefined;
     this.chain = store ? await this.extendChainReport(store, undefined) : undefined;
     await this.refresh();
@@ -223,8 +246,9 @@ export class Ctx implements vscode.Disposable {
       const todos = goal ? await store.listTodos(goal) : [];
       const rows = await store.receipts({ limit: RECEIPTS_PAGE * this.receiptPages + 1 });
       const head = rows[0]?.seq ?? 0;
-      // Incremental while the chain is intact (hooks only append); a broken chain is walked in full.
-      if (this.chain === undefined || !this.verifiedUpTo || head !== this.verifiedUpTo.seq) {
+      // Walked once the Receipts view wants it (a full walk the first time, over the network for a team
+      // store), then incremental while the chain is intact (hooks only append); a broken chain is walked in full.
+      if (this.chainWanted && (this.chain === undefined || !this.verifiedUpTo || head !== this.verifiedUpTo.seq)) {
         this.chain = await this.extendChainReport(store, this.verifiedUpTo);
       }
       const latest = await checkpointsOf(store)?.latest();
@@ -241,6 +265,7 @@ export class Ctx implements vscode.Disposable {
   private apply(snapshot: StatusSnapshot, rows: ReceiptRowView[], hasMore: boolean, todos: readonly Todo[]): void {
     const now = Date.now();
     this.snapshot = snapshot;
+    this.snapshotRead = true;
     this.todoList = todos;
     void vscode.commands.executeCommand('setContext', 'turnkeeper.hasCaptures', snapshot.captures.length > 0);
     // The walkthrough's "Run a first turn" completes on this, a lease that really exists (package.json).

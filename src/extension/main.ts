@@ -33,8 +33,8 @@ export function activate(context: vscode.ExtensionContext): void {
     const provider = new TurnkeeperTree(ctx, model);
     const view = vscode.window.createTreeView(id, { treeDataProvider: provider, showCollapseAll: id === 'turnkeeper.captures' });
     // Nothing is read until a view is shown: activation stays free of database work.
-    view.onDidChangeVisibility((event) => event.visible && ctx.scheduleRefresh(0));
-    if (view.visible) ctx.scheduleRefresh(0);
+    view.onDidChangeVisibility((event) => event.visible && ctx.viewShown(id));
+    if (view.visible) ctx.viewShown(id);
     context.subscriptions.push(provider, view);
   }
   context.subscriptions.push(
@@ -43,20 +43,20 @@ export function activate(context: vscode.ExtensionContext): void {
     createStatusBar(ctx),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (!event.affectsConfiguration('turnkeeper')) return;
-      ctx.closeStore();
       safely(log, () => ctx.writeHookSettings());
       safely(log, () => logCli(log, putCliOnPath(context, ctx.env)));
-      ctx.scheduleRefresh(0);
+      ctx.settingsChanged();
     }),
   );
   void vscode.commands.executeCommand('setContext', 'turnkeeper.trusted', vscode.workspace.isTrusted);
   context.subscriptions.push(vscode.workspace.onDidGrantWorkspaceTrust(() => void vscode.commands.executeCommand('setContext', 'turnkeeper.trusted', true)));
-  // Off the activation path: settings for the hooks, the native modules' health, the status bar's first numbers.
+  // Off the activation path: settings for the hooks, the shim, the native modules' health. The store is
+  // first read when a view becomes visible (ctx.viewShown); the status bar's numbers wait for that.
   setTimeout(() => {
     safely(log, () => ctx.writeHookSettings());
     // The `turnkeeper` command in VS Code's terminals: the shim, pointed at this extension when it may (cliPath.ts).
     safely(log, () => logCli(log, putCliOnPath(context, ctx.env)));
-    void checkNativeModules(log).then(() => ctx.refresh());
+    void checkNativeModules(log);
   }, 0);
   log.info(`activated in ${(performance.now() - started).toFixed(1)} ms (${Object.keys(COMMANDS).length} commands, napi ${napi}, ${process.versions.electron ? `Electron ${process.versions.electron}` : `Node ${process.versions.node}`})`);
 }

@@ -10,6 +10,13 @@ export function createStatusBar(ctx: Ctx): vscode.Disposable {
   item.name = t('Turnkeeper');
   item.command = 'workbench.view.extension.turnkeeper';
   const render = () => {
+    // Nothing is read before a view is shown (docs/decisions.md): no number rather than a wrong one.
+    if (!ctx.snapshotRead) {
+      item.text = '$(lock)';
+      item.tooltip = t('Turnkeeper: open the Turnkeeper view to read the store');
+      item.show();
+      return;
+    }
     const active = ctx.snapshot.leases.filter((lease) => lease.status === 'active').length;
     const silent = ctx.snapshot.silentLaunches.length;
     const broken = ctx.chainReport && !ctx.chainReport.ok;

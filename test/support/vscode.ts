@@ -94,6 +94,10 @@ export const double = {
   providers: new Map<string, { provideTextDocumentContent(uri: Uri): Promise<string> | string }>(),
   /** Terminals the extension created; a Pseudoterminal is opened at once, as the editor does on show. */
   terminals: [] as DoubleTerminal[],
+  /** Tree views the extension created, by id: hidden until the test shows one (`setVisible`). */
+  treeViews: new Map<string, DoubleTreeView>(),
+  /** Status bar items the extension created. */
+  statusBarItems: [] as { text: string; tooltip: unknown }[],
   reset(): void {
     this.answers = { quickPick: [], inputBox: [], message: [], saveDialog: [] };
     this.shown = [];
@@ -106,6 +110,8 @@ export const double = {
     this.providers.clear();
     for (const terminal of this.terminals) terminal.close();
     this.terminals = [];
+    this.treeViews.clear();
+    this.statusBarItems = [];
   },
 };
 
@@ -149,6 +155,35 @@ function createTerminal(options: { name: string; pty?: PseudoterminalLike }): { 
   return { show() {}, dispose: () => terminal.close() };
 }
 
+export interface DoubleTreeView {
+  visible: boolean;
+  /** The user opens or collapses the view: the editor fires onDidChangeVisibility. */
+  setVisible(visible: boolean): void;
+  dispose(): void;
+}
+
+function createTreeView(id: string): DoubleTreeView & { onDidChangeVisibility: (listener: Listener<{ visible: boolean }>) => Disposable } {
+  const changes = new EventEmitter<{ visible: boolean }>();
+  const view = {
+    visible: false,
+    onDidChangeVisibility: (listener: Listener<{ visible: boolean }>) => new Disposable(changes.event(listener).dispose),
+    setVisible(visible: boolean) {
+      if (view.visible === visible) return;
+      view.visible = visible;
+      changes.fire({ visible });
+    },
+    dispose: () => changes.dispose(),
+  };
+  double.treeViews.set(id, view);
+  return view;
+}
+
+function createStatusBarItem() {
+  const item = { text: '', tooltip: '' as unknown, show() {}, dispose() {} };
+  double.statusBarItems.push(item);
+  return item;
+}
+
 const message =
   (kind: string) =>
   async (text: string, ...rest: unknown[]): Promise<string | undefined> => {
@@ -188,8 +223,8 @@ export const window = {
   showTextDocument: async (document: unknown) => document,
   withProgress: async <T>(_options: unknown, task: (progress: unknown, token: { onCancellationRequested(): void }) => Promise<T>) =>
     task({ report() {} }, { onCancellationRequested() {} }),
-  createTreeView: () => ({ visible: false, onDidChangeVisibility: () => new Disposable(), dispose() {} }),
-  createStatusBarItem: () => ({ text: '', tooltip: '', show() {}, dispose() {} }),
+  createTreeView,
+  createStatusBarItem,
   createTerminal,
 };
 
