@@ -14,7 +14,8 @@
 // - on_path: a project-scope config calls `turnkeeper` through PATH (it is committed, so it names no
 //   path of one machine): an agent whose PATH has no `turnkeeper` fails every hook.
 import { spawn } from 'node:child_process';
-import { isAbsolute } from 'node:path';
+import { realpathSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
 import { parse as parseJsonc, printParseErrorCode, stripComments, type ParseError } from 'jsonc-parser';
 import type { Agent } from '../core/ids';
 import { readConfigFile, type Scope } from '../agents/install';
@@ -286,13 +287,25 @@ async function codexTrust(options: AgentCheckOptions, files: readonly HookFile[]
   return files.map((file) => codexFileTrust(file, list, options.projectRoot));
 }
 
+/** The path with every symlink resolved (Codex reports canonical paths), or the path itself when it cannot be. */
+function canonical(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return resolve(path);
+  }
+}
+
 function codexFileTrust(file: HookFile, list: CodexHookList, root: string): AgentCheck {
   const base = { check: 'codex_trust' as const, agent: 'codex' as const, scope: file.scope, path: file.path };
-  const ours = list.hooks.filter((hook) => hook.sourcePath === file.path && hook.command === file.command);
+  // Compared as files, not strings: with CODEX_HOME (or the checkout) behind a symlink, Codex names the target.
+  const real = canonical(file.path);
+  const fromFile = list.hooks.filter((hook) => canonical(hook.sourcePath) === real);
+  const ours = fromFile.filter((hook) => hook.command === file.command);
   if (ours.length === 0) {
-    const parse = list.warnings.find((warning) => warning.includes(file.path));
+    const parse = list.warnings.find((warning) => warning.includes(file.path) || warning.includes(real));
     if (parse) return { ...base, status: 'problem', detail: `Codex does not load ${file.path}: ${parse}`, fix: `make ${file.path} strict JSON (no comments, no trailing commas)` };
-    if (file.scope === 'project') {
+    if (file.scope === 'project' && fromFile.length === 0) {
       return {
         ...base,
         status: 'problem',
@@ -300,11 +313,14 @@ function codexFileTrust(file: HookFile, list: CodexHookList, root: string): Agen
         fix: `open codex in ${root} and trust the project when it asks (or add [projects."${root}"] trust_level = "trusted" to $CODEX_HOME/config.toml), then trust the hooks in /hooks`,
       };
     }
+    // Nothing says why: another CODEX_HOME than this one, `hooks = false` in its [features], a Codex
+    // that lists hooks differently. Say what Codex listed rather than guess.
+    const sources = [...new Set(list.hooks.map((hook) => hook.sourcePath))];
     return {
       ...base,
-      status: 'problem',
-      detail: `Codex lists none of the hooks in ${file.path}: its hooks are turned off`,
-      fix: 'remove `hooks = false` from the [features] table of $CODEX_HOME/config.toml',
+      status: 'unknown',
+      detail: `Codex lists none of Turnkeeper's hooks in ${file.path}, and no warning about it; the hooks it lists come from ${sources.length === 0 ? 'no file at all' : sources.join(', ')}`,
+      fix: `check that codex reads ${file.path} (the CODEX_HOME it runs with) and that $CODEX_HOME/config.toml has no \`hooks = false\` in [features]; /hooks in codex shows what it loads`,
     };
   }
   const skipped = ours.filter((hook) => hook.enabled === false || (hook.trustStatus !== 'trusted' && hook.trustStatus !== 'managed'));

@@ -3,7 +3,7 @@
 // the hooks are installed at both scopes, and whether a project-scope config finds `turnkeeper` on PATH.
 // Each row is shown flagged and, as its control, clean. `hooks install` refuses a config its agent
 // cannot parse.
-import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { codexBinaryPath, makeCodexHome, cleanupCodexHome, trustAllHooks, type CodexHome } from '../support/codexHarness';
@@ -73,6 +73,28 @@ describe('codex_trust: asked of the real Codex', () => {
     expect(row(doctor(shimDir).rows, 'codex_trust', 'project')).toMatchObject({ status: 'problem', detail: expect.stringMatching(/skips 5 of Turnkeeper's 5 hooks/) });
     await trustAllHooks(codex.codexHome, { ...codex.env, ...env }, world.repo);
     expect(row(doctor(shimDir).rows, 'codex_trust', 'project')).toMatchObject({ status: 'ok' });
+  });
+
+  it('CODEX_HOME behind a symlink: the hooks are matched by file, not by spelling (control: the row is the same as with the real path)', async () => {
+    const link = join(world.root, 'codex-home-link');
+    symlinkSync(codex.codexHome, link);
+    const linked = { CODEX_HOME: link };
+    expect(install('codex', 'user', linked).code).toBe(0);
+    const untrusted = row(doctor(linked).rows, 'codex_trust', 'user')!;
+    expect(untrusted).toMatchObject({ status: 'problem', path: join(link, 'hooks.json') });
+    expect(untrusted.detail).toMatch(/Codex skips 5 of Turnkeeper's 5 hooks/);
+    await trustAllHooks(codex.codexHome, { ...codex.env, ...env, ...linked }, world.repo);
+    expect(row(doctor(linked).rows, 'codex_trust', 'user')).toMatchObject({ status: 'ok', detail: expect.stringMatching(/trusts and will run all 5/) });
+    expect(row(doctor().rows, 'codex_trust', 'user')).toMatchObject({ status: 'ok' });
+  });
+
+  it('Codex listing none of the hooks with no warning is unknown, naming what it lists, not a guess (control: listed, it is a verdict)', () => {
+    expect(install('codex').code).toBe(0);
+    expect(row(doctor().rows, 'codex_trust', 'user')!.status).toBe('problem');
+    appendFileSync(join(codex.codexHome, 'config.toml'), '\n[features]\nhooks = false\n');
+    const off = row(doctor().rows, 'codex_trust', 'user')!;
+    expect(off).toMatchObject({ status: 'unknown', detail: expect.stringMatching(/Codex lists none of Turnkeeper's hooks in .*hooks\.json, and no warning about it; the hooks it lists come from /) });
+    expect(off.fix).toContain('hooks = false');
   });
 
   it('without a codex to ask the row is unknown and says how to make it checkable (control: with one it is a verdict)', () => {
