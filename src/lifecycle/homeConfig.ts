@@ -4,11 +4,12 @@
 // defaults and their limits, for the reader (src/lifecycle/settings.ts, src/lifecycle/open.ts) and the
 // writer (src/extension/ctx.ts) alike; package.json's `contributes.configuration` repeats the same
 // numbers for the settings editor, and test/unit/home-config.test.ts holds the two together.
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as z from 'zod/mini';
 import { DEFAULT_LEASE_TTL_SECONDS, RENEWAL_INTERVAL_MS } from '../core/lease';
 import { turnkeeperHome, type Env } from '../store/location';
+import { writeFileAtomic } from '../agents/install';
 
 export const HOME_CONFIG_FILE = 'config.json';
 export const OFF_FILE = 'off';
@@ -96,26 +97,52 @@ export function writeHookSettings(env: Env, wanted: { readonly enabled: boolean;
     rmSync(off, { force: true });
     changed = true;
   } else if (!wanted.enabled && !existsSync(off)) {
-    mkdirSync(home, { recursive: true });
-    writeFileSync(off, 'Turnkeeper is turned off by the VS Code setting turnkeeper.enabled\n');
+    mkdirSync(home, { recursive: true, mode: 0o700 });
+    writeFileSync(off, 'Turnkeeper is turned off by the VS Code setting turnkeeper.enabled\n', { mode: 0o600 });
     changed = true;
   }
-  const raw = readRaw(env);
-  if (raw === undefined && existsSync(homeConfigPath(env))) {
+  const path = homeConfigPath(env);
+  const current = readCurrent(path);
+  if (current !== undefined && current.raw === undefined) {
     // Hand-written and broken (it may hold a `store` selection): say so rather than replace it.
-    throw new Error(`${homeConfigPath(env)} is not valid JSON: fix or remove it; Turnkeeper did not overwrite it`);
+    throw new Error(`${path} is not valid JSON: fix or remove it; Turnkeeper did not overwrite it`);
   }
+  const raw = current?.raw;
   const kept = typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : {};
   const ttl = leaseTtlFrom(wanted.leaseTtlSeconds) ?? LEASE_TTL_SECONDS.default;
   const next = { ...kept, onConflict: wanted.onConflict, leaseTtlSeconds: ttl };
   const atDefaults = wanted.onConflict === HOME_CONFIG_DEFAULTS.onConflict && ttl === HOME_CONFIG_DEFAULTS.leaseTtlSeconds;
-  if (raw === undefined && atDefaults && !existsSync(home)) return changed;
+  if (current === undefined && atDefaults && !existsSync(home)) return changed;
   const text = `${JSON.stringify(next, null, 2)}\n`;
-  if (raw !== undefined && readFileSync(homeConfigPath(env), 'utf8') === text) return changed;
-  mkdirSync(home, { recursive: true });
-  // Hooks read this file at any moment: replace it whole, never leave it half written.
-  const temporary = `${homeConfigPath(env)}.${process.pid}.tmp`;
-  writeFileSync(temporary, text);
-  renameSync(temporary, homeConfigPath(env));
+  if (current?.text === text) return changed;
+  mkdirSync(home, { recursive: true, mode: 0o700 });
+  // Hooks read this file at any moment: replaced whole (temporary file, fsync, rename). It may name a
+  // team store with its credentials, so it is the owner's alone: a new file is 0600, and an existing
+  // one keeps its mode without the group and other bits.
+  writeFileAtomic(path, text, current === undefined ? 0o600 : current.mode & 0o700);
   return true;
+}
+
+/** config.json as it is now: its text, its JSON (undefined when not JSON) and its mode; undefined when missing. */
+function readCurrent(path: string): { readonly text: string; readonly raw: unknown; readonly mode: number } | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  try {
+    const mode = fstatSync(fd).mode & 0o7777;
+    const text = readFileSync(fd, 'utf8');
+    let raw: unknown;
+    try {
+      raw = JSON.parse(text) as unknown;
+    } catch {
+      raw = undefined;
+    }
+    return { text, raw, mode };
+  } finally {
+    closeSync(fd);
+  }
 }

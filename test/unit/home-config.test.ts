@@ -2,7 +2,7 @@
 // hook reads through it, the extension writes through it, and package.json's settings repeat its
 // numbers. One lease-TTL rule wherever the value comes from; machine scope for what the hooks read.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { double } from '../support/vscode';
@@ -75,6 +75,17 @@ describe('config.json', () => {
     expect(writeHookSettings(env(), { enabled: true, ...HOME_CONFIG_DEFAULTS })).toBe(true);
     expect(JSON.parse(readFileSync(file(), 'utf8'))).toStrictEqual({ store: 'postgres://db.example/tk', future: { a: 1 }, ...HOME_CONFIG_DEFAULTS });
     expect(readHomeConfig(env()).store).toBe('postgres://db.example/tk');
+  });
+
+  it('is replaced whole, 0600 (it may name a team store with its credentials), in a 0700 home', () => {
+    expect(writeHookSettings(env(), { enabled: true, onConflict: 'block', leaseTtlSeconds: 600 })).toBe(true);
+    expect(statSync(file()).mode & 0o777).toBe(0o600);
+    expect(statSync(home).mode & 0o777).toBe(0o700);
+    // An existing file keeps its owner's bits, never the group's or other's; no temporary file is left.
+    chmodSync(file(), 0o644);
+    expect(writeHookSettings(env(), { enabled: true, onConflict: 'context', leaseTtlSeconds: 600 })).toBe(true);
+    expect(statSync(file()).mode & 0o777).toBe(0o600);
+    expect(readdirSync(home)).toStrictEqual(['config.json']);
   });
 
   it('is not overwritten when it is not JSON (it may hold a store selection by hand)', () => {
