@@ -25,7 +25,7 @@
 // and everything outside an edit encodes back to the bytes it came from. A stray byte outside a
 // string or comment is no more valid JSON than before: it is refused, not rewritten.
 import { chmodSync, closeSync, constants, existsSync, fstatSync, fsyncSync, lstatSync, mkdirSync, openSync, readlinkSync, readSync, realpathSync, renameSync, statSync, unlinkSync, writeSync, type Stats } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve, sep } from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import { applyEdits, parse as parseJsonc, parseTree, printParseErrorCode, type Edit, type Node, type ParseError } from 'jsonc-parser';
 import { AGENTS, type Agent } from '../core/ids';
@@ -131,16 +131,23 @@ function hookGroup(agent: Agent, command: string, event: string): Record<string,
 // ---------------------------------------------------------------------------------------------
 // Public operations
 
+/**
+ * Where a project-scope write may land: inside the project. A repository can commit its config as a
+ * symlink (git keeps them) to the user's own settings; following it would edit them. The user scope
+ * writes through symlinks (dotfile managers, spec §8).
+ */
+const confinementOf = (target: HookTarget): string | undefined => (target.scope === 'project' ? resolve(target.projectRoot ?? '') : undefined);
+
 export function installHooks(target: HookTarget, command: string, options: WriteOptions): InstallResult {
   const path = hookConfigPath(target);
-  return rewrite(path, options, 'install', (text) => (text === undefined ? freshConfig(target.agent, command) : addHooks(path, text, target.agent, command)));
+  return rewrite(path, confinementOf(target), options, 'install', (text) => (text === undefined ? freshConfig(target.agent, command) : addHooks(path, text, target.agent, command)));
 }
 
 /** Removes our hook entries: exactly `command` (or its per-event forms) when given, otherwise anything Turnkeeper-looking. */
 export function uninstallHooks(target: HookTarget, command: string | undefined, options: WriteOptions): InstallResult {
   const path = hookConfigPath(target);
   const isOurs = (value: string): boolean => (command === undefined ? TURNKEEPER_COMMAND_PATTERN.test(value) : isCommandOf(target.agent, command, value));
-  return rewrite(path, options, 'uninstall', (text) => (text === undefined ? undefined : removeHooks(path, text, isOurs)));
+  return rewrite(path, confinementOf(target), options, 'uninstall', (text) => (text === undefined ? undefined : removeHooks(path, text, isOurs)));
 }
 
 export function hooksStatus(target: HookTarget, command: string): HooksStatus {
@@ -566,6 +573,55 @@ function writeTarget(path: string): string {
   throw new HookConfigError(path, 'too many levels of symbolic links');
 }
 
+/**
+ * Where `path` really is: every symlink on the way resolved, dangling ones too (followed to where
+ * they point), and the part that does not exist yet appended as written.
+ */
+function realLocation(path: string): string {
+  let current = resolve(path);
+  const rest: string[] = [];
+  for (let hops = 0; hops < 40; ) {
+    try {
+      return join(realpathSync(current), ...rest);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    }
+    let link: string | undefined;
+    try {
+      if (lstatSync(current).isSymbolicLink()) link = readlinkSync(current);
+    } catch {
+      // not there at all
+    }
+    if (link !== undefined) {
+      let dir = dirname(current);
+      try {
+        dir = realpathSync(dir);
+      } catch {
+        // resolved when the walk reaches it
+      }
+      current = resolve(dir, link);
+      hops++;
+      continue;
+    }
+    const parent = dirname(current);
+    if (parent === current) return join(current, ...rest);
+    rest.unshift(basename(current));
+    current = parent;
+  }
+  throw new HookConfigError(path, 'too many levels of symbolic links');
+}
+
+/** A project-scope config must be a file of the project, wherever its links lead. */
+function confine(path: string, root: string): void {
+  const realRoot = realLocation(root);
+  const location = realLocation(path);
+  if (location === realRoot || location.startsWith(realRoot.endsWith(sep) ? realRoot : realRoot + sep)) return;
+  throw new HookConfigError(
+    path,
+    `it leads to ${location}, outside the project ${realRoot}: a project-scope install changes only files inside the repository (a link out of it may point at your own settings); to change that file, install at user scope (--scope user)`,
+  );
+}
+
 /** Install made the file from nothing (or from a blank file): the bytes it replaced and a digest of what it last wrote. */
 interface CreationRecord {
   readonly config: string;
@@ -604,8 +660,9 @@ function ensureBackupDir(backupDir: string): void {
  * file. An agent may rewrite its own settings meanwhile, so the file is read again just before the
  * rename and the whole step retried if it moved.
  */
-function rewrite(path: string, options: WriteOptions, operation: 'install' | 'uninstall', transform: (text: string | undefined) => string | undefined): InstallResult {
+function rewrite(path: string, root: string | undefined, options: WriteOptions, operation: 'install' | 'uninstall', transform: (text: string | undefined) => string | undefined): InstallResult {
   for (let attempt = 0; ; attempt++) {
+    if (root !== undefined) confine(path, root);
     const beforeBytes = readBytes(path); // through any symlink
     const before = beforeBytes === undefined ? undefined : decodeBytes(beforeBytes);
     const after = transform(before);

@@ -339,6 +339,37 @@ describe('installHooks', () => {
     expect(existsSync(join(other, 'missing'))).toBe(false);
   });
 
+  it("project scope refuses a config whose link leads out of the repository, the user's own settings say (control: at user scope the same link is written through)", () => {
+    const root = tempDir();
+    const outside = tempDir();
+    const userSettings = join(outside, 'settings.json');
+    const original = '{ "model": "opus" }\n';
+    writeFileSync(userSettings, original);
+    mkdirSync(join(root, '.claude'));
+    const link = join(root, '.claude', 'settings.json');
+    symlinkSync(userSettings, link);
+    expect(() => installHooks(projectTarget('claude', root), commandFor('claude'))).toThrow(/leads to .*settings\.json, outside the project/);
+    expect(() => uninstallHooks(projectTarget('claude', root))).toThrow(HookConfigError);
+    expect(read(userSettings)).toBe(original);
+    expect(backupsOf(projectTarget('claude', root))).toEqual([]);
+    // The directory itself linked out, and a dangling link out: refused too.
+    const other = tempDir();
+    symlinkSync(outside, join(other, '.claude'));
+    expect(() => installHooks(projectTarget('claude', other), commandFor('claude'))).toThrow(/outside the project/);
+    const dangling = tempDir();
+    mkdirSync(join(dangling, '.gemini'));
+    symlinkSync(join(outside, 'not-yet.json'), join(dangling, '.gemini', 'settings.json'));
+    expect(() => installHooks(projectTarget('gemini', dangling), commandFor('gemini'))).toThrow(/outside the project/);
+    expect(existsSync(join(outside, 'not-yet.json'))).toBe(false);
+    expect(read(userSettings)).toBe(original);
+
+    // Control: the user scope writes through the same kind of link (a dotfile manager's).
+    const userTarget: HookTarget = { agent: 'claude', scope: 'user', env: { CLAUDE_CONFIG_DIR: join(root, '.claude') } };
+    expect(installHooks(userTarget, commandFor('claude'))).toMatchObject({ changed: true });
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    expect(read(userSettings)).toContain(JSON.stringify(commandFor('claude')));
+  });
+
   it('keeps tabs and CRLF line endings', () => {
     const root = tempDir();
     const path = join(root, '.codex', 'hooks.json');
