@@ -6,19 +6,20 @@
 // (src/lifecycle/hook.ts, rule 3 for starts). The launch plumbing is resume's (resume.ts).
 import { randomBytes } from 'node:crypto';
 import type { Agent } from '../core/ids';
-import { isExpired, isoTime } from '../core/lease';
+import { isoTime } from '../core/lease';
 import { renderGuidance, type GuidanceFacts, type ReasonCode } from '../core/reasons';
-import type { Authority } from '../store/authority';
+import type { Authority, StartCommitRefusal, StartCommitResult } from '../store/authority';
 import type { Env } from '../store/location';
 import { resolveGoal, type ResolvedGoal } from '../lifecycle/goal';
 import { START_MARK } from '../lifecycle/starts';
 import type { Attestation } from './attest';
 import { launchAttested, type Barriers, type RunningLaunch } from './launch';
+import { isLaunchLive } from './liveness';
 import { CommitRefused, LaunchRefused, type LaunchRefusal } from './refusals';
 import { attestAgent, launchDetail, launchEnvironment, newLaunchId, recordQuietly, refusalGuidance, startArguments } from './resume';
 
 /** Why a start is refused before anything is launched (the hook's own codes for the same facts). */
-export type StartReason = Extract<ReasonCode, 'unknown_todo' | 'todo_not_open' | 'lease_held' | 'lease_expired_hold' | 'goal_changed'>;
+export type StartReason = Extract<ReasonCode, StartCommitRefusal>;
 
 export type StartCheck =
   | { readonly ok: true }
@@ -29,23 +30,31 @@ export const newStartTurn = (): string => `turn_${randomBytes(8).toString('hex')
 
 /**
  * What the first prompt's claim would refuse, asked before launching: the Todo exists in this Goal,
- * is open, and no one holds its lease (an expired lease is still a hold). Reads only. The claim at
- * the first prompt stays the arbiter: a start that races another claim gets `[lease_held]` there.
+ * is open, no one holds its lease (an expired lease is still a hold), and no earlier start of it
+ * still runs. The store decides in one transaction (`Authority.commitStart` without a receipt);
+ * `record` adds the refusal's `launch_refused` receipt (the CLI's start), the editor's check before
+ * it opens a terminal records nothing.
  */
-export async function checkStart(store: Authority | undefined, goal: ResolvedGoal, todoId: string, agent: Agent, now: number): Promise<StartCheck> {
-  const facts: GuidanceFacts = { todo: todoId, agent };
-  const refuse = (reason: StartReason, more: GuidanceFacts = {}): StartCheck => ({ ok: false, reason, facts: { ...facts, ...more }, guidance: renderGuidance(reason, { ...facts, ...more }) });
-  const todo = store && (await store.getTodo(goal.id, todoId));
-  if (!store || !todo) return refuse('unknown_todo');
-  if (todo.status !== 'open') return refuse('todo_not_open', { status: todo.status });
-  const place = await store.goalOfPlace(goal.commonDir ?? goal.checkout);
-  if (place && place.goal !== goal.id) return refuse('goal_changed', { previousGoal: place.goal, goal: goal.id, checkout: goal.checkout });
-  const holder = (await store.listLeases()).find((lease) => lease.goal === goal.id && lease.todo === todoId && lease.status === 'active');
-  if (holder) {
-    const checkout = (await store.getCapture(holder.capture))?.checkout;
-    return refuse(isExpired(holder, now) ? 'lease_expired_hold' : 'lease_held', { holder: holder.owner, epoch: holder.epoch, expiresAt: isoTime(holder.expiresAt), checkout });
-  }
-  return { ok: true };
+export async function checkStart(store: Authority | undefined, goal: ResolvedGoal, todoId: string, agent: Agent, now: number, record = false): Promise<StartCheck> {
+  if (!store) return startRefusal({ reason: 'unknown_todo', why: 'no store yet' }, goal, todoId, agent);
+  const result = await store.commitStart({ ...startScope(goal, todoId), ...(record ? { refusalDetail: { [START_MARK]: true, agent } } : {}), isLive: isLaunchLive }, now);
+  return result.kind === 'refused' ? startRefusal(result, goal, todoId, agent) : { ok: true };
+}
+
+const startScope = (goal: ResolvedGoal, todo: string) => ({ goal: goal.id, todo, place: goal.commonDir ?? goal.checkout });
+
+/** The guidance of a start refused by the store's check. */
+function startRefusal(refusal: Omit<Extract<StartCommitResult, { kind: 'refused' }>, 'kind'>, goal: ResolvedGoal, todo: string, agent: Agent): Extract<StartCheck, { ok: false }> {
+  const { holder, previous } = refusal;
+  const facts: GuidanceFacts = {
+    todo,
+    agent,
+    ...(refusal.status ? { status: refusal.status } : {}),
+    ...(refusal.previousGoal ? { previousGoal: refusal.previousGoal, goal: goal.id, checkout: goal.checkout } : {}),
+    ...(holder ? { holder: holder.owner, epoch: holder.epoch, expiresAt: isoTime(holder.expiresAt), checkout: refusal.holderCheckout } : {}),
+    ...(previous ? { detail: `the start of launch receipt #${previous.seq}, pid ${previous.pid ?? '?'} on ${previous.host ?? '?'}, has not claimed it yet` } : {}),
+  };
+  return { ok: false, reason: refusal.reason, facts, guidance: renderGuidance(refusal.reason, facts) };
 }
 
 export interface StartOptions {
@@ -88,11 +97,8 @@ export async function startTodo(options: StartOptions): Promise<StartResult> {
   const now = options.now ?? Date.now;
   const goal = resolveGoal(options.cwd);
   const base = { goal: goal.id, todo };
-  const check = await checkStart(store, goal, todo, agent, now());
-  if (!check.ok) {
-    if (store) await recordQuietly(store, { kind: 'launch_refused', goal: goal.id, detail: { [START_MARK]: true, reason: check.reason, agent } }, now(), todo);
-    return { ok: false, reason: check.reason, guidance: check.guidance, facts: check.facts };
-  }
+  const check = await checkStart(store, goal, todo, agent, now(), true);
+  if (!check.ok) return { ok: false, reason: check.reason, guidance: check.guidance, facts: check.facts };
   // checkStart found the Todo, so a store exists.
   const authority = store!;
   const attested = await attestAgent(agent, { agentBin: options.agentBin, env: options.env, setting: options.setting });
@@ -119,20 +125,25 @@ export async function startTodo(options: StartOptions): Promise<StartResult> {
       signal: options.signal,
       barriers: options.barriers,
       commit: async (facts) => {
-        // Attestation takes seconds for a large agent: what checkStart saw is read again. This is not
-        // one transaction with the append (the claim at the first prompt is the arbiter); it keeps an
-        // agent from starting on a Todo that was taken or closed while it was hashed.
-        const again = await checkStart(authority, goal, todo, agent, now());
-        if (!again.ok) {
-          await authority.appendReceipt({ kind: 'launch_refused', ...base, detail: { [START_MARK]: true, reason: again.reason, launch: launchId, digest: facts.digest, pid: facts.pid } }, now());
-          throw new CommitRefused(again.reason, `the Todo changed while ${agent} was attested`, again.facts);
-        }
+        // Attestation takes seconds for a large agent: the store checks again, in the transaction
+        // that appends the receipt, what checkStart saw (spec §7 "Start").
         const { driftAccepted: _drift, ...running } = launchDetail(agent, facts, undefined, attestation.interpreter);
         void _drift;
-        return authority.appendReceipt(
-          { kind: 'launch_committed', ...base, detail: { [START_MARK]: true, launch: launchId, turn, checkout: goal.checkout, ...running } },
+        const result = await authority.commitStart(
+          {
+            ...startScope(goal, todo),
+            receipt: { kind: 'launch_committed', ...base, detail: { [START_MARK]: true, launch: launchId, turn, checkout: goal.checkout, ...running } },
+            refusalDetail: { [START_MARK]: true, agent, launch: launchId, digest: facts.digest, pid: facts.pid },
+            isLive: isLaunchLive,
+          },
           now(),
         );
+        if (result.kind === 'refused') {
+          const refused = startRefusal(result, goal, todo, agent);
+          throw new CommitRefused(refused.reason, `the Todo changed while ${agent} was attested: ${result.why}`, refused.facts);
+        }
+        if (result.kind !== 'committed') throw new Error('commitStart with a receipt committed nothing');
+        return { seq: result.seq, hash: result.hash };
       },
       recordRefusal: async (reason, detail, facts) => {
         await authority.appendReceipt(

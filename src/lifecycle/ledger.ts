@@ -3,7 +3,7 @@
 // of src/core over the row port (src/store/port.ts) inside one write transaction each, so a SQLite
 // and a PostgreSQL authority differ only in their row operations.
 import { buildReceipt, parseReceipt, type ReceiptFields } from '../core/receipts';
-import { acquiredLease, decideClaim, decideRelease, decideRenewal, type Lease } from '../core/lease';
+import { acquiredLease, decideClaim, decideRelease, decideRenewal, isExpired, type Lease } from '../core/lease';
 import { buildReadyCapture, type HistoryEntry } from '../core/ready';
 import { isTodoId, type Owner } from '../core/ids';
 import { goalIdOf, localKeyOf } from '../core/goal';
@@ -21,6 +21,8 @@ import {
   type LaunchCommitResult,
   type LaunchReceipt,
   type PreviousLaunch,
+  type StartCommit,
+  type StartCommitResult,
   type ReleaseRequest,
   type ReleaseResult,
   type RenewResult,
@@ -351,6 +353,37 @@ export class Ledger implements Authority {
     });
   }
 
+  commitStart(request: StartCommit, clientNow: number): Promise<StartCommitResult> {
+    type Refused = Extract<StartCommitResult, { kind: 'refused' }>;
+    return this.rows.write(async (tx): Promise<StartCommitResult> => {
+      const now = await tx.clock(clientNow);
+      const { goal, todo: todoId } = request;
+      const refuse = async (refusal: Omit<Refused, 'kind'>): Promise<StartCommitResult> => {
+        if (request.refusalDetail) await append(tx, { kind: 'launch_refused', goal, todo: todoId, detail: { ...request.refusalDetail, reason: refusal.reason, why: refusal.why.slice(0, 500) } }, now);
+        return { kind: 'refused', ...refusal };
+      };
+      // What the first prompt's claim would meet, in the claim's own order (rule 6).
+      const todo = await tx.todo(goal, todoId);
+      if (!todo) return refuse({ reason: 'unknown_todo', why: `no Todo ${todoId} in ${goal}` });
+      if (todo.status !== 'open') return refuse({ reason: 'todo_not_open', why: `Todo ${todoId} is ${todo.status}`, status: todo.status });
+      const place = await tx.goalOfPlace(request.place);
+      if (place && place.goal !== goal) return refuse({ reason: 'goal_changed', why: `${request.place} used Goal ${place.goal} until now`, previousGoal: place.goal });
+      const holder = await tx.activeLeaseOfTodo(goal, todoId);
+      if (holder) {
+        const reason = isExpired(holder, now) ? 'lease_expired_hold' : 'lease_held';
+        return refuse({ reason, why: `Todo ${todoId} is held by ${holder.owner} (epoch ${holder.epoch})`, holder, holderCheckout: await tx.checkoutOfCapture(holder.capture) });
+      }
+      // One live start per Todo: a started agent that has not claimed yet holds no lease, so two
+      // starts would both launch and only their first prompts would decide.
+      const latest = await latestStartOfTodo(tx, goal, todoId);
+      if (latest && request.isLive(latest)) {
+        return refuse({ reason: 'launch_in_progress', why: `the start of launch receipt #${latest.seq} (pid ${latest.pid ?? '?'} on ${latest.host ?? 'an unknown host'}) is still running and has not claimed Todo ${todoId} yet`, previous: latest });
+      }
+      if (!request.receipt) return { kind: 'clear' };
+      return { kind: 'committed', ...(await append(tx, request.receipt, now)) };
+    });
+  }
+
   moveGoal(from: string, to: Placement & { readonly goal: string }, clientNow: number, options: { readonly renameCollidingWith?: string } = {}): Promise<GoalMoveResult> {
     return this.rows.write(async (tx): Promise<GoalMoveResult> => {
       const now = await tx.clock(clientNow);
@@ -477,6 +510,7 @@ export class Ledger implements Authority {
   latestLeaseOfOwner = (owner: Owner) => this.rows.latestLeaseOfOwner(owner);
   leaseOfCapture = (capture: string) => this.rows.leaseOfCapture(capture);
   readReady = (capture: string) => this.rows.readReady(capture);
+  launchReceiptsOfTodo = (goal: string, todo: string, limit: number) => this.rows.launchReceiptsOfTodo(goal, todo, limit);
   getCapture = (capture: string) => this.rows.getCapture(capture);
   getSession = (owner: Owner) => this.rows.getSession(owner);
   listSessions = () => this.rows.listSessions();
@@ -504,12 +538,22 @@ function previousLaunchOf(row: { seq: number; doc: string }): PreviousLaunch {
   return { seq: row.seq, launch: text(detail.launch), pid: typeof detail.pid === 'number' ? detail.pid : null, host: text(detail.host), boot: text(detail.boot), pidStart: text(detail.pidStart) };
 }
 
+/** The Todo's newest start `launch_committed`, among its newest launch receipts. */
+async function latestStartOfTodo(tx: StoreTx, goal: string, todo: string): Promise<PreviousLaunch | undefined> {
+  for (const row of await tx.launchReceiptsOfTodo(goal, todo, TODO_LAUNCH_LOOKBACK)) {
+    const doc = parseReceipt(row.doc);
+    if (doc?.kind === 'launch_committed' && doc.capture === undefined && doc.detail?.[START_MARK] === true) return previousLaunchOf(row);
+  }
+  return undefined;
+}
+
 /**
- * How far back in one Todo's launch receipts the start of a capture is looked for. While the capture
- * holds the Todo's lease no other capture of the Todo can launch, so the start's two receipts are
- * among the newest few; the bound only keeps the read small.
+ * How far back in one Todo's launch receipts a start is looked for (its latest start; the start that
+ * claimed a capture). Launches of one Todo follow its lease: while a capture or a live start holds
+ * the Todo no other launch of it commits, so the receipts sought are among the newest few. The
+ * bound only keeps the indexed read small.
  */
-const START_OF_CAPTURE_LOOKBACK = 64;
+const TODO_LAUNCH_LOOKBACK = 64;
 
 /**
  * The start whose agent claimed this capture: the `launch_hooked` of the capture's Owner (it names
@@ -517,7 +561,7 @@ const START_OF_CAPTURE_LOOKBACK = 64;
  * gives the nonce, and the Todo's start `launch_committed` with that nonce records the process.
  */
 async function startOfCapture(tx: StoreTx, lease: Lease): Promise<PreviousLaunch | undefined> {
-  const rows = await tx.launchReceiptsOfTodo(lease.goal, lease.todo, START_OF_CAPTURE_LOOKBACK);
+  const rows = await tx.launchReceiptsOfTodo(lease.goal, lease.todo, TODO_LAUNCH_LOOKBACK);
   let nonce: unknown;
   for (const row of rows) {
     const doc = parseReceipt(row.doc);

@@ -290,7 +290,50 @@ export interface Authority {
    * a refusal: it never runs.
    */
   commitLaunch(request: LaunchCommit, now: number): Promise<LaunchCommitResult>;
+  /**
+   * Spec §7 "Start", in ONE write transaction: the Todo exists and is open, the place still uses
+   * the Goal, nobody holds the Todo's lease, and the Todo's latest start is no longer alive; then
+   * append the start's `launch_committed` (or, without one, nothing: the check before attestation).
+   * A refusal appends `launch_refused` and commits nothing else.
+   */
+  commitStart(request: StartCommit, now: number): Promise<StartCommitResult>;
+  /** The Todo's newest `launch_committed` and `launch_hooked` receipts, newest first, at most `limit` (indexed). */
+  launchReceiptsOfTodo(goal: string, todo: string, limit: number): Promise<{ seq: number; doc: string }[]>;
 }
+
+export interface StartCommit {
+  readonly goal: string;
+  readonly todo: string;
+  /** The repository's place (its common git directory, or the checkout): it must still use `goal`. */
+  readonly place: string;
+  /** The start's `launch_committed`; absent for the check made before attestation, which appends nothing when it passes. */
+  readonly receipt?: ReceiptFields | undefined;
+  /**
+   * What a refusal receipt's detail carries besides `reason` and `why` (the start mark, agent, nonce,
+   * digest, pid). Absent: a refusal is answered but not recorded (the editor's check before it opens a terminal).
+   */
+  readonly refusalDetail?: Readonly<Record<string, string | number | boolean | null>> | undefined;
+  /** Is the Todo's latest start still running? Decided by the launcher, as for commitLaunch. */
+  readonly isLive: (previous: PreviousLaunch) => boolean;
+}
+
+export type StartCommitRefusal = 'unknown_todo' | 'todo_not_open' | 'goal_changed' | 'lease_held' | 'lease_expired_hold' | 'launch_in_progress';
+
+export type StartCommitResult =
+  | { readonly kind: 'committed'; readonly seq: number; readonly hash: string }
+  | { readonly kind: 'clear' }
+  | {
+      readonly kind: 'refused';
+      readonly reason: StartCommitRefusal;
+      readonly why: string;
+      readonly status?: TodoStatus | undefined;
+      readonly previousGoal?: string | undefined;
+      /** The Todo's active lease (`lease_held`, `lease_expired_hold`) and the checkout its capture ran in. */
+      readonly holder?: Lease | undefined;
+      readonly holderCheckout?: string | undefined;
+      /** The start still alive (`launch_in_progress`). */
+      readonly previous?: PreviousLaunch | undefined;
+    };
 
 export interface LaunchCommit {
   /** The lease as resume checked it. */

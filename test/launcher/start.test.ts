@@ -51,10 +51,10 @@ async function openStore(): Promise<SqliteAuthority> {
 }
 
 /** One in-process start of `todo` with the compiled agent; `mode` is the agent's behaviour. */
-async function start(options: { todo?: string; markers: string; mode: 'exit' | 'sleep'; barriers?: Barriers }): Promise<StartResult> {
+async function start(options: { todo?: string; markers: string; mode: 'exit' | 'sleep'; barriers?: Barriers; store?: SqliteAuthority }): Promise<StartResult> {
   mkdirSync(options.markers, { recursive: true });
   const result = await startTodo({
-    store: await openStore(),
+    store: options.store ?? (await openStore()),
     storePath: world.db,
     todo: options.todo ?? 'fix-login',
     agent: 'codex',
@@ -122,7 +122,9 @@ describe('turnkeeper start', () => {
     expect(committed!.owner).toBeUndefined();
     expect(committed!.detail).toMatchObject({ start: true, launch: result.launchId, turn: result.turn, agent: 'codex', pid: result.launch.pid, digest: sha256File(s.victim), checkout: world.repo });
 
-    // A second start gets another Turn and another nonce.
+    // A second start (once the first agent is gone: one live start per Todo) gets another Turn and another nonce.
+    result.launch.kill('SIGKILL');
+    await result.launch.exited;
     const again = await start({ markers: markerDir('b'), mode: 'exit' });
     expect(again.ok).toBe(true);
     if (again.ok) expect([again.turn, again.launchId]).not.toContain(result.turn);
@@ -249,6 +251,56 @@ describe('turnkeeper start', () => {
     });
     if (refused.ok && !refused.dryRun) pids.push(refused.launch.pid);
     expect(refused).toMatchObject({ ok: false, reason: 'launch_in_progress' });
+  });
+
+  it('one live start per Todo: a second start while the first agent runs (not yet claimed) → [launch_in_progress] before attestation (control: after it exits, a start launches)', async () => {
+    const first = await start({ markers: markerDir('first'), mode: 'sleep' });
+    if (!first.ok) throw new Error(first.guidance);
+    const second = await start({ markers: markerDir('second'), mode: 'exit' });
+    expect(second).toMatchObject({ ok: false, reason: 'launch_in_progress' });
+    expect((second as { guidance: string }).guidance).toContain(`pid ${first.launch.pid}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(readMarker(markerDir('second'), 'victim')).toBeUndefined();
+    expect((await receipts('launch_committed')).map((doc) => doc.detail?.pid)).toEqual([first.launch.pid]);
+    expect((await receipts('launch_refused')).at(-1)).toMatchObject({ todo: 'fix-login', detail: { start: true, reason: 'launch_in_progress', agent: 'codex' } });
+
+    first.launch.kill('SIGKILL');
+    await first.launch.exited;
+    const control = await start({ markers: markerDir('control'), mode: 'exit' });
+    expect(control.ok, JSON.stringify(control)).toBe(true);
+    expect(await waitFor(() => readMarker(markerDir('control'), 'victim') !== undefined)).toBe(true);
+  });
+
+  it('two starts of one Todo parked together → the commit transaction lets exactly one run, the other [launch_in_progress] (control: a start of another Todo at the same time runs)', async () => {
+    let parked = 0;
+    let release: () => void = () => undefined;
+    const allParked = new Promise<void>((resolve) => (release = resolve));
+    const arrive = async () => {
+      parked += 1;
+      if (parked === 3) release();
+      await Promise.race([allParked, new Promise((resolve) => setTimeout(resolve, 10_000))]);
+    };
+    expect(world.cli(['todo', 'add', 'Other', '--id', 'other-todo']).code).toBe(0);
+    // One connection, as in the extension host (separate processes each have their own).
+    const store = await openStore();
+    const [a, b, other] = await Promise.all([
+      start({ markers: markerDir('a'), mode: 'sleep', barriers: { parked: arrive }, store }),
+      start({ markers: markerDir('b'), mode: 'sleep', barriers: { parked: arrive }, store }),
+      start({ todo: 'other-todo', markers: markerDir('other'), mode: 'sleep', barriers: { parked: arrive }, store }),
+    ]);
+    expect(parked).toBe(3);
+    const results = [a, b];
+    expect(results.filter((result) => result.ok)).toHaveLength(1);
+    const refused = results.find((result) => !result.ok);
+    expect(refused).toMatchObject({ ok: false, reason: 'launch_in_progress' });
+    const loser = results[0] === refused ? 'a' : 'b';
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(readMarker(markerDir(loser), 'victim')).toBeUndefined();
+    const refusal = (await receipts('launch_refused')).at(-1)!;
+    expect(refusal.detail).toMatchObject({ start: true, reason: 'launch_in_progress', pid: expect.any(Number) });
+    expect(await waitFor(() => !alive(refusal.detail!.pid as number))).toBe(true);
+    expect(other.ok, JSON.stringify(other)).toBe(true);
+    expect(await receipts('launch_committed')).toHaveLength(2);
   });
 
   describe('refused before anything launches', () => {
