@@ -179,9 +179,12 @@ function pathCheck(env: Env, project: readonly HookFile[]): AgentCheck {
 // ---------------------------------------------------------------------------------------------
 // codex_trust
 
-/** One entry of Codex's `hooks/list` (the fields used here). */
+/** One entry of Codex's `hooks/list` (the fields used here and by the tests' trust helper). */
 export interface CodexListedHook {
+  /** `<hooks.json path>:<snake_event>:<group>:<handler>`: the key of its `[hooks.state]` trust entry. */
   readonly key: string;
+  /** `sha256:<hex>`: what trusting it records as `trusted_hash`. */
+  readonly currentHash: string;
   readonly command: string;
   readonly sourcePath: string;
   readonly source: string;

@@ -5,6 +5,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { listCodexHooks, type CodexListedHook } from "../../src/lifecycle/agentChecks";
 
 export interface CodexHome {
   /** Root temp dir; remove with cleanupCodexHome(). */
@@ -179,56 +180,16 @@ export function runCodexResume(
   return runCodex({ ...o, args: ["exec", "resume", ...(o.flags ?? EXEC_FLAGS), ...(o.extraArgs ?? []), o.sessionId, o.prompt] });
 }
 
-/** One entry of the app-server's `hooks/list` answer (only the fields we use). */
-export interface ListedHook {
-  key: string; // "<hooks.json path>:<snake_event>:<group idx>:<handler idx>"
-  eventName: string; // camelCase, e.g. "userPromptSubmit"
-  command: string;
-  currentHash: string; // "sha256:<hex>"
-  trustStatus: string; // "untrusted" | "trusted" | "modified" | "managed"
-}
+/** One entry of the app-server's `hooks/list` answer. */
+export type ListedHook = CodexListedHook;
 
 /**
- * Ask `codex app-server` (JSON-RPC over stdio) which hooks apply to `cwd`.
- * Used to obtain the keys/hashes Codex expects for persisted hook trust.
+ * Ask `codex app-server` (JSON-RPC over stdio) which hooks apply to `cwd`: doctor's own client
+ * (src/lifecycle/agentChecks.ts), run on the pinned binary. Used to obtain the keys/hashes Codex
+ * expects for persisted hook trust.
  */
-export function listHooks(env: NodeJS.ProcessEnv, cwd: string, timeoutMs = 20_000): Promise<ListedHook[]> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(codexBinaryPath(), ["app-server"], { cwd, env, stdio: ["pipe", "pipe", "ignore"] });
-    const timer = setTimeout(() => finish(new Error("hooks/list timed out")), timeoutMs);
-    let buf = "";
-    let done = false;
-    function finish(err: Error | null, hooks?: ListedHook[]): void {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      child.kill();
-      if (err) reject(err);
-      else resolve(hooks ?? []);
-    }
-    child.on("error", (e) => finish(e));
-    child.stdout.setEncoding("utf8").on("data", (d: string) => {
-      buf += d;
-      let nl: number;
-      while ((nl = buf.indexOf("\n")) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        let msg: { id?: number; result?: { data?: { hooks?: ListedHook[] }[] }; error?: unknown };
-        try {
-          msg = JSON.parse(line) as typeof msg;
-        } catch {
-          continue;
-        }
-        if (msg.id !== 2) continue;
-        if (msg.error) finish(new Error(`hooks/list failed: ${JSON.stringify(msg.error)}`));
-        else finish(null, (msg.result?.data ?? []).flatMap((d) => d.hooks ?? []));
-      }
-    });
-    const send = (m: object): void => void child.stdin.write(JSON.stringify(m) + "\n");
-    send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { clientInfo: { name: "turnkeeper-tests", version: "0" } } });
-    send({ jsonrpc: "2.0", method: "initialized" });
-    send({ jsonrpc: "2.0", id: 2, method: "hooks/list", params: { cwds: [cwd] } });
-  });
+export async function listHooks(env: NodeJS.ProcessEnv, cwd: string, timeoutMs = 20_000): Promise<ListedHook[]> {
+  return (await listCodexHooks(codexBinaryPath(), env, cwd, timeoutMs)).hooks;
 }
 
 /**
