@@ -9,7 +9,7 @@ import type { ChainReport } from '../core/receipts';
 import { parseReceipt } from '../core/receipts';
 import { storePath, type Env } from '../store/location';
 import type { Authority, Todo } from '../store/authority';
-import { describeSelection, openAuthority, selectStore } from '../lifecycle/open';
+import { describeSelection, openAuthority, selectStore, type StoreSelection } from '../lifecycle/open';
 import { statusSnapshot, type StatusSnapshot } from '../lifecycle/status';
 import { resolveGoal, type ResolvedGoal } from '../lifecycle/goal';
 import { writeHookSettings } from '../lifecycle/homeConfig';
@@ -111,9 +111,11 @@ export class Ctx implements vscode.Disposable {
 
   // ---- store --------------------------------------------------------------------------------
 
-  /** The open store, or undefined while no database exists. Opening is async and never on activation. */
-  async openStore(create = false): Promise<Authority | undefined> {
-    const selection = selectStore(this.env);
+  /**
+   * The open store, or undefined while no database exists. Opening is async and never on activation.
+   * `selection` is the caller's reading of config.json when it has one (a refresh reads it once).
+   */
+  async openStore(create = false, selection: StoreSelection = selectStore(this.env)): Promise<Authority | undefined> {
     if (selection.kind === 'sqlite') {
       if (this.store && !existsSync(this.store.location)) this.closeStore();
       if (this.store && this.store.location !== selection.path) this.closeStore();
@@ -142,14 +144,12 @@ export class Ctx implements vscode.Disposable {
   /** Stops following a team server's change feed. */
   private unfollow: (() => void) | undefined;
 
-  /** What the status bar names when the authority is not the local default: `team: host:port/db`. */
+  /** The store selected at the last refresh (spec §4 "Selection"), or undefined before it or when none is valid. */
+  private selection: StoreSelection | undefined;
+
+  /** What the status bar names when the authority is not the local default: `team: host:port/db`, as of the last refresh. */
   get authorityLabel(): string | undefined {
-    try {
-      const selection = selectStore(this.env);
-      return selection.kind === 'postgres' ? describeSelection(selection) : undefined;
-    } catch {
-      return undefined;
-    }
+    return this.selection?.kind === 'postgres' ? describeSelection(this.selection) : undefined;
   }
 
   /** Watch the database's folder: hooks write from other processes, and the views follow. */
@@ -230,8 +230,11 @@ export class Ctx implements vscode.Disposable {
   }
 
   private async doRefresh(): Promise<void> {
+    this.selection = undefined;
     try {
-      const store = await this.openStore();
+      // config.json is read once per refresh: for the store to open and for the status bar's label.
+      this.selection = selectStore(this.env);
+      const store = await this.openStore(false, this.selection);
       void vscode.commands.executeCommand('setContext', 'turnkeeper.storeExists', store !== undefined);
       this.hooksInstalled ??= this.anyHooksInstalled();
       void vscode.commands.executeCommand('setContext', 'turnkeeper.hooksInstalled', this.hooksInstalled);
@@ -258,7 +261,9 @@ export class Ctx implements vscode.Disposable {
       this.log.error(`refresh failed: ${(error as Error).message}`);
       this.closeStore();
       // A team server that is down has no file to watch: try again, which reopens and re-follows it.
-      if (this.authorityLabel) this.scheduleRefresh(5000);
+      if (this.selection?.kind === 'postgres') this.scheduleRefresh(5000);
+      // The status bar still names the authority that failed.
+      this.snapshotChanged.fire(this.snapshot);
     }
   }
 

@@ -10,9 +10,12 @@ export function createStatusBar(ctx: Ctx): vscode.Disposable {
   item.name = t('Turnkeeper');
   item.command = 'workbench.view.extension.turnkeeper';
   const render = () => {
+    // The authority is named when it is not this machine's own file (spec §9): `team: host:port/db`,
+    // as the last refresh selected it (the status bar reads no config.json of its own).
+    const team = ctx.authorityLabel;
     // Nothing is read before a view is shown (docs/decisions.md): no number rather than a wrong one.
     if (!ctx.snapshotRead) {
-      item.text = '$(lock)';
+      item.text = `$(lock)${team ? ` · ${team}` : ''}`;
       item.tooltip = t('Turnkeeper: open the Turnkeeper view to read the store');
       item.show();
       return;
@@ -20,8 +23,6 @@ export function createStatusBar(ctx: Ctx): vscode.Disposable {
     const active = ctx.snapshot.leases.filter((lease) => lease.status === 'active').length;
     const silent = ctx.snapshot.silentLaunches.length;
     const broken = ctx.chainReport && !ctx.chainReport.ok;
-    // The authority is named when it is not this machine's own file (spec §9): `team: host:port/db`.
-    const team = ctx.authorityLabel;
     item.text = `$(${broken || silent > 0 ? 'warning' : 'lock'}) ${active}${team ? ` · ${team}` : ''}`;
     item.tooltip = [
       t('Turnkeeper: {0} active leases', active),

@@ -1,10 +1,18 @@
 // The extension's shared state (src/extension/ctx.ts) against real stores and real hook configs,
 // with the editor API played by test/support/vscode.ts.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import * as vscode from 'vscode';
 import { double } from '../support/vscode';
 import { Ctx } from '../../src/extension/ctx';
-import { makeWorld, type World } from '../support/world';
+import { createStatusBar } from '../../src/extension/statusBar';
+import { readHomeConfig } from '../../src/lifecycle/homeConfig';
+import { contextOf, makeWorld, payload, type World } from '../support/world';
+
+// Every read of $TURNKEEPER_HOME/config.json goes through readHomeConfig: counted here.
+vi.mock('../../src/lifecycle/homeConfig', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('../../src/lifecycle/homeConfig')>();
+  return { ...actual, readHomeConfig: vi.fn(actual.readHomeConfig) };
+});
 
 let world: World;
 let ctx: Ctx | undefined;
@@ -49,5 +57,36 @@ describe('whether an agent has the hook (the welcome views and the walkthrough)'
     expect(world.cli(['hooks', 'install', '--agent', 'claude', '--scope', 'user']).code).toBe(0);
     await newCtx().refresh();
     expect(double.contexts.get('turnkeeper.hooksInstalled')).toBe(true);
+  });
+});
+
+describe('one reading of the store selection per refresh', () => {
+  it('reads config.json once per refresh, for the store and for the status bar', async () => {
+    expect(world.cli(['todo', 'add', 'Fix login', '--id', 'fix-login']).code).toBe(0);
+    expect(contextOf(world.cli(['hook'], { input: payload.codexPrompt(world, 'sess-x', 'turn-1', '#todo:fix-login') }).stdout)).toContain('epoch 1');
+    const ctx = newCtx();
+    const bar = createStatusBar(ctx);
+    try {
+      await ctx.refresh();
+      expect(double.statusBarItems[0]!.text).toBe('$(lock) 1');
+      vi.mocked(readHomeConfig).mockClear();
+      await ctx.refresh();
+      expect(vi.mocked(readHomeConfig)).toHaveBeenCalledTimes(1);
+    } finally {
+      bar.dispose();
+    }
+  });
+
+  it('the status bar names a team store that is down, from the refresh that failed to reach it', async () => {
+    double.configuration = { store: 'postgres://tk:s3cret@127.0.0.1:1/team' };
+    const ctx = newCtx();
+    const bar = createStatusBar(ctx);
+    try {
+      await ctx.refresh();
+      expect(double.statusBarItems[0]!.text).toBe('$(lock) · team: 127.0.0.1:1/team');
+      expect(JSON.stringify(double.statusBarItems)).not.toContain('s3cret');
+    } finally {
+      bar.dispose();
+    }
   });
 });
