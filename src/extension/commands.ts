@@ -3,13 +3,13 @@
 // `contributes.commands` equal.
 import * as vscode from 'vscode';
 import { AGENTS, isTodoId, todoIdFromTitle, type Agent } from '../core/ids';
-import type { CaptureView } from '../lifecycle/status';
+import type { CaptureView, StatusSnapshot } from '../lifecycle/status';
 import { doctorReport, installAgentHooks } from '../lifecycle/installation';
 import { requesterOf } from '../lifecycle/settings';
 import { cachedWorkspace, checkResume } from '../launcher/resume';
 import { checkStart } from '../launcher/start';
-import type { Preconditions } from '../core/ready';
-import { TodoExistsError } from '../store/authority';
+import { REASONS } from '../core/reasons';
+import { TodoExistsError, type Authority } from '../store/authority';
 import { openAuthority } from '../lifecycle/open';
 import type { Ctx } from './ctx';
 import { receiptUri, guidanceUri } from './documents';
@@ -130,13 +130,14 @@ async function resumeCapturedTurn(ctx: Ctx, given: string | undefined): Promise<
   await ctx.refresh();
   let captureId = given;
   if (!captureId) {
-    const candidates = ctx.snapshot.captures.filter((capture) => capture.state !== 'unbound');
+    // The workspace's Goal only (every Goal without a folder), and never an unbound capture.
+    const goal = ctx.goal;
+    const candidates = ctx.snapshot.captures.filter((capture) => capture.state !== 'unbound' && (goal === undefined || capture.goal === goal));
     if (candidates.length === 0) {
       void vscode.window.showInformationMessage(t('Nothing to resume: no captured turns yet.'));
       return;
     }
-    const workspace = cachedWorkspace();
-    const items = await Promise.all(candidates.map(async (capture) => resumePick(ctx, capture, workspace)));
+    const items = await resumePicks(store, ctx.snapshot, candidates);
     const picked = await vscode.window.showQuickPick(items, { title: t('Resume Captured Turn'), placeHolder: t('Pick an interrupted turn'), matchOnDescription: true, matchOnDetail: true });
     if (!picked) return;
     captureId = picked.captureId;
@@ -159,17 +160,38 @@ interface ResumePick extends vscode.QuickPickItem {
   readonly captureId: string;
 }
 
-async function resumePick(ctx: Ctx, capture: CaptureView, workspace: (goal: string) => Preconditions): Promise<ResumePick> {
-  const store = await requireStore(ctx);
-  const check = await checkResume(store, capture.id, { acceptDrift: true, workspace });
-  const lease = ctx.snapshot.leases.find((candidate) => candidate.capture === capture.id);
-  const created = (await store.getCapture(capture.id))?.createdAt ?? Date.now();
-  return {
-    captureId: capture.id,
-    label: `${check.ok ? '$(debug-continue)' : '$(circle-slash)'} ${capture.todo}`,
-    description: `${capture.agent} · ${relativeTime(created, Date.now())}${lease ? ` · epoch ${lease.epoch} ${lease.status}` : ''}`,
-    detail: check.ok ? t('resumable: {0}', capture.id) : `[${check.reason}] ${check.guidance.split('\n')[0]?.replace(/^Turnkeeper \[[a-z_]+\]: /, '') ?? ''}`,
-  };
+/**
+ * The resume pick's rows. Only a capture whose lease is still held can resume, so only those are
+ * checked (git state, transcript); a released one is marked from the snapshot, and picking it shows
+ * its guidance. The captures' times come from one listing, not a read per row.
+ */
+async function resumePicks(store: Authority, snapshot: StatusSnapshot, candidates: readonly CaptureView[]): Promise<ResumePick[]> {
+  const workspace = cachedWorkspace();
+  const now = Date.now();
+  const createdAt = new Map((await store.listCaptures()).map((capture) => [capture.id, capture.createdAt]));
+  const leaseOf = new Map(snapshot.leases.map((lease) => [lease.capture, lease]));
+  return Promise.all(
+    candidates.map(async (capture): Promise<ResumePick> => {
+      const lease = leaseOf.get(capture.id);
+      const held = lease?.status === 'active';
+      const check = held ? await checkResume(store, capture.id, { acceptDrift: true, workspace }) : undefined;
+      // Not held: the refusal checkResume would give, from the snapshot (another turn holds the Todo, or none).
+      const holder = held ? undefined : snapshot.leases.find((other) => other.status === 'active' && other.goal === capture.goal && other.todo === capture.todo);
+      const facts = { capture: capture.id, todo: capture.todo };
+      return {
+        captureId: capture.id,
+        label: `${check?.ok ? '$(debug-continue)' : '$(circle-slash)'} ${capture.todo}`,
+        description: `${capture.agent} · ${relativeTime(createdAt.get(capture.id) ?? now, now)}${lease ? ` · epoch ${lease.epoch} ${lease.status}` : ''}`,
+        detail: check?.ok
+          ? t('resumable: {0}', capture.id)
+          : check
+            ? `[${check.reason}] ${check.guidance.split('\n')[0]?.replace(/^Turnkeeper \[[a-z_]+\]: /, '') ?? ''}`
+            : holder
+              ? `[lease_moved] ${REASONS.lease_moved.explain({ ...facts, holder: holder.owner, epoch: holder.epoch })}`
+              : `[capture_released] ${REASONS.capture_released.explain({ ...facts, epoch: lease?.epoch })}`,
+      };
+    }),
+  );
 }
 
 async function showRecoveryGuidance(ctx: Ctx, given: string | undefined): Promise<void> {

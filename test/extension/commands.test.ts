@@ -1,6 +1,7 @@
 // Command handlers against a real SQLite store, with the editor API played by test/support/vscode.ts.
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import * as vscode from 'vscode';
+import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { double } from '../support/vscode';
@@ -97,6 +98,30 @@ describe('extension commands', () => {
     });
     await run('turnkeeper.resumeCapturedTurn');
     expect(seen[0]!.detail).toBe(`resumable: ${captureId}`);
+  });
+
+  it("the resume pick offers the workspace Goal's captures and checks only those whose lease is held", async () => {
+    // A released capture of this Goal, and a held one of another repository in the same store.
+    expect(world.cli(['todo', 'add', 'Old spike', '--id', 'old-spike']).code).toBe(0);
+    expect(contextOf(world.cli(['hook'], { input: payload.codexPrompt(world, 'sess-o', 'turn-1', '#todo:old-spike') }).stdout)).toContain('epoch 1');
+    expect(world.cli(['release', 'old-spike', '--force', '--reason', 'abandoned']).code).toBe(0);
+    const other = join(world.root, 'other');
+    execFileSync('git', ['init', '-q', other]);
+    expect(world.cli(['todo', 'add', 'Elsewhere', '--id', 'elsewhere', '--goal', other]).code).toBe(0);
+    const prompt = { ...(JSON.parse(payload.codexPrompt(world, 'sess-e', 'turn-1', '#todo:elsewhere')) as object), cwd: other };
+    expect(contextOf(world.cli(['hook'], { input: JSON.stringify(prompt), cwd: other }).stdout)).toContain('epoch 1');
+    const store = (await ctx.openStore())!;
+    const reads = vi.spyOn(store, 'getCapture');
+    let seen: { label: string; detail?: string }[] = [];
+    double.answers.quickPick.push((items: { label: string; detail?: string }[]) => {
+      seen = items;
+      return undefined;
+    });
+    await run('turnkeeper.resumeCapturedTurn');
+    expect(seen.map((item) => item.label).sort()).toEqual(['$(circle-slash) fix-login', '$(circle-slash) old-spike']);
+    expect(seen.find((item) => item.label.endsWith('old-spike'))!.detail).toContain('[capture_released]');
+    // One capture to check (fix-login): the released one and the other Goal's are not read one by one.
+    expect(reads.mock.calls).toEqual([[captureId]]);
   });
 
   it('Add Todo creates a Todo in the workspace Goal', async () => {
