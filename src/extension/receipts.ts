@@ -1,8 +1,9 @@
 // "Turnkeeper: Export Receipts…": the bundle of `turnkeeper receipts export` (docs/receipts.md,
 // "Export and offline verification"), written where the user chooses in a save dialog.
 import * as vscode from 'vscode';
-import { closeSync, openSync, unlinkSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { exportBundle, ExportRefused } from '../lifecycle/checkpoints';
 import type { Ctx } from './ctx';
 
@@ -22,15 +23,27 @@ export async function exportReceipts(ctx: Ctx): Promise<void> {
     ...(folder ? { defaultUri: vscode.Uri.file(join(folder, 'turnkeeper-receipts.tkb')) } : {}),
   });
   if (!target) return;
-  const fd = openSync(target.fsPath, 'w', 0o644);
+  // Written beside the chosen file and renamed over it only once the bundle is complete: a refused or
+  // failed export leaves an existing bundle of that name as it was.
+  const temp = join(dirname(target.fsPath), `.${basename(target.fsPath)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+  const fd = openSync(temp, 'wx', 0o644);
   let result: Awaited<ReturnType<typeof exportBundle>> | undefined;
   let failure: unknown;
   try {
     result = await exportBundle(store, ctx.goal ?? '', 1, (chunk) => void writeSync(fd, chunk));
+    fsyncSync(fd);
   } catch (error) {
     failure = error;
   } finally {
     closeSync(fd);
+  }
+  try {
+    if (result) renameSync(temp, target.fsPath);
+  } catch (error) {
+    result = undefined;
+    failure = error;
+  } finally {
+    if (!result) rmSync(temp, { force: true });
   }
   await ctx.refresh();
   if (result) {
@@ -39,7 +52,6 @@ export async function exportReceipts(ctx: Ctx): Promise<void> {
     );
     return;
   }
-  unlinkSync(target.fsPath);
   if (!(failure instanceof ExportRefused)) throw failure;
   const first = failure.report.breaks[0]!;
   void vscode.window.showErrorMessage(t('Not exported: the receipt chain is broken at receipt #{0} ({1}); nothing is signed over a broken chain.', first.seq, first.kind));

@@ -3,7 +3,7 @@
 // Chain" names a truncation that only the witness can see (tail, head row and anchor all rewritten).
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import * as vscode from 'vscode';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { double } from '../support/vscode';
 import { Ctx } from '../../src/extension/ctx';
@@ -48,6 +48,30 @@ describe('receipts in the extension', () => {
     expect(verified).toMatchObject({ ok: true, verified: 4 });
     await run('turnkeeper.verifyReceiptChain');
     expect(ctx.receipts.find('receipts/checkpoint')).toMatchObject({ label: 'Checkpoint of #4', description: expect.stringContaining('witness agrees'), icon: 'workspace-trusted' });
+  });
+
+  it('a refused export leaves an existing bundle of that name as it was, and no temporary file (control: a good one replaces it)', async () => {
+    const dir = join(world.root, 'bundles');
+    mkdirSync(dir);
+    const file = join(dir, 'team.tkb');
+    writeFileSync(file, 'the bundle exported last week\n');
+    const store = await world.store();
+    store.connection.prepare("UPDATE receipts SET doc = replace(doc, 'fix-login', 'fix-logon') WHERE seq = 2").run();
+    store.close();
+    double.answers.saveDialog.push(vscode.Uri.file(file));
+    await run('turnkeeper.exportReceipts');
+    expect(double.shown.at(-1)).toMatchObject({ kind: 'error', text: expect.stringContaining('Not exported') });
+    expect(readFileSync(file, 'utf8')).toBe('the bundle exported last week\n');
+    expect(readdirSync(dir)).toEqual(['team.tkb']);
+    // Control: with the chain repaired, the export replaces the file with a bundle that verifies.
+    const repair = await world.store();
+    repair.connection.prepare("UPDATE receipts SET doc = replace(doc, 'fix-logon', 'fix-login') WHERE seq = 2").run();
+    repair.close();
+    double.answers.saveDialog.push(vscode.Uri.file(file));
+    await run('turnkeeper.exportReceipts');
+    expect(double.shown.at(-1)).toMatchObject({ kind: 'info', text: expect.stringContaining('Exported receipts') });
+    expect(JSON.parse(world.cli(['verify', '--bundle', file, '--json']).stdout)).toMatchObject({ ok: true });
+    expect(readdirSync(dir)).toEqual(['team.tkb']);
   });
 
   it('a cancelled save dialog writes nothing', async () => {
