@@ -21,6 +21,7 @@ import type { Agent } from '../core/ids';
 import { readConfigFile, type Scope } from '../agents/install';
 import type { Env } from '../store/location';
 import { findExecutable } from './executables';
+import { PROFILES, type ConfigSyntax } from '../agents/profiles/index';
 
 export type CheckName = 'config_syntax' | 'both_scopes' | 'codex_trust' | 'on_path';
 
@@ -50,14 +51,8 @@ export interface HookFile {
   readonly events: readonly string[];
 }
 
-/**
- * How each agent parses its hook config. `json`: strict JSON (observed: Codex 0.171, Claude Code
- * 2.1.332). `json-comments`: comments stripped, then strict JSON (Gemini CLI 0.61:
- * JSON.parse(stripJsonComments(text))). `jsonc`: not established; only Turnkeeper's own parse applies.
- */
-const CONFIG_SYNTAX: Readonly<Partial<Record<Agent, 'json' | 'json-comments'>>> = { codex: 'json', claude: 'json', gemini: 'json-comments' };
-const AGENT_NAME: Readonly<Record<string, string>> = { codex: 'Codex', claude: 'Claude Code', gemini: 'Gemini CLI', copilot: 'Copilot CLI' };
-const nameOf = (agent: Agent): string => AGENT_NAME[agent] ?? agent;
+const nameOf = (agent: Agent): string => PROFILES[agent].displayName;
+const syntaxOf = (agent: Agent): ConfigSyntax | undefined => PROFILES[agent].install.syntax;
 
 export interface AgentCheckOptions {
   readonly env: Env;
@@ -98,7 +93,7 @@ export async function agentChecks(options: AgentCheckOptions): Promise<AgentChec
 
 /** What is wrong with `text` for the agent's own parser (its first error), or undefined. */
 function syntaxError(agent: Agent, text: string): { found: string; line: number } | undefined {
-  const syntax = CONFIG_SYNTAX[agent];
+  const syntax = syntaxOf(agent);
   // Comments stripped to blanks, so offsets (and line numbers) stay those of the file.
   const raw = text.replace(/^\uFEFF/, '');
   const body = syntax === 'json-comments' ? stripComments(raw, ' ') : raw;
@@ -110,7 +105,7 @@ function syntaxError(agent: Agent, text: string): { found: string; line: number 
 }
 
 const readsAs = (agent: Agent): string => {
-  const syntax = CONFIG_SYNTAX[agent];
+  const syntax = syntaxOf(agent);
   return syntax === 'json' ? 'reads it as strict JSON' : syntax === 'json-comments' ? 'reads it as JSON with comments but no trailing commas' : 'cannot parse it';
 };
 
@@ -122,7 +117,7 @@ export function strictSyntaxProblem(agent: Agent, path: string): string | undefi
   const read = readConfigFile(path);
   if (read.kind === 'missing') return undefined; // install creates it
   if (read.kind === 'refused') return read.problem; // a device, a FIFO, a huge file: nothing to merge into
-  if (CONFIG_SYNTAX[agent] === undefined) return undefined;
+  if (syntaxOf(agent) === undefined) return undefined;
   const error = syntaxError(agent, read.bytes.toString('utf8'));
   if (error === undefined) return undefined;
   return `${nameOf(agent)} ${readsAs(agent)}, and this file has ${error.found} at line ${error.line}, so ${nameOf(agent)} ignores the whole file, every hook in it included; remove ${error.found.startsWith('a comment') ? 'the comments' : error.found.startsWith('a trailing comma') ? 'the trailing commas' : 'the error'} first`;
@@ -135,7 +130,7 @@ function syntaxCheck(file: HookFile): AgentCheck {
     const problem = read.kind === 'refused' ? read.problem : 'it is gone';
     return { ...base, status: 'problem', detail: `cannot read ${file.path} as a config: ${problem}`, fix: `make ${file.path} a readable regular file of the agent's config, or remove it` };
   }
-  const syntax = CONFIG_SYNTAX[file.agent];
+  const syntax = syntaxOf(file.agent);
   const error = syntaxError(file.agent, read.bytes.toString('utf8'));
   if (error === undefined) {
     return { ...base, status: 'ok', detail: `${nameOf(file.agent)} can parse ${file.path}${syntax ? ` (${syntax === 'json' ? 'strict JSON' : 'JSON with comments'})` : ''}` };

@@ -53,6 +53,8 @@ describe('agent profiles', () => {
       [15_000, 'milliseconds'],
       [15, 'seconds'],
     ]);
+    // How each parses its hook config (doctor's config_syntax): Copilot's parser is not established.
+    expect(AGENTS.map((agent) => PROFILES[agent].install.syntax)).toEqual(['json', 'json', 'json-comments', undefined]);
     // Detection: every agent but the fallback has a detector, tried in the spec's order (§2).
     expect(DETECT_ORDER).toEqual(['codex', 'gemini', 'copilot']);
     expect(FALLBACK_AGENT).toBe('claude');

@@ -21,6 +21,8 @@ export const claude: AgentProfile = {
     timeout: { value: 15, unit: 'seconds' },
     entry: (command) => commandEntry(command, 15),
     layout: 'matcher-group',
+    // Observed (Claude Code 2.1.332): a comment or a trailing comma, and no hook in the file runs.
+    syntax: 'json',
   },
   trust: {
     hint: 'Claude Code runs hooks only in trusted folders: start claude in the folder once and accept the trust prompt.',

@@ -27,6 +27,8 @@ export const codex: AgentProfile = {
     // Codex rejects unknown fields: type, command, timeout and nothing else.
     entry: (command) => commandEntry(command, 15),
     layout: 'matcher-group',
+    // Observed (Codex 0.171): a comment or a trailing comma, and "failed to parse hooks config".
+    syntax: 'json',
   },
   trust: {
     // A new or changed hook is skipped silently until trusted (trusted_hash in config.toml).

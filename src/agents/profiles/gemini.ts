@@ -40,6 +40,8 @@ export const gemini: AgentProfile = {
     timeout: { value: 15_000, unit: 'milliseconds' },
     entry: (command) => ({ name: 'turnkeeper', ...commandEntry(command, 15_000) }),
     layout: 'matcher-group',
+    // JSON.parse(stripJsonComments(text)) (Gemini CLI 0.61): comments pass, trailing commas do not.
+    syntax: 'json-comments',
   },
   trust: {
     hint: 'Gemini CLI runs hooks only in trusted folders: run gemini in the folder once and trust it.',

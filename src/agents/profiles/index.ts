@@ -23,6 +23,9 @@ export type Scope = 'user' | 'project';
 /** `snake`: `hook_event_name`, `session_id`, … (Codex, Claude, Gemini). `camel`: `sessionId`, … (Copilot), no event name. */
 export type PayloadDialect = 'snake' | 'camel';
 
+/** How an agent parses its hook config (`AgentProfile.install.syntax`). */
+export type ConfigSyntax = 'json' | 'json-comments';
+
 /** The runtime an agent's executable is built on: the launcher refuses that runtime's injection variables (src/launcher/environment.ts). */
 export type AgentRuntime = 'native' | 'bun' | 'node';
 
@@ -105,6 +108,13 @@ export interface AgentProfile {
     readonly entry: (command: string) => Record<string, unknown>;
     /** `matcher-group`: each event holds `{"hooks":[entry]}` groups (no matcher: every tool). `flat`: each event holds entries. */
     readonly layout: 'matcher-group' | 'flat';
+    /**
+     * How the agent itself parses the config (doctor's config_syntax check, and `hooks install`
+     * refuses to merge into a file the agent would ignore). `json`: strict JSON, one comment or
+     * trailing comma and the whole file is ignored. `json-comments`: comments stripped, then strict
+     * JSON. Absent: not established; only Turnkeeper's own parse applies.
+     */
+    readonly syntax?: ConfigSyntax;
   };
 
   readonly trust: {
