@@ -299,7 +299,7 @@ class HookDecider {
     if (startTodo !== undefined && envLaunch !== undefined && !held) {
       // Rule 3 for a started agent: its launch must be a committed start of this Todo by this agent,
       // and a start belongs to the first session that hooked it (a child agent inherits the variables).
-      const start = await findStart(this.store, envLaunch);
+      const start = await findStart(this.store, envLaunch, { goal: this.goal, todo: startTodo });
       const ours =
         start !== undefined && start.goal === this.goal && start.todo === startTodo && start.agent === event.agent && (start.hookedBy ?? owner) === owner;
       if (!ours) return this.guidance('not_live_bound', { launch: envLaunch, todo: startTodo });

@@ -33,7 +33,7 @@ import {
 } from '../store/authority';
 import type { StorePort, StoreTx } from '../store/port';
 import { faultPoint } from '../store/faults';
-import { START_MARK } from './starts';
+import { latestStartOfTodo, startOfCapture } from './starts';
 
 const HISTORY_LENGTH = 5;
 
@@ -339,7 +339,8 @@ export class Ledger implements Authority {
       // found dead when it was committed). A capture claimed by a started agent has one launch its
       // index row cannot name: the start, committed before any capture existed (spec §7 "Start").
       const resumed = await tx.latestLaunchOfCapture(expected.capture);
-      const started = resumed ? undefined : await startOfCapture(tx, lease);
+      const startRow = resumed ? undefined : await startOfCapture(tx, lease);
+      const started = startRow && previousLaunchOf(startRow);
       const latest = resumed ? previousLaunchOf(resumed) : started;
       if (latest && request.isLive(latest)) {
         const where = `pid ${latest.pid ?? '?'} on ${latest.host ?? 'an unknown host'}`;
@@ -375,7 +376,8 @@ export class Ledger implements Authority {
       }
       // One live start per Todo: a started agent that has not claimed yet holds no lease, so two
       // starts would both launch and only their first prompts would decide.
-      const latest = await latestStartOfTodo(tx, goal, todoId);
+      const startRow = await latestStartOfTodo(tx, goal, todoId);
+      const latest = startRow && previousLaunchOf(startRow);
       if (latest && request.isLive(latest)) {
         return refuse({ reason: 'launch_in_progress', why: `the start of launch receipt #${latest.seq} (pid ${latest.pid ?? '?'} on ${latest.host ?? 'an unknown host'}) is still running and has not claimed Todo ${todoId} yet`, previous: latest });
       }
@@ -536,44 +538,6 @@ function previousLaunchOf(row: { seq: number; doc: string }): PreviousLaunch {
   const detail = parseReceipt(row.doc)?.detail ?? {};
   const text = (value: unknown) => (typeof value === 'string' ? value : null);
   return { seq: row.seq, launch: text(detail.launch), pid: typeof detail.pid === 'number' ? detail.pid : null, host: text(detail.host), boot: text(detail.boot), pidStart: text(detail.pidStart) };
-}
-
-/** The Todo's newest start `launch_committed`, among its newest launch receipts. */
-async function latestStartOfTodo(tx: StoreTx, goal: string, todo: string): Promise<PreviousLaunch | undefined> {
-  for (const row of await tx.launchReceiptsOfTodo(goal, todo, TODO_LAUNCH_LOOKBACK)) {
-    const doc = parseReceipt(row.doc);
-    if (doc?.kind === 'launch_committed' && doc.capture === undefined && doc.detail?.[START_MARK] === true) return previousLaunchOf(row);
-  }
-  return undefined;
-}
-
-/**
- * How far back in one Todo's launch receipts a start is looked for (its latest start; the start that
- * claimed a capture). Launches of one Todo follow its lease: while a capture or a live start holds
- * the Todo no other launch of it commits, so the receipts sought are among the newest few. The
- * bound only keeps the indexed read small.
- */
-const TODO_LAUNCH_LOOKBACK = 64;
-
-/**
- * The start whose agent claimed this capture: the `launch_hooked` of the capture's Owner (it names
- * the capture when the claiming prompt was the first hook, nothing when a SessionStart came first)
- * gives the nonce, and the Todo's start `launch_committed` with that nonce records the process.
- */
-async function startOfCapture(tx: StoreTx, lease: Lease): Promise<PreviousLaunch | undefined> {
-  const rows = await tx.launchReceiptsOfTodo(lease.goal, lease.todo, TODO_LAUNCH_LOOKBACK);
-  let nonce: unknown;
-  for (const row of rows) {
-    const doc = parseReceipt(row.doc);
-    if (!doc) continue;
-    if (nonce === undefined) {
-      const mine = doc.capture === lease.capture || (doc.capture === undefined && doc.owner === lease.owner);
-      if (doc.kind === 'launch_hooked' && mine) nonce = doc.detail?.launch;
-      continue;
-    }
-    if (doc.kind === 'launch_committed' && doc.capture === undefined && doc.detail?.[START_MARK] === true && doc.detail.launch === nonce) return previousLaunchOf(row);
-  }
-  return undefined;
 }
 
 function launchReceiptsOf(rows: { seq: number; doc: string }[]): LaunchReceipt[] {

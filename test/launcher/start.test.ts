@@ -10,6 +10,7 @@ import { startTodo, type StartResult } from '../../src/launcher/start';
 import { resumeCapture } from '../../src/launcher/resume';
 import type { Barriers } from '../../src/launcher/launch';
 import type { SqliteAuthority } from '../../src/lifecycle/open';
+import { buildReceipt } from '../../src/core/receipts';
 import { contextOf, makeWorld, payload, type World } from '../support/world';
 import { alive, buildFixtures, readMarker, scene, sha256File, waitFor, type Fixtures, type Scene } from './fixtures';
 
@@ -82,6 +83,7 @@ function environOf(pid: number): Record<string, string> {
 interface Doc {
   readonly seq: number;
   readonly kind: string;
+  readonly goal?: string;
   readonly todo?: string;
   readonly capture?: string;
   readonly owner?: string;
@@ -152,6 +154,25 @@ describe('turnkeeper start', () => {
     expect(await receipts('capture_bound')).toHaveLength(1);
     expect(await receipts('launch_hooked')).toHaveLength(1);
     expect((await (await openStore()).verifyChain()).ok).toBe(true);
+  });
+
+  it("a start's first prompt after 20,001 receipts of other Todos still binds: the hook reads its Todo's launch receipts through the index, not the chain", async () => {
+    const result = await start({ markers: markerDir('busy'), mode: 'sleep' });
+    if (!result.ok) throw new Error(result.guidance);
+    const store = await openStore();
+    const goal = (await receipts('launch_committed'))[0]!.goal!;
+    // A busy team store: many receipts of other Todos between the start and its first prompt.
+    await store.rows.write(async (tx) => {
+      for (let i = 0; i < 20_001; i += 1) {
+        const head = await tx.chainHead();
+        const fields = { kind: 'todo_added' as const, goal, todo: `busy-${i % 50}` };
+        const built = buildReceipt(head, fields, Date.now());
+        await tx.appendReceipt({ seq: built.document.seq, doc: built.text, hash: built.hash, goal: fields.goal, todo: fields.todo, capture: null, kind: fields.kind }, head);
+      }
+    });
+    const first = hook(payload.codexPrompt(world, 'sess-b', 'turn-1', 'fix the login form'), launchVariables(environOf(result.launch.pid)));
+    expect(contextOf(first.stdout), first.stderr).toMatch(/^Turnkeeper: Todo fix-login .*epoch 1/);
+    expect((await receipts('capture_bound')).at(-1)).toMatchObject({ owner: 'codex:sess-b', detail: { binding: 'launch' } });
   });
 
   it('a start whose agent fires no hook within a minute is flagged as silent (control: once its first hook fires, it is not)', async () => {
