@@ -15,7 +15,7 @@
 // store factory (open.ts) for every authority: after a write transaction's own receipts, in the same
 // transaction; the witness line is appended after the commit (never naming what was rolled back). A
 // write that appends nothing (a replay) does nothing here: no key, no node:crypto, no config read.
-import { appendFileSync, closeSync, openSync, readFileSync, readSync, fstatSync } from 'node:fs';
+import { appendFileSync, closeSync, openSync, readSync, fstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildReceipt, parseReceipt, type ChainBreak, type ChainLink, type ChainReport } from '../core/receipts';
 import { canonicalJson, digestText } from '../core/canonical';
@@ -41,6 +41,7 @@ import { turnkeeperHome, type Env } from '../store/location';
 import type { StorePort, StoreTx } from '../store/port';
 import type { Authority, ReceiptRow } from '../store/authority';
 import { noteVerifier, signingKey, signNote, trustedKeys, type TrustedKey } from './keys';
+import { readHomeConfig } from './homeConfig';
 
 export const DEFAULT_CHECKPOINT_EVERY = 100;
 /** store_meta key of the newest checkpoint this store signed (any machine). */
@@ -56,31 +57,18 @@ export type WitnessState =
 
 export type CheckpointedReport = ChainReport & { readonly witness?: WitnessState };
 
-interface Config {
-  readonly witness?: unknown;
-  readonly checkpointEvery?: unknown;
-}
-function readConfig(env: Env): Config {
-  try {
-    return JSON.parse(readFileSync(join(turnkeeperHome(env), 'config.json'), 'utf8')) as Config;
-  } catch {
-    return {};
-  }
-}
-
 /** The witness file, or null when turned off (`TURNKEEPER_WITNESS=off`). */
 export function witnessPath(env: Env): string | null {
-  const configured = readConfig(env).witness;
-  const chosen = env.TURNKEEPER_WITNESS?.trim() || (typeof configured === 'string' ? configured.trim() : '');
+  const chosen = env.TURNKEEPER_WITNESS?.trim() || readHomeConfig(env).witness || '';
   if (chosen === 'off') return null;
   return chosen || join(turnkeeperHome(env), 'witness.jsonl');
 }
 
 /** Automatic checkpoints every N receipts (`TURNKEEPER_CHECKPOINT_EVERY`, `checkpointEvery`); 0 turns them off. */
 export function checkpointEvery(env: Env): number {
-  const raw = env.TURNKEEPER_CHECKPOINT_EVERY ?? readConfig(env).checkpointEvery;
-  const value = Number(raw);
-  return raw !== undefined && raw !== '' && Number.isSafeInteger(value) && value >= 0 ? value : DEFAULT_CHECKPOINT_EVERY;
+  const fromEnv = env.TURNKEEPER_CHECKPOINT_EVERY;
+  const value = fromEnv !== undefined && fromEnv !== '' ? Number(fromEnv) : readHomeConfig(env).checkpointEvery;
+  return value !== undefined && Number.isSafeInteger(value) && value >= 0 ? value : DEFAULT_CHECKPOINT_EVERY;
 }
 
 export interface WrittenCheckpoint {

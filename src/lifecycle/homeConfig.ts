@@ -1,10 +1,10 @@
 // The settings that live in $TURNKEEPER_HOME: `config.json` and the file `off`. Hooks run in other
 // processes and read only these (spec §2 rule 1, "Renewal", "Output"; spec §4 "Selection"); the VS
 // Code extension writes them from its machine-scoped settings. This module owns their schema, their
-// defaults and their limits, for the reader (src/lifecycle/settings.ts, src/lifecycle/open.ts) and the
+// defaults and their limits, for the readers (src/lifecycle/settings.ts, open.ts, checkpoints.ts) and the
 // writer (src/extension/ctx.ts) alike; package.json's `contributes.configuration` repeats the same
 // numbers for the settings editor, and test/unit/home-config.test.ts holds the two together.
-import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeFileSync, type BigIntStats } from 'node:fs';
 import { join } from 'node:path';
 import * as z from 'zod/mini';
 import { DEFAULT_LEASE_TTL_SECONDS, RENEWAL_INTERVAL_MS } from '../core/lease';
@@ -41,19 +41,25 @@ export interface HomeConfig {
   readonly leaseTtlSeconds?: number;
   /** The store selection (spec §4): `postgres://…`, `postgresql://…` or `sqlite:<path>`; read by open.ts. */
   readonly store?: string;
+  /** The checkpoint witness file (docs/receipts.md, "Checkpoints"), or `off`; read by checkpoints.ts. */
+  readonly witness?: string;
+  /** Automatic checkpoints every N receipts, 0 for none; read by checkpoints.ts. */
+  readonly checkpointEvery?: number;
 }
 
 const fields = {
   onConflict: z.enum(ON_CONFLICT_VALUES),
-  // A number in the file (a string is not accepted there, unlike the environment variable).
+  // Numbers in the file (a string is not accepted there, unlike the environment variables).
   leaseTtlSeconds: z.number(),
   store: z.string().check(z.trim(), z.minLength(1)),
+  witness: z.string().check(z.trim(), z.minLength(1)),
+  checkpointEvery: z.int().check(z.nonnegative()),
 };
 
 export function parseHomeConfig(value: unknown): HomeConfig {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return {};
   const record = value as Record<string, unknown>;
-  const out: { onConflict?: OnConflict; leaseTtlSeconds?: number; store?: string } = {};
+  const out: { -readonly [K in keyof HomeConfig]: HomeConfig[K] } = {};
   const onConflict = fields.onConflict.safeParse(record.onConflict);
   if (onConflict.success) out.onConflict = onConflict.data;
   const ttl = fields.leaseTtlSeconds.safeParse(record.leaseTtlSeconds);
@@ -61,24 +67,60 @@ export function parseHomeConfig(value: unknown): HomeConfig {
   if (seconds !== undefined) out.leaseTtlSeconds = seconds;
   const store = fields.store.safeParse(record.store);
   if (store.success) out.store = store.data;
+  const witness = fields.witness.safeParse(record.witness);
+  if (witness.success) out.witness = witness.data;
+  const every = fields.checkpointEvery.safeParse(record.checkpointEvery);
+  if (every.success) out.checkpointEvery = every.data;
   return out;
 }
 
 export const homeConfigPath = (env: Env): string => join(turnkeeperHome(env), HOME_CONFIG_FILE);
 
-/** config.json as parsed JSON, or undefined when it is missing or not JSON. */
-function readRaw(env: Env): unknown {
-  try {
-    return JSON.parse(readFileSync(homeConfigPath(env), 'utf8')) as unknown;
-  } catch {
-    return undefined;
-  }
-}
+/**
+ * The file as last read by this process, and the identity it had then. A hook asks for several keys
+ * (the store, the lease TTL, onConflict, the witness, checkpointEvery) and reads the file once; the
+ * extension, which lives long and writes the file, sees a change by its identity (inode, size,
+ * modification time), and its own writes drop the memo.
+ */
+let memo: { readonly path: string; readonly identity: string; readonly config: HomeConfig } | undefined;
+
+/**
+ * A file modified less than this long before it was read may change again within the same tick of
+ * the file system's clock with the same size: its memo is not trusted (git's "racily clean" rule).
+ */
+const RACY_MS = 2000;
 
 /** The validated config.json; a missing or unreadable file is `{}` (every default applies). */
 export function readHomeConfig(env: Env): HomeConfig {
-  return parseHomeConfig(readRaw(env));
+  const path = homeConfigPath(env);
+  let fd: number;
+  try {
+    // A stat per call; the file is opened only when it exists and is not the one read last.
+    const identity = identityOf(statSync(path, { bigint: true }));
+    if (memo?.path === path && memo.identity === identity) return memo.config;
+    fd = openSync(path, 'r');
+  } catch {
+    return {};
+  }
+  try {
+    const stat = fstatSync(fd, { bigint: true });
+    let config: HomeConfig;
+    try {
+      config = parseHomeConfig(JSON.parse(readFileSync(fd, 'utf8')) as unknown);
+    } catch {
+      config = {};
+    }
+    const settled = Number(stat.mtimeMs) < Date.now() - RACY_MS;
+    memo = settled ? { path, identity: identityOf(stat), config } : undefined;
+    return config;
+  } catch {
+    return {};
+  } finally {
+    closeSync(fd);
+  }
 }
+
+const identityOf = (stat: BigIntStats): string => `${stat.dev}:${stat.ino}:${stat.size}:${stat.mtimeNs}:${stat.ctimeNs}`;
 
 /** Spec §2 rule 1: env TURNKEEPER=off, or a file named `off` in TURNKEEPER_HOME. */
 export const isTurnedOff = (env: Env): boolean => env.TURNKEEPER === 'off' || existsSync(join(turnkeeperHome(env), OFF_FILE));
@@ -119,6 +161,7 @@ export function writeHookSettings(env: Env, wanted: { readonly enabled: boolean;
   // Hooks read this file at any moment: replaced whole (temporary file, fsync, rename). It may name a
   // team store with its credentials, so it is the owner's alone: a new file is 0600, and an existing
   // one keeps its mode without the group and other bits.
+  memo = undefined;
   writeFileAtomic(path, text, current === undefined ? 0o600 : current.mode & 0o700);
   return true;
 }

@@ -2,7 +2,7 @@
 // hook reads through it, the extension writes through it, and package.json's settings repeat its
 // numbers. One lease-TTL rule wherever the value comes from; machine scope for what the hooks read.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { double } from '../support/vscode';
@@ -58,6 +58,33 @@ describe('config.json', () => {
     writeFileSync(file(), '{ not json');
     expect(readHomeConfig(env())).toStrictEqual({});
     expect(onConflict(env())).toBe('context');
+  });
+
+  it('holds the checkpoint keys too (witness, checkpointEvery), each validated on its own', () => {
+    expect(parseHomeConfig({ witness: ' /w/witness.jsonl ', checkpointEvery: 0 })).toStrictEqual({ witness: '/w/witness.jsonl', checkpointEvery: 0 });
+    expect(parseHomeConfig({ witness: '', checkpointEvery: -1 })).toStrictEqual({});
+    expect(parseHomeConfig({ witness: 3, checkpointEvery: 2.5, onConflict: 'block' })).toStrictEqual({ onConflict: 'block' });
+    expect(parseHomeConfig({ checkpointEvery: '5' })).toStrictEqual({});
+  });
+
+  it('is read once while it stays the same file, and again when it changes (by hand or by the editor)', () => {
+    mkdirSync(home, { recursive: true });
+    const settle = (seconds: number) => utimesSync(file(), new Date(Date.now() - seconds * 1000), new Date(Date.now() - seconds * 1000));
+    writeFileSync(file(), JSON.stringify({ onConflict: 'block' }));
+    settle(3600);
+    expect(onConflict(env())).toBe('block');
+    // The same size, another modification time: read again.
+    writeFileSync(file(), JSON.stringify({ onConflict: 'xxxxx' }));
+    settle(3000);
+    expect(onConflict(env())).toBe('context');
+    // Changed within the last seconds: never served from memory (it may change again in the same tick).
+    writeFileSync(file(), JSON.stringify({ onConflict: 'block' }));
+    expect(onConflict(env())).toBe('block');
+    writeFileSync(file(), JSON.stringify({ onConflict: 'xxxxx' }));
+    expect(onConflict(env())).toBe('context');
+    // The editor's own write is seen at once.
+    expect(writeHookSettings(env(), { enabled: true, onConflict: 'block', leaseTtlSeconds: 600 })).toBe(true);
+    expect(readHomeConfig(env())).toMatchObject({ onConflict: 'block', leaseTtlSeconds: 600 });
   });
 
   it('is written only when something differs from the defaults, keeping the keys it does not own', () => {
