@@ -1,7 +1,6 @@
 // `turnkeeper keys show|trust`: this installation's signing key and the teammates' keys it trusts
 // (docs/receipts.md, "Keys"). The private key is never printed.
-import { readFileSync } from 'node:fs';
-import { keysDir, parsePublicKey, publicKeyPem, signingKey, trustKey, trustedKeysPath, verifierKey } from '../lifecycle/keys';
+import { keysDir, publicKeyPem, readPublicKey, signingKey, trustKey, trustedKeysPath, verifierKey } from '../lifecycle/keys';
 import { EXIT, parse, printJson, UsageError, type Io } from './io';
 
 const USAGE = 'turnkeeper keys show [--pem] [--json] | turnkeeper keys trust <file|key> [--json]';
@@ -26,17 +25,15 @@ async function show(args: string[], io: Io): Promise<number> {
 async function trust(args: string[], io: Io): Promise<number> {
   const { values, positionals } = parse(args, { json: { type: 'boolean' } }, { min: 1, max: 1, usage: USAGE });
   const given = positionals[0]!;
-  let key = parsePublicKey(given);
-  if (!key) {
-    let text: string;
-    try {
-      text = readFileSync(given, 'utf8');
-    } catch {
-      throw new UsageError(`${JSON.stringify(given)} is neither a public key (name+hash+key, as turnkeeper keys show prints it) nor a readable file\nusage: ${USAGE}`);
-    }
-    key = text.split('\n').map((line) => parsePublicKey(line)).find((found) => found !== undefined) ?? parsePublicKey(text);
-    if (!key) throw new UsageError(`${given} holds no public key turnkeeper keys show printed (name+hash+key)\nusage: ${USAGE}`);
+  const read = readPublicKey(given, io.cwd);
+  if ('problem' in read) {
+    throw new UsageError(
+      read.problem === 'unreadable'
+        ? `${JSON.stringify(given)} is neither a public key (name+hash+key, as turnkeeper keys show prints it) nor a readable file\nusage: ${USAGE}`
+        : `${given} holds no public key turnkeeper keys show printed (name+hash+key)\nusage: ${USAGE}`,
+    );
   }
+  const key = read.key;
   if (key.name === null) throw new UsageError('a PEM key has no key id: trust the key turnkeeper keys show prints (name+hash+key); --key on verify --bundle takes a PEM');
   const added = trustKey(io.env, key);
   if (values.json) printJson(io, { ok: true, keyId: key.name, added, file: trustedKeysPath(io.env) });

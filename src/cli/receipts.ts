@@ -4,7 +4,7 @@
 import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { checkpointsOf, exportBundle, ExportRefused, launchAttestation, signersOf, verifyBundleBytes } from '../lifecycle/checkpoints';
-import { parsePublicKey, trustedKeys, type TrustedKey } from '../lifecycle/keys';
+import { readPublicKey, trustedKeys, type TrustedKey } from '../lifecycle/keys';
 import { storePath } from '../store/location';
 import { EXIT, goalFrom, openStore, parse, printJson, UsageError, type Io } from './io';
 
@@ -119,17 +119,10 @@ export async function checkpointCommand(args: string[], io: Io): Promise<number>
 function keysFrom(io: Io, given: readonly string[] | undefined): TrustedKey[] {
   if (!given || given.length === 0) return trustedKeys(io.env);
   return given.map((value) => {
-    const direct = parsePublicKey(value);
-    if (direct) return direct;
-    let text: string;
-    try {
-      text = readFileSync(resolve(io.cwd, value), 'utf8');
-    } catch {
-      throw new UsageError(`--key ${JSON.stringify(value)} is neither a public key nor a readable file`);
-    }
-    const key = parsePublicKey(text) ?? text.split('\n').map((line) => parsePublicKey(line)).find((found) => found !== undefined);
-    if (!key) throw new UsageError(`--key ${value}: no Ed25519 public key in it (turnkeeper keys show, or keys show --pem)`);
-    return key;
+    const read = readPublicKey(value, io.cwd);
+    if ('key' in read) return read.key;
+    if (read.problem === 'unreadable') throw new UsageError(`--key ${JSON.stringify(value)} is neither a public key nor a readable file`);
+    throw new UsageError(`--key ${value}: no Ed25519 public key in it (turnkeeper keys show, or keys show --pem)`);
   });
 }
 

@@ -8,7 +8,7 @@
 // replay never signs, so never pays for OpenSSL's start-up (bench row S1).
 import { closeSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync, chmodSync, appendFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { KeyObject } from 'node:crypto';
 import { turnkeeperHome, type Env } from '../store/location';
 import type { NoteSignature, NoteVerifier, ParsedCheckpoint } from '../core/checkpoint';
@@ -290,4 +290,22 @@ export function verifyEd25519(publicKey: Buffer, message: Buffer, signature: Buf
   } catch {
     return false;
   }
+}
+
+/**
+ * A public key named on the command line (`keys trust`, `verify --key`): the key itself (a verifier
+ * key or a PEM), else a file, resolved against `cwd`, holding one: a whole PEM, or a line that is a
+ * verifier key.
+ */
+export function readPublicKey(value: string, cwd: string): { readonly key: TrustedKey } | { readonly problem: 'unreadable' | 'no_key' } {
+  const direct = parsePublicKey(value);
+  if (direct) return { key: direct };
+  let text: string;
+  try {
+    text = readFileSync(resolve(cwd, value), 'utf8');
+  } catch {
+    return { problem: 'unreadable' };
+  }
+  const key = parsePublicKey(text) ?? text.split('\n').map((line) => parsePublicKey(line)).find((found) => found !== undefined);
+  return key ? { key } : { problem: 'no_key' };
 }
