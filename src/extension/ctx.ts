@@ -129,14 +129,17 @@ export class Ctx implements vscode.Disposable {
       // file is watched on disk.
       const follow = await this.store?.follow(() => this.scheduleRefresh());
       if (follow) this.unfollow = follow;
-      else this.watch();
+      else if (selection.kind === 'sqlite') this.watch(selection.path);
     }
     return this.store;
   }
 
+  /** Forgets the store and what followed it (the change feed, the watch on its folder): the next open follows the store it opens. */
   closeStore(): void {
     this.unfollow?.();
     this.unfollow = undefined;
+    this.watcher?.close();
+    this.watcher = undefined;
     this.store?.close();
     this.store = undefined;
   }
@@ -153,11 +156,11 @@ export class Ctx implements vscode.Disposable {
   }
 
   /** Watch the database's folder: hooks write from other processes, and the views follow. */
-  private watch(): void {
+  private watch(path: string): void {
     if (this.watcher) return;
-    const dir = dirname(this.dbPath);
+    const dir = dirname(path);
     if (!existsSync(dir)) return;
-    const name = basename(this.dbPath);
+    const name = basename(path);
     try {
       this.watcher = watch(dir, (_event, file) => {
         if (file && file.startsWith(name)) this.scheduleRefresh();
@@ -260,8 +263,10 @@ export class Ctx implements vscode.Disposable {
     } catch (error) {
       this.log.error(`refresh failed: ${(error as Error).message}`);
       this.closeStore();
-      // A team server that is down has no file to watch: try again, which reopens and re-follows it.
+      // A team server that is down has no file to watch: try again, which reopens and re-follows it. A
+      // local file's folder is watched again, so the next write there retries.
       if (this.selection?.kind === 'postgres') this.scheduleRefresh(5000);
+      else if (this.selection) this.watch(this.selection.path);
       // The status bar still names the authority that failed.
       this.snapshotChanged.fire(this.snapshot);
     }
@@ -300,7 +305,6 @@ export class Ctx implements vscode.Disposable {
 
   dispose(): void {
     clearTimeout(this.refreshTimer);
-    this.watcher?.close();
     this.closeStore();
     this.changed.dispose();
     this.snapshotChanged.dispose();

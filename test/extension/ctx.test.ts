@@ -7,6 +7,8 @@ import { Ctx } from '../../src/extension/ctx';
 import { createStatusBar } from '../../src/extension/statusBar';
 import { readHomeConfig } from '../../src/lifecycle/homeConfig';
 import { contextOf, makeWorld, payload, type World } from '../support/world';
+import { waitFor } from '../launcher/fixtures';
+import { join } from 'node:path';
 
 // Every read of $TURNKEEPER_HOME/config.json goes through readHomeConfig: counted here.
 vi.mock('../../src/lifecycle/homeConfig', async (importOriginal) => {
@@ -88,5 +90,26 @@ describe('one reading of the store selection per refresh', () => {
     } finally {
       bar.dispose();
     }
+  });
+});
+
+describe('following the store on disk', () => {
+  it('after turnkeeper.storePath names another file, the views follow that file (control: they followed the first)', async () => {
+    const todo = (id: string) => ctx!.todos.find(`todo/${world.goal}/${id}`);
+    expect(world.cli(['todo', 'add', 'In A', '--id', 'in-a']).code).toBe(0);
+    const ctxA = newCtx();
+    ctxA.viewShown('turnkeeper.todos');
+    expect(await waitFor(() => todo('in-a') !== undefined, 5000)).toBe(true);
+    // Control: a write by another process shows without a refresh.
+    expect(world.cli(['todo', 'add', 'Later in A', '--id', 'later-a']).code).toBe(0);
+    expect(await waitFor(() => todo('later-a') !== undefined, 5000)).toBe(true);
+
+    const b = join(world.root, 'elsewhere', 'b.db');
+    expect(world.cli(['todo', 'add', 'In B', '--id', 'in-b'], { env: { TURNKEEPER_DB: b } }).code).toBe(0);
+    double.configuration = { storePath: b };
+    ctxA.settingsChanged();
+    expect(await waitFor(() => todo('in-b') !== undefined, 5000)).toBe(true);
+    expect(world.cli(['todo', 'add', 'Later in B', '--id', 'later-b'], { env: { TURNKEEPER_DB: b } }).code).toBe(0);
+    expect(await waitFor(() => todo('later-b') !== undefined, 5000)).toBe(true);
   });
 });
