@@ -23,6 +23,7 @@ import {
   readdirSync,
   readFileSync,
   readSync,
+  realpathSync,
   renameSync,
   rmSync,
   chmodSync,
@@ -113,7 +114,21 @@ export function privateClosuresDir(env: Env): string {
   if (!stat.isDirectory() || stat.isSymbolicLink()) throw new LaunchRefused('resolution_changed', `${dir} is not a directory (a symlink or another file)`);
   if (stat.uid !== uid()) throw new LaunchRefused('mutable_executable', `${dir} is owned by uid ${stat.uid}, not by this user`);
   if ((stat.mode & 0o077) !== 0) throw new LaunchRefused('mutable_executable', `${dir} is open to group or others (mode ${(stat.mode & 0o777).toString(8)}); chmod 700 it`);
-  return dir;
+  return realpathSync(dir);
+}
+
+/**
+ * The closures directory with the symlinks of its ancestors resolved (a home under /home -> /var/home,
+ * an NFS automount): Node realpaths every module URL, so the load guard and a running agent's command
+ * line name a snapshot by this path, never by the one TURNKEEPER_HOME spells.
+ */
+function resolvedClosuresDir(env: Env): string {
+  const dir = closuresDir(env);
+  try {
+    return realpathSync(dir);
+  } catch {
+    return dir;
+  }
 }
 
 const sha256 = () => createHash('sha256');
@@ -518,7 +533,7 @@ export interface ClosureListing {
 
 /** Every snapshot under the closures directory, with disk use; staging leftovers are counted as stale. */
 export function listClosures(env: Env): { dir: string; snapshots: ClosureListing[]; staleBytes: number; stale: string[] } {
-  const dir = closuresDir(env);
+  const dir = resolvedClosuresDir(env);
   if (!existsSync(dir)) return { dir, snapshots: [], staleBytes: 0, stale: [] };
   const index = readIndex(dir);
   const users = processesNaming(dir);
@@ -596,9 +611,8 @@ function processesNaming(dir: string): { pid: number; cmdline: string }[] {
  * are dropped first.
  */
 export function pruneClosures(env: Env, options: { all?: boolean } = {}): { removed: { digest: string; bytes: number }[]; kept: { digest: string; why: string }[]; freedBytes: number } {
-  const dir = closuresDir(env);
-  if (!existsSync(dir)) return { removed: [], kept: [], freedBytes: 0 };
-  privateClosuresDir(env);
+  if (!existsSync(closuresDir(env))) return { removed: [], kept: [], freedBytes: 0 };
+  const dir = privateClosuresDir(env);
   writeIndex(dir, (index) => {
     for (const source of Object.keys(index.installs)) if (options.all || !existsSync(source)) delete index.installs[source];
   });

@@ -317,13 +317,13 @@ describe('Gemini CLI runs from its attested closure', () => {
 
 describe('the load guard', () => {
   /** A tiny package closed over like Gemini's, to run the guard against chosen code. */
-  function tinyClosure(name: string, main: string) {
+  function tinyClosure(name: string, main: string, closureHome = home) {
     const pkg = join(root, name);
     mkdirSync(pkg, { recursive: true });
     writeFileSync(join(pkg, 'package.json'), '{"type":"module"}\n');
     writeFileSync(join(pkg, 'main.js'), main);
     writeFileSync(join(pkg, 'helper.js'), 'export const helper = "attested helper";\n');
-    const closure = closureOf(pkg, 'main.js', { TURNKEEPER_HOME: home });
+    const closure = closureOf(pkg, 'main.js', { TURNKEEPER_HOME: closureHome });
     return { pkg, closure, run: (guarded = true) => spawnSync(process.execPath, [...(guarded ? ['--import', closureGuard(closure)] : []), closureEntryPath(closure)], { encoding: 'utf8', env: { PATH: env.PATH } }) };
   }
 
@@ -341,6 +341,26 @@ describe('the load guard', () => {
     expect(guarded.stdout).toContain('refused ERR_TURNKEEPER_CLOSURE');
     expect(guarded.stdout).toContain('attested helper');
     rmSync(join(home, 'node_modules'), { recursive: true, force: true });
+  });
+
+  it('a TURNKEEPER_HOME reached through a symlink (/home -> /var/home, NFS homes) runs: the guard compares resolved paths (control: a planted module is still refused)', () => {
+    mkdirSync(join(root, 'real-home'), { recursive: true });
+    symlinkSync(join(root, 'real-home'), join(root, 'linked'));
+    const linkedHome = join(root, 'linked', 'home');
+    const { closure, run } = tinyClosure('tiny-linked', 'console.log((await import("./helper.js")).helper);\ntry { await import("planted"); } catch (e) { console.log("refused", e.code); }\n', linkedHome);
+    const planted = join(root, 'real-home', 'home', 'node_modules', 'planted');
+    mkdirSync(planted, { recursive: true });
+    writeFileSync(join(planted, 'package.json'), '{"name":"planted","type":"module","main":"index.js"}\n');
+    writeFileSync(join(planted, 'index.js'), 'console.log("PLANTED RAN");\n');
+    const guarded = run();
+    expect(guarded.status, guarded.stderr).toBe(0);
+    expect(guarded.stdout).toContain('attested helper');
+    expect(guarded.stdout).toContain('refused ERR_TURNKEEPER_CLOSURE');
+    expect(guarded.stdout).not.toContain('PLANTED RAN');
+    expect(closure.root.startsWith(join(root, 'real-home', 'home', 'closures'))).toBe(true);
+    // Listing and pruning see the same snapshot through the link.
+    expect(listClosures({ TURNKEEPER_HOME: linkedHome }).snapshots.map((snapshot) => snapshot.root)).toEqual([closure.root]);
+    pruneClosures({ TURNKEEPER_HOME: linkedHome }, { all: true });
   });
 
   it('a snapshot file rewritten after verification is refused when Node loads it', () => {
