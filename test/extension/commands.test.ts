@@ -8,6 +8,7 @@ import { double } from '../support/vscode';
 import { buildFixtures, scene, waitFor, type Fixtures } from '../launcher/fixtures';
 import { Ctx } from '../../src/extension/ctx';
 import { registerCommands } from '../../src/extension/commands';
+import { doctorReport } from '../../src/lifecycle/installation';
 import { TurnkeeperDocuments, SCHEME } from '../../src/extension/documents';
 import { contextOf, makeWorld, payload, type World } from '../support/world';
 
@@ -122,6 +123,27 @@ describe('extension commands', () => {
     expect(seen.find((item) => item.label.endsWith('old-spike'))!.detail).toContain('[capture_released]');
     // One capture to check (fix-login): the released one and the other Goal's are not read one by one.
     expect(reads.mock.calls).toEqual([[captureId]]);
+  });
+
+  it("Doctor checks project-scope hooks against the terminals' PATH, which has the shim (control: the host's own PATH has no turnkeeper)", async () => {
+    const saved = { HOME: process.env.HOME, TURNKEEPER_HOME: process.env.TURNKEEPER_HOME };
+    process.env.HOME = world.env.HOME;
+    process.env.TURNKEEPER_HOME = world.home;
+    try {
+      // The project's config runs `turnkeeper` from PATH; the install writes the shim under TURNKEEPER_HOME.
+      expect(world.cli(['hooks', 'install', '--agent', 'claude', '--scope', 'project']).code).toBe(0);
+      const missing = /run `turnkeeper` from PATH, and this PATH has none/;
+      const host = await doctorReport(ctx.env, world.repo, async () => undefined);
+      expect(host.problems.join('\n')).toMatch(missing);
+      await run('turnkeeper.doctor');
+      const shown = double.shown.at(-1)!;
+      expect(`${shown.text}\n${shown.detail ?? ''}`).not.toMatch(missing);
+    } finally {
+      for (const [key, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[key];
+        else process.env[key] = value;
+      }
+    }
   });
 
   it('Add Todo creates a Todo in the workspace Goal', async () => {
