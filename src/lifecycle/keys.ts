@@ -44,7 +44,6 @@ export interface SigningKey extends PublicKeyInfo {
 
 export const keysDir = (env: Env): string => join(turnkeeperHome(env), 'keys');
 const privateKeyPath = (env: Env): string => join(keysDir(env), 'signing.key');
-const publicKeyPath = (env: Env): string => join(keysDir(env), 'signing.vkey');
 export const trustedKeysPath = (env: Env): string => join(keysDir(env), 'trusted');
 
 /** First 4 bytes of SHA-256(name || "\n" || 0x01 || key): the signed-note key hash. */
@@ -127,7 +126,7 @@ export function signingKey(env: Env): SigningKey {
   ensureKeysDir(env, true);
   let text = readPrivate(path);
   if (text === undefined) {
-    createKey(env, path);
+    createKey(path);
     text = readPrivate(path);
     if (text === undefined) throw new KeyError(`could not create ${path}`);
   }
@@ -182,32 +181,21 @@ function loadKey(text: string, path: string): SigningKey {
 }
 
 /** Generates the key; two processes racing both generate, and the first link wins for both. */
-function createKey(env: Env, path: string): void {
+function createKey(path: string): void {
   const { privateKey, publicKey } = crypto().generateKeyPairSync('ed25519');
   const raw = rawPublicKey(publicKey);
   const host = hostname().replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 32) || 'host';
   const name = `turnkeeper-${host}-${crypto().createHash('sha256').update(raw).digest('hex').slice(0, 12)}`;
-  const text = JSON.stringify({ schema: KEY_SCHEMA, name, privateKey: privateKey.export({ format: 'pem', type: 'pkcs8' }) }) + '\n';
-  const temporary = `${path}.${process.pid}.${crypto().randomBytes(6).toString('hex')}`;
-  const fd = openSync(temporary, 'wx', 0o600);
-  try {
-    writeSync(fd, text);
-  } finally {
-    closeSync(fd);
-  }
-  try {
-    linkSync(temporary, path);
-    writeFileAtomic(publicKeyPath(env), verifierKey({ name, publicKey: raw }) + '\n');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-  } finally {
-    unlinkSync(temporary);
-  }
+  createExclusive(path, JSON.stringify({ schema: KEY_SCHEMA, name, privateKey: privateKey.export({ format: 'pem', type: 'pkcs8' }) }) + '\n', 0o600);
 }
 
-function writeFileAtomic(path: string, text: string): void {
+/**
+ * Creates `path` with `text` unless it exists: written whole to a temporary name, then hard-linked
+ * into place, so a reader never sees half a file and the first of two racing writers wins.
+ */
+function createExclusive(path: string, text: string, mode: number): void {
   const temporary = `${path}.${process.pid}.${crypto().randomBytes(6).toString('hex')}`;
-  const fd = openSync(temporary, 'wx', 0o644);
+  const fd = openSync(temporary, 'wx', mode);
   try {
     writeSync(fd, text);
   } finally {
