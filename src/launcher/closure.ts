@@ -34,6 +34,7 @@ import {
 } from 'node:fs';
 import { dirname, join, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { writeFileAtomic } from '../agents/install';
 import { canonicalJson, digestDocument, digestHex } from '../core/canonical';
 import { turnkeeperHome, type Env } from '../store/location';
 import { LaunchRefused } from './refusals';
@@ -355,9 +356,7 @@ function readIndex(dir: string): ClosureIndex {
 function writeIndex(dir: string, update: (index: ClosureIndex) => void): void {
   const index = readIndex(dir);
   update(index);
-  const temporary = join(dir, `.index-${randomBytes(6).toString('hex')}`);
-  writeFileSync(temporary, `${JSON.stringify(index, null, 1)}\n`, { mode: 0o600 });
-  renameSync(temporary, join(dir, 'index.json'));
+  writeFileAtomic(join(dir, 'index.json'), `${JSON.stringify(index, null, 1)}\n`, 0o600);
 }
 
 /** The installations the index knows, and the snapshot each had last (for prune and doctor). */
