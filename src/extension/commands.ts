@@ -71,10 +71,9 @@ function todoIdOf(arg: unknown): string | undefined {
 
 const AGENT_NAMES: Readonly<Record<Agent, string>> = { codex: 'Codex CLI', claude: 'Claude Code', gemini: 'Gemini CLI', copilot: 'Copilot CLI' };
 
-async function requireStore(ctx: Ctx) {
-  const store = await ctx.openStore();
-  if (!store) throw new Error(t('no Turnkeeper store yet at {0}: install the agent hooks and add a Todo first', ctx.dbPath));
-  return store;
+/** A modal warning with one action besides Cancel: true when the user chose `action`. */
+async function confirm(message: string, detail: string, action: string): Promise<boolean> {
+  return (await vscode.window.showWarningMessage(message, { modal: true, detail }, action)) === action;
 }
 
 function requireTrust(action: string): boolean {
@@ -91,7 +90,7 @@ async function startTurn(ctx: Ctx, given: string | undefined): Promise<void> {
   if (!requireTrust(t('launch agents'))) return;
   const workspace = ctx.workspace;
   if (!workspace) throw new Error(t('open a folder first: a Todo belongs to a workspace'));
-  const store = await requireStore(ctx);
+  const store = await ctx.requireStore();
   await ctx.refresh();
   let todo = given;
   if (!todo) {
@@ -127,7 +126,7 @@ async function startTurn(ctx: Ctx, given: string | undefined): Promise<void> {
 
 async function resumeCapturedTurn(ctx: Ctx, given: string | undefined): Promise<void> {
   if (!requireTrust(t('launch agents'))) return;
-  const store = await requireStore(ctx);
+  const store = await ctx.requireStore();
   await ctx.refresh();
   let captureId = given;
   if (!captureId) {
@@ -196,7 +195,7 @@ async function resumePicks(store: Authority, snapshot: StatusSnapshot, candidate
 }
 
 async function showRecoveryGuidance(ctx: Ctx, given: string | undefined): Promise<void> {
-  const store = await requireStore(ctx);
+  const store = await ctx.requireStore();
   let captureId = given;
   if (!captureId) {
     const picked = await vscode.window.showQuickPick(
@@ -218,7 +217,7 @@ async function showGuidanceDocument(captureId: string, guidance: string): Promis
 }
 
 async function releaseLease(ctx: Ctx, node: ViewNode | undefined): Promise<void> {
-  const store = await requireStore(ctx);
+  const store = await ctx.requireStore();
   await ctx.refresh();
   const active = ctx.snapshot.leases.filter((lease) => lease.status === 'active');
   let lease = active.find((candidate) => node?.id === `lease/${candidate.goal}/${candidate.todo}/${candidate.epoch}`);
@@ -230,13 +229,12 @@ async function releaseLease(ctx: Ctx, node: ViewNode | undefined): Promise<void>
     lease = picked?.lease;
   }
   if (!lease) return;
-  const release = t('Release');
-  const confirmed = await vscode.window.showWarningMessage(
+  const confirmed = await confirm(
     t('Release {0}, held by {1} (epoch {2})?', lease.todo, lease.owner, lease.epoch),
-    { modal: true, detail: t('A released lease never comes back: its capture stays released, and that agent is fenced from further writes.') },
-    release,
+    t('A released lease never comes back: its capture stays released, and that agent is fenced from further writes.'),
+    t('Release'),
   );
-  if (confirmed !== release) return;
+  if (!confirmed) return;
   const reason = await vscode.window.showInputBox({ title: t('Why is this lease released?'), prompt: t('The reason goes into the receipt.'), validateInput: (value) => (value.trim() ? undefined : t('A reason is required.')) });
   if (!reason) return;
   const result = await store.release({ goal: lease.goal, todo: lease.todo, identifiedBy: 'force', requester: requesterOf(process.env), force: true, reason: reason.trim() }, Date.now());
@@ -308,7 +306,7 @@ async function addTodo(ctx: Ctx): Promise<void> {
 }
 
 async function markTodoDone(ctx: Ctx, given: string | undefined): Promise<void> {
-  const store = await requireStore(ctx);
+  const store = await ctx.requireStore();
   const goal = ctx.goal;
   const todos = (await store.listTodos(goal)).filter((todo) => todo.status === 'open');
   // From the Todos view: that Todo (still open); from the palette: pick one.
@@ -318,13 +316,12 @@ async function markTodoDone(ctx: Ctx, given: string | undefined): Promise<void> 
   if (!picked) return;
   const holder = (await store.listLeases()).find((lease) => lease.goal === picked.goal && lease.todo === picked.id && lease.status === 'active');
   if (holder) {
-    const done = t('Mark Done');
-    const answer = await vscode.window.showWarningMessage(
+    const confirmed = await confirm(
       t('{0} is held by {1} (epoch {2}). Mark it done?', picked.id, holder.owner, holder.epoch),
-      { modal: true, detail: t('Marking it done releases the lease: that agent is fenced from further writes.') },
-      done,
+      t('Marking it done releases the lease: that agent is fenced from further writes.'),
+      t('Mark Done'),
     );
-    if (answer !== done) return;
+    if (!confirmed) return;
   }
   const result = await store.setTodoStatus(picked.goal, picked.id, 'done', Date.now());
   await ctx.refresh();

@@ -134,6 +134,13 @@ export class Ctx implements vscode.Disposable {
     return this.store;
   }
 
+  /** The open store, for commands and launches that cannot go on without one. */
+  async requireStore(): Promise<Authority> {
+    const store = await this.openStore();
+    if (!store) throw new Error(vscode.l10n.t('no Turnkeeper store yet at {0}: install the agent hooks and add a Todo first', this.dbPath));
+    return store;
+  }
+
   /** Forgets the store and what followed it (the change feed, the watch on its folder): the next open follows the store it opens. */
   closeStore(): void {
     this.unfollow?.();

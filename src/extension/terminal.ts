@@ -82,10 +82,19 @@ function openLaunchTerminal(ctx: Ctx, spec: TerminalLaunch): vscode.Terminal {
   return terminal;
 }
 
-async function requireOpenStore(ctx: Ctx) {
-  const store = await ctx.openStore();
-  if (!store) throw new Error(t('the Turnkeeper store is gone'));
-  return store;
+/** What a resume and a start from a terminal share: the store, the environment, the agent's path setting, the PTY. */
+async function terminalLaunchOptions(ctx: Ctx, agent: Agent, dimensions: vscode.TerminalDimensions | undefined, signal: AbortSignal) {
+  return {
+    store: await ctx.requireStore(),
+    storePath: ctx.dbPath,
+    env: ctx.env,
+    setting: ctx.agentPath(agent),
+    mode: 'interactive',
+    stdio: 'pty',
+    cols: dimensions?.columns ?? 80,
+    rows: dimensions?.rows ?? 24,
+    signal,
+  } as const;
 }
 
 export function openResumeTerminal(ctx: Ctx, capture: StoredCapture, acceptDrift: boolean): vscode.Terminal {
@@ -96,20 +105,7 @@ export function openResumeTerminal(ctx: Ctx, capture: StoredCapture, acceptDrift
     subject: capture.id,
     refusedMessage: (reason) => t('Turnkeeper did not resume {0}: [{1}]', capture.id, reason),
     launch: async (dimensions, signal) => {
-      const result = await resumeCapture({
-        store: await requireOpenStore(ctx),
-        storePath: ctx.dbPath,
-        captureId: capture.id,
-        env: ctx.env,
-        acceptDrift,
-        dryRun: false,
-        setting: ctx.agentPath(capture.agent),
-        mode: 'interactive',
-        stdio: 'pty',
-        cols: dimensions?.columns ?? 80,
-        rows: dimensions?.rows ?? 24,
-        signal,
-      });
+      const result = await resumeCapture({ ...(await terminalLaunchOptions(ctx, capture.agent, dimensions, signal)), captureId: capture.id, acceptDrift, dryRun: false });
       if (!result.ok) return result;
       if (result.dryRun) throw new Error('unexpected dry run');
       return { ok: true, launch: result.launch, digest: result.attestation.digest };
@@ -126,20 +122,7 @@ export function openStartTerminal(ctx: Ctx, todo: string, agent: Agent, checkout
     subject: todo,
     refusedMessage: (reason) => t('Turnkeeper did not start {0}: [{1}]', todo, reason),
     launch: async (dimensions, signal) => {
-      const result = await startTodo({
-        store: await requireOpenStore(ctx),
-        storePath: ctx.dbPath,
-        todo,
-        agent,
-        cwd: checkout,
-        env: ctx.env,
-        setting: ctx.agentPath(agent),
-        mode: 'interactive',
-        stdio: 'pty',
-        cols: dimensions?.columns ?? 80,
-        rows: dimensions?.rows ?? 24,
-        signal,
-      });
+      const result = await startTodo({ ...(await terminalLaunchOptions(ctx, agent, dimensions, signal)), todo, agent, cwd: checkout });
       if (!result.ok) return result;
       ctx.log.info(`started ${agent} on ${todo}: turn ${result.turn}, launch ${result.launchId}`);
       return { ok: true, launch: result.launch, digest: result.attestation.digest };
