@@ -6,7 +6,7 @@ import * as vscode from 'vscode';
 import type { Agent } from '../core/ids';
 import { HOME_CONFIG_DEFAULTS, LEASE_TTL_SECONDS, leaseTtlFrom, ON_CONFLICT_VALUES, type OnConflict } from '../lifecycle/homeConfig';
 
-export const SECTION = 'turnkeeper';
+const SECTION = 'turnkeeper';
 
 function section(): vscode.WorkspaceConfiguration {
   return vscode.workspace.getConfiguration(SECTION);

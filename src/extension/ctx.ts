@@ -14,17 +14,18 @@ import { statusSnapshot, type StatusSnapshot } from '../lifecycle/status';
 import { resolveGoal, type ResolvedGoal } from '../lifecycle/goal';
 import { writeHookSettings } from '../lifecycle/homeConfig';
 import * as settings from './config';
-import { captureNodes, leaseNodes, receiptNodes, todoNodes, TreeModel, type CheckpointView, type ReceiptRowView } from './models';
+import { captureNodes, leaseNodes, receiptNodes, todoNodes, TreeModel, type Changed, type CheckpointView, type ReceiptRowView } from './models';
 import { checkpointsOf, type CheckpointedReport } from '../lifecycle/checkpoints';
 
-export const RECEIPTS_PAGE = 50;
+/** Receipts per page of the Receipts view ("Load more…" adds one). */
+const RECEIPTS_PAGE = 50;
 
 export class Ctx implements vscode.Disposable {
   readonly todos = new TreeModel();
   readonly captures = new TreeModel();
   readonly leases = new TreeModel();
   readonly receipts = new TreeModel();
-  private readonly changed = new vscode.EventEmitter<{ model: TreeModel; nodes: ReturnType<TreeModel['update']> }>();
+  private readonly changed = new vscode.EventEmitter<{ model: TreeModel; nodes: Changed }>();
   readonly onDidChange = this.changed.event;
   private readonly snapshotChanged = new vscode.EventEmitter<StatusSnapshot>();
   readonly onDidChangeSnapshot = this.snapshotChanged.event;
