@@ -3,9 +3,9 @@
 // its new Goal after its key changed.
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { GOAL_FILE, GoalError, isGoalId } from '../core/goal';
+import { GOAL_FILE, isGoalId } from '../core/goal';
 import { resolveGoal, type ResolvedGoal } from '../lifecycle/goal';
-import { EXIT, openStore, parse, printJson, UsageError, type Io } from './io';
+import { EXIT, openStore, parse, placementOf, printJson, resolveGoalFrom, UsageError, type Io } from './io';
 
 const USAGE = 'turnkeeper goal [--json] [--dir <dir>]  |  goal init [--key <key>] [--dir <dir>]  |  goal move --from <goal> [--rename <suffix>] [--dir <dir>] [--json]';
 
@@ -14,15 +14,6 @@ export async function goalCommand(args: string[], io: Io): Promise<number> {
   if (sub === 'init') return goalInit(rest, io);
   if (sub === 'move') return goalMove(rest, io);
   return goalShow(sub === undefined ? [] : args, io);
-}
-
-function resolveOrExplain(io: Io, dir: string | undefined): ResolvedGoal {
-  try {
-    return resolveGoal(dir ?? io.cwd);
-  } catch (error) {
-    if (error instanceof GoalError) throw new UsageError(`${error.message}${error.path ? ` (${error.path})` : ''}; see docs/goals.md`);
-    throw new UsageError(`no such directory: ${dir ?? io.cwd}`);
-  }
 }
 
 const RULES: Readonly<Record<ResolvedGoal['rule'], string>> = {
@@ -34,10 +25,10 @@ const RULES: Readonly<Record<ResolvedGoal['rule'], string>> = {
 
 async function goalShow(args: string[], io: Io): Promise<number> {
   const { values } = parse(args, { json: { type: 'boolean' }, dir: { type: 'string' } }, { min: 0, max: 0, usage: USAGE });
-  const goal = resolveOrExplain(io, values.dir);
+  const goal = resolveGoalFrom(io, values.dir);
   // What the store remembers for this repository: a different Goal means `goal move` is due.
   const store = await openStore(io, false);
-  const known = await store?.goalOfPlace(goal.commonDir ?? goal.checkout);
+  const known = await store?.goalOfPlace(placementOf(goal).place);
   store?.close();
   const changedFrom = known && known.goal !== goal.id ? known.goal : null;
   if (values.json) {
@@ -54,7 +45,7 @@ async function goalShow(args: string[], io: Io): Promise<number> {
 
 async function goalInit(args: string[], io: Io): Promise<number> {
   const { values } = parse(args, { key: { type: 'string' }, dir: { type: 'string' }, json: { type: 'boolean' } }, { min: 0, max: 0, usage: USAGE });
-  const goal = resolveOrExplain(io, values.dir);
+  const goal = resolveGoalFrom(io, values.dir);
   if (goal.rule === 'not_git' || goal.commonDir === null) throw new UsageError(`${goal.checkout} is not in a git repository: ${GOAL_FILE} belongs at a repository's root`);
   const file = join(goal.checkout, GOAL_FILE);
   if (existsSync(file)) throw new UsageError(`${file} exists already (Goal ${goal.id}, key ${goal.key})`);
@@ -79,15 +70,14 @@ async function goalMove(args: string[], io: Io): Promise<number> {
   // A path-keyed Goal of the previous release, or a Goal id.
   const from: string = values.from;
   if (!isGoalId(from as unknown) && !from.startsWith('/')) throw new UsageError(`--from takes a Goal id (goal_ and 24 hex digits) or, for a store of the previous release, the checkout path it used`);
-  const goal = resolveOrExplain(io, values.dir);
+  const goal = resolveGoalFrom(io, values.dir);
   const store = await openStore(io, false);
   if (!store) {
     io.err(`no store: nothing to move\n`);
     return EXIT.refused;
   }
   try {
-    const place = goal.commonDir ?? goal.checkout;
-    const result = await store.moveGoal(from, { goal: goal.id, checkout: goal.checkout, commonDir: goal.commonDir, place, goalKey: goal.key, displayName: goal.displayName }, Date.now(), values.rename === undefined ? {} : { renameCollidingWith: values.rename });
+    const result = await store.moveGoal(from, placementOf(goal), Date.now(), values.rename === undefined ? {} : { renameCollidingWith: values.rename });
     if (values.json) printJson(io, { ok: result.kind === 'moved', from: values.from, to: goal.id, ...result });
     else if (result.kind === 'moved') {
       io.out(`moved ${result.todos} Todos, ${result.leases} leases and ${result.captures} captures from ${values.from} to ${goal.id} (${goal.displayName})\n`);

@@ -4,7 +4,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { Env } from '../store/location';
 import type { Authority, Placement } from '../store/authority';
 import { openAuthority } from '../lifecycle/open';
-import { resolveGoal } from '../lifecycle/goal';
+import { resolveGoal, type ResolvedGoal } from '../lifecycle/goal';
 import { GoalError } from '../core/goal';
 import { terminalSafe } from '../core/terminal';
 import { isTodoId, TODO_ID_RULE } from '../core/ids';
@@ -59,16 +59,32 @@ export function goalFrom(io: Io, dir: string | undefined): string {
   return placementFrom(io, dir).goal;
 }
 
-/** The Goal and where it was found (checkout, repository), for commands that record the place. */
-export function placementFrom(io: Io, dir: string | undefined): Placement & { readonly goal: string } {
-  let goal;
+/**
+ * The Goal of `dir`, or of the current directory, and how it was found (docs/goals.md); a usage error
+ * that says what is wrong when there is none.
+ */
+export function resolveGoalFrom(io: Io, dir: string | undefined): ResolvedGoal {
   try {
-    goal = resolveGoal(dir ?? io.cwd);
+    return resolveGoal(dir ?? io.cwd);
   } catch (error) {
-    if (error instanceof GoalError) throw new UsageError(`${error.message}; see turnkeeper goal`);
+    if (error instanceof GoalError) throw new UsageError(`${error.message}${error.path ? ` (${error.path})` : ''}; see docs/goals.md`);
     throw new UsageError(`no such directory: ${dir ?? io.cwd}`);
   }
-  return { goal: goal.id, checkout: goal.checkout, commonDir: goal.commonDir, place: goal.commonDir ?? goal.checkout, goalKey: goal.key, displayName: goal.displayName };
+}
+
+/** Where a resolved Goal was found, as the store records it with what happens there. */
+export const placementOf = (goal: ResolvedGoal): Placement & { readonly goal: string } => ({
+  goal: goal.id,
+  checkout: goal.checkout,
+  commonDir: goal.commonDir,
+  place: goal.commonDir ?? goal.checkout,
+  goalKey: goal.key,
+  displayName: goal.displayName,
+});
+
+/** The Goal and where it was found (checkout, repository), for commands that record the place. */
+export function placementFrom(io: Io, dir: string | undefined): Placement & { readonly goal: string } {
+  return placementOf(resolveGoalFrom(io, dir));
 }
 
 /**
