@@ -7,6 +7,7 @@ import fc from 'fast-check';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { runHook } from '../../src/lifecycle/hook';
+import { openSqliteAuthority } from '../../src/lifecycle/open';
 import { makeWorld, parseHookStdout, payload, type World } from '../support/world';
 
 const TODOS = ['task-a', 'task-b'] as const;
@@ -15,19 +16,29 @@ const TODOS = ['task-a', 'task-b'] as const;
 const SESSIONS = ['s1', 's2'] as const;
 const HOUR = 60 * 60 * 1000;
 
+const session = fc.constantFrom(...SESSIONS);
+const todo = fc.constantFrom(...TODOS);
+// The fencing property needs a holder whose newest lease is not its latest by wall clock: a claim, the
+// clock stepped back, that lease released, a claim of the other Todo by the same session, then a
+// write tool. So clock steps go back three times in four, and a prompt is often followed at once by a
+// write tool of the same session (the check runs right where a new lease was just taken).
 const action = fc.oneof(
   { weight: 4, arbitrary: fc.record({
     type: fc.constant('prompt' as const),
-    session: fc.constantFrom(...SESSIONS),
+    session,
     turn: fc.nat(1),
-    todo: fc.constantFrom(...TODOS),
+    todo,
     subdirectory: fc.boolean(),
     viaEnv: fc.boolean(),
+    thenWrite: fc.boolean(),
   }) },
-  fc.record({ type: fc.constant('release' as const), todo: fc.constantFrom(...TODOS), byHolder: fc.boolean() }),
-  fc.record({ type: fc.constant('clock' as const), delta: fc.integer({ min: -48 * HOUR, max: 48 * HOUR }) }),
-  fc.record({ type: fc.constant('write_tool' as const), session: fc.constantFrom(...SESSIONS) }),
-  fc.record({ type: fc.constant('stop' as const), session: fc.constantFrom(...SESSIONS) }),
+  { weight: 2, arbitrary: fc.record({ type: fc.constant('release' as const), todo, byHolder: fc.boolean() }) },
+  { weight: 2, arbitrary: fc.record({
+    type: fc.constant('clock' as const),
+    delta: fc.oneof({ weight: 3, arbitrary: fc.integer({ min: -48 * HOUR, max: -1 }) }, { weight: 1, arbitrary: fc.integer({ min: 0, max: 48 * HOUR }) }),
+  }) },
+  { weight: 1, arbitrary: fc.record({ type: fc.constant('write_tool' as const), session }) },
+  { weight: 1, arbitrary: fc.record({ type: fc.constant('stop' as const), session }) },
 );
 
 let world: World;
@@ -45,9 +56,6 @@ describe('lease properties over real hooks', () => {
         // A fresh store per run, in the same repository.
         const db = join(world.root, `run-${run++}.db`);
         const env = { ...world.env, TURNKEEPER_DB: db };
-        const setup = await world.store();
-        setup.close();
-        const { openSqliteAuthority } = await import('../../src/lifecycle/open');
         const store = (await openSqliteAuthority({ path: db, create: true }))!;
         try {
           for (const id of TODOS) await store.addTodo({ goal: world.goal, id, title: id, body: '' }, 0);
@@ -56,6 +64,15 @@ describe('lease properties over real hooks', () => {
           const hook = (input: string, extra: Record<string, string> = {}) =>
             runHook(input, { env: { ...env, ...extra }, now: () => now, openStore: async () => store });
 
+          /** A write tool of `session`: denied only if it holds no active lease (the holder is never fenced). */
+          const writeTool = async (session: string) => {
+            const result = await hook(payload.codex(world, 'PreToolUse', session, 'turn-x', { tool_name: 'apply_patch', tool_input: { command: 'x' } }));
+            const holds = (await store.listLeases()).some((l) => l.owner === `codex:${session}` && l.status === 'active');
+            const denied = JSON.stringify(parseHookStdout(result.stdout) ?? {}).includes('"deny"');
+            // The current holder is never fenced, whatever the clock did.
+            if (holds) expect(denied, `codex:${session} holds a lease and its write tool was denied`).toBe(false);
+          };
+
           for (const step of actions) {
             switch (step.type) {
               case 'prompt': {
@@ -63,6 +80,7 @@ describe('lease properties over real hooks', () => {
                 if (step.subdirectory) input.cwd = join(world.repo, 'sub', 'deeper');
                 const result = await hook(JSON.stringify(input), step.viaEnv ? { TURNKEEPER_TODO: step.todo } : {});
                 expect(result.stderr.join('\n')).not.toContain('internal error');
+                if (step.thenWrite) await writeTool(step.session);
                 break;
               }
               case 'release': {
@@ -77,14 +95,9 @@ describe('lease properties over real hooks', () => {
               case 'clock':
                 now += step.delta;
                 break;
-              case 'write_tool': {
-                const result = await hook(payload.codex(world, 'PreToolUse', step.session, 'turn-x', { tool_name: 'apply_patch', tool_input: { command: 'x' } }));
-                const holds = (await store.listLeases()).some((l) => l.owner === `codex:${step.session}` && l.status === 'active');
-                const denied = JSON.stringify(parseHookStdout(result.stdout) ?? {}).includes('"deny"');
-                // The current holder is never fenced, whatever the clock did.
-                if (holds) expect(denied).toBe(false);
+              case 'write_tool':
+                await writeTool(step.session);
                 break;
-              }
               case 'stop':
                 await hook(payload.codex(world, 'Stop', step.session, 'turn-x'));
                 break;
@@ -97,9 +110,10 @@ describe('lease properties over real hooks', () => {
               // Epochs are exactly 1..n: no gap, no reuse, whatever the clock did.
               expect(ofTodo.map((l) => l.epoch).sort((a, b) => a - b)).toStrictEqual(ofTodo.map((_, i) => i + 1));
             }
+            // Released captures first, so a capture released and active again within one step is seen.
+            for (const lease of leases) if (lease.status === 'released') everReleased.add(lease.capture);
             for (const lease of leases) {
-              if (lease.status === 'released') everReleased.add(lease.capture);
-              else expect(everReleased.has(lease.capture), `capture ${lease.capture} came back`).toBe(false);
+              if (lease.status !== 'released') expect(everReleased.has(lease.capture), `capture ${lease.capture} came back`).toBe(false);
             }
             // One capture per Turn and Todo, whatever directory or binding the retries came through.
             const captures = await store.listCaptures();
@@ -111,7 +125,8 @@ describe('lease properties over real hooks', () => {
           store.close();
         }
       }),
-      { numRuns: 300 },
+      // 200 runs: with the fencing bug back (latestLeaseOfOwner in wall-clock order), seeds 1-16 all failed within 71.
+      { numRuns: 200 },
     );
   });
 });
