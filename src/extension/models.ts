@@ -253,7 +253,7 @@ function checkpointNode(checkpoint: CheckpointView | null, chain: ChainReport | 
   const witness = checkpoint?.witness ?? 'unknown';
   const witnessText = cut ? `witness: ${cut.kind} at #${cut.seq}` : witness === 'checked' ? 'witness agrees' : `witness: ${witness}`;
   if (!checkpoint) {
-    return { id: 'receipts/checkpoint', label: 'No signed checkpoint yet', description: witnessText, icon: 'unverified', contextValue: 'checkpoint.none', tooltip: 'Checkpoints are signed every 100 receipts, on release, on export and by `turnkeeper checkpoint`.' };
+    return { id: 'receipts/checkpoint', label: 'No signed checkpoint yet', description: witnessText, icon: 'unverified', contextValue: 'checkpoint.none', tooltip: 'Checkpoints are signed periodically (every `checkpointEvery` receipts, set in config.json or `TURNKEEPER_CHECKPOINT_EVERY`), on release, on export and by `turnkeeper checkpoint`.' };
   }
   return {
     id: 'receipts/checkpoint',
