@@ -4,7 +4,7 @@
 // this installation's key. It is kept in the store (store_meta `checkpoint`: the newest; and, for the
 // ones written every N receipts, on demand and on export, a `checkpoint` receipt appended right after
 // the head it signs, so the chain carries its own signed history) and in a witness outside the store
-// (a file of one JSON line per checkpoint: `TURNKEEPER_WITNESS`, `witness` in config.json, else
+// (a file of one JSON line per checkpoint: `witness` in config.json, else
 // `$TURNKEEPER_HOME/witness.jsonl`). `verify` and `doctor` compare the store with the newest witnessed
 // checkpoint, so a cut tail with a fixed head and a rewritten anchor is named too.
 //
@@ -16,7 +16,7 @@
 // transaction; the witness line is appended after the commit (never naming what was rolled back). A
 // write that appends nothing (a replay) does nothing here: no key, no node:crypto, no config read.
 import { appendFileSync, closeSync, openSync, readSync, fstatSync } from 'node:fs';
-import { join } from 'node:path';
+import { resolve } from 'node:path';
 import { buildReceipt, parseReceipt, type ChainBreak, type ChainLink, type ChainReport } from '../core/receipts';
 import { canonicalJson, digestText } from '../core/canonical';
 import {
@@ -57,11 +57,16 @@ export type WitnessState =
 
 export type CheckpointedReport = ChainReport & { readonly witness?: WitnessState };
 
-/** The witness file, or null when turned off (`TURNKEEPER_WITNESS=off`). */
+/**
+ * The witness file: `witness` in config.json (a relative path is under TURNKEEPER_HOME), else
+ * `$TURNKEEPER_HOME/witness.jsonl`; null when config.json says `off`. Never from the environment: an
+ * agent's environment can carry a repository's `.env`, and a path from there would have every hook
+ * append lines to any file the user can write (docs/team.md, "What an agent's environment can do").
+ */
 export function witnessPath(env: Env): string | null {
-  const chosen = env.TURNKEEPER_WITNESS?.trim() || readHomeConfig(env).witness || '';
+  const chosen = readHomeConfig(env).witness;
   if (chosen === 'off') return null;
-  return chosen || join(turnkeeperHome(env), 'witness.jsonl');
+  return resolve(turnkeeperHome(env), chosen ?? 'witness.jsonl');
 }
 
 /** Automatic checkpoints every N receipts (`TURNKEEPER_CHECKPOINT_EVERY`, `checkpointEvery`); 0 turns them off. */

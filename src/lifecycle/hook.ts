@@ -14,7 +14,7 @@ import type { Authority, Placement, SessionTouch } from '../store/authority';
 import { faultPoint } from '../store/faults';
 import type { Env } from '../store/location';
 import { SchemaTooNewError, StoreUnavailableError } from '../store/authority';
-import { openAuthority } from './open';
+import { openAuthority, selectStore } from './open';
 import { clientClock, hookBusyTimeoutMs, isTurnedOff, leaseTtlSeconds, onConflict } from './settings';
 import { branchOf, preconditionsOf } from './workspace';
 import { resolveGoal } from './goal';
@@ -57,7 +57,7 @@ export async function runHook(raw: string | Buffer, options: HookOptions): Promi
     throw error;
   }
 
-  const now = options.now ?? clientClock(env);
+  const now = options.now ?? decisionClock(env);
   // A claim may create the database; nothing else does (an unused workspace stays untouched).
   const mayCreate = request.boundTodo !== undefined || request.envCapture !== undefined;
   let store: Authority | undefined;
@@ -75,6 +75,19 @@ export async function runHook(raw: string | Buffer, options: HookOptions): Promi
     return emit(guidanceOutput(request, env, 'store_unavailable', { todo: request.boundTodo, detail: (error as Error).message }));
   } finally {
     if (!options.openStore) store?.close();
+  }
+}
+
+/**
+ * The clock a decision runs on. A SQLite ledger writes it into receipts and lease times, so it is this
+ * process's own, whatever the environment says; a team server decides those times with its clock and
+ * gets the client's (settings.ts clientClock), which tests may skew to show exactly that.
+ */
+function decisionClock(env: Env): () => number {
+  try {
+    return selectStore(env).kind === 'postgres' ? clientClock(env) : Date.now;
+  } catch {
+    return Date.now; // an unknown selection: the open fails and says why
   }
 }
 
@@ -399,8 +412,9 @@ class HookDecider {
   private async noteClockSkew(): Promise<void> {
     if (this.writesUnavailable) return;
     try {
-      const skew = await this.store.measureClockSkew(this.now);
-      if (skew) await this.store.noteClockSkew(skew, hostname(), this.now());
+      const client = clientClock(this.env);
+      const skew = await this.store.measureClockSkew(client);
+      if (skew) await this.store.noteClockSkew(skew, hostname(), client());
     } catch (error) {
       if (!(error instanceof StoreUnavailableError)) throw error;
       this.stderr.push(`turnkeeper: clock skew not measured: ${error.message}`);

@@ -6,7 +6,8 @@
 // every other import.
 import type BetterSqlite3 from 'better-sqlite3';
 import { StoreUnavailableError, type Authority } from '../store/authority';
-import { storePath, type Env } from '../store/location';
+import { resolve } from 'node:path';
+import { storePath, turnkeeperHome, type Env } from '../store/location';
 import { openSqliteStore, type OpenOptions } from '../store/sqlite';
 import { openPostgresStore, redactedLocation } from '../store/postgres';
 import { Ledger } from './ledger';
@@ -35,16 +36,18 @@ export type StoreSelection =
 /** Which store this environment selects (no I/O beyond reading config.json). */
 export function selectStore(env: Env, setting: string | undefined = env.TURNKEEPER_STORE_SETTING): StoreSelection {
   const fromEnv = env.TURNKEEPER_STORE?.trim();
-  if (fromEnv) return parseSelection(fromEnv, 'TURNKEEPER_STORE');
+  if (fromEnv) return parseSelection(env, fromEnv, 'TURNKEEPER_STORE');
   const fromConfig = configuredStore(env);
-  if (fromConfig) return parseSelection(fromConfig, 'config.json');
-  if (setting?.trim()) return parseSelection(setting.trim(), 'setting');
+  if (fromConfig) return parseSelection(env, fromConfig, 'config.json');
+  if (setting?.trim()) return parseSelection(env, setting.trim(), 'setting');
   return { kind: 'sqlite', path: storePath(env), from: env.TURNKEEPER_DB ? 'TURNKEEPER_DB' : 'default' };
 }
 
-function parseSelection(value: string, from: 'TURNKEEPER_STORE' | 'config.json' | 'setting'): StoreSelection {
+function parseSelection(env: Env, value: string, from: 'TURNKEEPER_STORE' | 'config.json' | 'setting'): StoreSelection {
   if (/^postgres(ql)?:\/\//i.test(value)) return { kind: 'postgres', url: value, from };
-  if (value.startsWith('sqlite:')) return { kind: 'sqlite', path: value.slice('sqlite:'.length), from };
+  // A relative path is under TURNKEEPER_HOME, never the working directory of whoever runs (a hook runs
+  // in the agent's checkout; spec §10).
+  if (value.startsWith('sqlite:')) return { kind: 'sqlite', path: resolve(turnkeeperHome(env), value.slice('sqlite:'.length)), from };
   // A bare path in the editor setting (the older `turnkeeper.storePath`) names a SQLite file.
   if (from === 'setting' && value.startsWith('/')) return { kind: 'sqlite', path: value, from };
   throw new StoreUnavailableError(`${from} names a store Turnkeeper does not know: use postgres://… or sqlite:<path>`);

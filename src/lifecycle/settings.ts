@@ -23,8 +23,12 @@ export function onConflict(env: Env): OnConflict {
 }
 
 /**
- * This process's clock. `TURNKEEPER_TEST_CLOCK_OFFSET_MS` (test-only, like TURNKEEPER_TEST_FAULT) skews
- * it, so tests can show that lease times follow a team server's clock, not a client's.
+ * The client's clock as a team server sees it: what the clock-skew measurement compares with the
+ * server's (measureClockSkew, noteClockSkew), and the `now` a hook hands a team store, which decides
+ * lease and receipt times with its own clock. `TURNKEEPER_TEST_CLOCK_OFFSET_MS` (test-only, like
+ * TURNKEEPER_TEST_FAULT) skews it, so tests can show that lease times follow the server and that the
+ * skew is measured. Never the clock of a SQLite ledger, which records this process's time itself: an
+ * agent's environment (a repository's `.env`) must not move the times the chain records.
  */
 export function clientClock(env: Env): () => number {
   const offset = Number(env.TURNKEEPER_TEST_CLOCK_OFFSET_MS);

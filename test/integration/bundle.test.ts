@@ -4,7 +4,7 @@
 // through the witness. Each case has its control: the untouched bundle (or store) verifies.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKeyPairSync, sign } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { digestText } from '../../src/core/canonical';
 import { parseCheckpoint, signedNote } from '../../src/core/checkpoint';
@@ -210,10 +210,18 @@ describe('the store against its witness (tamperings of the store the anchor alon
     verified: number;
     breaks: { seq: number; kind: string }[];
   }
-  const verify = (w: World, env: Record<string, string | undefined> = {}): VerifyJson => JSON.parse(w.cli(['verify', '--json'], { env: { TURNKEEPER_WITNESS: witnessOf(w), ...env } }).stdout) as VerifyJson;
-  /** A witness outside TURNKEEPER_HOME, as a user would choose one (another disk, a synced folder). */
+  /** A witness outside TURNKEEPER_HOME, as a user would choose one (another disk, a synced folder), in config.json. */
   const witnessOf = (w: World) => join(w.root, 'witness.jsonl');
-  const run = (w: World, args: string[], input?: string) => w.cli(args, { env: { TURNKEEPER_WITNESS: witnessOf(w) }, ...(input === undefined ? {} : { input }) });
+  const chooseWitness = (w: World, witness: string) => {
+    mkdirSync(w.home, { recursive: true });
+    writeFileSync(join(w.home, 'config.json'), JSON.stringify({ witness }));
+  };
+  /** `verify --json`; `witness: 'off'` turns the witness off in config.json first. */
+  const verify = (w: World, options: { readonly witness?: 'off' } = {}): VerifyJson => {
+    if (options.witness) chooseWitness(w, options.witness);
+    return JSON.parse(w.cli(['verify', '--json']).stdout) as VerifyJson;
+  };
+  const run = (w: World, args: string[], input?: string) => w.cli(args, input === undefined ? {} : { input });
   const worlds: World[] = [];
   afterAll(() => worlds.forEach((w) => w.cleanup()));
 
@@ -221,6 +229,7 @@ describe('the store against its witness (tamperings of the store the anchor alon
   function witnessed(name: string): World {
     const w = makeWorld(name);
     worlds.push(w);
+    chooseWitness(w, witnessOf(w));
     expect(run(w, ['todo', 'add', 'Title', '--id', 'fix-login']).code).toBe(0);
     expect(contextOf(run(w, ['hook'], payload.codexPrompt(w, 's1', 'turn-1', '#todo:fix-login')).stdout)).toContain('epoch 1');
     expect(JSON.parse(run(w, ['checkpoint', '--json']).stdout)).toMatchObject({ seq: 4, receipt: 5 });
@@ -254,7 +263,7 @@ describe('the store against its witness (tamperings of the store the anchor alon
     await fixHeadAndAnchor(w, 2, kept);
     expect(verify(w)).toMatchObject({ ok: false, breaks: [{ seq: 5, kind: 'truncated_after_checkpoint' }] });
     // Control: without the witness the same store verifies, as chain-damage.test.ts's first control shows.
-    expect(verify(w, { TURNKEEPER_WITNESS: 'off' })).toMatchObject({ ok: true, verified: 2, breaks: [] });
+    expect(verify(w, { witness: 'off' })).toMatchObject({ ok: true, verified: 2, breaks: [] });
   });
 
   it('the checkpoint receipt replaced by another genuine one (rehashed, head and anchor fixed): checkpoint_mismatch', async () => {
@@ -291,7 +300,7 @@ describe('the store against its witness (tamperings of the store the anchor alon
     });
     await fixHeadAndAnchor(w, head.seq, head.hash);
     expect(verify(w)).toMatchObject({ ok: false, breaks: [{ seq: 4, kind: 'checkpoint_mismatch' }] });
-    expect(verify(w, { TURNKEEPER_WITNESS: 'off' })).toMatchObject({ ok: true });
+    expect(verify(w, { witness: 'off' })).toMatchObject({ ok: true });
   });
 
   it('a witnessed checkpoint with an altered signature: signature_invalid; one signed by an untrusted key: untrusted_key', () => {

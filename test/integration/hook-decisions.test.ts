@@ -2,7 +2,7 @@
 // against a real SQLite file. Every negative test also runs its control: the same situation with
 // the guard lifted, showing the forbidden thing would otherwise have happened.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { contextOf, makeWorld, parseHookStdout, payload, type World } from '../support/world';
 
@@ -241,9 +241,13 @@ describe('rule 6: claim', () => {
 
   it('an expired lease of another Owner is still a hold: [lease_expired_hold] with the takeover command', async () => {
     addTodo('fix-login');
-    // The shortest lease there is (60 s, one renewal interval), seen from a clock 61 s later.
+    // The shortest lease there is (60 s, one renewal interval), expired: its expiry set a second ago
+    // (a SQLite ledger takes no clock from the environment, so no hook can be sent into the future).
     hook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login'), { TURNKEEPER_LEASE_TTL: '60' });
-    const text = contextOf(hook(payload.codexPrompt(world, 'sess-b', 'turn-1', '#todo:fix-login'), { TURNKEEPER_TEST_CLOCK_OFFSET_MS: '61000' }).stdout)!;
+    const store = await world.store();
+    store.connection.prepare('UPDATE leases SET expires_at = ?').run(Date.now() - 1000);
+    store.close();
+    const text = contextOf(hook(payload.codexPrompt(world, 'sess-b', 'turn-1', '#todo:fix-login')).stdout)!;
     expect(text).toContain('[lease_expired_hold]');
     expect(text).toContain('turnkeeper release fix-login --force --reason');
     expect((await leases()).map((lease) => [lease.owner, lease.status])).toStrictEqual([['codex:sess-a', 'active']]);
@@ -350,5 +354,48 @@ describe('rule 7 and the rest', () => {
     store.close();
     expect(session?.lastHookAt).toBeGreaterThan(Date.now() - 60_000);
     expect(session?.transcriptPath).toBe(join(world.root, 'sess-a.jsonl'));
+  });
+});
+
+describe("what an agent's environment can do (a repository's .env reaches Gemini CLI's hooks)", () => {
+  it('TURNKEEPER_TEST_CLOCK_OFFSET_MS does not move the times a SQLite ledger records (control: they are the real time)', async () => {
+    addTodo('fix-login');
+    const before = Date.now();
+    const claimed = hook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login'), { TURNKEEPER_TEST_CLOCK_OFFSET_MS: String(10 * 86_400_000) });
+    const after = Date.now();
+    expect(contextOf(claimed.stdout)).toMatch(/· epoch 1$/m);
+    const [lease] = await leases();
+    expect(lease!.acquiredAt).toBeGreaterThanOrEqual(before);
+    expect(lease!.acquiredAt).toBeLessThanOrEqual(after);
+    const store = await world.store();
+    const ats = (await store.receipts({ limit: 10 })).map((row) => Date.parse((JSON.parse(row.doc) as { at: string }).at));
+    store.close();
+    for (const at of ats) expect(at).toBeLessThanOrEqual(after);
+    expect(Math.max(...ats)).toBeGreaterThanOrEqual(before);
+  });
+
+  it('TURNKEEPER_WITNESS names no file: the witness is where config.json says, under TURNKEEPER_HOME', () => {
+    addTodo('fix-login');
+    addTodo('fix-logout');
+    const elsewhere = join(world.root, 'not-a-witness.txt');
+    writeFileSync(elsewhere, 'a file the user can write\n');
+    const due = { TURNKEEPER_CHECKPOINT_EVERY: '1', TURNKEEPER_WITNESS: elsewhere };
+    expect(contextOf(hook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login'), due).stdout)).toMatch(/· epoch 1$/m);
+    expect(readFileSync(elsewhere, 'utf8')).toBe('a file the user can write\n');
+    expect(readFileSync(join(world.home, 'witness.jsonl'), 'utf8')).toContain('"schema":"turnkeeper.witness/v1"');
+    // config.json chooses it; a relative path is under TURNKEEPER_HOME, never the agent's checkout.
+    writeFileSync(join(world.home, 'config.json'), JSON.stringify({ witness: 'chosen.jsonl' }));
+    expect(contextOf(hook(payload.codexPrompt(world, 'sess-b', 'turn-1', '#todo:fix-logout'), due).stdout)).toMatch(/· epoch 1$/m);
+    expect(readFileSync(join(world.home, 'chosen.jsonl'), 'utf8')).toContain('"schema":"turnkeeper.witness/v1"');
+    expect(existsSync(join(world.repo, 'chosen.jsonl'))).toBe(false);
+  });
+
+  it('a relative sqlite: selection is under TURNKEEPER_HOME, never the agent\'s checkout (control: the default file)', () => {
+    const selected = { TURNKEEPER_STORE: 'sqlite:team.db' };
+    expect(world.cli(['todo', 'add', 'Fix login', '--id', 'fix-login'], { env: selected }).code).toBe(0);
+    expect(contextOf(hook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login'), selected).stdout)).toMatch(/· epoch 1$/m);
+    expect(existsSync(join(world.home, 'team.db'))).toBe(true);
+    expect(existsSync(join(world.repo, 'team.db'))).toBe(false);
+    expect(world.dbExists()).toBe(false);
   });
 });
