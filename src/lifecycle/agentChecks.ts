@@ -254,33 +254,26 @@ export function listCodexHooks(binary: string, env: Env, cwd: string, timeoutMs:
 const TRUST_FIX = (root: string) =>
   `open codex in ${root}, type /hooks and trust Turnkeeper's hooks (the command stays the same across Turnkeeper updates, so once is enough); for a single run: codex --dangerously-bypass-hook-trust`;
 
+/** One `unknown` codex_trust row per file: doctor could not ask Codex. */
+const unknownFor = (files: readonly HookFile[], detail: string, fix?: string): AgentCheck[] =>
+  files.map((file) => ({ check: 'codex_trust', agent: 'codex', scope: file.scope, path: file.path, status: 'unknown', detail, ...(fix === undefined ? {} : { fix }) }));
+
 async function codexTrust(options: AgentCheckOptions, files: readonly HookFile[]): Promise<AgentCheck[]> {
   const binary = codexBinary(options.env);
   if (binary === undefined) {
-    return files.map((file) => ({
-      check: 'codex_trust' as const,
-      agent: 'codex' as const,
-      scope: file.scope,
-      path: file.path,
-      status: 'unknown' as const,
-      detail: options.env.TURNKEEPER_CODEX_BIN
+    return unknownFor(
+      files,
+      options.env.TURNKEEPER_CODEX_BIN
         ? `TURNKEEPER_CODEX_BIN is not an absolute path (${options.env.TURNKEEPER_CODEX_BIN}), so doctor runs no codex to ask whether it trusts the hooks (a new or changed hook is skipped silently until trusted)`
         : 'codex is not in an absolute PATH directory, so doctor cannot ask Codex whether it trusts the hooks (a new or changed hook is skipped silently until trusted)',
-      fix: 'put codex in a PATH directory given as an absolute path, or set TURNKEEPER_CODEX_BIN to its absolute path, then run turnkeeper doctor again',
-    }));
+      'put codex in a PATH directory given as an absolute path, or set TURNKEEPER_CODEX_BIN to its absolute path, then run turnkeeper doctor again',
+    );
   }
   let list: CodexHookList;
   try {
     list = await listCodexHooks(binary, options.env, options.projectRoot, options.codexTimeoutMs ?? 20_000);
   } catch (error) {
-    return files.map((file) => ({
-      check: 'codex_trust' as const,
-      agent: 'codex' as const,
-      scope: file.scope,
-      path: file.path,
-      status: 'unknown' as const,
-      detail: `could not ask ${binary} which hooks it runs: ${(error as Error).message}`,
-    }));
+    return unknownFor(files, `could not ask ${binary} which hooks it runs: ${(error as Error).message}`);
   }
   return files.map((file) => codexFileTrust(file, list, options.projectRoot));
 }
