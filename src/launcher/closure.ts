@@ -364,13 +364,47 @@ export function closureIndex(env: Env): ClosureIndex {
   return readIndex(closuresDir(env));
 }
 
+/** Test-only pauses inside a build, honoured only with TURNKEEPER_TEST_BARRIERS=1 (as launch.ts's barriers). */
+export const closureBarriers: { beforeRename?: (root: string) => void } = {};
+
+const STAGING_PREFIX = '.staging-';
+/** A copy or temp file older than this is abandoned whatever its name says (a reused pid, an older name). */
+const ABANDONED_AFTER_MS = 60 * 60 * 1000;
+
+/**
+ * Leftovers of an interrupted copy or index write: `.staging-<pid>-…` and the index's temp files
+ * (`.index.json.<pid>.….tmp`, and the `.index-…` of earlier versions). One is stale when the process
+ * named in it is gone, or when it is older than an hour; a copy another launch is making right now
+ * is never one.
+ */
+function isStaleLeftover(dir: string, name: string, now = Date.now()): boolean {
+  const pid = /^\.staging-(\d+)-/.exec(name)?.[1] ?? /^\.index\.json\.(\d+)\.[0-9a-f]+\.tmp$/.exec(name)?.[1];
+  if (!name.startsWith(STAGING_PREFIX) && !name.startsWith('.index-') && !/^\.index\.json\..*\.tmp$/.test(name)) return false;
+  if (pid !== undefined && !processAlive(Number(pid))) return true;
+  try {
+    return now - lstatSync(join(dir, name)).mtimeMs > ABANDONED_AFTER_MS;
+  } catch {
+    return false;
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 /**
  * Copies the package into a staging directory, hashing what it wrote, then names it by its manifest.
  * An existing snapshot of the same digest is kept (and the copy dropped) if it verifies; otherwise it
  * is replaced.
  */
 function buildSnapshot(dir: string, source: string, files: readonly SourceFile[]): { digest: string; root: string; bytes: number } {
-  const staging = join(dir, `.staging-${randomBytes(8).toString('hex')}`);
+  // The copying process's pid in the name: prune leaves a copy alone while its process lives.
+  const staging = join(dir, `${STAGING_PREFIX}${process.pid}-${randomBytes(8).toString('hex')}`);
   mkdirSync(staging, { mode: 0o700 });
   try {
     const filesDir = join(staging, 'files');
@@ -412,7 +446,18 @@ function buildSnapshot(dir: string, source: string, files: readonly SourceFile[]
         removeTree(root);
       }
     }
-    renameSync(staging, root);
+    if (process.env.TURNKEEPER_TEST_BARRIERS === '1') closureBarriers.beforeRename?.(root);
+    try {
+      renameSync(staging, root);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'EEXIST' && code !== 'ENOTEMPTY') throw error;
+      // Another process built the same snapshot at the same moment and renamed first: its copy is
+      // kept if it verifies (object_changed otherwise), and this one is dropped.
+      verifySnapshot(root, digest);
+      removeTree(staging);
+      return { digest, root, bytes };
+    }
     // What was just written and hashed counts as verified while its identity holds (renaming the
     // staging directory changes no file's ctime). A write that raced the copy inside the private
     // staging directory is the one thing this trusts; the load guard still hashes every module (§9).
@@ -541,7 +586,7 @@ export function listClosures(env: Env): { dir: string; snapshots: ClosureListing
   let staleBytes = 0;
   for (const name of readdirSync(dir).sort()) {
     const path = join(dir, name);
-    if (name.startsWith('.staging-')) {
+    if (isStaleLeftover(dir, name)) {
       stale.push(path);
       staleBytes += treeSize(path).bytes;
       continue;
@@ -581,6 +626,12 @@ function treeSize(path: string): { bytes: number; files: number } {
       }
     }
   };
+  try {
+    const stat = lstatSync(path);
+    if (!stat.isDirectory()) return { bytes: stat.size, files: 1 };
+  } catch {
+    return { bytes, files };
+  }
   visit(path);
   return { bytes, files };
 }

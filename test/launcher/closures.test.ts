@@ -22,12 +22,13 @@ import {
   rmSync,
   statSync,
   symlinkSync,
+  utimesSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { attest, releaseAttestation, type Attestation } from '../../src/launcher/attest';
-import { clearClosureCache, closureGuard, closureOf, closureEntryPath, listClosures, pruneClosures, verifySnapshot } from '../../src/launcher/closure';
+import { clearClosureCache, closureBarriers, closureGuard, closureOf, closureEntryPath, listClosures, pruneClosures, verifySnapshot } from '../../src/launcher/closure';
 import { launchAttested, type LaunchFacts } from '../../src/launcher/launch';
 import { LaunchRefused } from '../../src/launcher/refusals';
 import { openSqliteAuthority, type SqliteAuthority } from '../../src/lifecycle/open';
@@ -383,7 +384,61 @@ describe('the load guard', () => {
   });
 });
 
+describe('two processes building one snapshot', () => {
+  it('the one that renames second keeps the first copy (it verifies) and drops its own, instead of failing with ENOTEMPTY', () => {
+    const pkg = join(root, 'tiny-race');
+    mkdirSync(pkg, { recursive: true });
+    writeFileSync(join(pkg, 'main.js'), 'console.log("race")\n');
+    const raceHome = join(root, 'race-home');
+    let inner: ReturnType<typeof closureOf> | undefined;
+    closureBarriers.beforeRename = () => {
+      // The other process: it builds the same bytes and renames its copy first.
+      closureBarriers.beforeRename = undefined;
+      clearClosureCache();
+      inner = closureOf(pkg, 'main.js', { TURNKEEPER_HOME: raceHome });
+    };
+    try {
+      const outer = closureOf(pkg, 'main.js', { TURNKEEPER_HOME: raceHome });
+      expect(inner).toBeDefined();
+      expect(outer.digest).toBe(inner!.digest);
+      expect(outer.root).toBe(inner!.root);
+      expect(() => verifySnapshot(outer.root, outer.digest)).not.toThrow();
+      // No copy is left behind, and only the one snapshot exists.
+      expect(readdirSync(join(raceHome, 'closures')).filter((name) => name.startsWith('.staging-'))).toEqual([]);
+      expect(listClosures({ TURNKEEPER_HOME: raceHome }).snapshots).toHaveLength(1);
+    } finally {
+      closureBarriers.beforeRename = undefined;
+    }
+  });
+});
+
 describe('turnkeeper closures prune', () => {
+  it("leaves a copy a live process is making alone, and removes dead processes' copies and index temp files and anything older than an hour", () => {
+    const pruneHome = join(root, 'prune-home');
+    const dir = join(pruneHome, 'closures');
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    chmodSync(dir, 0o700);
+    const dead = spawnSync(process.execPath, ['-e', '0']).pid!;
+    const live = join(dir, `.staging-${process.pid}-aaaa`);
+    const deadCopy = join(dir, `.staging-${dead}-bbbb`);
+    const old = join(dir, '.staging-cccc');
+    for (const copy of [live, deadCopy, old]) {
+      mkdirSync(join(copy, 'files'), { recursive: true });
+      writeFileSync(join(copy, 'files', 'x.js'), 'x');
+    }
+    const liveIndex = join(dir, `.index.json.${process.pid}.abcdef.tmp`);
+    const deadIndex = join(dir, `.index.json.${dead}.abcdef.tmp`);
+    const oldIndex = join(dir, '.index-0123456789ab');
+    for (const file of [liveIndex, deadIndex, oldIndex]) writeFileSync(file, '{}');
+    const twoHoursAgo = (Date.now() - 2 * 60 * 60 * 1000) / 1000;
+    utimesSync(old, twoHoursAgo, twoHoursAgo);
+    utimesSync(oldIndex, twoHoursAgo, twoHoursAgo);
+    expect(listClosures({ TURNKEEPER_HOME: pruneHome }).stale.sort()).toEqual([deadCopy, deadIndex, oldIndex, old].sort());
+    pruneClosures({ TURNKEEPER_HOME: pruneHome });
+    expect(readdirSync(dir).sort()).toEqual([live, liveIndex, join(dir, 'index.json')].map((path) => path.slice(dir.length + 1)).sort());
+  });
+
+
   it('removes snapshots no installation uses now, keeps the current ones, and reports the disk freed', () => {
     const before = listClosures({ TURNKEEPER_HOME: home });
     expect(before.snapshots.length).toBeGreaterThan(1);
