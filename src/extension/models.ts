@@ -90,7 +90,8 @@ const GROUPS: readonly { state: CaptureView['state']; label: string; icon: strin
 
 export function captureNodes(snapshot: StatusSnapshot, now: number): ViewNode[] {
   const leaseOf = new Map(snapshot.leases.map((lease) => [lease.capture, lease]));
-  const silent = new Set(snapshot.silentLaunches.map((launch) => launch.capture));
+  // Resumes only: a start has no capture yet, and shows on its Todo (todoNodes).
+  const silent = new Set(snapshot.silentLaunches.flatMap((launch) => (launch.capture ? [launch.capture] : [])));
   return GROUPS.map((group) => {
     const captures = snapshot.captures.filter((capture) => capture.state === group.state);
     return {
@@ -182,6 +183,9 @@ export function todoNodes(todos: readonly TodoRowView[], snapshot: StatusSnapsho
   // No Todos at all: no groups either, so the view shows its welcome (Add Todo).
   if (todos.length === 0) return [];
   const holderOf = new Map(snapshot.leases.filter((lease) => lease.status === 'active').map((lease) => [`${lease.goal}\n${lease.todo}`, lease]));
+  // Starts whose agent never fired a hook: no capture to show them on, so their Todo says it. A silent
+  // launch names its Todo but not its Goal; the list is the workspace Goal's Todos.
+  const silentStarts = new Set(snapshot.silentLaunches.flatMap((launch) => (launch.capture === null && launch.todo ? [launch.todo] : [])));
   return TODO_GROUPS.map((group) => {
     const members = todos.filter((todo) => todo.status === group.status);
     return {
@@ -191,21 +195,21 @@ export function todoNodes(todos: readonly TodoRowView[], snapshot: StatusSnapsho
       icon: group.icon,
       contextValue: 'todoGroup',
       expanded: group.expanded,
-      children: members.map((todo) => todoNode(todo, holderOf.get(`${todo.goal}\n${todo.id}`), now)),
+      children: members.map((todo) => todoNode(todo, holderOf.get(`${todo.goal}\n${todo.id}`), silentStarts.has(todo.id), now)),
     };
   });
 }
 
-function todoNode(todo: TodoRowView, lease: LeaseView | undefined, now: number): ViewNode {
+function todoNode(todo: TodoRowView, lease: LeaseView | undefined, silent: boolean, now: number): ViewNode {
   const expired = lease !== undefined && Date.parse(lease.expiresAt) <= now;
   const where = lease?.checkout ? `in ${folderName(lease.checkout)} · ` : '';
   return {
     id: `todo/${todo.goal}/${todo.id}`,
     label: todo.id,
     // The holder first: a narrow side bar cuts the end of a description.
-    description: lease ? `${where}${lease.owner} · epoch ${lease.epoch}${expired ? ' · expired (still held)' : ''}` : todo.title,
-    icon: lease ? (expired ? 'watch' : 'lock') : todo.status === 'open' ? 'circle-large-outline' : todo.status === 'done' ? 'pass' : 'circle-slash',
-    ...(expired ? { iconColor: 'list.warningForeground' } : {}),
+    description: `${lease ? `${where}${lease.owner} · epoch ${lease.epoch}${expired ? ' · expired (still held)' : ''}` : todo.title}${silent ? ' · hooks silent' : ''}`,
+    icon: silent ? 'warning' : lease ? (expired ? 'watch' : 'lock') : todo.status === 'open' ? 'circle-large-outline' : todo.status === 'done' ? 'pass' : 'circle-slash',
+    ...(expired || silent ? { iconColor: 'list.warningForeground' } : {}),
     contextValue: todo.status !== 'open' ? `todo.${todo.status}` : lease ? 'todo.held' : 'todo.open',
     tooltip: [
       `**${todo.id}** — ${markdownText(todo.title)}`,
@@ -220,6 +224,7 @@ function todoNode(todo: TodoRowView, lease: LeaseView | undefined, now: number):
             `capture \`${lease.capture}\``,
           ]
         : []),
+      ...(silent ? ['', '$(warning) The agent started for this Todo never fired a hook: run **Turnkeeper: Doctor**.'] : []),
       ...(todo.body ? ['', '---', '', markdownText(todo.body.length > 500 ? `${todo.body.slice(0, 500)}…` : todo.body)] : []),
     ].join('\n'),
   };

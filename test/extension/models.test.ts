@@ -105,6 +105,16 @@ describe('Todos view model', () => {
     expect(todoNodes([], snapshot(), NOW)).toStrictEqual([]);
   });
 
+  it('marks a Todo whose started agent never fired a hook (a start has no capture, so the Captures view cannot)', () => {
+    const silent = snapshot({ silentLaunches: [{ capture: null, launch: 'launch_0000000000000002', todo: 'write-docs', agent: 'codex', seq: 12, committedAt: '2026-11-30T11:58:00.000Z' }] });
+    const [claimed, started] = todoNodes(todos, silent, NOW)[0]!.children!;
+    expect(started).toMatchObject({ contextValue: 'todo.open', icon: 'warning', description: 'Write the docs · hooks silent' });
+    expect(started!.tooltip).toContain('never fired a hook');
+    // Control: the other Todo, and every capture, stay as they were.
+    expect(claimed).toMatchObject({ icon: 'lock', description: expect.not.stringContaining('hooks silent') });
+    expect(captureNodes(silent, NOW).flatMap((group) => group.children ?? []).map((node) => node.icon)).not.toContain('warning');
+  });
+
   it('shows Todo text in the tooltip as text, not as Markdown of its own', () => {
     const [node] = todoNodes([{ goal: '/r', id: 'evil', title: '[click](command:turnkeeper.doctor) ![x](https://e.invalid/x.png) $(alert)', body: '<img src=x>', status: 'open' }], snapshot(), NOW)[0]!.children!;
     expect(node!.tooltip).toContain('\\[click\\]\\(command:turnkeeper\\.doctor\\)');
