@@ -1,7 +1,7 @@
 // Anthropic Claude Code (npm @anthropic-ai/claude-code 2.1.332; observed in docs/notes/).
 import { join, resolve } from 'node:path';
 import type { AgentProfile } from './index';
-import { CLAUDE_STYLE_EVENTS, commandEntry, hookSpecificContext, hookSpecificDeny, homeOf, nonEmpty } from './common';
+import { CLAUDE_STYLE_EVENTS, commandEntry, HOOK_SPECIFIC_OUTPUT, homeOf, nonEmpty } from './common';
 
 export const claude: AgentProfile = {
   agent: 'claude',
@@ -10,11 +10,7 @@ export const claude: AgentProfile = {
   // No detector: Claude is what a payload is when it is nothing else (spec §2).
   payload: { dialects: ['snake'], turnField: 'prompt_id' },
   writeTools: new Set(['Bash', 'Edit', 'Write', 'MultiEdit', 'NotebookEdit']),
-  output: {
-    context: hookSpecificContext,
-    block: (text) => ({ decision: 'block', reason: text }),
-    denyTool: hookSpecificDeny,
-  },
+  output: HOOK_SPECIFIC_OUTPUT,
   install: {
     userConfig: (env) => join(resolve(nonEmpty(env.CLAUDE_CONFIG_DIR) ?? join(homeOf(env), '.claude')), 'settings.json'),
     projectConfig: '.claude/settings.json',

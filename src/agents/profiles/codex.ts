@@ -1,7 +1,7 @@
 // OpenAI Codex CLI (npm @openai/codex 0.171.0; observed in docs/notes/).
 import { join, resolve } from 'node:path';
 import type { AgentProfile } from './index';
-import { CLAUDE_STYLE_EVENTS, commandEntry, hookSpecificContext, hookSpecificDeny, homeOf, nonEmpty } from './common';
+import { CLAUDE_STYLE_EVENTS, commandEntry, HOOK_SPECIFIC_OUTPUT, homeOf, nonEmpty } from './common';
 
 export const codex: AgentProfile = {
   agent: 'codex',
@@ -15,11 +15,7 @@ export const codex: AgentProfile = {
   },
   // Codex 0.171 reports its shell as `Bash`; older builds used the other names.
   writeTools: new Set(['Bash', 'apply_patch', 'shell', 'exec_command', 'write_stdin', 'local_shell', 'Edit', 'Write']),
-  output: {
-    context: hookSpecificContext,
-    block: (text) => ({ decision: 'block', reason: text }),
-    denyTool: hookSpecificDeny,
-  },
+  output: HOOK_SPECIFIC_OUTPUT,
   install: {
     userConfig: (env) => join(resolve(nonEmpty(env.CODEX_HOME) ?? join(homeOf(env), '.codex')), 'hooks.json'),
     projectConfig: '.codex/hooks.json',

@@ -1,7 +1,7 @@
 // Shapes that several agents share (Codex and Claude speak one hook dialect; Gemini and Copilot
 // borrowed parts of it). Each profile says which of these it uses.
 import { homedir } from 'node:os';
-import type { Env, EventKind, HookOutput } from './index';
+import type { AgentProfile, Env, EventKind, HookOutput } from './index';
 
 /** The five events as Codex and Claude Code name them. */
 export const CLAUDE_STYLE_EVENTS: Readonly<Record<string, EventKind>> = {
@@ -21,6 +21,12 @@ export const hookSpecificContext = (eventName: string, text: string): HookOutput
 export const hookSpecificDeny = (eventName: string, text: string): HookOutput => ({
   hookSpecificOutput: { hookEventName: eventName, permissionDecision: 'deny', permissionDecisionReason: text },
 });
+
+/** `{"decision":"block","reason"}`: how Codex, Claude Code and Copilot CLI stop a prompt. */
+export const decisionBlock = (text: string): HookOutput => ({ decision: 'block', reason: text });
+
+/** The output of the Codex/Claude dialect: context and tool denials in `hookSpecificOutput`, a prompt stopped by `decision`. */
+export const HOOK_SPECIFIC_OUTPUT: AgentProfile['output'] = { context: hookSpecificContext, block: decisionBlock, denyTool: hookSpecificDeny };
 
 /** A hook entry that runs `command`, with the timeout in the agent's unit. */
 export const commandEntry = (command: string, timeout: number): Record<string, unknown> => ({ type: 'command', command, timeout });

@@ -10,7 +10,7 @@
 // - hook processes, and the agent's tools, get COPILOT_CLI=1; the tools also get COPILOT_AGENT_SESSION_ID.
 import { join, resolve, sep } from 'node:path';
 import type { AgentProfile, Env, EventKind, TrustContext } from './index';
-import { CLAUDE_STYLE_EVENTS, homeOf, nonEmpty } from './common';
+import { CLAUDE_STYLE_EVENTS, decisionBlock, homeOf, nonEmpty } from './common';
 
 const EVENTS: Readonly<Record<string, EventKind>> = {
   sessionStart: 'session_start',
@@ -60,7 +60,7 @@ export const copilot: AgentProfile = {
   output: {
     // Copilot reads these at the top level; a hookSpecificOutput context is ignored.
     context: (_eventName, text) => ({ additionalContext: text }),
-    block: (text) => ({ decision: 'block', reason: text }),
+    block: decisionBlock,
     denyTool: (_eventName, text) => ({ permissionDecision: 'deny', permissionDecisionReason: text }),
   },
   install: {
