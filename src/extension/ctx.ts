@@ -40,6 +40,8 @@ export class Ctx implements vscode.Disposable {
   private checkpoint: Omit<CheckpointView, 'witness' | 'witnessPath'> | undefined;
   /** The end of the prefix verified so far: a refresh checks only the receipts appended since. */
   private verifiedUpTo: { seq: number; hash: string } | undefined;
+  /** The store (its location) that `chain` and `verifiedUpTo` describe. */
+  private chainOf: string | undefined;
   snapshot: StatusSnapshot = { leases: [], captures: [], silentLaunches: [] };
   /** Whether `snapshot` has been read from the store (or found none) yet: not before a view is shown. */
   snapshotRead = false;
@@ -220,6 +222,7 @@ export class Ctx implements vscode.Disposable {
 
   /** Verifies the rows after `from` and folds them into the report; remembers the new verified end. */
   private async extendChainReport(store: Authority, from: { seq: number; hash: string } | undefined): Promise<CheckpointedReport> {
+    this.chainOf = store.location;
     const tail: CheckpointedReport = await store.verifyChain(from);
     // The witness is compared on every walk, the incremental ones too: its state is the tail's.
     const report: CheckpointedReport =
@@ -260,6 +263,11 @@ export class Ctx implements vscode.Disposable {
       const todos = goal ? await store.listTodos(goal) : [];
       const rows = await store.receipts({ limit: RECEIPTS_PAGE * this.receiptPages + 1 });
       const head = rows[0]?.seq ?? 0;
+      // A verified prefix is one store's: after a switch (a setting named another) the walk starts afresh.
+      if (this.chainOf !== store.location) {
+        this.chain = undefined;
+        this.verifiedUpTo = undefined;
+      }
       // Walked once the Receipts view wants it (a full walk the first time, over the network for a team
       // store), then incremental while the chain is intact (hooks only append); a broken chain is walked in full.
       if (this.chainWanted && (this.chain === undefined || !this.verifiedUpTo || head !== this.verifiedUpTo.seq)) {

@@ -113,3 +113,21 @@ describe('following the store on disk', () => {
     expect(await waitFor(() => todo('later-b') !== undefined, 5000)).toBe(true);
   });
 });
+
+describe('the receipt chain after a store switch', () => {
+  it('is verified afresh for the new store, not continued from the old one\'s verified end (control: the first store verifies)', async () => {
+    expect(world.cli(['todo', 'add', 'In A', '--id', 'in-a']).code).toBe(0);
+    expect(contextOf(world.cli(['hook'], { input: payload.codexPrompt(world, 'sess-x', 'turn-1', '#todo:in-a') }).stdout)).toContain('epoch 1');
+    const ctx = newCtx();
+    ctx.viewShown('turnkeeper.receipts');
+    await ctx.refresh();
+    expect(ctx.receipts.find('receipts/chain')).toMatchObject({ label: 'Chain verified', description: '4 receipts' });
+    const b = join(world.root, 'elsewhere', 'b.db');
+    expect(world.cli(['todo', 'add', 'In B', '--id', 'in-b'], { env: { TURNKEEPER_DB: b } }).code).toBe(0);
+    double.configuration = { storePath: b };
+    ctx.settingsChanged();
+    await ctx.refresh();
+    expect(ctx.todos.find(`todo/${world.goal}/in-b`)).toBeDefined();
+    expect(ctx.receipts.find('receipts/chain')).toMatchObject({ label: 'Chain verified', description: '1 receipts' });
+  });
+});
