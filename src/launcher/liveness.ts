@@ -12,23 +12,29 @@ export const processStart = (pid: number): string | undefined => launchBackend()
 /** This boot of this kernel (changes on every reboot), or null where it cannot be read. */
 export const currentBoot = (): string | null => launchBackend().currentBoot();
 
+/** This machine, as liveness compares it: its machine id, else its host name. */
+const currentMachine = (): string => launchBackend().machineId() ?? hostname();
+
 /** What a `launch_committed` receipt records so that a later resume can tell whether it still runs. */
-export function launchLiveness(pidStart: string | null): { host: string; boot: string | null; pidStart: string | null } {
-  return { host: hostname(), boot: currentBoot(), pidStart };
+export function launchLiveness(pidStart: string | null): { host: string; machine: string; boot: string | null; pidStart: string | null } {
+  return { host: hostname(), machine: currentMachine(), boot: currentBoot(), pidStart };
 }
 
 /**
  * The rule (docs/launcher.md "One live launch per capture"):
- * - another host: live. Its processes cannot be seen from here; resume it on that host, where the
- *   check can be made, or release the Todo if that host is gone for good.
- * - this host, another boot: dead (a reboot ended every process).
- * - this host and boot: live while the pid exists, is not a zombie, and has the recorded start time.
+ * - another machine: live. Its processes cannot be seen from here; resume it on that machine, where
+ *   the check can be made, or release the Todo if that machine is gone for good. A machine is this
+ *   one only when both its machine id and its host name are this machine's: cloned VMs share a host
+ *   name, and containers of one image can share a baked-in machine id. (A receipt written before the
+ *   machine id was recorded is compared by host name.) When in doubt, live: the safe side.
+ * - this machine, another boot: dead (a reboot ended every process).
+ * - this machine and boot: live while the pid exists, is not a zombie, and has the recorded start time.
  * - a receipt without host or start time (written before this rule): not live. It cannot be told
  *   from a recycled pid, and a record that can never expire must not block the capture forever.
  */
 export function isLaunchLive(previous: PreviousLaunch): boolean {
   if (previous.pid === null || previous.host === null || previous.pidStart === null) return false;
-  if (previous.host !== hostname()) return true;
+  if (previous.host !== hostname() || (previous.machine !== null && previous.machine !== currentMachine())) return true;
   const boot = currentBoot();
   if (previous.boot !== null && boot !== null && previous.boot !== boot) return false;
   return processStart(previous.pid) === previous.pidStart;

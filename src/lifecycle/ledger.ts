@@ -537,7 +537,7 @@ function historyOf(docsNewestFirst: string[]): HistoryEntry[] {
 function previousLaunchOf(row: { seq: number; doc: string }): PreviousLaunch {
   const detail = parseReceipt(row.doc)?.detail ?? {};
   const text = (value: unknown) => (typeof value === 'string' ? value : null);
-  return { seq: row.seq, launch: text(detail.launch), pid: typeof detail.pid === 'number' ? detail.pid : null, host: text(detail.host), boot: text(detail.boot), pidStart: text(detail.pidStart) };
+  return { seq: row.seq, launch: text(detail.launch), pid: typeof detail.pid === 'number' ? detail.pid : null, host: text(detail.host), machine: text(detail.machine), boot: text(detail.boot), pidStart: text(detail.pidStart) };
 }
 
 function launchReceiptsOf(rows: { seq: number; doc: string }[]): LaunchReceipt[] {

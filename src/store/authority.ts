@@ -353,7 +353,10 @@ export interface PreviousLaunch {
   readonly seq: number;
   readonly launch: string | null;
   readonly pid: number | null;
+  /** The host name, for display. */
   readonly host: string | null;
+  /** The machine's identity (/etc/machine-id, else the host name): what liveness compares. Null in receipts written before it. */
+  readonly machine: string | null;
   readonly boot: string | null;
   readonly pidStart: string | null;
 }

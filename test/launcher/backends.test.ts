@@ -36,6 +36,7 @@ describe('launch backends', () => {
     if (backend.name !== 'linux') return;
     expect(backend.processStart(process.pid)).toMatch(/^\d+$/);
     expect(backend.currentBoot()).toMatch(/^[0-9a-f-]{36}$/);
+    expect(backend.machineId()).toMatch(/^[0-9a-f]{32}$/);
     expect(backend.processStart(2 ** 22 + 12345)).toBeUndefined();
   });
 

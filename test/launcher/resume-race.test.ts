@@ -242,6 +242,32 @@ describe('one live launch per capture', () => {
     if (rebooted.ok && !rebooted.dryRun) await rebooted.launch.exited;
   });
 
+  it('machines are told apart by machine id and host name: a cloned VM with the same name, or a container with the same machine id, is another machine, live (control: this machine, another boot, is dead)', async () => {
+    const store = await openStore();
+    const stat = readFileSync(`/proc/${process.pid}/stat`, 'utf8');
+    const ownStart = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]!;
+    const machine = readFileSync('/etc/machine-id', 'utf8').trim();
+    const lease = (await store.leaseOfCapture(captureId))!;
+    const forge = (detail: Record<string, string | number>) =>
+      store.appendReceipt({ kind: 'launch_committed', goal: lease.goal, todo: lease.todo, capture: captureId, owner: lease.owner, lease: { epoch: lease.epoch, version: lease.version }, detail }, Date.now());
+    const otherBoot = '00000000-0000-0000-0000-000000000000';
+    // The clone: the same host name, its own machine id and boot. Its agent is not visible from here.
+    await forge({ pid: process.pid, host: hostname(), machine: 'f'.repeat(32), boot: otherBoot, pidStart: ownStart });
+    expect(await resume({ markers: markerDir('clone'), mode: 'exit' })).toMatchObject({ ok: false, reason: 'launch_in_progress' });
+    // A container of an image with a baked-in machine id: the same id, its own host name.
+    await forge({ pid: process.pid, host: `${hostname()}-container`, machine, boot: otherBoot, pidStart: ownStart });
+    expect(await resume({ markers: markerDir('container'), mode: 'exit' })).toMatchObject({ ok: false, reason: 'launch_in_progress' });
+    // Control: this machine (its id and name), another boot: dead.
+    await forge({ pid: process.pid, host: hostname(), machine, boot: otherBoot, pidStart: ownStart });
+    const rebooted = await resume({ markers: markerDir('rebooted'), mode: 'exit' });
+    expect(rebooted.ok, JSON.stringify(rebooted)).toBe(true);
+    if (rebooted.ok && !rebooted.dryRun) {
+      await rebooted.launch.exited;
+      // The receipt records the machine id beside the host name.
+      expect((await receipts('launch_committed')).at(-1)?.detail).toMatchObject({ host: hostname(), machine });
+    }
+  });
+
   it('two `turnkeeper resume` processes started together → one live agent, the other exits 1 [launch_in_progress] (control: after kill -9, the CLI resumes again)', async () => {
     const run = (name: string, mode: string) =>
       world.cliAsync(['resume', captureId, '--json', '--agent-bin', s.victim], { env: { TK_MARKER_DIR: mkdirp(markerDir(name)), TK_MODE: mode } });

@@ -24,6 +24,8 @@ export interface LaunchBackend {
   processStart(pid: number): string | undefined;
   /** This boot of this machine, or null where it cannot be read. */
   currentBoot(): string | null;
+  /** This machine's identity (Linux: /etc/machine-id), or null where it cannot be read. */
+  machineId(): string | null;
 }
 
 export function launchBackend(): LaunchBackend {

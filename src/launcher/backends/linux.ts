@@ -9,6 +9,7 @@ import { nativeLauncher } from '../native';
 import type { LaunchBackend } from './index';
 
 let bootId: string | null | undefined;
+let machine: string | null | undefined;
 
 export const linuxBackend: LaunchBackend = {
   name: 'linux',
@@ -59,6 +60,22 @@ export const linuxBackend: LaunchBackend = {
       }
     }
     return bootId;
+  },
+  machineId() {
+    // systemd's, else D-Bus's copy (older or non-systemd systems): unique per installation, unlike a
+    // host name that cloned VMs and containers share.
+    if (machine === undefined) {
+      machine = null;
+      for (const path of ['/etc/machine-id', '/var/lib/dbus/machine-id']) {
+        try {
+          machine = readFileSync(path, 'utf8').trim() || null;
+        } catch {
+          // not here
+        }
+        if (machine) break;
+      }
+    }
+    return machine;
   },
 };
 

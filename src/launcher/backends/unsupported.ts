@@ -15,4 +15,5 @@ export const unsupportedBackend: LaunchBackend = {
   loaderMismatch: refuse,
   processStart: () => undefined,
   currentBoot: () => null,
+  machineId: () => null,
 };
