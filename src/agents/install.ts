@@ -86,9 +86,6 @@ export class HookConfigError extends Error {
 /** The events `hooks install` registers for each agent, in order (from its profile). */
 export const HOOK_EVENTS: Readonly<Record<Agent, readonly string[]>> = byAgent((profile) => Object.keys(profile.events.installed));
 
-/** In the agent's own unit: seconds for Codex, Claude and Copilot, milliseconds for Gemini. */
-export const hookTimeout = (agent: Agent): number => PROFILES[agent].install.timeout.value;
-
 /** Matches any command an install of Turnkeeper wrote, whatever its shim path (or `turnkeeper` from PATH, project scope), agent or event. */
 export const TURNKEEPER_COMMAND_PATTERN = new RegExp(`(?:['"]?[^'"]*/bin/turnkeeper['"]?|^turnkeeper) hook --agent (${AGENTS.join('|')})( --event [A-Za-z]{1,64})?$`);
 
@@ -123,8 +120,8 @@ export function hookConfigPath(target: HookTarget): string {
 
 /** What one event's array gets: a matcher group around the entry (no `matcher`: every tool and source), or the entry itself. */
 function hookGroup(agent: Agent, command: string, event: string): Record<string, unknown> {
-  const { entry, layout } = PROFILES[agent].install;
-  const handler = entry(eventCommand(agent, command, event));
+  const { entry, layout, timeout } = PROFILES[agent].install;
+  const handler = entry(eventCommand(agent, command, event), timeout);
   return layout === 'flat' ? handler : { hooks: [handler] };
 }
 

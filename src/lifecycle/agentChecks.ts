@@ -47,8 +47,6 @@ export interface HookFile {
   readonly installed: boolean;
   /** The command Turnkeeper installs at this scope (the shim for user scope, `turnkeeper` on PATH for project scope). */
   readonly command: string;
-  /** Turnkeeper's events in this file (names as installed). */
-  readonly events: readonly string[];
 }
 
 const nameOf = (agent: Agent): string => PROFILES[agent].displayName;
@@ -58,8 +56,6 @@ export interface AgentCheckOptions {
   readonly env: Env;
   readonly projectRoot: string;
   readonly files: readonly HookFile[];
-  /** Milliseconds Codex gets to answer hooks/list. */
-  readonly codexTimeoutMs?: number;
 }
 
 export async function agentChecks(options: AgentCheckOptions): Promise<AgentCheck[]> {
@@ -254,6 +250,9 @@ export function listCodexHooks(binary: string, env: Env, cwd: string, timeoutMs:
 const TRUST_FIX = (root: string) =>
   `open codex in ${root}, type /hooks and trust Turnkeeper's hooks (the command stays the same across Turnkeeper updates, so once is enough); for a single run: codex --dangerously-bypass-hook-trust`;
 
+/** Milliseconds Codex gets to answer hooks/list (it starts its app-server first). */
+const CODEX_LIST_TIMEOUT_MS = 20_000;
+
 /** One `unknown` codex_trust row per file: doctor could not ask Codex. */
 const unknownFor = (files: readonly HookFile[], detail: string, fix?: string): AgentCheck[] =>
   files.map((file) => ({ check: 'codex_trust', agent: 'codex', scope: file.scope, path: file.path, status: 'unknown', detail, ...(fix === undefined ? {} : { fix }) }));
@@ -271,7 +270,7 @@ async function codexTrust(options: AgentCheckOptions, files: readonly HookFile[]
   }
   let list: CodexHookList;
   try {
-    list = await listCodexHooks(binary, options.env, options.projectRoot, options.codexTimeoutMs ?? 20_000);
+    list = await listCodexHooks(binary, options.env, options.projectRoot, CODEX_LIST_TIMEOUT_MS);
   } catch (error) {
     return unknownFor(files, `could not ask ${binary} which hooks it runs: ${(error as Error).message}`);
   }

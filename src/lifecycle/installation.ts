@@ -159,7 +159,7 @@ export async function doctorReport(env: Env, projectRoot: string, open: () => Pr
   const checks = await agentChecks({
     env,
     projectRoot,
-    files: hooks.map((item) => ({ ...item, command: scopeCommand(item.agent, item.scope, env), events: HOOK_EVENTS[item.agent] })),
+    files: hooks.map((item) => ({ ...item, command: scopeCommand(item.agent, item.scope, env) })),
   });
   for (const check of checks) if (check.status === 'problem') problems.push(`${check.detail}${check.fix ? `. Fix: ${check.fix}` : ''}`);
   return { ok: problems.length === 0, store, shim, hooks, sessions, silentLaunches: silent, closures: closureDiskUse(join(home, 'closures')), checks, problems };

@@ -9,7 +9,7 @@ import { readFileSync, realpathSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { AGENTS } from '../../src/core/ids';
 import { binarySetting, binaryVariable, DETECT_ORDER, FALLBACK_AGENT, PROFILES } from '../../src/agents/profiles/index';
-import { HOOK_EVENTS, hookTimeout } from '../../src/agents/install';
+import { HOOK_EVENTS } from '../../src/agents/install';
 import { TRUST_HINT } from '../../src/lifecycle/installation';
 import { INJECTION_VARIABLES } from '../../src/launcher/environment';
 import { resolveAgentBinary, resumeArguments, startArguments } from '../../src/launcher/resume';
@@ -38,7 +38,7 @@ describe('agent profiles', () => {
     }
   });
 
-  it('the facts each agent was observed with: events, Turn source, timeouts and their unit', () => {
+  it('the facts each agent was observed with: events, Turn source, timeouts in the field and unit each reads', () => {
     expect(HOOK_EVENTS).toEqual({
       codex: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop'],
       claude: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop'],
@@ -47,11 +47,12 @@ describe('agent profiles', () => {
     });
     expect(AGENTS.map((agent) => PROFILES[agent].payload.turnField)).toEqual(['turn_id', 'prompt_id', undefined, undefined]);
     expect(AGENTS.map((agent) => PROFILES[agent].events.source)).toEqual(['payload', 'payload', 'payload', 'command']);
-    expect(AGENTS.map((agent) => [hookTimeout(agent), PROFILES[agent].install.timeout.unit])).toEqual([
-      [15, 'seconds'],
-      [15, 'seconds'],
-      [15_000, 'milliseconds'],
-      [15, 'seconds'],
+    // The written entry, with the profile's timeout: seconds for Codex, Claude and Copilot (timeoutSec), milliseconds for Gemini.
+    expect(AGENTS.map((agent) => PROFILES[agent].install.entry('c', PROFILES[agent].install.timeout))).toEqual([
+      { type: 'command', command: 'c', timeout: 15 },
+      { type: 'command', command: 'c', timeout: 15 },
+      { name: 'turnkeeper', type: 'command', command: 'c', timeout: 15_000 },
+      { type: 'command', command: 'c', timeoutSec: 15 },
     ]);
     // How each parses its hook config (doctor's config_syntax): Copilot's parser is not established.
     expect(AGENTS.map((agent) => PROFILES[agent].install.syntax)).toEqual(['json', 'json', 'json-comments', undefined]);

@@ -14,8 +14,8 @@ export const claude: AgentProfile = {
   install: {
     userConfig: (env) => join(resolve(nonEmpty(env.CLAUDE_CONFIG_DIR) ?? join(homeOf(env), '.claude')), 'settings.json'),
     projectConfig: '.claude/settings.json',
-    timeout: { value: 15, unit: 'seconds' },
-    entry: (command) => commandEntry(command, 15),
+    timeout: 15, // seconds
+    entry: commandEntry,
     layout: 'matcher-group',
     // Observed (Claude Code 2.1.332): a comment or a trailing comma, and no hook in the file runs.
     syntax: 'json',

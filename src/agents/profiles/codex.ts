@@ -19,9 +19,9 @@ export const codex: AgentProfile = {
   install: {
     userConfig: (env) => join(resolve(nonEmpty(env.CODEX_HOME) ?? join(homeOf(env), '.codex')), 'hooks.json'),
     projectConfig: '.codex/hooks.json',
-    timeout: { value: 15, unit: 'seconds' },
+    timeout: 15, // seconds
     // Codex rejects unknown fields: type, command, timeout and nothing else.
-    entry: (command) => commandEntry(command, 15),
+    entry: commandEntry,
     layout: 'matcher-group',
     // Observed (Codex 0.171): a comment or a trailing comma, and "failed to parse hooks config".
     syntax: 'json',

@@ -67,9 +67,9 @@ export const copilot: AgentProfile = {
     userConfig: (env) => join(copilotHome(env), 'settings.json'),
     // A file of its own: uninstall deletes it whole. `version` is optional since Copilot CLI 1.0.5.
     projectConfig: '.github/hooks/turnkeeper.json',
-    timeout: { value: 15, unit: 'seconds' },
+    timeout: 15, // seconds: `timeoutSec`
     // `command` is Copilot's cross-platform spelling of `bash`/`powershell`.
-    entry: (command) => ({ type: 'command', command, timeoutSec: 15 }),
+    entry: (command, timeout) => ({ type: 'command', command, timeoutSec: timeout }),
     layout: 'flat',
   },
   trust: {

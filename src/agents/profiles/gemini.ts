@@ -13,7 +13,7 @@ const EVENTS: Readonly<Record<string, EventKind>> = {
 
 /** Gemini prepends earlier hook context to the prompt as <hook_context>…</hook_context>. */
 const HOOK_CONTEXT = /<hook_context>[\s\S]*?<\/hook_context>/g;
-export const withoutHookContext = (prompt: string): string => prompt.replace(HOOK_CONTEXT, '');
+const withoutHookContext = (prompt: string): string => prompt.replace(HOOK_CONTEXT, '');
 
 export const gemini: AgentProfile = {
   agent: 'gemini',
@@ -37,8 +37,8 @@ export const gemini: AgentProfile = {
     // GEMINI_CLI_HOME stands in for the home directory, so `.gemini` still goes under it.
     userConfig: (env) => join(resolve(nonEmpty(env.GEMINI_CLI_HOME) ?? homeOf(env)), '.gemini', 'settings.json'),
     projectConfig: '.gemini/settings.json',
-    timeout: { value: 15_000, unit: 'milliseconds' },
-    entry: (command) => ({ name: 'turnkeeper', ...commandEntry(command, 15_000) }),
+    timeout: 15_000, // milliseconds
+    entry: (command, timeout) => ({ name: 'turnkeeper', ...commandEntry(command, timeout) }),
     layout: 'matcher-group',
     // JSON.parse(stripJsonComments(text)) (Gemini CLI 0.61): comments pass, trailing commas do not.
     syntax: 'json-comments',

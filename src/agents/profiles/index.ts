@@ -26,7 +26,11 @@ export type PayloadDialect = 'snake' | 'camel';
 /** How an agent parses its hook config (`AgentProfile.install.syntax`). */
 export type ConfigSyntax = 'json' | 'json-comments';
 
-/** The runtime an agent's executable is built on: the launcher refuses that runtime's injection variables (src/launcher/environment.ts). */
+/**
+ * The runtime an agent's executable is built on. The launcher refuses the injection variables of every
+ * runtime in its table for every agent (src/launcher/environment.ts: an agent's tools start other
+ * runtimes too); agent-profiles.test.ts holds that table to cover each profile's runtime.
+ */
 export type AgentRuntime = 'native' | 'bun' | 'node';
 
 /** How npm installs the agent, which is what the launcher must attest (spec §6, docs/launcher.md). */
@@ -103,9 +107,10 @@ export interface AgentProfile {
     readonly userConfig: (env: Env) => string;
     /** The project-scope config file, relative to the repository root. */
     readonly projectConfig: string;
-    readonly timeout: { readonly value: number; readonly unit: 'seconds' | 'milliseconds' };
-    /** The handler entry for one event's command. */
-    readonly entry: (command: string) => Record<string, unknown>;
+    /** The hook's timeout in the agent's own unit, which the field `entry` writes it to names (seconds for Codex, Claude and Copilot, milliseconds for Gemini). */
+    readonly timeout: number;
+    /** The handler entry for one event's command, with `timeout`. */
+    readonly entry: (command: string, timeout: number) => Record<string, unknown>;
     /** `matcher-group`: each event holds `{"hooks":[entry]}` groups (no matcher: every tool). `flat`: each event holds entries. */
     readonly layout: 'matcher-group' | 'flat';
     /**
@@ -144,8 +149,6 @@ export const PROFILES: Readonly<Record<Agent, AgentProfile>> = { codex, claude, 
 /** Detection order when `--agent` is absent (spec §2): Codex, Gemini, Copilot, else Claude. */
 export const DETECT_ORDER: readonly Agent[] = ['codex', 'gemini', 'copilot'];
 export const FALLBACK_AGENT: Agent = 'claude';
-
-export const profileOf = (agent: Agent): AgentProfile => PROFILES[agent];
 
 /** One value per agent, computed from its profile: tables keyed by agent without listing the agents again. */
 export const byAgent = <T>(value: (profile: AgentProfile) => T): Readonly<Record<Agent, T>> =>
