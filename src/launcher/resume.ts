@@ -162,10 +162,17 @@ export async function attestAgent(agent: Agent, sources: { agentBin?: string | u
   }
 }
 
-/** The agent's environment: the caller's set variables, then Turnkeeper's launch variables over them. */
-export function launchEnvironment(env: Env, variables: Readonly<Record<string, string>>, drop: readonly string[] = []): Record<string, string> {
+/**
+ * Turnkeeper's own launch variables. A caller's copies are never passed on: a resume or start run
+ * from inside a launched agent's shell inherits that agent's, and a stale TURNKEEPER_TODO (or
+ * CAPTURE, TURN, LAUNCH) would bind the new agent's hooks to the other launch.
+ */
+const LAUNCH_VARIABLES = ['TURNKEEPER_CAPTURE', 'TURNKEEPER_TODO', 'TURNKEEPER_TURN', 'TURNKEEPER_LAUNCH'] as const;
+
+/** The agent's environment: the caller's set variables less Turnkeeper's launch variables, then this launch's over them. */
+export function launchEnvironment(env: Env, variables: Readonly<Record<string, string>>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(env)) if (value !== undefined && !drop.includes(name)) out[name] = value;
+  for (const [name, value] of Object.entries(env)) if (value !== undefined && !(LAUNCH_VARIABLES as readonly string[]).includes(name)) out[name] = value;
   return Object.assign(out, variables);
 }
 

@@ -109,9 +109,7 @@ export async function startTodo(options: StartOptions): Promise<StartResult> {
   const { attestation } = attested;
   const turn = newStartTurn();
   const launchId = newLaunchId();
-  // An inherited TURNKEEPER_CAPTURE (a start from inside a resumed agent's shell) would make the new
-  // agent's hooks present that capture instead of claiming this Todo.
-  const env = launchEnvironment(options.env, { TURNKEEPER_TODO: todo, TURNKEEPER_TURN: turn, TURNKEEPER_LAUNCH: launchId, TURNKEEPER_DB: options.storePath }, ['TURNKEEPER_CAPTURE']);
+  const env = launchEnvironment(options.env, { TURNKEEPER_TODO: todo, TURNKEEPER_TURN: turn, TURNKEEPER_LAUNCH: launchId, TURNKEEPER_DB: options.storePath });
   try {
     const launch = await launchAttested({
       attestation,

@@ -250,6 +250,39 @@ describe('turnkeeper start', () => {
     expect(readMarker(markerDir('control'), 'victim')).toBeDefined();
   });
 
+  it("a resume run from a started agent's shell passes none of that agent's launch variables on (control: its own are set)", async () => {
+    const result = await start({ markers: markerDir('started'), mode: 'sleep' });
+    if (!result.ok) throw new Error(result.guidance);
+    writeFileSync(join(world.root, 'sess-s.jsonl'), '{"type":"session"}\n');
+    const shell = environOf(result.launch.pid);
+    const claimed = contextOf(hook(payload.codexPrompt(world, 'sess-s', 'turn-1', 'go'), launchVariables(shell)).stdout);
+    const capture = /capture (cap_[0-9a-f]{24})/.exec(claimed ?? '')![1]!;
+    result.launch.kill('SIGKILL');
+    await result.launch.exited;
+    mkdirSync(markerDir('resumed'), { recursive: true });
+    const resumed = await resumeCapture({
+      store: await openStore(),
+      storePath: world.db,
+      captureId: capture,
+      // The started agent's whole environment, as a shell inside it would pass it on.
+      env: { ...shell, TK_MARKER_DIR: markerDir('resumed'), TK_MODE: 'sleep' },
+      acceptDrift: false,
+      dryRun: false,
+      agentBin: s.victim,
+      mode: 'headless',
+      stdio: 'pipe',
+    });
+    if (!resumed.ok || resumed.dryRun) throw new Error(JSON.stringify(resumed));
+    pids.push(resumed.launch.pid);
+    expect(await waitFor(() => readMarker(markerDir('resumed'), 'victim') !== undefined)).toBe(true);
+    const env = environOf(resumed.launch.pid);
+    expect(env.TURNKEEPER_TODO).toBeUndefined();
+    expect(env.TURNKEEPER_CAPTURE).toBe(capture);
+    expect(env.TURNKEEPER_LAUNCH).toMatch(/^launch_[0-9a-f]{16}$/);
+    expect(env.TURNKEEPER_LAUNCH).not.toBe(shell.TURNKEEPER_LAUNCH);
+    expect(env.TURNKEEPER_TURN).toBe('turn-1');
+  });
+
   it('a started agent that hooked at SessionStart (before its claim) blocks the resume of its capture too', async () => {
     const result = await start({ markers: markerDir('started'), mode: 'sleep' });
     if (!result.ok) throw new Error(result.guidance);
