@@ -4,11 +4,11 @@
 // defaults and their limits, for the readers (src/lifecycle/settings.ts, open.ts, checkpoints.ts) and the
 // writer (src/extension/ctx.ts) alike; package.json's `contributes.configuration` repeats the same
 // numbers for the settings editor, and test/unit/home-config.test.ts holds the two together.
-import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeFileSync, type BigIntStats } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, readFileSync, rmSync, statSync, writeFileSync, type BigIntStats } from 'node:fs';
 import { join } from 'node:path';
 import * as z from 'zod/mini';
 import { DEFAULT_LEASE_TTL_SECONDS, RENEWAL_INTERVAL_MS } from '../core/lease';
-import { turnkeeperHome, type Env } from '../store/location';
+import { ensurePrivateHome, turnkeeperHome, type Env } from '../store/location';
 import { writeFileAtomic } from '../agents/install';
 
 export const HOME_CONFIG_FILE = 'config.json';
@@ -139,7 +139,7 @@ export function writeHookSettings(env: Env, wanted: { readonly enabled: boolean;
     rmSync(off, { force: true });
     changed = true;
   } else if (!wanted.enabled && !existsSync(off)) {
-    mkdirSync(home, { recursive: true, mode: 0o700 });
+    ensurePrivateHome(env);
     writeFileSync(off, 'Turnkeeper is turned off by the VS Code setting turnkeeper.enabled\n', { mode: 0o600 });
     changed = true;
   }
@@ -157,7 +157,7 @@ export function writeHookSettings(env: Env, wanted: { readonly enabled: boolean;
   if (current === undefined && atDefaults && !existsSync(home)) return changed;
   const text = `${JSON.stringify(next, null, 2)}\n`;
   if (current?.text === text) return changed;
-  mkdirSync(home, { recursive: true, mode: 0o700 });
+  ensurePrivateHome(env);
   // Hooks read this file at any moment: replaced whole (temporary file, fsync, rename). It may name a
   // team store with its credentials, so it is the owner's alone: a new file is 0600, and an existing
   // one keeps its mode without the group and other bits.

@@ -7,8 +7,8 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import { StoreUnavailableError, type Authority } from '../store/authority';
 import { resolve } from 'node:path';
-import { storePath, turnkeeperHome, type Env } from '../store/location';
-import { openSqliteStore, type OpenOptions } from '../store/sqlite';
+import { ensurePrivateHome, storePath, turnkeeperHome, type Env } from '../store/location';
+import { asStoreError, openSqliteStore, type OpenOptions } from '../store/sqlite';
 import { openPostgresStore, redactedLocation } from '../store/postgres';
 import { Ledger } from './ledger';
 import { resolveGoal } from './goal';
@@ -61,6 +61,9 @@ function configuredStore(env: Env): string | undefined {
 /** Opens the selected authority; `undefined` when it does not exist and `create` is false. */
 export async function openAuthority(env: Env, options: AuthorityOptions): Promise<Authority | undefined> {
   const selection = selectStore(env, options.setting);
+  // A write may create files in TURNKEEPER_HOME (the database, its anchor, the witness, keys): the
+  // folder is made private first, even when another writer created it 0755.
+  if (options.create) secureHome(env);
   if (selection.kind === 'postgres') {
     // One authority, no fallback: an unreachable team store is StoreUnavailableError, never SQLite.
     // Bounded for hooks (spec §4): connect ≤ 2 s; each statement ≤ 1.5 s and a whole write transaction,
@@ -77,6 +80,14 @@ export async function openAuthority(env: Env, options: AuthorityOptions): Promis
     return new Ledger(withCheckpoints(rows, env));
   }
   return openSqliteAuthority({ path: selection.path, create: options.create, busyTimeoutMs: options.busyTimeoutMs, checkpoints: env });
+}
+
+function secureHome(env: Env): void {
+  try {
+    ensurePrivateHome(env);
+  } catch (error) {
+    throw asStoreError(error);
+  }
 }
 
 export interface StoreInitReport {

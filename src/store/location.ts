@@ -1,4 +1,5 @@
-// Where the per-user database lives (spec §4).
+// Where the per-user database lives (spec §4), and the folder it lives in kept private.
+import { chmodSync, mkdirSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -7,3 +8,18 @@ export type Env = Readonly<Record<string, string | undefined>>;
 export const turnkeeperHome = (env: Env): string => env.TURNKEEPER_HOME || join(env.HOME || homedir(), '.turnkeeper');
 /** `TURNKEEPER_DB` (a relative path is under TURNKEEPER_HOME, never the working directory: spec §10), else the default. */
 export const storePath = (env: Env): string => resolve(turnkeeperHome(env), env.TURNKEEPER_DB || 'turnkeeper.db');
+
+/**
+ * Makes TURNKEEPER_HOME private: created 0700 when missing; when it is ours but open to the group or to
+ * others (a folder another writer made first with the umask's 0755), narrowed to 0700, as keys.ts does
+ * for its folder. The database, its -wal and -shm, the anchor, config.json (which may name a team
+ * store with its credentials) and the witness live here. A folder owned by someone else is left as
+ * it is: it is not ours to change. Returns the folder.
+ */
+export function ensurePrivateHome(env: Env): string {
+  const home = turnkeeperHome(env);
+  mkdirSync(home, { recursive: true, mode: 0o700 });
+  const stat = statSync(home);
+  if (stat.isDirectory() && stat.uid === process.geteuid?.() && (stat.mode & 0o077) !== 0) chmodSync(home, 0o700);
+  return home;
+}

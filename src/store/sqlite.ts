@@ -2,7 +2,7 @@
 // busy_timeout, every write in BEGIN IMMEDIATE. This file implements the row port (port.ts) and
 // nothing else: no claim policy, no receipt chaining (src/lifecycle/ledger.ts does both for every
 // authority). Statements are prepared once per connection and cached.
-import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { closeSync, constants, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { ZERO_DIGEST } from '../core/canonical';
@@ -62,7 +62,10 @@ export async function openSqliteStore(options: OpenOptions): Promise<SqliteStore
   if (!options.create && !existsSync(options.path)) return undefined;
   const Database = await loadDriver();
   try {
-    if (options.create) mkdirSync(dirname(options.path), { recursive: true, mode: 0o700 });
+    if (options.create) {
+      mkdirSync(dirname(options.path), { recursive: true, mode: 0o700 });
+      createPrivately(options.path);
+    }
     refuseForeignWal(Database, options.path);
     // SQLite's own busy handler only covers short waits; `write` retries BEGIN IMMEDIATE itself.
     const db = new Database(options.path, { fileMustExist: !options.create, timeout: SQLITE_BUSY_SLICE_MS });
@@ -83,6 +86,19 @@ export async function openSqliteStore(options: OpenOptions): Promise<SqliteStore
     return new SqliteStore(db, options.path, options.busyTimeoutMs ?? 5000, { dev: file.dev, ino: file.ino }, meta);
   } catch (error) {
     throw asStoreError(error);
+  }
+}
+
+/**
+ * Creates the database file 0600 before SQLite opens it, so that it is the owner's alone whatever the
+ * umask or the folder's mode, and its -wal and -shm, which SQLite creates with the database file's
+ * mode, are too. An existing file is left as it is.
+ */
+function createPrivately(path: string): void {
+  try {
+    closeSync(openSync(path, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
   }
 }
 
