@@ -7,7 +7,7 @@ import { storePath } from '../store/location';
 import { readAnchor } from '../store/anchor';
 import { statusSnapshot, leaseView } from '../lifecycle/status';
 import { callerOwner, requesterOf } from '../lifecycle/settings';
-import type { Authority } from '../store/authority';
+import type { Authority, ReceiptRow } from '../store/authority';
 import { EXIT, goalFrom, openStore, parse, placementFrom, printJson, todoIdArg, UsageError, type Io } from './io';
 
 export async function statusCommand(args: string[], io: Io): Promise<number> {
@@ -215,12 +215,22 @@ export async function receiptsCommand(args: string[], io: Io): Promise<number> {
   const before = values.before === undefined ? undefined : Number(values.before);
   if (!Number.isSafeInteger(limit) || limit < 1 || (before !== undefined && !Number.isSafeInteger(before))) throw new UsageError(`--limit takes a whole number from 1 and --before a receipt number\nusage: ${usage}`);
   const store = await openStore(io, false);
-  const rows = store ? await store.receipts({ beforeSeq: before, limit }) : [];
-  const names = store ? await goalNames(store) : new Map<string, string>();
-  const checkoutOf = new Map(store ? (await store.listCaptures()).map((capture) => [capture.id, capture.checkout]) : []);
-  store?.close();
+  let page: { row: ReceiptRow; doc: ReceiptDocument | undefined }[];
+  let names = new Map<string, string>();
+  const checkoutOf = new Map<string, string | undefined>();
+  try {
+    // Each receipt parsed once; only a well-formed one is read field by field.
+    page = (store ? await store.receipts({ beforeSeq: before, limit }) : []).map((row) => ({ row, doc: parseReceipt(row.doc) }));
+    if (store && !values.json) {
+      // The labels of the text view: the Goals' names, and the checkout of each capture this page names (not every capture).
+      names = await goalNames(store);
+      for (const id of new Set(page.flatMap(({ doc }) => (doc?.capture ? [doc.capture] : [])))) checkoutOf.set(id, (await store.getCapture(id))?.checkout);
+    }
+  } finally {
+    store?.close();
+  }
   if (values.json) {
-    printJson(io, rows.map((row) => ({ seq: row.seq, hash: row.hash, doc: parseReceipt(row.doc) ?? null, ...(parseReceipt(row.doc) ? {} : { text: row.doc }) })));
+    printJson(io, page.map(({ row, doc }) => ({ seq: row.seq, hash: row.hash, doc: doc ?? null, ...(doc ? {} : { text: row.doc }) })));
     return EXIT.done;
   }
   io.out(hereLine(io));
@@ -229,10 +239,9 @@ export async function receiptsCommand(args: string[], io: Io): Promise<number> {
     io.out(`no store at ${storePath(io.env)} yet, so no receipts\n`);
     return EXIT.done;
   }
+  const rows = page.map(({ row }) => row);
   const place = placeHeader(names, '');
-  for (const row of rows) {
-    // Only a well-formed receipt is read field by field; anything else is shown as what it is.
-    const doc = parseReceipt(row.doc);
+  for (const { row, doc } of page) {
     if (!doc) {
       io.out(`  #${row.seq} (not a receipt: ${JSON.stringify(String(row.doc).slice(0, 80))}; turnkeeper verify)\n`);
       continue;
