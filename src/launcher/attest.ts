@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 import type { Env } from '../store/location';
 import { closureEntryPath, closureGuard, closureOf, closureShapeOf, type Closure } from './closure';
 import { launchBackend } from './backends';
-import { identityOf, sameIdentity, type Identity } from './identity';
+import { identityKey, identityOf, isRacy, sameIdentity, type Identity } from './identity';
 import { LaunchRefused } from './refusals';
 
 const readAt = promisify(readCallback);
@@ -46,9 +46,7 @@ export interface Attestation {
   readonly racy: boolean;
 }
 
-export const RACY_WINDOW_MS = 2000;
-
-const identityKey = (identity: Identity): string => `${identity.dev}:${identity.ino}:${identity.size}:${identity.mtimeNs}:${identity.ctimeNs}:${identity.mode}`;
+export { RACY_WINDOW_MS } from './identity';
 
 interface CachedObject {
   readonly digest: string;
@@ -204,7 +202,7 @@ export async function attest(path: string, options: AttestOptions = {}): Promise
       const after = native.fstatFd(opened.fd);
       if (!after || !sameIdentity(identity, identityOf(after))) throw new LaunchRefused('object_changed', `${opened.resolved} changed while it was hashed`);
       object = { digest, entrypoint: shape.kind, interpreterPath: shape.kind === 'elf-dynamic' ? shape.interpreter : undefined };
-      racy = BigInt(Date.now()) * 1_000_000n - BigInt(identity.ctimeNs) < BigInt(RACY_WINDOW_MS) * 1_000_000n;
+      racy = isRacy(identity.ctimeNs);
       if (!racy) attestationCache.set(identityKey(identity), object);
     }
     let interpreter: Attestation['interpreter'];

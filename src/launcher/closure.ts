@@ -37,6 +37,7 @@ import { pathToFileURL } from 'node:url';
 import { writeFileAtomic } from '../agents/install';
 import { canonicalJson, digestDocument, digestHex } from '../core/canonical';
 import { turnkeeperHome, type Env } from '../store/location';
+import { identityKey, isRacy } from './identity';
 import { LaunchRefused } from './refusals';
 
 /** One file of a closure: its path under `files/` ('/'-separated), SHA-256, and mode (0o444 or 0o555). */
@@ -70,8 +71,6 @@ const MODE_FILE = 0o444;
 const MODE_EXEC = 0o555;
 const MODE_DIR = 0o555;
 const COPY_CHUNK = 4 * 1024 * 1024;
-/** A source file changed this recently is not recorded in the index (git's racy-clean rule, as in attest.ts). */
-const RACY_WINDOW_NS = 2_000_000_000n;
 
 /**
  * Gemini CLI: `bundle/gemini.js` and the chunks it imports, run by Node. Left alone it re-launches
@@ -157,15 +156,14 @@ function walkPackage(root: string): SourceFile[] {
   return files.sort((a, b) => (a.relative < b.relative ? -1 : a.relative > b.relative ? 1 : 0));
 }
 
-const statKey = (s: BigIntStats): string => `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}:${s.mode}`;
-
 /** The installation's identity by stat only: which snapshot it had last time, without reading a byte. */
 function signatureOf(files: readonly SourceFile[]): { signature: string; racy: boolean } {
-  const now = BigInt(Date.now()) * 1_000_000n;
+  // A source file changed within the racy window is copied but not indexed (git's racy-clean rule).
+  const now = Date.now();
   let racy = false;
   const rows = files.map((file) => {
-    if (now - file.stat.ctimeNs < RACY_WINDOW_NS) racy = true;
-    return [file.relative, statKey(file.stat)];
+    if (isRacy(file.stat.ctimeNs, now)) racy = true;
+    return [file.relative, identityKey(file.stat)];
   });
   return { signature: digestDocument(rows), racy };
 }
@@ -192,7 +190,7 @@ function copyThroughDescriptor(file: SourceFile, target: string, buffer: Buffer)
       }
       const after = fstatSync(fd, { bigint: true });
       // A writer during the copy: the snapshot would hold no single version of the file.
-      if (statKey(after) !== statKey(before)) throw new LaunchRefused('object_changed', `${file.path} changed while the closure was copied`);
+      if (identityKey(after) !== identityKey(before)) throw new LaunchRefused('object_changed', `${file.path} changed while the closure was copied`);
       const mode = (before.mode & 0o111n) !== 0n ? MODE_EXEC : MODE_FILE;
       fchmodSync(out, mode);
       return { digest: 'sha256:' + hash.digest('hex'), mode, size, written: fstatSync(out, { bigint: true }) };
@@ -224,7 +222,7 @@ function digestOfSnapshotFile(path: string, buffer: Buffer): { digest: string; s
       offset += n;
     }
     const after = fstatSync(fd, { bigint: true });
-    if (statKey(after) !== statKey(stat)) return null;
+    if (identityKey(after) !== identityKey(stat)) return null;
     return { digest: 'sha256:' + hash.digest('hex'), stat };
   } finally {
     closeSync(fd);
@@ -323,10 +321,10 @@ export function verifySnapshot(root: string, digest: string): ManifestEntry[] {
     if (!stat.isFile()) fail(`${relative} is not a regular file`);
     if (Number(stat.uid) !== self) fail(`${relative} is owned by uid ${stat.uid}`);
     if (Number(stat.mode & 0o7777n) !== mode) fail(`${relative} has mode ${(stat.mode & 0o7777n).toString(8)}, not ${mode.toString(8)}`);
-    if (verifiedFiles.get(path) === `${statKey(stat)}:${fileDigest}`) continue;
+    if (verifiedFiles.get(path) === `${identityKey(stat)}:${fileDigest}`) continue;
     const hashed = digestOfSnapshotFile(path, buffer);
     if (!hashed || hashed.digest !== fileDigest) fail(`${relative} was changed`);
-    verifiedFiles.set(path, `${statKey(hashed!.stat)}:${fileDigest}`);
+    verifiedFiles.set(path, `${identityKey(hashed!.stat)}:${fileDigest}`);
   }
   return manifest;
 }
@@ -425,7 +423,7 @@ function buildSnapshot(dir: string, source: string, files: readonly SourceFile[]
       }
       const copied = copyThroughDescriptor(file, join(filesDir, ...parts), buffer);
       manifest.push([file.relative, copied.digest, copied.mode]);
-      written.push({ relative: file.relative, key: `${statKey(copied.written)}:${copied.digest}` });
+      written.push({ relative: file.relative, key: `${identityKey(copied.written)}:${copied.digest}` });
       bytes += copied.size;
     }
     if (manifest.length === 0) throw new LaunchRefused('unsupported_entrypoint', `${source} holds no files`);
