@@ -2,17 +2,14 @@
 // everything after, record the object's identity, hash its bytes, and classify its entry shape.
 // Hashing reads the retained descriptor from JavaScript (Node's own SHA-256), so the addon needs no
 // crypto library of its own and loads unchanged in Electron.
-import { createHash } from 'node:crypto';
-import { existsSync, readSync, realpathSync, read as readCallback } from 'node:fs';
+import { existsSync, readSync, realpathSync } from 'node:fs';
 import { delimiter, dirname, isAbsolute, join, sep } from 'node:path';
-import { promisify } from 'node:util';
 import type { Env } from '../store/location';
 import { closureEntryPath, closureGuard, closureOf, closureShapeOf, type Closure } from './closure';
 import { launchBackend } from './backends';
+import { digestOfDescriptor } from './digest';
 import { identityKey, identityOf, isRacy, sameIdentity, type Identity } from './identity';
 import { LaunchRefused } from './refusals';
-
-const readAt = promisify(readCallback);
 
 export type { Identity } from './identity';
 export { identityOf, sameIdentity } from './identity';
@@ -47,6 +44,7 @@ export interface Attestation {
 }
 
 export { RACY_WINDOW_MS } from './identity';
+export { digestOfDescriptor } from './digest';
 
 interface CachedObject {
   readonly digest: string;
@@ -57,21 +55,6 @@ interface CachedObject {
 const attestationCache = new Map<string, CachedObject>();
 export const attestationCacheSize = (): number => attestationCache.size;
 export const clearAttestationCache = (): void => attestationCache.clear();
-
-const HASH_CHUNK = 4 * 1024 * 1024;
-
-export async function digestOfDescriptor(fd: number, size: number, onChunk?: (chunk: Buffer) => void): Promise<string> {
-  const hash = createHash('sha256');
-  const buffer = Buffer.allocUnsafe(HASH_CHUNK);
-  for (let offset = 0; offset < size; ) {
-    const { bytesRead } = await readAt(fd, buffer, 0, Math.min(HASH_CHUNK, size - offset), offset);
-    if (bytesRead === 0) throw new LaunchRefused('object_changed', 'the file became shorter while it was hashed');
-    hash.update(buffer.subarray(0, bytesRead));
-    onChunk?.(buffer.subarray(0, bytesRead));
-    offset += bytesRead;
-  }
-  return 'sha256:' + hash.digest('hex');
-}
 
 /**
  * Node's single-executable fuse as postject flips it: every Node binary carries the sentinel with

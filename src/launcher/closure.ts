@@ -22,7 +22,6 @@ import {
   openSync,
   readdirSync,
   readFileSync,
-  readSync,
   realpathSync,
   renameSync,
   rmSync,
@@ -37,6 +36,7 @@ import { pathToFileURL } from 'node:url';
 import { writeFileAtomic } from '../agents/install';
 import { canonicalJson, digestDocument, digestHex } from '../core/canonical';
 import { turnkeeperHome, type Env } from '../store/location';
+import { digestOfDescriptorSync, HASH_CHUNK } from './digest';
 import { identityKey, isRacy } from './identity';
 import { LaunchRefused } from './refusals';
 
@@ -70,7 +70,6 @@ export interface ClosureShape {
 const MODE_FILE = 0o444;
 const MODE_EXEC = 0o555;
 const MODE_DIR = 0o555;
-const COPY_CHUNK = 4 * 1024 * 1024;
 
 /**
  * Gemini CLI: `bundle/gemini.js` and the chunks it imports, run by Node. Left alone it re-launches
@@ -177,23 +176,22 @@ function copyThroughDescriptor(file: SourceFile, target: string, buffer: Buffer)
       throw new LaunchRefused('object_changed', `${file.path} was replaced while the closure was copied`);
     }
     const out = openSync(target, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-    const hash = sha256();
     const size = Number(before.size);
     try {
-      for (let offset = 0; offset < size; ) {
-        const n = readSync(fd, buffer, 0, Math.min(buffer.length, size - offset), offset);
-        if (n === 0) throw new LaunchRefused('object_changed', `${file.path} became shorter while it was copied`);
-        const chunk = buffer.subarray(0, n);
-        hash.update(chunk);
-        for (let written = 0; written < n; ) written += writeSync(out, chunk, written, n - written);
-        offset += n;
-      }
+      // The digest is of the bytes written, never of a second read.
+      const digest = digestOfDescriptorSync(fd, size, {
+        buffer,
+        what: file.path,
+        onChunk: (chunk) => {
+          for (let written = 0; written < chunk.length; ) written += writeSync(out, chunk, written, chunk.length - written);
+        },
+      });
       const after = fstatSync(fd, { bigint: true });
       // A writer during the copy: the snapshot would hold no single version of the file.
       if (identityKey(after) !== identityKey(before)) throw new LaunchRefused('object_changed', `${file.path} changed while the closure was copied`);
       const mode = (before.mode & 0o111n) !== 0n ? MODE_EXEC : MODE_FILE;
       fchmodSync(out, mode);
-      return { digest: 'sha256:' + hash.digest('hex'), mode, size, written: fstatSync(out, { bigint: true }) };
+      return { digest, mode, size, written: fstatSync(out, { bigint: true }) };
     } finally {
       closeSync(out);
     }
@@ -213,17 +211,15 @@ function digestOfSnapshotFile(path: string, buffer: Buffer): { digest: string; s
   try {
     const stat = fstatSync(fd, { bigint: true });
     if (!stat.isFile()) return null;
-    const hash = sha256();
-    const size = Number(stat.size);
-    for (let offset = 0; offset < size; ) {
-      const n = readSync(fd, buffer, 0, Math.min(buffer.length, size - offset), offset);
-      if (n === 0) return null;
-      hash.update(buffer.subarray(0, n));
-      offset += n;
+    let digest: string;
+    try {
+      digest = digestOfDescriptorSync(fd, Number(stat.size), { buffer, what: path });
+    } catch {
+      return null;
     }
     const after = fstatSync(fd, { bigint: true });
     if (identityKey(after) !== identityKey(stat)) return null;
-    return { digest: 'sha256:' + hash.digest('hex'), stat };
+    return { digest, stat };
   } finally {
     closeSync(fd);
   }
@@ -309,7 +305,7 @@ export function verifySnapshot(root: string, digest: string): ManifestEntry[] {
       if (!named.has(relative) && !dirs.has(relative)) fail(`${relative} is not in the manifest`);
     }
   }
-  const buffer = Buffer.allocUnsafe(COPY_CHUNK);
+  const buffer = Buffer.allocUnsafe(HASH_CHUNK);
   for (const [relative, fileDigest, mode] of manifest) {
     const path = join(files, ...relative.split('/'));
     let stat;
@@ -410,7 +406,7 @@ function buildSnapshot(dir: string, source: string, files: readonly SourceFile[]
     const manifest: ManifestEntry[] = [];
     const written: { relative: string; key: string }[] = [];
     const made = new Set<string>();
-    const buffer = Buffer.allocUnsafe(COPY_CHUNK);
+    const buffer = Buffer.allocUnsafe(HASH_CHUNK);
     let bytes = 0;
     for (const file of files) {
       const parts = file.relative.split('/');
