@@ -10,7 +10,7 @@ import { isFenced, isoTime, type Lease } from '../core/lease';
 import { REASONS, renderGuidance, type GuidanceFacts, type ReasonCode } from '../core/reasons';
 import { blockOutput, contextOutput, denyToolOutput, type HookOutput } from '../agents/output';
 import { InvalidHookInput, isWriteTool, parseHookInput, type HookEvent } from '../agents/payload';
-import type { Authority, Placement, SessionTouch } from '../store/authority';
+import type { Authority, Placement, SessionTouch, StoredReady } from '../store/authority';
 import { faultPoint } from '../store/faults';
 import type { Env } from '../store/location';
 import { SchemaTooNewError, StoreUnavailableError } from '../store/authority';
@@ -381,7 +381,8 @@ class HookDecider {
     switch (result.kind) {
       case 'acquired':
       case 'replayed':
-        return this.present(result.lease.capture, todo);
+        // The claim read (or wrote) the ready capture in its transaction: presented without reading it again.
+        return this.present(result.lease.capture, todo, undefined, result.ready);
       case 'unknown_todo':
         return this.guidance('unknown_todo', { todo });
       case 'todo_not_open':
@@ -427,15 +428,15 @@ class HookDecider {
    * those bytes gets a one-line reminder instead, except a retry of the claiming Turn, which always
    * gets the bytes (presentation.ts; docs/hook-protocol.md, "How often the full capture is presented").
    */
-  private async present(captureId: string, todo: string, heldEpoch?: number): Promise<HookOutput> {
-    const ready = await this.store.readReady(captureId);
+  private async present(captureId: string, todo: string, heldEpoch?: number, claimed?: StoredReady): Promise<HookOutput> {
+    const ready = claimed ?? (await this.store.readReady(captureId));
     if (!ready || digestText(ready.presentation) !== ready.readyDigest) {
       return this.guidance('ready_corrupted', { capture: captureId, todo });
     }
     const { event } = this.request;
     if (heldEpoch !== undefined && transcriptCarries(event.transcriptPath, captureId)) {
-      const capture = await this.store.getCapture(captureId);
-      const sameTurn = event.kind === 'prompt' && capture !== undefined && this.request.turn === capture.turn;
+      // Only a prompt can be a retry of the claiming Turn (SessionStart has no Turn): only then is the capture read.
+      const sameTurn = event.kind === 'prompt' && this.request.turn !== undefined && (await this.store.getCapture(captureId))?.turn === this.request.turn;
       if (!sameTurn) return contextOutput(this.request.event.agent, this.request.event.eventName, heldReminder(todo, captureId, heldEpoch));
     }
     return contextOutput(this.request.event.agent, this.request.event.eventName, ready.presentation);

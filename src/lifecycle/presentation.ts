@@ -23,6 +23,14 @@ export const TRANSCRIPT_TAIL_BYTES = 16 * 1024 * 1024;
  * schema; a failed compaction also counts, which only presents the bytes once more).
  */
 const COMPACTION_MARKERS = ['"type":"compacted"', '"context_compacted"', 'compact_boundary"', '"type":"session.compaction_complete"'].map((marker) => Buffer.from(marker));
+/**
+ * What every compaction marker contains. Searched first: a marker that starts with `"type":"` is slow
+ * to search for in a JSONL transcript, where nearly every line has that prefix.
+ */
+const COMPACT = Buffer.from('compact');
+
+/** Whether a compaction marker starts in `piece` at or after `from`. */
+const compactionIn = (piece: Buffer, from: number): boolean => piece.indexOf(COMPACT, from) >= 0 && COMPACTION_MARKERS.some((marker) => piece.indexOf(marker, from) >= 0);
 
 /**
  * The line of a (fenced, v2) presentation that only the full capture contains: the reminder and
@@ -31,7 +39,18 @@ const COMPACTION_MARKERS = ['"type":"compacted"', '"context_compacted"', 'compac
  */
 export const fullCaptureMarker = (captureId: string): string => `--- begin Todo text (capture ${captureId}) ---`;
 
-/** Whether the agent's transcript holds this capture's full presentation after its last compaction. */
+/** The transcript is read backwards in pieces of this size (one allocation, whatever the transcript's size). */
+export const TRANSCRIPT_CHUNK_BYTES = 1024 * 1024;
+/** Each piece also reads this far into the next one, so that a marker across the boundary is found whole. */
+const OVERLAP = Math.max(...COMPACTION_MARKERS.map((marker) => marker.length), Buffer.byteLength(fullCaptureMarker('cap_' + '0'.repeat(24)))) - 1;
+
+/**
+ * Whether the agent's transcript holds this capture's full presentation after its last compaction.
+ * Read from the end backwards, a piece at a time, at most TRANSCRIPT_TAIL_BYTES: it stops at the last
+ * begin marker of the capture (the compaction markers that matter come after it, in pieces already
+ * read), or at a compaction marker read before any begin marker (whatever came earlier was compacted).
+ * A held context event thus reads what follows the capture in the conversation, usually a little.
+ */
 export function transcriptCarries(transcriptPath: string | undefined, captureId: string): boolean {
   if (transcriptPath === undefined || transcriptPath === '') return false;
   let fd: number | undefined;
@@ -42,23 +61,35 @@ export function transcriptCarries(transcriptPath: string | undefined, captureId:
     fd = openSync(transcriptPath, constants.O_RDONLY | constants.O_NONBLOCK);
     const stat = fstatSync(fd);
     if (!stat.isFile() || stat.size === 0) return false;
-    const length = Math.min(stat.size, TRANSCRIPT_TAIL_BYTES);
-    const tail = Buffer.allocUnsafe(length);
-    let read = 0;
-    while (read < length) {
-      const got = readSync(fd, tail, read, length - read, stat.size - length + read);
-      if (got === 0) break;
-      read += got;
+    const begin = Buffer.from(fullCaptureMarker(captureId));
+    const limit = Math.max(0, stat.size - TRANSCRIPT_TAIL_BYTES);
+    const buffer = Buffer.allocUnsafe(Math.min(TRANSCRIPT_CHUNK_BYTES + OVERLAP, stat.size - limit));
+    for (let end = stat.size; end > limit; ) {
+      const start = Math.max(limit, end - TRANSCRIPT_CHUNK_BYTES);
+      // This piece is [start, end) and the overlap after it (a marker that starts in it is whole).
+      const piece = buffer.subarray(0, readAt(fd, buffer, Math.min(stat.size, end + OVERLAP) - start, start));
+      const at = piece.lastIndexOf(begin);
+      if (at >= 0) return !compactionIn(piece, at);
+      if (compactionIn(piece, 0)) return false;
+      end = start;
     }
-    const text = tail.subarray(0, read);
-    const at = text.lastIndexOf(Buffer.from(fullCaptureMarker(captureId)));
-    if (at < 0) return false;
-    return !COMPACTION_MARKERS.some((marker) => text.indexOf(marker, at) >= 0);
+    return false;
   } catch {
     return false;
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
+}
+
+/** Reads up to `length` bytes at `position` into the start of `buffer`; returns how many (fewer at the end of the file). */
+function readAt(fd: number, buffer: Buffer, length: number, position: number): number {
+  let read = 0;
+  while (read < length) {
+    const got = readSync(fd, buffer, read, length - read, position + read);
+    if (got === 0) break;
+    read += got;
+  }
+  return read;
 }
 
 /**

@@ -81,6 +81,44 @@ describe('renewal', () => {
   });
 });
 
+describe('reads a held context event makes', () => {
+  it('a claim presents the ready capture it wrote without reading it back; only a prompt reads the capture for its Turn', async () => {
+    const store = await world.store();
+    await store.addTodo({ goal: world.goal, id: 'fix-login', title: 'Fix login', body: '' }, 0);
+    const calls: string[] = [];
+    const counted = new Proxy(store, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver) as unknown;
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          if (property === 'readReady' || property === 'getCapture') calls.push(String(property));
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    const run = async (input: string) => {
+      calls.length = 0;
+      const result = await runHook(input, { env: world.env, openStore: () => Promise.resolve(counted) });
+      return { text: (JSON.parse(result.stdout) as { hookSpecificOutput: { additionalContext: string } }).hookSpecificOutput.additionalContext, calls: [...calls] };
+    };
+    try {
+      const claimed = await run(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login'));
+      expect(claimed.text).toMatch(/· epoch 1\n/);
+      expect(claimed.calls).toStrictEqual([]);
+      // The agent recorded the capture in its transcript: later context events get the reminder.
+      writeFileSync(join(world.root, 'sess-a.jsonl'), JSON.stringify({ type: 'response_item', text: claimed.text }) + '\n');
+      const resumed = await run(payload.codex(world, 'SessionStart', 'sess-a', undefined, { source: 'resume' }));
+      expect(resumed.text).toContain('This session still holds the lease');
+      expect(resumed.calls).toStrictEqual(['readReady']);
+      const later = await run(payload.codexPrompt(world, 'sess-a', 'turn-2', 'go on'));
+      expect(later.text).toContain('This session still holds the lease');
+      expect(later.calls).toStrictEqual(['readReady', 'getCapture']);
+    } finally {
+      store.close();
+    }
+  });
+});
+
 describe('hostile input corpus (in-process, real store)', () => {
   it('10,000 malformed or hostile inputs: nothing printed, nothing written, one stderr line each', async () => {
     // A store with state an attacker would like to change.

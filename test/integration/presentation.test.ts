@@ -1,11 +1,12 @@
 // How often a holder gets the full ready capture (docs/hook-protocol.md, "How often the full capture
 // is presented"): the full stored bytes unless the agent's own transcript already carries them after
 // its last compaction; then one line that names the capture. Each case has its control.
-import { appendFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { contextOf, makeWorld, payload, type World } from '../support/world';
+import { fullCaptureMarker, TRANSCRIPT_CHUNK_BYTES, TRANSCRIPT_TAIL_BYTES, transcriptCarries } from '../../src/lifecycle/presentation';
 
 let world: World;
 beforeEach(() => {
@@ -84,5 +85,64 @@ describe('a holder whose transcript carries the full capture gets a one-line rem
     record(full.split('\n')[0]!);
     record(`Turnkeeper [lease_held]: … ${capture} …`);
     expect(prompt('turn-2')).toBe(full);
+  });
+});
+
+describe('the transcript is read backwards, a piece at a time', () => {
+  const CAPTURE = 'cap_0123456789abcdef01234567';
+  const FULL = `Turnkeeper: Todo fix-login · capture ${CAPTURE} · epoch 1\n${fullCaptureMarker(CAPTURE)}\nFix login\n`;
+  const COMPACTED = JSON.stringify({ type: 'compacted', payload: { message: 'summary' } }) + '\n';
+  /** One JSON line of exactly `bytes` bytes (newline included): conversation that is not a capture. */
+  const filler = (bytes: number) => {
+    const empty = JSON.stringify({ type: 'event_msg', pad: '' }) + '\n';
+    return JSON.stringify({ type: 'event_msg', pad: 'x'.repeat(bytes - empty.length) }) + '\n';
+  };
+  const file = () => join(world.root, 'rollout.jsonl');
+  const carries = () => transcriptCarries(file(), CAPTURE);
+  /** Pads the file so that `needle` (the last one) starts `before` bytes before a piece boundary, `pieces` pieces from the end. */
+  const straddle = (needle: string, before: number, pieces = 1) => {
+    const at = readFileSync(file()).lastIndexOf(Buffer.from(needle));
+    const size = statSync(file()).size;
+    appendFileSync(file(), filler(at + pieces * TRANSCRIPT_CHUNK_BYTES + before - size));
+    expect(statSync(file()).size - pieces * TRANSCRIPT_CHUNK_BYTES - at).toBe(before);
+  };
+
+  it('finds the capture more than one piece from the end (control: a compaction after it, pieces later)', () => {
+    writeFileSync(file(), filler(500) + JSON.stringify({ type: 'response_item', text: FULL }) + '\n' + filler(2 * TRANSCRIPT_CHUNK_BYTES + 12345));
+    expect(carries()).toBe(true);
+    appendFileSync(file(), filler(1000) + COMPACTED + filler(TRANSCRIPT_CHUNK_BYTES + 999));
+    expect(carries()).toBe(false);
+    // After the compaction the capture presented again counts again.
+    appendFileSync(file(), JSON.stringify({ type: 'response_item', text: FULL }) + '\n' + filler(3 * TRANSCRIPT_CHUNK_BYTES));
+    expect(carries()).toBe(true);
+  });
+
+  it('a begin marker across a piece boundary is found whole (control: cut short, it is not the marker)', () => {
+    writeFileSync(file(), JSON.stringify({ type: 'response_item', text: FULL }) + '\n');
+    straddle(fullCaptureMarker(CAPTURE), 10);
+    expect(carries()).toBe(true);
+    writeFileSync(file(), JSON.stringify({ type: 'response_item', text: FULL.replace(') ---', ') --') }) + '\n');
+    straddle(fullCaptureMarker(CAPTURE).slice(0, -1), 10);
+    expect(carries()).toBe(false);
+  });
+
+  it('a compaction marker across a piece boundary after the capture is found whole', () => {
+    writeFileSync(file(), JSON.stringify({ type: 'response_item', text: FULL }) + '\n' + filler(3000) + COMPACTED);
+    straddle('"type":"compacted"', 5, 2);
+    expect(carries()).toBe(false);
+    // Control: the same layout with the capture after the compaction.
+    appendFileSync(file(), JSON.stringify({ type: 'response_item', text: FULL }) + '\n');
+    expect(carries()).toBe(true);
+  });
+
+  it('looks no further back than TRANSCRIPT_TAIL_BYTES (control: just inside it)', () => {
+    writeFileSync(file(), JSON.stringify({ type: 'response_item', text: FULL }) + '\n');
+    const at = readFileSync(file()).lastIndexOf(Buffer.from(fullCaptureMarker(CAPTURE)));
+    const size = statSync(file()).size;
+    // The marker starts exactly TRANSCRIPT_TAIL_BYTES before the end: inside.
+    appendFileSync(file(), filler(at + TRANSCRIPT_TAIL_BYTES - size));
+    expect(carries()).toBe(true);
+    appendFileSync(file(), filler(100));
+    expect(carries()).toBe(false);
   });
 });
