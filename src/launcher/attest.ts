@@ -3,7 +3,8 @@
 // Hashing reads the retained descriptor from JavaScript (Node's own SHA-256), so the addon needs no
 // crypto library of its own and loads unchanged in Electron.
 import { existsSync, readSync, realpathSync } from 'node:fs';
-import { delimiter, dirname, isAbsolute, join, sep } from 'node:path';
+import { dirname, isAbsolute, join, sep } from 'node:path';
+import { findExecutable } from '../lifecycle/executables';
 import type { Env } from '../store/location';
 import { closureEntryPath, closureGuard, closureOf, closureShapeOf, type Closure } from './closure';
 import { launchBackend } from './backends';
@@ -106,7 +107,8 @@ export interface AttestOptions {
 
 /**
  * The runtime a closure's script names: `#!/usr/bin/env node` is looked up on PATH once, here
- * (TURNKEEPER_NODE_BIN overrides); an absolute `#!/…/node` is taken as it is. Anything else refuses.
+ * (its absolute entries, an executable regular file; TURNKEEPER_NODE_BIN overrides); an absolute
+ * `#!/…/node` is taken as it is. Anything else refuses.
  */
 export function scriptRuntime(fd: number, script: string, env: Env): string {
   const override = env.TURNKEEPER_NODE_BIN;
@@ -119,9 +121,8 @@ export function scriptRuntime(fd: number, script: string, env: Env): string {
     throw new LaunchRefused('unsupported_entrypoint', `${script} does not start with a plain Node interpreter line (${JSON.stringify(line.slice(0, 80))})`);
   }
   if (isAbsolute(program)) return program;
-  for (const dir of (env.PATH ?? '').split(delimiter)) {
-    if (dir && isAbsolute(dir) && existsSync(join(dir, program))) return join(dir, program);
-  }
+  const found = findExecutable(env, program);
+  if (found) return found;
   throw new LaunchRefused('unsupported_entrypoint', `${script} runs ${program}, which is not on PATH (set TURNKEEPER_NODE_BIN)`);
 }
 

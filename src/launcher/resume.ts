@@ -2,8 +2,8 @@
 // may be resumed, then relaunch its agent on its own session through the attested launcher, with
 // the launch receipt committed before the agent's first instruction.
 import { randomBytes } from 'node:crypto';
-import { accessSync, constants, existsSync, statSync } from 'node:fs';
-import { delimiter, isAbsolute, join, resolve as resolvePath } from 'node:path';
+import { existsSync } from 'node:fs';
+import { isAbsolute, resolve as resolvePath } from 'node:path';
 import { digestText } from '../core/canonical';
 import type { Agent } from '../core/ids';
 import { binaryVariable, PROFILES } from '../agents/profiles/index';
@@ -12,6 +12,7 @@ import { renderGuidance, type GuidanceFacts, type ReasonCode } from '../core/rea
 import type { Preconditions, ReadyDocument } from '../core/ready';
 import type { Authority, LaunchCommitRefusal, LaunchCommitResult, StoredCapture } from '../store/authority';
 import type { Env } from '../store/location';
+import { findExecutable } from '../lifecycle/executables';
 import { preconditionsOf } from '../lifecycle/workspace';
 import { attest, releaseAttestation, type Attestation } from './attest';
 import { launchAttested, type Barriers, type LaunchFacts, type RunningLaunch } from './launch';
@@ -122,21 +123,11 @@ export function startArguments(agent: Agent, mode: 'headless' | 'interactive', p
   return PROFILES[agent].launch.start(mode, prompt, extra);
 }
 
-/** --agent-bin, else TURNKEEPER_<AGENT>_BIN, else the editor setting, else PATH (resolved once, here). */
+/** --agent-bin, else TURNKEEPER_<AGENT>_BIN, else the editor setting, else PATH's absolute entries (resolved once, here). */
 export function resolveAgentBinary(agent: Agent, sources: { agentBin?: string | undefined; env: Env; setting?: string | undefined; cwd?: string }): string | undefined {
   const named = sources.agentBin || sources.env[binaryVariable(agent)] || sources.setting;
   if (named) return isAbsolute(named) ? named : resolvePath(sources.cwd ?? process.cwd(), named);
-  for (const dir of (sources.env.PATH ?? '').split(delimiter)) {
-    if (!dir) continue;
-    const candidate = join(dir, PROFILES[agent].launch.executable);
-    try {
-      accessSync(candidate, constants.X_OK);
-      if (statSync(candidate).isFile()) return candidate;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
+  return findExecutable(sources.env, PROFILES[agent].launch.executable);
 }
 
 export type AgentAttestation = { readonly ok: true; readonly attestation: Attestation } | { readonly ok: false; readonly reason: LaunchRefusal; readonly detail: string };

@@ -1,8 +1,11 @@
 // `turnkeeper resume` refusals (contract §7), one test each, each with its control: the same
 // capture without the fault passes the check (dry run), so the refusal is what stopped it.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { appendFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { appendFileSync, closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { scriptRuntime } from '../../src/launcher/attest';
+import { resolveAgentBinary } from '../../src/launcher/resume';
 import { contextOf, makeWorld, payload, type World } from '../support/world';
 
 let world: World;
@@ -76,5 +79,40 @@ describe('resume eligibility', () => {
     writeFileSync(script, '#!/bin/sh\ntouch "$0.ran"\n', { mode: 0o755 });
     const run = world.cli(['resume', captureId, '--json', '--agent-bin', script]);
     expect(decision(run)).toMatchObject({ ok: false, reason: 'unsupported_entrypoint' });
+  });
+});
+
+describe('executables from PATH: absolute entries, executable regular files (findExecutable)', () => {
+  const dir = () => mkdtempSync(join(tmpdir(), 'tk-path-'));
+  const executable = (path: string, mode = 0o755) => {
+    mkdirSync(join(path, '..'), { recursive: true });
+    writeFileSync(path, '#!/bin/sh\n', { mode });
+  };
+
+  it('the agent binary: a relative PATH entry is never searched (control: the same directory, absolute, is)', () => {
+    const root = dir();
+    executable(join(root, 'bin', 'codex'));
+    const relativeEntry = relative(process.cwd(), join(root, 'bin'));
+    expect(resolveAgentBinary('codex', { env: { PATH: relativeEntry } })).toBeUndefined();
+    expect(resolveAgentBinary('codex', { env: { PATH: `${relativeEntry}:${join(root, 'bin')}` } })).toBe(join(root, 'bin', 'codex'));
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it("a closure's runtime: a node on PATH that is not executable, or not a file, is passed over (control: the executable one is found)", () => {
+    const root = dir();
+    executable(join(root, 'plain', 'node'), 0o644);
+    mkdirSync(join(root, 'dir', 'node'), { recursive: true });
+    executable(join(root, 'real', 'node'));
+    const script = join(root, 'gemini.js');
+    writeFileSync(script, '#!/usr/bin/env node\n');
+    const fd = openSync(script, 'r');
+    try {
+      const PATH = [join(root, 'plain'), join(root, 'dir'), join(root, 'real')].join(':');
+      expect(scriptRuntime(fd, script, { PATH })).toBe(join(root, 'real', 'node'));
+      expect(() => scriptRuntime(fd, script, { PATH: [join(root, 'plain'), join(root, 'dir')].join(':') })).toThrow(/not on PATH/);
+    } finally {
+      closeSync(fd);
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });
