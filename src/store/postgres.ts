@@ -109,11 +109,13 @@ export async function openPostgresStore(options: PostgresOptions): Promise<Postg
   const scrub = scrubber(options.url);
   const client = await connectClient(options);
   try {
-    const meta = await readMeta(client);
+    let meta = await readMeta(client);
     if (options.initialize) {
       const version = meta.get('schema_version') === undefined ? 0 : Number(meta.get('schema_version'));
       if (version > PG_SCHEMA_VERSION) throw new SchemaTooNewError(version, PG_SCHEMA_VERSION);
       for (let at = version; at < PG_SCHEMA_VERSION; at += 1) await inTransaction(client, () => client.query(PG_MIGRATIONS[at]!));
+      // The migrations wrote the identity and the version: read them again (store init only).
+      if (version < PG_SCHEMA_VERSION) meta = await readMeta(client);
     } else {
       if (meta.get('schema_version') === undefined) throw new StoreUnavailableError(`the team store ${location} has no Turnkeeper schema: run turnkeeper store init`);
       const version = Number(meta.get('schema_version'));
@@ -121,13 +123,22 @@ export async function openPostgresStore(options: PostgresOptions): Promise<Postg
       if (version < PG_SCHEMA_VERSION) throw new StoreUnavailableError(`the team store ${location} has schema version ${version}; run turnkeeper store init to migrate it to ${PG_SCHEMA_VERSION}`);
     }
     const transactionTimeoutMs = options.transactionTimeoutMs ?? (options.statementTimeoutMs ?? 3000) + 1000;
-    return new PostgresStore(client, location, scrub, await readMeta(client), () => connectClient(options), () => connectClient({ ...options, statementTimeoutMs: 0 }), transactionTimeoutMs);
+    return new PostgresStore(client, location, scrub, openedMeta(meta), () => connectClient(options), () => connectClient({ ...options, statementTimeoutMs: 0 }), transactionTimeoutMs);
   } catch (error) {
     await client.end().catch(() => undefined);
     if (error instanceof StoreUnavailableError || error instanceof SchemaTooNewError) throw error;
     throw new StoreUnavailableError(`the team store ${location} cannot be used: ${scrub((error as Error).message)}`, { cause: error });
   }
 }
+
+/**
+ * The store_meta rows kept from the open, as SQLite keeps them: the identity and the schema version,
+ * which never change under an open connection. Every other key (the newest `checkpoint`, the chain's
+ * bookkeeping) is read when asked: a long-lived connection (the extension's) must see it move.
+ */
+const OPENED_META_KEYS = ['store_id', 'schema_version'];
+const openedMeta = (meta: ReadonlyMap<string, string>): ReadonlyMap<string, string> =>
+  new Map([...meta].filter(([key]) => OPENED_META_KEYS.includes(key)));
 
 async function readMeta(client: Client): Promise<Map<string, string>> {
   try {
@@ -611,8 +622,9 @@ export class PostgresStore implements StorePort {
     }));
   }
 
-  async getMeta(key: string): Promise<string | undefined> {
-    return this.meta.get(key);
+  getMeta(key: string): Promise<string | undefined> {
+    if (this.meta.has(key) || OPENED_META_KEYS.includes(key)) return Promise.resolve(this.meta.get(key));
+    return this.read(async () => (await this.one<{ value: string }>('SELECT value FROM turnkeeper.store_meta WHERE key = $1', [key]))?.value);
   }
 
   listGoals(): Promise<GoalRecord[]> {

@@ -11,10 +11,11 @@
 // authority handed to the suite sets that time to the `clientNow` of each call before making it, so
 // both authorities see the same timeline, and every decision still goes through the server clock.
 // The last test proves that without the shadow the server's real clock, not the client's, decides.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import pg from 'pg';
 import { authorityConformance } from './authority.conformance';
 import { initializeStore, openAuthority } from '../../src/lifecycle/open';
+import { checkpointsOf } from '../../src/lifecycle/checkpoints';
 import type { Authority } from '../../src/store/authority';
 import { buildCapture } from '../../src/core/capture';
 import { digestText } from '../../src/core/canonical';
@@ -112,6 +113,38 @@ describe('PostgreSQL authority: the server clock decides', () => {
       expect((await authority.verifyChain()).ok).toBe(true);
     } finally {
       authority.close();
+    }
+  });
+});
+
+describe('PostgreSQL authority: store_meta', () => {
+  it('an open reads store_meta once; a long-lived connection sees the newest checkpoint move (identity and version kept from the open)', async () => {
+    const { url } = await freshStore();
+    const query = vi.spyOn(pg.Client.prototype, 'query');
+    let reader: Authority;
+    try {
+      reader = (await openAuthority(pgEnv(url), { create: false }))!;
+      const metaReads = query.mock.calls.filter(([text]) => typeof text === 'string' && /FROM turnkeeper\.store_meta/.test(text));
+      expect(metaReads).toHaveLength(1);
+    } finally {
+      query.mockRestore();
+    }
+    const writer = (await openAuthority(pgEnv(url), { create: true }))!;
+    try {
+      const origin = await checkpointsOf(reader)!.origin();
+      expect(origin).toBe(await checkpointsOf(writer)!.origin());
+      expect(await checkpointsOf(reader)!.latest()).toBeUndefined();
+      await writer.addTodo({ goal: '/work/repo', id: 'fix-login', title: 'Fix login', body: '' }, Date.now());
+      const first = await checkpointsOf(writer)!.checkpointNow('/work/repo');
+      expect(await checkpointsOf(reader)!.latest()).toMatchObject({ seq: first.seq, hash: first.hash });
+      await writer.addTodo({ goal: '/work/repo', id: 'fix-logout', title: 'Fix logout', body: '' }, Date.now());
+      const second = await checkpointsOf(writer)!.checkpointNow('/work/repo');
+      expect(second.seq).toBeGreaterThan(first.seq);
+      expect(await checkpointsOf(reader)!.latest()).toMatchObject({ seq: second.seq, hash: second.hash });
+      expect((await reader.health()).schemaVersion).toBeGreaterThan(0);
+    } finally {
+      writer.close();
+      reader.close();
     }
   });
 });
