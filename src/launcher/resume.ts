@@ -1,24 +1,20 @@
 // `turnkeeper resume` and "Turnkeeper: Resume Captured Turn" (spec §7): decide whether a capture
 // may be resumed, then relaunch its agent on its own session through the attested launcher, with
 // the launch receipt committed before the agent's first instruction.
-import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { isAbsolute, resolve as resolvePath } from 'node:path';
 import { digestText } from '../core/canonical';
 import type { Agent } from '../core/ids';
-import { binaryVariable, PROFILES } from '../agents/profiles/index';
+import { PROFILES } from '../agents/profiles/index';
 import type { Lease } from '../core/lease';
 import { renderGuidance, type GuidanceFacts, type ReasonCode } from '../core/reasons';
 import type { Preconditions, ReadyDocument } from '../core/ready';
-import type { Authority, LaunchCommitRefusal, LaunchCommitResult, StoredCapture } from '../store/authority';
-import type { Env } from '../store/location';
-import { findExecutable } from '../lifecycle/executables';
+import type { Authority, LaunchCommitResult, StoredCapture } from '../store/authority';
 import { preconditionsOf } from '../lifecycle/workspace';
-import { attest, releaseAttestation, type Attestation } from './attest';
-import { launchAttested, type Barriers, type LaunchFacts, type RunningLaunch } from './launch';
-import { isLaunchLive, launchLiveness } from './liveness';
-import { CommitRefused, LaunchRefused, REFUSAL_GUIDANCE, type LaunchRefusal } from './refusals';
-import { launchBackend } from './backends';
+import { releaseAttestation, type Attestation } from './attest';
+import type { RunningLaunch } from './launch';
+import { isLaunchLive } from './liveness';
+import { attestAgent, launchDetail, launchEnvironment, newLaunchId, recordQuietly, refusalGuidance, runLaunch, type LaunchOptions } from './plumbing';
+import { CommitRefused, type LaunchRefusal } from './refusals';
 
 export type ResumeReason = Extract<
   ReasonCode,
@@ -114,84 +110,15 @@ export function resumeArguments(agent: Agent, session: string, mode: 'headless' 
   return PROFILES[agent].launch.resume(session, mode, prompt, extra);
 }
 
-/**
- * The agent's command line for a new session (after argv[0]), for `turnkeeper start`. Headless runs
- * one prompt and exits; interactive opens the agent's own UI, with the prompt as its first when given.
- */
-export function startArguments(agent: Agent, mode: 'headless' | 'interactive', prompt?: string, extra: readonly string[] = []): string[] {
-  if (mode === 'headless' && prompt === undefined) throw new Error('a headless start needs a prompt');
-  return PROFILES[agent].launch.start(mode, prompt, extra);
-}
+// Importers of resume's earlier surface (the agent profile tests) find these here too.
+export { resolveAgentBinary } from './plumbing';
+export { startArguments } from './start';
 
-/** --agent-bin, else TURNKEEPER_<AGENT>_BIN, else the editor setting, else PATH's absolute entries (resolved once, here). */
-export function resolveAgentBinary(agent: Agent, sources: { agentBin?: string | undefined; env: Env; setting?: string | undefined; cwd?: string }): string | undefined {
-  const named = sources.agentBin || sources.env[binaryVariable(agent)] || sources.setting;
-  if (named) return isAbsolute(named) ? named : resolvePath(sources.cwd ?? process.cwd(), named);
-  return findExecutable(sources.env, PROFILES[agent].launch.executable);
-}
-
-export type AgentAttestation = { readonly ok: true; readonly attestation: Attestation } | { readonly ok: false; readonly reason: LaunchRefusal; readonly detail: string };
-
-/** Resolves the agent's executable (once) and attests it; shared by resume and start. */
-export async function attestAgent(agent: Agent, sources: { agentBin?: string | undefined; env: Env; setting?: string | undefined }): Promise<AgentAttestation> {
-  // The platform first: where no backend exists, that is the answer (spec §6 "Platforms"), not a
-  // missing executable the user could install to no avail.
-  try {
-    launchBackend().native();
-  } catch (error) {
-    if (error instanceof LaunchRefused) return { ok: false, reason: error.reason, detail: error.detail };
-    throw error;
-  }
-  const binary = resolveAgentBinary(agent, sources);
-  if (!binary) return { ok: false, reason: 'unsupported_entrypoint', detail: `no ${agent} executable: pass --agent-bin or set TURNKEEPER_${agent.toUpperCase()}_BIN` };
-  try {
-    // The closures directory (TURNKEEPER_HOME) and a script's runtime (PATH) come from the caller's environment.
-    return { ok: true, attestation: await attest(binary, { env: sources.env }) };
-  } catch (error) {
-    if (error instanceof LaunchRefused) return { ok: false, reason: error.reason, detail: error.detail };
-    throw error;
-  }
-}
-
-/**
- * Turnkeeper's own launch variables. A caller's copies are never passed on: a resume or start run
- * from inside a launched agent's shell inherits that agent's, and a stale TURNKEEPER_TODO (or
- * CAPTURE, TURN, LAUNCH) would bind the new agent's hooks to the other launch.
- */
-const LAUNCH_VARIABLES = ['TURNKEEPER_CAPTURE', 'TURNKEEPER_TODO', 'TURNKEEPER_TURN', 'TURNKEEPER_LAUNCH'] as const;
-
-/** The agent's environment: the caller's set variables less Turnkeeper's launch variables, then this launch's over them. */
-export function launchEnvironment(env: Env, variables: Readonly<Record<string, string>>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(env)) if (value !== undefined && !(LAUNCH_VARIABLES as readonly string[]).includes(name)) out[name] = value;
-  return Object.assign(out, variables);
-}
-
-/** The launch nonce that ties an agent's hooks to its launch receipt (spec §2 rule 3). */
-export const newLaunchId = (): string => `launch_${randomBytes(8).toString('hex')}`;
-
-/** The guidance of a launcher refusal, as resume and start show it. */
-export const refusalGuidance = (reason: LaunchRefusal, detail: string): string => `Turnkeeper [${reason}]: ${REFUSAL_GUIDANCE[reason]}\n${detail}`;
-
-export interface ResumeOptions {
+export interface ResumeOptions extends LaunchOptions {
   readonly store: Authority;
-  readonly storePath: string;
   readonly captureId: string;
-  readonly env: Env;
   readonly acceptDrift: boolean;
   readonly dryRun: boolean;
-  readonly agentBin?: string | undefined;
-  readonly setting?: string | undefined;
-  readonly mode: 'headless' | 'interactive';
-  readonly stdio: 'pipe' | 'pty' | 'inherit';
-  readonly prompt?: string | undefined;
-  readonly extraArgs?: readonly string[];
-  readonly allowLoaderVariables?: readonly string[];
-  readonly cols?: number;
-  readonly rows?: number;
-  readonly signal?: AbortSignal;
-  readonly barriers?: Barriers;
-  readonly now?: () => number;
 }
 
 export type ResumeResult =
@@ -227,28 +154,20 @@ export async function resumeCapture(options: ResumeOptions): Promise<ResumeResul
     owner: lease.owner,
     lease: { epoch: lease.epoch, version: lease.version },
   };
-  try {
-    const launch = await launchAttested({
+  const launched = await runLaunch<ResumeReason>(
+    options,
+    {
       attestation,
       args,
       // Where the hook ran, inside the capture's checkout; the checkout root when that folder is gone.
       cwd: existsSync(capture.cwd) ? capture.cwd : capture.checkout,
       env,
-      stdio: options.stdio,
-      cols: options.cols,
-      rows: options.rows,
-      allowLoaderVariables: options.allowLoaderVariables,
-      signal: options.signal,
-      barriers: options.barriers,
       // One transaction re-checks what checkResume saw (the lease, and no other live launch of this
       // capture) and writes the receipt; a refusal there kills the parked agent (spec §6).
       commit: async (facts) => {
+        const detail = { launch: launchId, ...launchDetail(capture.agent, facts, attestation.interpreter), driftAccepted: check.plan.drift ?? null };
         const result = await store.commitLaunch(
-          {
-            expected: { capture: capture.id, owner: lease.owner, epoch: lease.epoch, version: lease.version },
-            receipt: { kind: 'launch_committed', ...receiptBase, detail: { launch: launchId, ...launchDetail(capture.agent, facts, check.plan.drift, attestation.interpreter) } },
-            isLive: isLaunchLive,
-          },
+          { expected: { capture: capture.id, owner: lease.owner, epoch: lease.epoch, version: lease.version }, receipt: { kind: 'launch_committed', ...receiptBase, detail }, isLive: isLaunchLive },
           now(),
         );
         if (result.kind === 'refused') throw new CommitRefused(result.reason, result.why, commitFacts(result));
@@ -260,19 +179,10 @@ export async function resumeCapture(options: ResumeOptions): Promise<ResumeResul
           now(),
         );
       },
-    });
-    const { fd: _fd, ...attested } = attestation;
-    void _fd;
-    return { ok: true, dryRun: false, capture: capture.id, agent: capture.agent, launch, attestation: attested };
-  } catch (error) {
-    if (error instanceof LaunchRefused) return { ok: false, reason: error.reason, guidance: refusalGuidance(error.reason, error.detail) };
-    if (error instanceof CommitRefused) {
-      const reason = error.reason as LaunchCommitRefusal;
-      const facts: GuidanceFacts = { capture: capture.id, todo: capture.todo, agent: capture.agent, ...error.facts };
-      return { ok: false, reason, guidance: `${renderGuidance(reason, facts)}\n${error.detail}`, facts };
-    }
-    throw error;
-  }
+    },
+    { capture: capture.id, todo: capture.todo, agent: capture.agent },
+  );
+  return launched.ok ? { ok: true, dryRun: false, capture: capture.id, agent: capture.agent, launch: launched.launch, attestation: launched.attestation } : launched;
 }
 
 /** The guidance facts of a commit-time refusal. */
@@ -291,27 +201,6 @@ function commitFacts(result: Extract<LaunchCommitResult, { kind: 'refused' }>): 
   }
 }
 
-/** What a `launch_committed` receipt says about the process, shared by resume and start (docs/launcher.md "What the receipt says"). */
-export function launchDetail(agent: Agent, facts: LaunchFacts, drift: string | undefined, loader: Attestation['interpreter']): Record<string, string | number | boolean | null> {
-  return {
-    loader: loader ? `${loader.path} ${loader.digest}` : null,
-    agent,
-    pid: facts.pid,
-    // Who can tell later whether this launch still runs (one live launch per capture).
-    ...launchLiveness(facts.pidStart),
-    digest: facts.digest,
-    dev: facts.identity.dev,
-    ino: facts.identity.ino,
-    argvDigest: facts.argvDigest,
-    envDigest: facts.envDigest,
-    cwd: facts.cwd,
-    loaderEnvironment: facts.loaderEnvironment,
-    driftAccepted: drift ?? null,
-    // A script shape ran from its attested closure: `digest` above is the runtime's, this is the snapshot's.
-    ...(facts.closure ? { closure: facts.closure.digest, entry: facts.closure.entry } : {}),
-  };
-}
-
 async function launchRefusal(store: Authority, capture: StoredCapture, lease: Lease, reason: LaunchRefusal, detail: string, now: number): Promise<ResumeResult> {
   await recordQuietly(
     store,
@@ -322,11 +211,3 @@ async function launchRefusal(store: Authority, capture: StoredCapture, lease: Le
   return { ok: false, reason, guidance: refusalGuidance(reason, detail) };
 }
 
-/** Appends a refusal receipt when the store takes it: a refusal stands either way. */
-export async function recordQuietly(store: Authority, fields: Parameters<Authority['appendReceipt']>[0], now: number, todo: string | undefined): Promise<void> {
-  try {
-    await store.appendReceipt({ ...fields, ...(todo ? { todo } : {}) }, now);
-  } catch {
-    // A refusal stands whether or not the store could record it.
-  }
-}

@@ -3,20 +3,20 @@
 // checkout. Its `launch_committed` receipt is committed before the agent's first instruction and
 // names the Todo, the Turn it was given and the launch nonce, but no capture: nothing is claimed
 // until the agent's first prompt event, whose hook claims the Todo with binding `launch`
-// (src/lifecycle/hook.ts, rule 3 for starts). The launch plumbing is resume's (resume.ts).
+// (src/lifecycle/hook.ts, rule 3 for starts). The launch plumbing is shared with resume (plumbing.ts).
 import { randomBytes } from 'node:crypto';
 import type { Agent } from '../core/ids';
 import { isoTime } from '../core/lease';
 import { renderGuidance, type GuidanceFacts, type ReasonCode } from '../core/reasons';
 import type { Authority, StartCommitRefusal, StartCommitResult } from '../store/authority';
-import type { Env } from '../store/location';
+import { PROFILES } from '../agents/profiles/index';
 import { resolveGoal, type ResolvedGoal } from '../lifecycle/goal';
 import { START_MARK } from '../lifecycle/starts';
 import type { Attestation } from './attest';
-import { launchAttested, type Barriers, type RunningLaunch } from './launch';
+import type { RunningLaunch } from './launch';
 import { isLaunchLive } from './liveness';
-import { CommitRefused, LaunchRefused, type LaunchRefusal } from './refusals';
-import { attestAgent, launchDetail, launchEnvironment, newLaunchId, recordQuietly, refusalGuidance, startArguments } from './resume';
+import { CommitRefused, type LaunchRefusal } from './refusals';
+import { attestAgent, launchDetail, launchEnvironment, newLaunchId, recordQuietly, refusalGuidance, runLaunch, type LaunchOptions } from './plumbing';
 
 /** Why a start is refused before anything is launched (the hook's own codes for the same facts). */
 export type StartReason = Extract<ReasonCode, StartCommitRefusal>;
@@ -57,27 +57,22 @@ function startRefusal(refusal: Omit<Extract<StartCommitResult, { kind: 'refused'
   return { ok: false, reason: refusal.reason, facts, guidance: renderGuidance(refusal.reason, facts) };
 }
 
-export interface StartOptions {
+export interface StartOptions extends LaunchOptions {
   /** Undefined when no store exists yet: every Todo is unknown then, and nothing is created. */
   readonly store: Authority | undefined;
-  readonly storePath: string;
   readonly todo: string;
   readonly agent: Agent;
   /** The checkout to run in (its Goal is the Todo's). */
   readonly cwd: string;
-  readonly env: Env;
-  readonly agentBin?: string | undefined;
-  readonly setting?: string | undefined;
-  readonly mode: 'headless' | 'interactive';
-  readonly stdio: 'pipe' | 'pty' | 'inherit';
-  readonly prompt?: string | undefined;
-  readonly extraArgs?: readonly string[];
-  readonly allowLoaderVariables?: readonly string[];
-  readonly cols?: number;
-  readonly rows?: number;
-  readonly signal?: AbortSignal;
-  readonly barriers?: Barriers;
-  readonly now?: () => number;
+}
+
+/**
+ * The agent's command line for a new session (after argv[0]), for `turnkeeper start`. Headless runs
+ * one prompt and exits; interactive opens the agent's own UI, with the prompt as its first when given.
+ */
+export function startArguments(agent: Agent, mode: 'headless' | 'interactive', prompt?: string, extra: readonly string[] = []): string[] {
+  if (mode === 'headless' && prompt === undefined) throw new Error('a headless start needs a prompt');
+  return PROFILES[agent].launch.start(mode, prompt, extra);
 }
 
 export type StartResult =
@@ -110,27 +105,20 @@ export async function startTodo(options: StartOptions): Promise<StartResult> {
   const turn = newStartTurn();
   const launchId = newLaunchId();
   const env = launchEnvironment(options.env, { TURNKEEPER_TODO: todo, TURNKEEPER_TURN: turn, TURNKEEPER_LAUNCH: launchId, TURNKEEPER_DB: options.storePath });
-  try {
-    const launch = await launchAttested({
+  const launched = await runLaunch<StartReason>(
+    options,
+    {
       attestation,
       args: startArguments(agent, options.mode, options.prompt, options.extraArgs),
       cwd: options.cwd,
       env,
-      stdio: options.stdio,
-      cols: options.cols,
-      rows: options.rows,
-      allowLoaderVariables: options.allowLoaderVariables,
-      signal: options.signal,
-      barriers: options.barriers,
       commit: async (facts) => {
         // Attestation takes seconds for a large agent: the store checks again, in the transaction
         // that appends the receipt, what checkStart saw (spec §7 "Start").
-        const { driftAccepted: _drift, ...running } = launchDetail(agent, facts, undefined, attestation.interpreter);
-        void _drift;
         const result = await authority.commitStart(
           {
             ...startScope(goal, todo),
-            receipt: { kind: 'launch_committed', ...base, detail: { [START_MARK]: true, launch: launchId, turn, checkout: goal.checkout, ...running } },
+            receipt: { kind: 'launch_committed', ...base, detail: { [START_MARK]: true, launch: launchId, turn, checkout: goal.checkout, ...launchDetail(agent, facts, attestation.interpreter) } },
             refusalDetail: { [START_MARK]: true, agent, launch: launchId, digest: facts.digest, pid: facts.pid },
             isLive: isLaunchLive,
           },
@@ -153,17 +141,8 @@ export async function startTodo(options: StartOptions): Promise<StartResult> {
           now(),
         );
       },
-    });
-    const { fd: _fd, ...attestedFacts } = attestation;
-    void _fd;
-    return { ok: true, todo, agent, turn, launchId, launch, attestation: attestedFacts };
-  } catch (error) {
-    if (error instanceof LaunchRefused) return { ok: false, reason: error.reason, guidance: refusalGuidance(error.reason, error.detail) };
-    if (error instanceof CommitRefused) {
-      const reason = error.reason as StartReason;
-      const facts: GuidanceFacts = { todo, agent, ...error.facts };
-      return { ok: false, reason, guidance: `${renderGuidance(reason, facts)}\n${error.detail}`, facts };
-    }
-    throw error;
-  }
+    },
+    { todo, agent },
+  );
+  return launched.ok ? { ok: true, todo, agent, turn, launchId, launch: launched.launch, attestation: launched.attestation } : launched;
 }

@@ -33,7 +33,7 @@ describe('the launcher on a platform without a backend', () => {
       await expect(attest('/bin/true')).rejects.toMatchObject({ reason: 'unsupported_platform' });
       // Resume and start ask for the agent through attestAgent: the platform is the answer even when
       // the agent is not installed, rather than a missing executable the user could install in vain.
-      const { attestAgent } = await import('../../src/launcher/resume');
+      const { attestAgent } = await import('../../src/launcher/plumbing');
       for (const agent of ['codex', 'claude', 'gemini'] as const) {
         expect(await attestAgent(agent, { env: { PATH: '' } })).toMatchObject({ ok: false, reason: 'unsupported_platform' });
         expect(await attestAgent(agent, { env: { PATH: '' }, agentBin: '/bin/true' })).toMatchObject({ ok: false, reason: 'unsupported_platform' });
@@ -49,7 +49,7 @@ describe('the launcher on a platform without a backend', () => {
     expect(nativeLauncher().platformSupported).toBe(true);
     expect(loadedAddons().some((path) => path.endsWith('turnkeeper-launcher.node'))).toBe(true); // the control: loading shows
     // The control for attestAgent: with a backend, a missing agent is what it says.
-    const { attestAgent } = await import('../../src/launcher/resume');
+    const { attestAgent } = await import('../../src/launcher/plumbing');
     expect(await attestAgent('codex', { env: { PATH: '' } })).toMatchObject({ ok: false, reason: 'unsupported_entrypoint' });
   });
 });
