@@ -10,6 +10,7 @@
 // presents the full bytes again. Anything unreadable or unknown presents the full bytes: the failure
 // mode is the old duplication, never a missing capture.
 import { closeSync, constants, fstatSync, openSync, readSync, statSync } from 'node:fs';
+import { fenceLine } from '../core/ready';
 
 /** How much of a transcript's end is read: a capture further back counts as absent (full bytes again). */
 export const TRANSCRIPT_TAIL_BYTES = 16 * 1024 * 1024;
@@ -37,7 +38,7 @@ const compactionIn = (piece: Buffer, from: number): boolean => piece.indexOf(COM
  * guidance name the capture too, but never with this marker. Older presentations lack it, and are
  * always presented in full.
  */
-export const fullCaptureMarker = (captureId: string): string => `--- begin Todo text (capture ${captureId}) ---`;
+export const fullCaptureMarker = (captureId: string): string => fenceLine('begin', captureId);
 
 /** The transcript is read backwards in pieces of this size (one allocation, whatever the transcript's size). */
 export const TRANSCRIPT_CHUNK_BYTES = 1024 * 1024;

@@ -6,7 +6,8 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { contextOf, makeWorld, payload, type World } from '../support/world';
-import { fullCaptureMarker, TRANSCRIPT_CHUNK_BYTES, TRANSCRIPT_TAIL_BYTES, transcriptCarries } from '../../src/lifecycle/presentation';
+import { fullCaptureMarker, heldReminder, TRANSCRIPT_CHUNK_BYTES, TRANSCRIPT_TAIL_BYTES, transcriptCarries } from '../../src/lifecycle/presentation';
+import { buildReadyCapture } from '../../src/core/ready';
 
 let world: World;
 beforeEach(() => {
@@ -106,6 +107,24 @@ describe('the transcript is read backwards, a piece at a time', () => {
     appendFileSync(file(), filler(at + pieces * TRANSCRIPT_CHUNK_BYTES + before - size));
     expect(statSync(file()).size - pieces * TRANSCRIPT_CHUNK_BYTES - at).toBe(before);
   };
+
+  it('looks for the begin fence line of the presentation itself (one definition, core/ready.ts)', () => {
+    const ready = buildReadyCapture({
+      capture: CAPTURE,
+      originalDigest: 'sha256:' + '1'.repeat(64),
+      lease: { owner: 'codex:s1', epoch: 1 },
+      todo: { id: 'fix-login', title: 'Fix login', body: 'Valid passwords are rejected.' },
+      goal: '/repo',
+      history: [],
+      preconditions: { gitHead: null, statusDigest: null },
+    });
+    expect(ready.presentation.split('\n')).toContain(fullCaptureMarker(CAPTURE));
+    writeFileSync(file(), JSON.stringify({ type: 'response_item', text: ready.presentation }) + '\n');
+    expect(carries()).toBe(true);
+    // Control: the reminder names the capture too, and does not count.
+    writeFileSync(file(), JSON.stringify({ type: 'response_item', text: heldReminder('fix-login', CAPTURE, 1) }) + '\n');
+    expect(carries()).toBe(false);
+  });
 
   it('finds the capture more than one piece from the end (control: a compaction after it, pieces later)', () => {
     writeFileSync(file(), filler(500) + JSON.stringify({ type: 'response_item', text: FULL }) + '\n' + filler(2 * TRANSCRIPT_CHUNK_BYTES + 12345));
