@@ -88,6 +88,16 @@ export function digestTextBulk(text: string): string {
   return 'sha256:' + nodeCrypto.hash('sha256', text, 'hex');
 }
 
+/**
+ * "sha256:" + hex of `bytes` exactly as given (no decode and re-encode: "hash what was stored"), through
+ * Node's OpenSSL like digestTextBulk: for bulk work (a bundle's lines). Equal to `digestText` of the
+ * text whose UTF-8 encoding the bytes are.
+ */
+export function digestBytesBulk(bytes: Uint8Array): string {
+  nodeCrypto ??= process.getBuiltinModule('node:crypto') as NodeCrypto;
+  return 'sha256:' + nodeCrypto.hash('sha256', bytes, 'hex');
+}
+
 /** Digest of a document: the digest of its canonical bytes. */
 export function digestDocument(value: unknown): string {
   return digestText(canonicalJson(value));

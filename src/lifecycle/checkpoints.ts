@@ -21,6 +21,7 @@ import { buildReceipt, parseReceipt, type ChainBreak, type ChainLink, type Chain
 import { canonicalJson, digestText } from '../core/canonical';
 import {
   bundleHeaderLine,
+  bundleLinesOf,
   CHECKPOINT_KIND,
   checkpointDetail,
   checkpointText,
@@ -362,22 +363,7 @@ export async function exportBundle(store: Authority, goal: string, from: number,
 
 /** Verifies a bundle's bytes with these keys (no store). */
 export function verifyBundleBytes(bytes: Buffer, keys: readonly TrustedKey[]): BundleReport {
-  return verifyBundle(linesOf(bytes), noteVerifier(keys));
-}
-
-/**
- * The bundle's lines, each hashed over its bytes exactly as in the file (no decode and re-encode):
- * "hash what was stored", and twice as fast as hashing the decoded text of a 100,000-line bundle.
- */
-function* linesOf(bytes: Buffer): Generator<{ text: string; hash: string }> {
-  const { hash } = process.getBuiltinModule('node:crypto') as typeof import('node:crypto');
-  for (let start = 0; start <= bytes.length; ) {
-    let end = bytes.indexOf(0x0a, start);
-    if (end < 0) end = bytes.length;
-    const line = bytes.subarray(start, end);
-    yield { text: line.toString('utf8'), hash: `sha256:${hash('sha256', line, 'hex')}` };
-    start = end + 1;
-  }
+  return verifyBundle(bundleLinesOf(bytes), noteVerifier(keys));
 }
 
 /** Which key signed which checkpoints of a bundle: "which machine signed what". */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { canonicalJson, CanonicalDomainError, digestDocument, digestText } from '../../src/core/canonical';
+import { canonicalJson, CanonicalDomainError, digestBytesBulk, digestDocument, digestText, digestTextBulk } from '../../src/core/canonical';
+import { bundleLinesOf } from '../../src/core/checkpoint';
 import { buildCapture, captureIdOf, claimOperationId } from '../../src/core/capture';
 
 // The project's value domain: no floats, safe integers, well-formed strings, plain objects.
@@ -63,6 +64,28 @@ describe('canonical JSON (RFC 8785 over the project domain)', () => {
   it('digests the canonical bytes', () => {
     expect(digestDocument({ b: 2, a: 1 })).toBe(digestText('{"a":1,"b":2}'));
     expect(digestText('')).toBe('sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
+  });
+});
+
+describe('digests of bytes (bundles: hash what was stored)', () => {
+  it('equal the digest of the text the bytes encode, for every string', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'grapheme' }), (text) => {
+        expect(digestBytesBulk(Buffer.from(text, 'utf8'))).toBe(digestText(text));
+        expect(digestTextBulk(text)).toBe(digestText(text));
+      }),
+    );
+  });
+
+  it('bundle lines are hashed over their bytes as in the file, not over a re-encoding (control: valid UTF-8 agrees)', () => {
+    const bytes = Buffer.concat([Buffer.from('first\n'), Buffer.from([0x61, 0xff, 0x62]), Buffer.from('\nlast')]);
+    const lines = [...bundleLinesOf(bytes)];
+    expect(lines.map((line) => line.text)).toStrictEqual(['first', 'a\ufffdb', 'last']);
+    expect(lines[0]!.hash).toBe(digestText('first'));
+    // The invalid byte is hashed as it is: the decoded text (with U+FFFD) has another digest.
+    expect(lines[1]!.hash).not.toBe(digestText('a\ufffdb'));
+    expect(lines[1]!.hash).toBe(digestBytesBulk(Buffer.from([0x61, 0xff, 0x62])));
+    expect(lines[2]!.hash).toBe(digestText('last'));
   });
 });
 
