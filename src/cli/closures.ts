@@ -2,7 +2,7 @@
 // the attested snapshots of script-shaped agents under $TURNKEEPER_HOME/closures, their disk use, and
 // removing the ones no installation uses now (never one a running process names).
 import { listClosures, pruneClosures } from '../launcher/closure';
-import { LaunchRefused } from '../launcher/refusals';
+import { printRefusal } from './launch';
 import { EXIT, parse, printJson, type Io } from './io';
 
 const USAGE = 'turnkeeper closures [--json]  |  closures prune [--all] [--json]';
@@ -39,9 +39,6 @@ async function prune(args: string[], io: Io): Promise<number> {
     }
     return EXIT.done;
   } catch (error) {
-    if (!(error instanceof LaunchRefused)) throw error;
-    if (values.json) printJson(io, { ok: false, reason: error.reason, detail: error.detail });
-    else io.err(`refused [${error.reason}]: ${error.detail}\n`);
-    return EXIT.refused;
+    return printRefusal(io, values.json ?? false, error);
   }
 }

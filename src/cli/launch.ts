@@ -1,6 +1,7 @@
 // `turnkeeper attest <path>`, `turnkeeper resume <captureId>` and `turnkeeper start <todo>` (spec §6–§8).
 import { AGENTS, isAgent, isCaptureId, isTodoId, TODO_ID_RULE } from '../core/ids';
 import { attest, releaseAttestation } from '../launcher/attest';
+import type { RunningLaunch } from '../launcher/launch';
 import { LaunchRefused } from '../launcher/refusals';
 import { resumeCapture } from '../launcher/resume';
 import { startTodo } from '../launcher/start';
@@ -27,31 +28,48 @@ export async function attestCommand(args: string[], io: Io): Promise<number> {
     else io.out(`${report.resolved}\n  ${report.entrypoint}, ${report.size} bytes, ${report.digest}\n  chain: ${report.chain.join(' -> ')}\n`);
     return EXIT.done;
   } catch (error) {
-    if (!(error instanceof LaunchRefused)) throw error;
-    if (values.json) printJson(io, { ok: false, reason: error.reason, detail: error.detail });
-    else io.err(`refused [${error.reason}]: ${error.detail}\n`);
-    return EXIT.refused;
+    return printRefusal(io, values.json ?? false, error);
   }
+}
+
+/** A launcher refusal as `--json` or a line on stderr (exit 1); anything else is rethrown. */
+export function printRefusal(io: Io, json: boolean, error: unknown): number {
+  if (!(error instanceof LaunchRefused)) throw error;
+  if (json) printJson(io, { ok: false, reason: error.reason, detail: error.detail });
+  else io.err(`refused [${error.reason}]: ${error.detail}\n`);
+  return EXIT.refused;
+}
+
+/** The options resume and start share, and the agent's own arguments after `--`. */
+const LAUNCH_OPTIONS = {
+  json: { type: 'boolean' },
+  'agent-bin': { type: 'string' },
+  interactive: { type: 'boolean' },
+  prompt: { type: 'string' },
+  'allow-loader-env': { type: 'string', multiple: true },
+} as const;
+
+function splitAgentArgs(argv: string[]): { args: string[]; extraArgs: string[] } {
+  const split = argv.indexOf('--');
+  return split < 0 ? { args: argv, extraArgs: [] } : { args: argv.slice(0, split), extraArgs: argv.slice(split + 1) };
+}
+
+/**
+ * Follows a running agent: its output goes to stderr (with --json our stdout carries the decision),
+ * a headless agent gets end-of-file on stdin at once (it would read more prompt from a pipe), and
+ * the exit is awaited.
+ */
+function followLaunch(io: Io, launch: RunningLaunch): Promise<{ code: number | null; signal: number | null }> {
+  launch.stdout?.on('data', (chunk: Buffer) => io.err(chunk.toString()));
+  launch.stderr?.on('data', (chunk: Buffer) => io.err(chunk.toString()));
+  launch.stdin?.destroy();
+  return launch.exited;
 }
 
 export async function resumeCommand(argv: string[], io: Io): Promise<number> {
   const usage = 'turnkeeper resume <captureId> [--dry-run] [--json] [--accept-drift] [--agent-bin <path>] [--interactive] [--prompt <text>] [-- <agent args>]';
-  const split = argv.indexOf('--');
-  const args = split < 0 ? argv : argv.slice(0, split);
-  const extraArgs = split < 0 ? [] : argv.slice(split + 1);
-  const { values, positionals } = parse(
-    args,
-    {
-      'dry-run': { type: 'boolean' },
-      json: { type: 'boolean' },
-      'accept-drift': { type: 'boolean' },
-      'agent-bin': { type: 'string' },
-      interactive: { type: 'boolean' },
-      prompt: { type: 'string' },
-      'allow-loader-env': { type: 'string', multiple: true },
-    },
-    { min: 1, max: 1, usage },
-  );
+  const { args, extraArgs } = splitAgentArgs(argv);
+  const { values, positionals } = parse(args, { ...LAUNCH_OPTIONS, 'dry-run': { type: 'boolean' }, 'accept-drift': { type: 'boolean' } }, { min: 1, max: 1, usage });
   const captureId = positionals[0]!;
   if (!isCaptureId(captureId)) throw new UsageError(`${JSON.stringify(captureId)} is not a capture id: cap_ followed by 24 lower-case hex digits, as turnkeeper status lists them\nusage: ${usage}`);
   const store = await openStore(io, false);
@@ -88,11 +106,7 @@ export async function resumeCommand(argv: string[], io: Io): Promise<number> {
     }
     const { launch } = result;
     if (!values.json) io.err(`turnkeeper: launch receipt #${launch.receipt.seq} committed; ${result.agent} is running (pid ${launch.pid})\n`);
-    launch.stdout?.on('data', (chunk: Buffer) => io.err(chunk.toString()));
-    launch.stderr?.on('data', (chunk: Buffer) => io.err(chunk.toString()));
-    // Headless agents read a prompt from stdin when it is not a terminal: give them end-of-file at once.
-    launch.stdin?.destroy();
-    const exit = await launch.exited;
+    const exit = await followLaunch(io, launch);
     if (values.json) {
       printJson(io, {
         ok: true,
@@ -113,21 +127,8 @@ export async function resumeCommand(argv: string[], io: Io): Promise<number> {
 
 export async function startCommand(argv: string[], io: Io): Promise<number> {
   const usage = `turnkeeper start <todo> --agent ${AGENTS.join('|')} [--prompt <text>] [--interactive] [--json] [--agent-bin <path>] [--allow-loader-env NAME] [-- <agent args>]`;
-  const split = argv.indexOf('--');
-  const args = split < 0 ? argv : argv.slice(0, split);
-  const extraArgs = split < 0 ? [] : argv.slice(split + 1);
-  const { values, positionals } = parse(
-    args,
-    {
-      agent: { type: 'string' },
-      prompt: { type: 'string' },
-      interactive: { type: 'boolean' },
-      json: { type: 'boolean' },
-      'agent-bin': { type: 'string' },
-      'allow-loader-env': { type: 'string', multiple: true },
-    },
-    { min: 1, max: 1, usage },
-  );
+  const { args, extraArgs } = splitAgentArgs(argv);
+  const { values, positionals } = parse(args, { ...LAUNCH_OPTIONS, agent: { type: 'string' } }, { min: 1, max: 1, usage });
   const todo = positionals[0]!;
   if (!isTodoId(todo)) throw new UsageError(`${JSON.stringify(todo)} is not a Todo id: ${TODO_ID_RULE}\nusage: ${usage}`);
   if (!isAgent(values.agent)) throw new UsageError(`--agent must be one of ${AGENTS.join(', ')}\nusage: ${usage}`);
@@ -159,11 +160,7 @@ export async function startCommand(argv: string[], io: Io): Promise<number> {
     }
     const { launch } = result;
     if (!values.json) io.err(`turnkeeper: launch receipt #${launch.receipt.seq} committed; ${result.agent} is running on ${todo} (pid ${launch.pid}, turn ${result.turn})\n`);
-    launch.stdout?.on('data', (chunk: Buffer) => io.err(chunk.toString()));
-    launch.stderr?.on('data', (chunk: Buffer) => io.err(chunk.toString()));
-    // A headless agent reads more prompt from stdin when it is not a terminal: give it end-of-file at once.
-    launch.stdin?.destroy();
-    const exit = await launch.exited;
+    const exit = await followLaunch(io, launch);
     if (values.json) {
       printJson(io, {
         ok: true,
