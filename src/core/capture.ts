@@ -10,8 +10,6 @@ import type { Agent } from './ids';
  * another binding is the same capture, so a released one stays released (spec §3).
  */
 export const CAPTURE_SCHEMA = 'turnkeeper.capture/v2';
-/** v1 documents (which also held cwd and binding) stay readable and keep their ids; none is written. */
-export const LEGACY_CAPTURE_SCHEMA = 'turnkeeper.capture/v1';
 export type Binding = 'prompt' | 'env' | 'launch';
 
 export interface CaptureIdentity {

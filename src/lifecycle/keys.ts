@@ -271,15 +271,6 @@ export function noteVerifier(keys: readonly TrustedKey[]): NoteVerifier {
   };
 }
 
-/** Verifies an Ed25519 signature with a raw public key (DSSE envelopes). */
-export function verifyEd25519(publicKey: Buffer, message: Buffer, signature: Buffer): boolean {
-  try {
-    return crypto().verify(null, message, crypto().createPublicKey({ key: Buffer.concat([SPKI_PREFIX, publicKey]), format: 'der', type: 'spki' }), signature);
-  } catch {
-    return false;
-  }
-}
-
 /**
  * A public key named on the command line (`keys trust`, `verify --key`): the key itself (a verifier
  * key or a PEM), else a file, resolved against `cwd`, holding one: a whole PEM, or a line that is a

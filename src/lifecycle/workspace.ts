@@ -1,15 +1,10 @@
-// Goals and git preconditions (spec §1, §3). The Goal is found by walking up to `.git` without
-// spawning git, because it sits on every hook's hot path; git itself runs only when a claim is made.
+// Git facts of a checkout at claim time (spec §3): its preconditions and its branch. The Goal (spec §1)
+// is found by ./goal.ts from the git layout without spawning git, because it sits on every hook's hot
+// path; git itself runs only when a claim is made.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { resolveGoal } from './goal';
 import { digestText } from '../core/canonical';
 import type { Preconditions } from '../core/ready';
-
-/** The Goal id of the repository containing `cwd` (docs/goals.md); throws GoalError when it cannot be named. */
-export function goalOf(cwd: string): string {
-  return resolveGoal(cwd).id;
-}
 
 function git(goal: string, args: string[]): string | null {
   // Loaded on first use: node:child_process adds to every hook's start-up (bench row S1), and only claims need git.
