@@ -35,7 +35,7 @@ import { dirname, join, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { writeFileAtomic } from '../agents/install';
 import { canonicalJson, digestDocument, digestHex } from '../core/canonical';
-import { turnkeeperHome, type Env } from '../store/location';
+import { closuresDir, SNAPSHOT_NAME, treeSize, turnkeeperHome, type Env } from '../store/location';
 import { digestOfDescriptorSync, HASH_CHUNK } from './digest';
 import { identityKey, isRacy } from './identity';
 import { LaunchRefused } from './refusals';
@@ -91,8 +91,6 @@ export function closureShapeOf(resolved: string): { shape: ClosureShape; package
   }
   return undefined;
 }
-
-export const closuresDir = (env: Env): string => join(turnkeeperHome(env), 'closures');
 
 const uid = (): number => process.getuid?.() ?? 0;
 
@@ -585,7 +583,7 @@ export function listClosures(env: Env): { dir: string; snapshots: ClosureListing
       staleBytes += treeSize(path).bytes;
       continue;
     }
-    if (!/^[0-9a-f]{64}$/.test(name)) continue;
+    if (!SNAPSHOT_NAME.test(name)) continue;
     const { bytes, files } = treeSize(join(path, 'files'));
     snapshots.push({
       digest: `sha256:${name}`,
@@ -599,35 +597,6 @@ export function listClosures(env: Env): { dir: string; snapshots: ClosureListing
     });
   }
   return { dir, snapshots, staleBytes, stale };
-}
-
-function treeSize(path: string): { bytes: number; files: number } {
-  let bytes = 0;
-  let files = 0;
-  const visit = (dir: string) => {
-    let names: string[];
-    try {
-      names = readdirSync(dir);
-    } catch {
-      return;
-    }
-    for (const name of names) {
-      const stat = lstatSync(join(dir, name));
-      if (stat.isDirectory()) visit(join(dir, name));
-      else {
-        bytes += stat.size;
-        files += 1;
-      }
-    }
-  };
-  try {
-    const stat = lstatSync(path);
-    if (!stat.isDirectory()) return { bytes: stat.size, files: 1 };
-  } catch {
-    return { bytes, files };
-  }
-  visit(path);
-  return { bytes, files };
 }
 
 function processesNaming(dir: string): { pid: number; cmdline: string }[] {

@@ -1,5 +1,5 @@
 // Where the per-user database lives (spec §4), and the folder it lives in kept private.
-import { chmodSync, mkdirSync, statSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -22,4 +22,40 @@ export function ensurePrivateHome(env: Env): string {
   const stat = statSync(home);
   if (stat.isDirectory() && stat.uid === process.geteuid?.() && (stat.mode & 0o077) !== 0) chmodSync(home, 0o700);
   return home;
+}
+
+/** `$TURNKEEPER_HOME/closures`: the attested snapshots of script-shaped agents. */
+export const closuresDir = (env: Env): string => join(turnkeeperHome(env), 'closures');
+
+/** A snapshot's directory name under closuresDir: the hex of its closure digest. */
+export const SNAPSHOT_NAME = /^[0-9a-f]{64}$/;
+
+/** Bytes and regular files under `path` (a file counts as itself), symlinks not followed; 0 when it is gone. */
+export function treeSize(path: string): { bytes: number; files: number } {
+  let bytes = 0;
+  let files = 0;
+  const visit = (dir: string) => {
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      const stat = lstatSync(join(dir, name));
+      if (stat.isDirectory()) visit(join(dir, name));
+      else {
+        bytes += stat.size;
+        files += 1;
+      }
+    }
+  };
+  try {
+    const stat = lstatSync(path);
+    if (!stat.isDirectory()) return { bytes: stat.size, files: 1 };
+  } catch {
+    return { bytes, files };
+  }
+  visit(path);
+  return { bytes, files };
 }
