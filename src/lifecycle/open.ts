@@ -4,6 +4,12 @@
 // setting, then the per-user SQLite file. One authority, no fallback: a selected store that cannot be
 // used is an error, never a quiet switch to another one. A lint rule keeps src/store/sqlite out of
 // every other import.
+//
+// The editor setting reaches this module by one channel only: the environment variable
+// `TURNKEEPER_STORE_SETTING`, which the extension sets in its own environment and in the environment
+// of everything it runs (the CLI, a started or resumed agent, whose hooks therefore select the same
+// store as the window). There is no parameter for it: a second channel would let the extension and
+// the agents it launches disagree.
 import type BetterSqlite3 from 'better-sqlite3';
 import { StoreUnavailableError, type Authority } from '../store/authority';
 import { resolve } from 'node:path';
@@ -20,8 +26,6 @@ export interface AuthorityOptions {
   readonly create: boolean;
   /** How long a write waits for the store's lock before `StoreUnavailableError`. */
   readonly busyTimeoutMs?: number;
-  /** The editor's machine-scoped `turnkeeper.store` / `turnkeeper.storePath` setting, when the caller has one. */
-  readonly setting?: string | undefined;
 }
 
 /** What a person may see of the selected store: the SQLite path, or `team: host:port/db` (never credentials). */
@@ -34,12 +38,13 @@ export type StoreSelection =
   | { readonly kind: 'postgres'; readonly url: string; readonly from: 'TURNKEEPER_STORE' | 'config.json' | 'setting' };
 
 /** Which store this environment selects (no I/O beyond reading config.json). */
-export function selectStore(env: Env, setting: string | undefined = env.TURNKEEPER_STORE_SETTING): StoreSelection {
+export function selectStore(env: Env): StoreSelection {
   const fromEnv = env.TURNKEEPER_STORE?.trim();
   if (fromEnv) return parseSelection(env, fromEnv, 'TURNKEEPER_STORE');
   const fromConfig = configuredStore(env);
   if (fromConfig) return parseSelection(env, fromConfig, 'config.json');
-  if (setting?.trim()) return parseSelection(env, setting.trim(), 'setting');
+  const setting = env.TURNKEEPER_STORE_SETTING?.trim();
+  if (setting) return parseSelection(env, setting, 'setting');
   return { kind: 'sqlite', path: storePath(env), from: env.TURNKEEPER_DB ? 'TURNKEEPER_DB' : 'default' };
 }
 
@@ -60,7 +65,7 @@ function configuredStore(env: Env): string | undefined {
 
 /** Opens the selected authority; `undefined` when it does not exist and `create` is false. */
 export async function openAuthority(env: Env, options: AuthorityOptions): Promise<Authority | undefined> {
-  const selection = selectStore(env, options.setting);
+  const selection = selectStore(env);
   // A write may create files in TURNKEEPER_HOME (the database, its anchor, the witness, keys): the
   // folder is made private first, even when another writer created it 0755.
   if (options.create) secureHome(env);
@@ -101,8 +106,8 @@ export interface StoreInitReport {
  * `turnkeeper store init`: creates (or migrates) the selected store's schema and says what it did. For
  * a team server, optionally grants a hook role what hooks need (rows, and receipts append-only).
  */
-export async function initializeStore(env: Env, options: { readonly hookRole?: string | undefined; readonly setting?: string } = {}): Promise<StoreInitReport> {
-  const selection = selectStore(env, options.setting);
+export async function initializeStore(env: Env, options: { readonly hookRole?: string | undefined } = {}): Promise<StoreInitReport> {
+  const selection = selectStore(env);
   if (selection.kind === 'sqlite') {
     const existed = (await openSqliteStore({ path: selection.path, create: false }).then((store) => (store?.close(), store !== undefined)));
     const authority = (await openSqliteAuthority({ path: selection.path, create: true }))!;
