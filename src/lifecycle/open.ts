@@ -12,6 +12,7 @@
 // the agents it launches disagree.
 import type BetterSqlite3 from 'better-sqlite3';
 import { StoreUnavailableError, type Authority } from '../store/authority';
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ensurePrivateHome, storePath, turnkeeperHome, type Env } from '../store/location';
 import { asStoreError, openSqliteStore, type OpenOptions } from '../store/sqlite';
@@ -109,7 +110,7 @@ export interface StoreInitReport {
 export async function initializeStore(env: Env, options: { readonly hookRole?: string | undefined } = {}): Promise<StoreInitReport> {
   const selection = selectStore(env);
   if (selection.kind === 'sqlite') {
-    const existed = (await openSqliteStore({ path: selection.path, create: false }).then((store) => (store?.close(), store !== undefined)));
+    const existed = existsSync(selection.path);
     const authority = (await openSqliteAuthority({ path: selection.path, create: true }))!;
     const version = (await authority.health()).schemaVersion;
     authority.close();

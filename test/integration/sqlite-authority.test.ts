@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { authorityConformance } from './authority.conformance';
-import { openSqliteAuthority } from '../../src/lifecycle/open';
+import { initializeStore, openSqliteAuthority } from '../../src/lifecycle/open';
 import { SchemaTooNewError } from '../../src/store/authority';
 import { SCHEMA_VERSION } from '../../src/store/schema';
 
@@ -39,6 +39,16 @@ describe('SQLite store specifics', () => {
     const raw = new Database(path, { readonly: true });
     expect(raw.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION + 1);
     raw.close();
+    dispose();
+  });
+
+  it('store init says what it created, and nothing the second time', async () => {
+    const { path, dispose } = tempDb();
+    const env = { TURNKEEPER_HOME: join(path, '..', 'home'), TURNKEEPER_DB: path };
+    const first = await initializeStore(env);
+    expect(first).toMatchObject({ store: path, kind: 'sqlite', schemaVersion: SCHEMA_VERSION });
+    expect(first.created).toStrictEqual([`SQLite database ${path} (schema ${SCHEMA_VERSION})`]);
+    expect(await initializeStore(env)).toMatchObject({ store: path, created: [] });
     dispose();
   });
 
