@@ -282,7 +282,6 @@ Napi::Value ResizePty(const Napi::CallbackInfo& info) {
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   // The environment's state; its finalizer runs at the environment's teardown.
   env.SetInstanceData<AddonState, FinalizeState>(new AddonState());
-  exports.Set("platformSupported", turnkeeper::PlatformSupported());
   exports.Set("openExecutable", Napi::Function::New(env, OpenExecutable));
   exports.Set("fstatFd", Napi::Function::New(env, FstatFd));
   exports.Set("statPath", Napi::Function::New(env, StatPath));

@@ -93,7 +93,6 @@ struct PreparedSpawn {
   virtual ~PreparedSpawn() = default;
 };
 
-bool PlatformSupported();
 OpenOutcome OpenExecutable(const std::string& path);
 bool FstatFd(int fd, FileStat* out);
 bool StatPath(const std::string& path, FileStat* out);

@@ -83,8 +83,6 @@ int OpenPipe(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
 
 }  // namespace
 
-bool PlatformSupported() { return true; }
-
 // Walk the symlink chain of the final component, resolve the rest with realpath, open the result once
 // (O_NOFOLLOW) and return that descriptor as the retained authority.
 OpenOutcome OpenExecutable(const std::string& path) {

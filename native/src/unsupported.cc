@@ -1,14 +1,12 @@
 // The backend of every platform without a proven launch strategy (macOS: POSIX_SPAWN_START_SUSPENDED;
-// Windows: CREATE_SUSPENDED, docs/launcher.md §6). The addon loads cleanly and reports
-// platformSupported = false; JavaScript then refuses every attestation and launch with
-// `unsupported_platform` before calling anything below, which refuses too if it is reached anyway.
+// Windows: CREATE_SUSPENDED, docs/launcher.md §6). JavaScript never loads an addon there
+// (launchBackend() is the one platform gate) and refuses every attestation and launch with
+// `unsupported_platform`; everything below refuses too if it is reached anyway.
 #include "backend.h"
 
 #include <stdexcept>
 
 namespace turnkeeper {
-
-bool PlatformSupported() { return false; }
 
 OpenOutcome OpenExecutable(const std::string&) {
   OpenOutcome out;

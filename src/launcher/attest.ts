@@ -129,8 +129,8 @@ export function scriptRuntime(fd: number, script: string, env: Env): string {
 export async function attest(path: string, options: AttestOptions = {}): Promise<Attestation> {
   const env = options.env ?? process.env;
   const backend = launchBackend();
+  // Refuses unsupported_platform where launchBackend() chose no backend (spec §6 "Platforms").
   const native = backend.native();
-  if (!native.platformSupported) throw new LaunchRefused('unsupported_platform', `${process.platform}-${process.arch} has no launch backend yet`);
   const opened = native.openExecutable(path);
   if (!opened.ok) throw new LaunchRefused(opened.reason, opened.detail);
   let keep = false;

@@ -1,8 +1,9 @@
-// Typed facade over the Node-API addon (native/src/launcher.cc). It is loaded lazily through
-// node-gyp-build from the prebuild shipped beside the bundle (or from native/ in a checkout); a
-// missing or broken addon becomes `native_backend_unavailable`, never a pathname fallback. Only a
-// platform with a launch backend has an addon at all (spec §6 "Platforms"): elsewhere nothing is
-// loaded and every attestation and launch is `unsupported_platform`.
+// Typed facade over the Node-API addon (native/src/addon.cc with the platform's backend, e.g.
+// linux_spawn.cc). It is loaded lazily through node-gyp-build from the prebuild shipped beside the
+// bundle (or from native/ in a checkout); a missing or broken addon becomes
+// `native_backend_unavailable`, never a pathname fallback. Whether this platform has a backend at all
+// is decided once, by launchBackend() (src/launcher/backends/index.ts) from LAUNCH_BACKENDS: only
+// then is this loader reached (spec §6 "Platforms").
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { LaunchRefused } from './refusals';
@@ -40,7 +41,6 @@ export interface SpawnOptions {
 }
 
 export interface NativeLauncher {
-  readonly platformSupported: boolean;
   openExecutable(path: string): OpenResult;
   fstatFd(fd: number): NativeStat | null;
   statPath(path: string): NativeStat | null;
@@ -58,17 +58,15 @@ function addonRoots(): string[] {
 }
 
 /**
- * Where a launch backend exists and its addon ships (`<platform>-<arch>`). The per-platform .vsix
- * files of other platforms carry no launcher addon (scripts/package-vsix.mjs).
+ * Where a launch backend exists and its addon ships (`<platform>-<arch>`): the one platform gate,
+ * read by launchBackend(). The per-platform .vsix files of other platforms carry no launcher addon
+ * (scripts/package-vsix.mjs).
  */
 export const LAUNCH_BACKENDS: readonly string[] = ['linux-x64'];
 
+/** The addon, loaded once; only a backend launchBackend() chose calls this. */
 export function nativeLauncher(): NativeLauncher {
   if (loaded) return loaded;
-  const platform = `${process.platform}-${process.arch}`;
-  if (!LAUNCH_BACKENDS.includes(platform)) {
-    throw new LaunchRefused('unsupported_platform', `${platform} has no launch backend yet (Linux x64 only): agents are not launched here, while hooks, leases and receipts work`);
-  }
   const root = addonRoots().find((dir) => existsSync(join(dir, 'prebuilds')));
   const where = `${process.platform}-${process.arch}, Node ${process.versions.node}, napi ${process.versions.napi ?? '?'}${process.versions.electron ? `, Electron ${process.versions.electron}` : ''}`;
   if (!root) throw new LaunchRefused('native_backend_unavailable', `no launcher prebuild found for ${where} (looked in ${addonRoots().join(', ')})`);

@@ -26,10 +26,12 @@ describe('the launcher on a platform without a backend', () => {
   ] as const) {
     it(`${platform}-${arch}: attest refuses unsupported_platform without loading an addon`, async () => {
       pretend(platform, arch);
-      const { nativeLauncher, LAUNCH_BACKENDS } = await import('../../src/launcher/native');
+      const { LAUNCH_BACKENDS } = await import('../../src/launcher/native');
+      const { launchBackend } = await import('../../src/launcher/backends');
       const { attest } = await import('../../src/launcher/attest');
       expect(LAUNCH_BACKENDS).not.toContain(`${platform}-${arch}`);
-      expect(() => nativeLauncher()).toThrow(expect.objectContaining({ reason: 'unsupported_platform' }));
+      expect(launchBackend().name).toBe('unsupported');
+      expect(() => launchBackend().native()).toThrow(expect.objectContaining({ reason: 'unsupported_platform' }));
       await expect(attest('/bin/true')).rejects.toMatchObject({ reason: 'unsupported_platform' });
       // Resume and start ask for the agent through attestAgent: the platform is the answer even when
       // the agent is not installed, rather than a missing executable the user could install in vain.
@@ -45,8 +47,9 @@ describe('the launcher on a platform without a backend', () => {
   it('linux-x64 is the one backend, and it loads here', async () => {
     expect((await import('../../src/launcher/native')).LAUNCH_BACKENDS).toStrictEqual(['linux-x64']);
     if (`${real.platform}-${real.arch}` !== 'linux-x64') return;
-    const { nativeLauncher } = await import('../../src/launcher/native');
-    expect(nativeLauncher().platformSupported).toBe(true);
+    const { launchBackend } = await import('../../src/launcher/backends');
+    expect(launchBackend().name).toBe('linux');
+    expect(typeof launchBackend().native().openExecutable).toBe('function');
     expect(loadedAddons().some((path) => path.endsWith('turnkeeper-launcher.node'))).toBe(true); // the control: loading shows
     // The control for attestAgent: with a backend, a missing agent is what it says.
     const { attestAgent } = await import('../../src/launcher/plumbing');

@@ -1,9 +1,9 @@
-// The one place a launch backend is chosen (docs/launcher.md §6): Linux has one (ptrace-parked
-// execveat, /proc checks, ELF entry shapes); every other OS gets the backend that refuses
-// `unsupported_platform`. A macOS or Windows backend is one new file here plus one in native/src.
+// The one place a launch backend is chosen (docs/launcher.md §6): Linux x64 has one (ptrace-parked
+// execveat, /proc checks, ELF entry shapes); every other platform and architecture gets the backend
+// that refuses `unsupported_platform`. A macOS or Windows backend is one new file here plus one in native/src.
 import type { Attestation } from '../attest';
 import type { EntryShape } from '../elf';
-import type { NativeLauncher, NativeStat } from '../native';
+import { LAUNCH_BACKENDS, type NativeLauncher, type NativeStat } from '../native';
 import { linuxBackend } from './linux';
 import { unsupportedBackend } from './unsupported';
 
@@ -28,6 +28,8 @@ export interface LaunchBackend {
   machineId(): string | null;
 }
 
+/** The one platform gate (spec §6 "Platforms"): a `<platform>-<arch>` of LAUNCH_BACKENDS gets its backend, every other the refusing one. */
 export function launchBackend(): LaunchBackend {
-  return process.platform === 'linux' ? linuxBackend : unsupportedBackend;
+  // Every entry of LAUNCH_BACKENDS is a Linux one today; a macOS or Windows entry comes with its backend here.
+  return LAUNCH_BACKENDS.includes(`${process.platform}-${process.arch}`) ? linuxBackend : unsupportedBackend;
 }
