@@ -9,6 +9,8 @@ const SERIAL = [
   // 64 hook processes across four "machines", and a claim storm through a server crash: load on purpose.
   'test/integration/postgres-machines.test.ts',
   'test/integration/postgres-faults.test.ts',
+  // A clone, npm run demo, npm pack and a global install from a loopback registry: minutes of both cores.
+  'test/integration/newcomer.test.ts',
   'test/e2e/**/*.test.ts',
 ];
 

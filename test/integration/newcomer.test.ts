@@ -7,14 +7,19 @@
 // build/), but its node_modules is a symlink to this checkout's instead of a second `npm ci`: that
 // would copy 1.7 GB and take minutes per run, and what it proves (the lockfile installs on a fresh
 // machine) is what `.ci/run` proves on every CI run, which starts from a fresh clone with `npm ci`.
-// `npm install -g` is real: npm resolves the tarball's dependencies (better-sqlite3 with its prebuilt
-// binary, pg, …) from its cache or the registry, as it would for a newcomer.
-import { execFileSync, spawnSync, type SpawnSyncReturns } from 'node:child_process';
+// `npm install -g` is real, but needs no network: npm resolves the tarball's dependencies
+// (better-sqlite3 with its prebuilt binary, …) from a registry on 127.0.0.1 that serves what
+// package-lock.json pins from the tarballs `npm ci` left in npm's cache (test/support/lockfileRegistry.ts
+// says why `--offline` alone cannot), into a private cache. Every npm here runs with a private TMPDIR,
+// so npm's own leftovers (node-compile-cache/, prebuildify/) stay in this test's directory.
+// Serial project: it packs, installs and runs Codex, and would starve files running beside it.
+import { execFileSync, spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { codexBinaryPath } from '../support/codexHarness';
+import { startLockfileRegistry, type LockfileRegistry } from '../support/lockfileRegistry';
 
 const ROOT = resolve(__dirname, '../..');
 const NODE_DIR = dirname(realpathSync(join(ROOT, 'node_modules', '.bin', 'node')));
@@ -25,12 +30,27 @@ let root: string;
 let clone: string;
 let prefix: string;
 let home: string;
+let tmp: string;
+let registry: LockfileRegistry | undefined;
 let tarball: string;
 let demo: SpawnSyncReturns<string>;
 
-/** npm as a newcomer runs it: the npm on PATH, this clone's scripts, the user's npm config. */
+/** npm as a newcomer runs it: the npm on PATH, this clone's scripts, the user's npm config (TMPDIR private). */
 function npm(args: string[], cwd: string, timeout = 300_000): SpawnSyncReturns<string> {
-  return spawnSync('npm', args, { cwd, encoding: 'utf8', timeout, env: { ...process.env, TURNKEEPER_HOME: home }, maxBuffer: 64 * 1024 * 1024 });
+  return spawnSync('npm', args, { cwd, encoding: 'utf8', timeout, env: { ...process.env, TURNKEEPER_HOME: home, TMPDIR: tmp }, maxBuffer: 64 * 1024 * 1024 });
+}
+
+/** npm() without blocking this process, whose event loop serves the lockfile registry. */
+function npmAsync(args: string[], cwd: string, timeout = 300_000): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn('npm', args, { cwd, timeout, env: { ...process.env, TURNKEEPER_HOME: home, TMPDIR: tmp }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (status) => resolvePromise({ status, stdout, stderr }));
+  });
 }
 
 /** The installed `turnkeeper`, found on PATH like a user's shell finds it. */
@@ -39,7 +59,7 @@ function turnkeeper(args: string[], env: Record<string, string> = {}, pathFirst 
     cwd: clone,
     encoding: 'utf8',
     timeout: 60_000,
-    env: { HOME: home, TURNKEEPER_HOME: join(home, '.turnkeeper'), PATH: `${join(prefix, 'bin')}:${pathFirst}:/usr/bin:/bin`, ...env },
+    env: { HOME: home, TURNKEEPER_HOME: join(home, '.turnkeeper'), TMPDIR: tmp, PATH: `${join(prefix, 'bin')}:${pathFirst}:/usr/bin:/bin`, ...env },
   });
 }
 
@@ -48,7 +68,9 @@ beforeAll(() => {
   clone = join(root, 'turnkeeper');
   prefix = join(root, 'global');
   home = join(root, 'home');
+  tmp = join(root, 'tmp');
   mkdirSync(home);
+  mkdirSync(tmp);
   execFileSync('git', ['clone', '-q', '--no-hardlinks', ROOT, clone]);
   symlinkSync(join(ROOT, 'node_modules'), join(clone, 'node_modules'));
   // The README's quick start, main job half: `npm ci && npm run demo` (npm ci: see above).
@@ -58,7 +80,8 @@ beforeAll(() => {
   demo = npm(['run', 'demo'], clone);
 }, 400_000);
 
-afterAll(() => {
+afterAll(async () => {
+  await registry?.close();
   if (root) rmSync(root, { recursive: true, force: true });
 });
 
@@ -88,9 +111,18 @@ describe('a fresh clone, the README quick start, and the packed CLI', () => {
     expect(files.filter((file) => /^(src|test|scripts|bench|node_modules|\.ci)\//.test(file))).toEqual([]);
   });
 
-  it('npm install -g of the tarball gives a turnkeeper that runs: --version, attest <codex>, doctor', () => {
-    const installed = npm(['install', '-g', '--prefix', prefix, '--prefer-offline', '--no-audit', '--no-fund', tarball], root);
-    expect(installed.status, installed.stderr.slice(-3000)).toBe(0);
+  it('npm install -g of the tarball gives a turnkeeper that runs: --version, attest <codex>, doctor', async () => {
+    const npmCache = npm(['config', 'get', 'cache'], root).stdout.trim();
+    registry = await startLockfileRegistry(ROOT, npmCache);
+    const flags = ['--prefix', prefix, '--registry', registry.url, '--cache', join(root, 'npm-cache'), '--no-audit', '--no-fund', '--no-update-notifier'];
+    const installed = await npmAsync(['install', '-g', ...flags, tarball], root);
+    // A packument it lacks may be an optional peer npm only looks at (pg's pg-native); a tarball never is.
+    const unserved = `asked for and not pinned by package-lock.json or not in ${npmCache} (run npm ci): ${registry.missing.join(' ')}`;
+    expect(installed.status, `${installed.stderr.slice(-3000)}\n${unserved}`).toBe(0);
+    expect(registry.missing.filter((path) => path.startsWith('/-/tarball/')), unserved).toEqual([]);
+    // Every dependency came from the lockfile registry: each packument it served was asked for.
+    const dependencies = Object.keys((JSON.parse(readFileSync(join(clone, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> }).dependencies ?? {});
+    expect(registry.requests).toEqual(expect.arrayContaining(dependencies.map((name) => `/${name.replace('/', '%2f')}`)));
     const lib = join(prefix, 'lib', 'node_modules', 'turnkeeper');
     expect(existsSync(join(lib, 'node_modules', 'better-sqlite3', 'prebuilds'))).toBe(true);
 
