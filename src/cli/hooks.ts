@@ -75,8 +75,10 @@ function cliScriptPath(): string {
 export async function doctorCommand(args: string[], io: Io): Promise<number> {
   const { values } = parse(args, { json: { type: 'boolean' }, goal: { type: 'string' } }, { min: 0, max: 0, usage: 'turnkeeper doctor [--json]' });
   const report = await doctorReport(io.env, placementFrom(io, values.goal).checkout, () => openStore(io, false));
-  if (values.json) printJson(io, report);
-  else {
+  if (values.json) {
+    const { otherProblems: _listedInProblems, ...json } = report;
+    printJson(io, json);
+  } else {
     const store = report.store;
     io.out(`store: ${String(store.path)} ${store.exists ? `(schema ${String(store.schemaVersion ?? '?')}, integrity ${String(store.integrity ?? '?')})` : '(not created yet)'}\n`);
     for (const item of report.hooks) if (item.installed) io.out(`hooks: ${item.agent} (${item.scope}) installed in ${item.path}\n`);
@@ -87,9 +89,7 @@ export async function doctorCommand(args: string[], io: Io): Promise<number> {
     }
     for (const session of report.sessions.slice(0, 10)) io.out(`session ${session.owner}: last hook ${session.lastHookAt}\n`);
     // The checks' problems were printed with their rows above; the rest are listed here.
-    const listed = new Set(report.checks.filter((check) => check.status === 'problem').map((check) => `${check.detail}${check.fix ? `. Fix: ${check.fix}` : ''}`));
-    const others = report.problems.filter((problem) => !listed.has(problem));
-    io.out(others.map((p) => `problem: ${p}\n`).join(''));
+    io.out(report.otherProblems.map((p) => `problem: ${p}\n`).join(''));
     io.out(report.problems.length === 0 ? 'no problems found\n' : `${report.problems.length} problem${report.problems.length === 1 ? '' : 's'}\n`);
   }
   return report.ok ? EXIT.done : EXIT.refused;

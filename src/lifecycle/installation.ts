@@ -88,7 +88,10 @@ export interface DoctorReport {
   readonly closures: { dir: string; snapshots: number; bytes: number };
   /** What each agent will do with the installed hooks (agentChecks.ts): one row per check, problems with their fix. */
   readonly checks: AgentCheck[];
+  /** Everything wrong, for people: `otherProblems`, then each problem row of `checks` with its fix. */
   readonly problems: string[];
+  /** The problems that are not rows of `checks` (store, shim, stale commands, trust steps, silent launches): what a view that lists the rows adds below them. */
+  readonly otherProblems: string[];
 }
 
 /** Store health, the receipt chain, the shim, hooks per agent and scope, launches whose hooks never fired. */
@@ -161,8 +164,8 @@ export async function doctorReport(env: Env, projectRoot: string, open: () => Pr
     projectRoot,
     files: hooks.map((item) => ({ ...item, command: scopeCommand(item.agent, item.scope, env) })),
   });
-  for (const check of checks) if (check.status === 'problem') problems.push(`${check.detail}${check.fix ? `. Fix: ${check.fix}` : ''}`);
-  return { ok: problems.length === 0, store, shim, hooks, sessions, silentLaunches: silent, closures: closureDiskUse(join(home, 'closures')), checks, problems };
+  const all = [...problems, ...checks.filter((check) => check.status === 'problem').map((check) => `${check.detail}${check.fix ? `. Fix: ${check.fix}` : ''}`)];
+  return { ok: all.length === 0, store, shim, hooks, sessions, silentLaunches: silent, closures: closureDiskUse(join(home, 'closures')), checks, problems: all, otherProblems: problems };
 }
 
 /** Snapshots under $TURNKEEPER_HOME/closures (named by a 64-hex digest) and the bytes they and any interrupted copies take. */

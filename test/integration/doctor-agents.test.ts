@@ -52,6 +52,9 @@ describe('codex_trust: asked of the real Codex', () => {
     expect(row(before.rows, 'codex_trust', 'user')!.detail).toMatch(/Codex skips 5 of Turnkeeper's 5 hooks .*\(untrusted: /);
     expect(before.text).toMatch(/^PROBLEM codex user codex_trust: Codex skips 5/m);
     expect(before.text).toMatch(/^ {8}fix: open codex in .* type \/hooks/m);
+    // A check's problem is shown once, as its row; the count still has it.
+    expect(before.text).not.toMatch(/^problem: Codex skips/m);
+    expect(before.text).toMatch(new RegExp(`^${before.problems.length} problems?\\n$`, 'm'));
 
     await trustAllHooks(codex.codexHome, { ...codex.env, ...env }, world.repo);
     const after = doctor();
