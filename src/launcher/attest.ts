@@ -84,7 +84,7 @@ function chunkSearch(needle: Buffer): { onChunk: (chunk: Buffer) => void; found:
  * native binary with two variables set. Scripts are never launched, so the shim is replaced by that
  * binary and the variables it would have set.
  */
-export function codexShimTarget(resolved: string): { binary: string; environment: Record<string, string> } | undefined {
+function codexShimTarget(resolved: string): { binary: string; environment: Record<string, string> } | undefined {
   if (!resolved.endsWith(`${sep}@openai${sep}codex${sep}bin${sep}codex.js`)) return undefined;
   const packageRoot = realpathSync(dirname(dirname(resolved)));
   const triples: Readonly<Record<string, string>> = { 'linux-x64': 'x86_64-unknown-linux-musl', 'linux-arm64': 'aarch64-unknown-linux-musl' };

@@ -76,13 +76,13 @@ const MODE_DIR = 0o555;
  * itself with `process.execPath` (a pathname, outside the launcher) unless GEMINI_CLI_NO_RELAUNCH is
  * set; the re-launched child is what normally runs the agent, with that variable set.
  */
-export const GEMINI_CLI: ClosureShape = {
+const GEMINI_CLI: ClosureShape = {
   name: 'gemini-cli',
   packageRoot: (resolved) => (resolved.endsWith(`${sep}@google${sep}gemini-cli${sep}bundle${sep}gemini.js`) ? dirname(dirname(resolved)) : undefined),
   environment: { GEMINI_CLI_NO_RELAUNCH: 'true' },
 };
 
-export const CLOSURE_SHAPES: readonly ClosureShape[] = [GEMINI_CLI];
+const CLOSURE_SHAPES: readonly ClosureShape[] = [GEMINI_CLI];
 
 export function closureShapeOf(resolved: string): { shape: ClosureShape; packageRoot: string; entry: string } | undefined {
   for (const shape of CLOSURE_SHAPES) {
@@ -98,7 +98,7 @@ const uid = (): number => process.getuid?.() ?? 0;
  * The closures directory: created 0700 under TURNKEEPER_HOME, and refused when it is a symlink, not
  * a directory, owned by someone else, or open to group or others.
  */
-export function privateClosuresDir(env: Env): string {
+function privateClosuresDir(env: Env): string {
   const home = turnkeeperHome(env);
   mkdirSync(home, { recursive: true, mode: 0o700 });
   const dir = closuresDir(env);
@@ -224,7 +224,7 @@ function digestOfSnapshotFile(path: string, buffer: Buffer): { digest: string; s
 }
 
 /** Removes a tree whose directories were made read-only (snapshots, failed staging). */
-export function removeTree(path: string): void {
+function removeTree(path: string): void {
   const open = (dir: string) => {
     let stat;
     try {
@@ -254,7 +254,7 @@ export const clearClosureCache = (): void => {
  * there, and no directory is a symlink, writable, or someone else's. Files whose identity is unchanged
  * since this process last hashed them are not hashed again. Returns the manifest; throws object_changed.
  */
-export function verifySnapshot(root: string, digest: string): ManifestEntry[] {
+export function verifySnapshot(root: string, digest: string): { manifest: ManifestEntry[]; bytes: number } {
   const fail = (why: string): never => {
     throw new LaunchRefused('object_changed', `the closure ${digest} at ${root} no longer matches its manifest: ${why}`);
   };
@@ -304,6 +304,7 @@ export function verifySnapshot(root: string, digest: string): ManifestEntry[] {
     }
   }
   const buffer = Buffer.allocUnsafe(HASH_CHUNK);
+  let bytes = 0;
   for (const [relative, fileDigest, mode] of manifest) {
     const path = join(files, ...relative.split('/'));
     let stat;
@@ -315,12 +316,13 @@ export function verifySnapshot(root: string, digest: string): ManifestEntry[] {
     if (!stat.isFile()) fail(`${relative} is not a regular file`);
     if (Number(stat.uid) !== self) fail(`${relative} is owned by uid ${stat.uid}`);
     if (Number(stat.mode & 0o7777n) !== mode) fail(`${relative} has mode ${(stat.mode & 0o7777n).toString(8)}, not ${mode.toString(8)}`);
+    bytes += Number(stat.size);
     if (verifiedFiles.get(path) === `${identityKey(stat)}:${fileDigest}`) continue;
     const hashed = digestOfSnapshotFile(path, buffer);
     if (!hashed || hashed.digest !== fileDigest) fail(`${relative} was changed`);
     verifiedFiles.set(path, `${identityKey(hashed!.stat)}:${fileDigest}`);
   }
-  return manifest;
+  return { manifest, bytes };
 }
 
 interface IndexEntry {
@@ -349,11 +351,6 @@ function writeIndex(dir: string, update: (index: ClosureIndex) => void): void {
   const index = readIndex(dir);
   update(index);
   writeFileAtomic(join(dir, 'index.json'), `${JSON.stringify(index, null, 1)}\n`, 0o600);
-}
-
-/** The installations the index knows, and the snapshot each had last (for prune and doctor). */
-export function closureIndex(env: Env): ClosureIndex {
-  return readIndex(closuresDir(env));
 }
 
 /** Test-only pauses inside a build, honoured only with TURNKEEPER_TEST_BARRIERS=1 (as launch.ts's barriers). */
@@ -394,7 +391,7 @@ function processAlive(pid: number): boolean {
  * An existing snapshot of the same digest is kept (and the copy dropped) if it verifies; otherwise it
  * is replaced.
  */
-function buildSnapshot(dir: string, source: string, files: readonly SourceFile[]): { digest: string; root: string; bytes: number } {
+function buildSnapshot(dir: string, source: string, files: readonly SourceFile[]): { digest: string; root: string; bytes: number; files: number } {
   // The copying process's pid in the name: prune leaves a copy alone while its process lives.
   const staging = join(dir, `${STAGING_PREFIX}${process.pid}-${randomBytes(8).toString('hex')}`);
   mkdirSync(staging, { mode: 0o700 });
@@ -433,7 +430,7 @@ function buildSnapshot(dir: string, source: string, files: readonly SourceFile[]
       try {
         verifySnapshot(root, digest);
         removeTree(staging);
-        return { digest, root, bytes };
+        return { digest, root, bytes, files: manifest.length };
       } catch {
         removeTree(root);
       }
@@ -448,13 +445,13 @@ function buildSnapshot(dir: string, source: string, files: readonly SourceFile[]
       // kept if it verifies (object_changed otherwise), and this one is dropped.
       verifySnapshot(root, digest);
       removeTree(staging);
-      return { digest, root, bytes };
+      return { digest, root, bytes, files: manifest.length };
     }
     // What was just written and hashed counts as verified while its identity holds (renaming the
     // staging directory changes no file's ctime). A write that raced the copy inside the private
     // staging directory is the one thing this trusts; the load guard still hashes every module (§9).
     for (const entry of written) verifiedFiles.set(join(root, 'files', ...entry.relative.split('/')), entry.key);
-    return { digest, root, bytes };
+    return { digest, root, bytes, files: manifest.length };
   } catch (error) {
     removeTree(staging);
     throw error;
@@ -474,9 +471,9 @@ export function closureOf(source: string, entry: string, env: Env): Closure {
   if (known && known.signature === signature) {
     const root = join(dir, known.closure);
     try {
-      const manifest = verifySnapshot(root, `sha256:${known.closure}`);
+      const { manifest, bytes } = verifySnapshot(root, `sha256:${known.closure}`);
       indexCache.set(source, known);
-      return { digest: `sha256:${known.closure}`, root, entry, source, files: manifest.length, bytes: sizeOf(root, manifest), built: false };
+      return { digest: `sha256:${known.closure}`, root, entry, source, files: manifest.length, bytes, built: false };
     } catch {
       // Gone or damaged: copy the installation again.
     }
@@ -489,14 +486,9 @@ export function closureOf(source: string, entry: string, env: Env): Closure {
       index.installs[source] = record;
     });
   }
-  const manifest = verifySnapshot(built.root, built.digest);
-  return { digest: built.digest, root: built.root, entry, source, files: manifest.length, bytes: built.bytes, built: true };
-}
-
-function sizeOf(root: string, manifest: readonly ManifestEntry[]): number {
-  let bytes = 0;
-  for (const [relative] of manifest) bytes += lstatSync(join(root, 'files', ...relative.split('/'))).size;
-  return bytes;
+  // Not verified again here: this process wrote and hashed it (or verified the copy it kept), and
+  // the launch verifies it at the exec boundary.
+  return { digest: built.digest, root: built.root, entry, source, files: built.files, bytes: built.bytes, built: true };
 }
 
 /** The script path the runtime is given: inside the snapshot. */

@@ -57,7 +57,7 @@ export const INJECTION_VARIABLES: readonly InjectionGroup[] = [
 ];
 
 /** The group a variable name belongs to, or undefined when it is not an injection variable. */
-export function injectionGroupOf(name: string): InjectionGroup | undefined {
+function injectionGroupOf(name: string): InjectionGroup | undefined {
   return INJECTION_VARIABLES.find((group) => group.names.includes(name) || group.prefixes.some((prefix) => name.startsWith(prefix) && name.length > prefix.length));
 }
 

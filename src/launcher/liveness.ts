@@ -7,10 +7,10 @@ import type { PreviousLaunch } from '../store/authority';
 import { launchBackend } from './backends';
 
 /** The process's start time (Linux: field 22 of /proc/<pid>/stat), or undefined when the pid is gone or a zombie. */
-export const processStart = (pid: number): string | undefined => launchBackend().processStart(pid);
+const processStart = (pid: number): string | undefined => launchBackend().processStart(pid);
 
 /** This boot of this kernel (changes on every reboot), or null where it cannot be read. */
-export const currentBoot = (): string | null => launchBackend().currentBoot();
+const currentBoot = (): string | null => launchBackend().currentBoot();
 
 /** This machine, as liveness compares it: its machine id, else its host name. */
 const currentMachine = (): string => launchBackend().machineId() ?? hostname();

@@ -26,7 +26,7 @@ export type StartCheck =
   | { readonly ok: false; readonly reason: StartReason; readonly facts: GuidanceFacts; readonly guidance: string };
 
 /** A fresh Turn for the started session: `turn_<16 hex>` (spec §7). */
-export const newStartTurn = (): string => `turn_${randomBytes(8).toString('hex')}`;
+const newStartTurn = (): string => `turn_${randomBytes(8).toString('hex')}`;
 
 /**
  * What the first prompt's claim would refuse, asked before launching: the Todo exists in this Goal,

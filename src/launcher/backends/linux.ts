@@ -83,7 +83,7 @@ export const linuxBackend: LaunchBackend = {
  * The files a parked process has mapped, as `dev:ino` with dev in the kernel's st_dev encoding
  * (/proc/<pid>/maps prints it as hex major:minor). At the exec boundary that is the image and its loader.
  */
-export function mappedObjects(pid: number): Set<string> {
+function mappedObjects(pid: number): Set<string> {
   const objects = new Set<string>();
   let maps = '';
   try {
