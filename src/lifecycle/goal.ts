@@ -39,6 +39,8 @@ export interface ResolvedGoal {
   readonly checkout: string;
   /** Realpath of the repository's common git directory, shared by all its worktrees; null outside git. */
   readonly commonDir: string | null;
+  /** This checkout's own git directory (its HEAD; for a linked worktree `<commonDir>/worktrees/<name>`); null outside git. */
+  readonly gitDir: string | null;
   /** The directory is inside a git directory, not a worktree: no `.turnkeeper.json` is read. */
   readonly inGitDir: boolean;
   /** Why an `origin` URL was passed over for rule (c), for `turnkeeper goal` to explain; else null. */
@@ -73,7 +75,7 @@ export function resolveGoal(cwd: string): ResolvedGoal {
     dir = parent;
   }
   const key = localKeyOf(start);
-  return { id: goalIdOf(key), key, rule: 'not_git', displayName: displayNameOf(null, start), checkout: start, commonDir: null, inGitDir: false, originSkipped: null };
+  return { id: goalIdOf(key), key, rule: 'not_git', displayName: displayNameOf(null, start), checkout: start, commonDir: null, gitDir: null, inGitDir: false, originSkipped: null };
 }
 
 /** The git directory a `.git` file names (relative paths are relative to the file's folder). */
@@ -120,7 +122,7 @@ function goalOfRepository(gitDir: string, commonDirPath: string, dir: string, fo
       checkout = realpathSync.native(resolve(gitDir, worktree));
     }
   }
-  const base = { displayName: displayNameOf(commonDir, checkout), checkout, commonDir, inGitDir };
+  const base = { displayName: displayNameOf(commonDir, checkout), checkout, commonDir, gitDir, inGitDir };
 
   if (!inGitDir) {
     const goal = readGoalFile(join(checkout, GOAL_FILE));

@@ -100,6 +100,8 @@ const defaultOpener =
 interface Located {
   readonly goal: string;
   readonly placement: Placement;
+  /** The checkout's own git directory (null outside git, or when the hook runs inside a git directory). */
+  readonly gitDir: string | null;
 }
 
 interface HookRequest {
@@ -177,7 +179,7 @@ function locate(cwd: string): Located {
     goalKey: resolved.key,
     displayName: resolved.displayName,
   };
-  return { goal: resolved.id, placement };
+  return { goal: resolved.id, placement, gitDir: resolved.inGitDir ? null : resolved.gitDir };
 }
 
 /** `make()` once; later calls give the same value, or throw the same error. */
@@ -366,7 +368,7 @@ class HookDecider {
         cwd,
         binding,
         placement,
-        branch: branchOf(placement.checkout),
+        branch: branchOf(this.request.located().gitDir, placement.checkout),
         owner,
         // Preconditions are the checkout's own: another worktree of the Goal has its own HEAD and status.
         preconditions: preconditionsOf(placement.checkout),

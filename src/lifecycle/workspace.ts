@@ -1,7 +1,7 @@
 // Git facts of a checkout at claim time (spec §3): its preconditions and its branch. The Goal (spec §1)
 // is found by ./goal.ts from the git layout without spawning git, because it sits on every hook's hot
 // path; git itself runs only when a claim is made.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { digestText } from '../core/canonical';
 import type { Preconditions } from '../core/ready';
@@ -16,10 +16,23 @@ function git(goal: string, args: string[]): string | null {
   }
 }
 
-/** The branch checked out in `checkout` (to recreate a removed worktree at it), or null when detached or outside git. */
-export function branchOf(checkout: string): string | null {
-  if (!existsSync(join(checkout, '.git'))) return null;
-  return git(checkout, ['symbolic-ref', '--short', '-q', 'HEAD'])?.trim() || null;
+/**
+ * The branch checked out in a checkout, from its git directory's HEAD file (no git process: a claim
+ * already runs two), to recreate a removed worktree at it; null when detached, or with no git
+ * directory. A repository on the reftable backend keeps HEAD in its tables (the file then names
+ * `refs/heads/.invalid`): only there is git asked.
+ */
+export function branchOf(gitDir: string | null, checkout: string): string | null {
+  if (gitDir === null) return null;
+  let head: string;
+  try {
+    head = readFileSync(join(gitDir, 'HEAD'), 'utf8').trim();
+  } catch {
+    return null;
+  }
+  const ref = /^ref: refs\/heads\/(.+)$/.exec(head)?.[1];
+  if (ref === '.invalid') return git(checkout, ['symbolic-ref', '--short', '-q', 'HEAD'])?.trim() || null;
+  return ref ?? null;
 }
 
 /** HEAD and a digest of `git status` at claim time; both null outside git or before the first commit. */

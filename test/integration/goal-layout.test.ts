@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GoalError, goalIdOf, parseGitConfigOrigin } from '../../src/core/goal';
 import { resolveGoal } from '../../src/lifecycle/goal';
+import { branchOf } from '../../src/lifecycle/workspace';
 
 let root: string;
 // git without the user's configuration or any GIT_* variable of the calling process.
@@ -70,6 +71,29 @@ afterAll(() => {
 });
 
 describe('resolveGoal on real git layouts', () => {
+  it('the branch of each checkout is read from its own HEAD, as git says it (linked worktree, slash names, detached, a bare directory)', () => {
+    const repo = newRepo('branches');
+    const wt = join(root, 'branches-wt');
+    git(repo, 'worktree', 'add', '-q', '-b', 'team/feature-1', wt);
+    const said = (cwd: string) => spawnSync('git', ['symbolic-ref', '--short', '-q', 'HEAD'], { cwd, env, encoding: 'utf8' }).stdout.trim() || null;
+    const branch = (cwd: string) => {
+      const resolved = resolveGoal(cwd);
+      return branchOf(resolved.inGitDir ? null : resolved.gitDir, resolved.checkout);
+    };
+    expect(branch(repo)).toBe('main');
+    expect(branch(join(wt, 'src', 'deep'))).toBe('team/feature-1');
+    for (const cwd of [repo, wt]) expect(branch(cwd)).toBe(said(cwd));
+    git(wt, 'checkout', '-q', '--detach');
+    expect(branch(wt)).toBeNull();
+    expect(said(wt)).toBeNull();
+    // Inside the git directory there is no checkout to recreate: no branch.
+    expect(branch(join(repo, '.git'))).toBeNull();
+    // Outside git: none.
+    const plain = join(root, 'branches-plain');
+    mkdirSync(plain);
+    expect(branch(plain)).toBeNull();
+  });
+
   it('a plain repository: rule (c), from the root and a subdirectory, agreeing with git', () => {
     const repo = newRepo('plain');
     for (const cwd of [repo, join(repo, 'src', 'deep')]) {

@@ -3,6 +3,7 @@
 // the guard lifted, showing the forbidden thing would otherwise have happened.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { contextOf, makeWorld, parseHookStdout, payload, type World } from '../support/world';
 
@@ -214,6 +215,26 @@ describe('rule 6: claim', () => {
     expect(kinds.slice(0, 3)).toStrictEqual(['ready_written', 'lease_acquired', 'capture_bound']);
     expect((await store.verifyChain()).ok).toBe(true);
     store.close();
+  });
+
+  it('a claim runs git twice (HEAD and status), and records the branch read from HEAD', async () => {
+    addTodo('fix-login');
+    execFileSync('git', ['-C', world.repo, 'checkout', '-q', '-b', 'team/login']);
+    // A git in front of the real one that counts its runs.
+    const bin = join(world.root, 'counting-bin');
+    const log = join(world.root, 'git-runs.txt');
+    const real = execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim();
+    mkdirSync(bin);
+    writeFileSync(join(bin, 'git'), `#!/bin/sh\necho "$*" >> '${log}'\nexec '${real}' "$@"\n`, { mode: 0o755 });
+    const claimed = hook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login'), { PATH: `${bin}:${process.env.PATH ?? '/usr/bin:/bin'}` });
+    expect(contextOf(claimed.stdout)).toMatch(/· epoch 1$/m);
+    const runs = readFileSync(log, 'utf8').trim().split('\n');
+    expect(runs).toHaveLength(2);
+    expect(runs.some((line) => line.includes('symbolic-ref'))).toBe(false);
+    const store = await world.store();
+    const [capture] = await store.listCaptures();
+    store.close();
+    expect(capture!.branch).toBe('team/login');
   });
 
   it('the same op replays the stored capture; once released it is [capture_released] and never comes back', async () => {
