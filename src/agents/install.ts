@@ -135,9 +135,17 @@ function hookGroup(agent: Agent, command: string, event: string): Record<string,
  */
 const confinementOf = (target: HookTarget): string | undefined => (target.scope === 'project' ? resolve(target.projectRoot ?? '') : undefined);
 
-export function installHooks(target: HookTarget, command: string, options: WriteOptions): InstallResult {
+/**
+ * Adds `command`'s hooks where they are missing. With `replaceStale`, other Turnkeeper commands (an
+ * earlier install's shim path, say) are removed in the same edit: one write, one backup, and no moment
+ * without hooks.
+ */
+export function installHooks(target: HookTarget, command: string, options: WriteOptions, replaceStale = false): InstallResult {
   const path = hookConfigPath(target);
-  return rewrite(path, confinementOf(target), options, 'install', (text) => (text === undefined ? freshConfig(target.agent, command) : addHooks(path, text, target.agent, command)));
+  const isStale = (value: string): boolean => TURNKEEPER_COMMAND_PATTERN.test(value) && !isCommandOf(target.agent, command, value);
+  return rewrite(path, confinementOf(target), options, 'install', (text) =>
+    text === undefined ? freshConfig(target.agent, command) : addHooks(path, replaceStale ? removeHooks(path, text, isStale) : text, target.agent, command),
+  );
 }
 
 /** Removes our hook entries: exactly `command` (or its per-event forms) when given, otherwise anything Turnkeeper-looking. */

@@ -60,8 +60,7 @@ export function installAgentHooks(request: InstallRequest, runtime: Runtime) {
   const base = scopeCommand(request.agent, request.scope, request.env);
   const options = { backupDir: hookBackupDir(request.env) };
   // A project config an earlier Turnkeeper wrote with this machine's shim path: replaced, not kept beside.
-  if (request.scope === 'project' && hooksStatus(request, base).staleCommands.length > 0) uninstallHooks(request, undefined, options);
-  const result = installHooks(request, base, options);
+  const result = installHooks(request, base, options, request.scope === 'project');
   // An agent whose payloads name no event gets one command per event: show the first as the example.
   const command = eventCommand(request.agent, base, HOOK_EVENTS[request.agent][0] ?? '');
   // Both scopes for one agent run every hook twice (spec §8): flagged here and by doctor.

@@ -3,7 +3,7 @@
 // the hooks are installed at both scopes, and whether a project-scope config finds `turnkeeper` on PATH.
 // Each row is shown flagged and, as its control, clean. `hooks install` refuses a config its agent
 // cannot parse.
-import { appendFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { codexBinaryPath, makeCodexHome, cleanupCodexHome, trustAllHooks, type CodexHome } from '../support/codexHarness';
@@ -201,6 +201,10 @@ describe('both_scopes and on_path', () => {
     const after = readFileSync(path, 'utf8');
     expect(after).not.toContain('/home/alice');
     expect(after.match(/turnkeeper hook --agent codex/g)).toHaveLength(5);
+    // One edit, not an uninstall and an install: one write, so one backup (the original bytes).
+    const backups = readdirSync(join(world.home, 'backups')).filter((name) => !name.endsWith('.created'));
+    expect(backups).toHaveLength(1);
+    expect(readFileSync(join(world.home, 'backups', backups[0]!), 'utf8')).toContain(old);
     // Control: uninstall gives back an empty config of the user's own (the old entry was ours too).
     expect(world.cli(['hooks', 'uninstall', '--agent', 'codex', '--scope', 'project'], { env }).code).toBe(0);
     expect(readFileSync(path, 'utf8')).not.toContain('turnkeeper');
