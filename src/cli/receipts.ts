@@ -1,8 +1,9 @@
 // `turnkeeper receipts export|attestation`, `turnkeeper checkpoint` and `turnkeeper verify --bundle`
 // (docs/receipts.md, "Checkpoints", "Export", "Launch attestations"). Plain `turnkeeper receipts`
 // (the log, newest first) stays in inspect.ts.
-import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import { checkpointsOf, exportBundle, ExportRefused, launchAttestation, signersOf, verifyBundleBytes } from '../lifecycle/checkpoints';
 import { readPublicKey, trustedKeys, type TrustedKey } from '../lifecycle/keys';
 import { storePath } from '../store/location';
@@ -39,7 +40,11 @@ async function exportCommand(args: string[], io: Io): Promise<number> {
   const store = await openStore(io, false);
   if (!store) return noStore(io, values.json);
   const out = values.out === undefined ? undefined : resolve(io.cwd, values.out);
-  const fd = out === undefined ? undefined : openSync(out, 'w', 0o644);
+  // Written beside the target and renamed over it only once the export succeeded: a refused export
+  // (a broken chain) leaves the previous bundle as it was.
+  const temporary = out === undefined ? undefined : join(dirname(out), `.${basename(out)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+  const fd = temporary === undefined ? undefined : openSync(temporary, 'wx', 0o644);
+  let done = false;
   try {
     const chunks: string[] = [];
     let size = 0;
@@ -56,6 +61,9 @@ async function exportCommand(args: string[], io: Io): Promise<number> {
       if (size > 1 << 22) flush();
     });
     flush();
+    if (fd !== undefined) fsyncSync(fd);
+    if (temporary !== undefined && out !== undefined) renameSync(temporary, out);
+    done = true;
     if (values.json) printJson(io, { ok: true, file: out, from: result.from, to: result.to, origin: result.checkpoint.origin, key: result.checkpoint.key, checkpointReceipt: result.checkpoint.receipt });
     else io.err(`exported receipts ${result.from}..${result.to}${out ? ` to ${out}` : ''}, signed by ${result.checkpoint.key} (checkpoint receipt #${result.checkpoint.receipt})\n`);
     return EXIT.done;
@@ -66,6 +74,7 @@ async function exportCommand(args: string[], io: Io): Promise<number> {
     return EXIT.refused;
   } finally {
     if (fd !== undefined) closeSync(fd);
+    if (!done && temporary !== undefined) rmSync(temporary, { force: true });
     store.close();
   }
 }
