@@ -1,6 +1,6 @@
 // Installing the hooks, and checking an installation (`doctor`): shared by the CLI and the
 // extension, which differ only in the runtime the shim runs (node, or the extension host itself).
-import { existsSync, lstatSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { hostname } from 'node:os';
 import { AGENTS, type Agent } from '../core/ids';
@@ -8,7 +8,7 @@ import { eventCommand, HookConfigError, hookCommand, hookConfigPath, hooksStatus
 import { byAgent, PROFILES } from '../agents/profiles/index';
 import { readShim, shimPath, writeShim } from '../agents/shim';
 import type { Authority } from '../store/authority';
-import { storePath, turnkeeperHome, type Env } from '../store/location';
+import { closuresDir, SNAPSHOT_NAME, storePath, treeSize, turnkeeperHome, type Env } from '../store/location';
 import { silentLaunches, type SilentLaunch } from './status';
 import { clientClock, hookBusyTimeoutMs } from './settings';
 import { agentChecks, strictSyntaxProblem, type AgentCheck } from './agentChecks';
@@ -164,29 +164,11 @@ export async function doctorReport(env: Env, projectRoot: string, open: () => Pr
     files: hooks.map((item) => ({ ...item, command: scopeCommand(item.agent, item.scope, env) })),
   });
   const all = [...problems, ...checks.filter((check) => check.status === 'problem').map((check) => `${check.detail}${check.fix ? `. Fix: ${check.fix}` : ''}`)];
-  return { ok: all.length === 0, store, shim, hooks, sessions, silentLaunches: silent, closures: closureDiskUse(join(home, 'closures')), checks, problems: all, otherProblems: problems };
+  return { ok: all.length === 0, store, shim, hooks, sessions, silentLaunches: silent, closures: closureDiskUse(closuresDir(env)), checks, problems: all, otherProblems: problems };
 }
 
 /** Snapshots under $TURNKEEPER_HOME/closures (named by a 64-hex digest) and the bytes they and any interrupted copies take. */
 function closureDiskUse(dir: string): DoctorReport['closures'] {
-  let snapshots = 0;
-  let bytes = 0;
-  const walk = (path: string) => {
-    let names: string[];
-    try {
-      names = readdirSync(path);
-    } catch {
-      return;
-    }
-    for (const name of names) {
-      const stat = lstatSync(join(path, name));
-      if (stat.isDirectory()) walk(join(path, name));
-      else bytes += stat.size;
-    }
-  };
-  if (existsSync(dir)) {
-    snapshots = readdirSync(dir).filter((name) => /^[0-9a-f]{64}$/.test(name)).length;
-    walk(dir);
-  }
-  return { dir, snapshots, bytes };
+  const snapshots = existsSync(dir) ? readdirSync(dir).filter((name) => SNAPSHOT_NAME.test(name)).length : 0;
+  return { dir, snapshots, bytes: treeSize(dir).bytes };
 }
