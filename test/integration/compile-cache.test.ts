@@ -63,11 +63,15 @@ function hook(input: string | Buffer, env: Record<string, string | undefined> = 
   return { code: result.status, stdout: result.stdout, stderr: result.stderr, error: result.error };
 }
 
-/** `todo add` through the CLI, with a TMPDIR of its own: only the hooks under test see the shared one. */
+/**
+ * `todo add` through the CLI, with a TMPDIR of its own and the compile cache off: only the hooks under
+ * test see the shared TMPDIR and the cache directory. It does make TURNKEEPER_HOME private (0700), as
+ * every command that opens the store does.
+ */
 function addTodo(id: string): void {
   const own = join(world.root, 'cli-tmp');
   mkdirSync(own, { recursive: true });
-  expect(world.cli(['todo', 'add', `Title of ${id}`, '--id', id], { env: { TMPDIR: own } }).code).toBe(0);
+  expect(world.cli(['todo', 'add', `Title of ${id}`, '--id', id], { env: { TMPDIR: own, NODE_DISABLE_COMPILE_CACHE: '1' } }).code).toBe(0);
 }
 const claimInput = (session: string, todo: string) => payload.codexPrompt(world, session, 'turn-1', `do #todo:${todo}`);
 const cacheDir = () => join(world.home, 'compile-cache');
@@ -223,9 +227,10 @@ describe.skipIf(!asRoot)('an unsafe cache directory is not used; the hook still 
   for (const [name, plant] of cases) {
     it(`${name}`, () => {
       mkdirSync(world.home, { mode: 0o700 });
+      // The Todo first: opening the store narrows a world-writable TURNKEEPER_HOME to 0700.
+      addTodo('fix-login');
       const watched = plant();
       const before = listing(watched);
-      addTodo('fix-login');
       const result = hook(claimInput('sess-a', 'fix-login'));
       expect(result.code).toBe(0);
       expect(contextOf(result.stdout)).toContain('Turnkeeper: Todo fix-login · capture cap_');
