@@ -983,6 +983,9 @@ describe('Copilot CLI hooks', () => {
     writeFileSync(join(copilotHome, 'config.json'), JSON.stringify({ trustedFolders: [join(root, 'work', 're')] }));
     expect(await problems()).toHaveLength(1);
     expect(await problems({ COPILOT_ALLOW_ALL: 'true' })).toEqual([]);
+    // The root folder trusted covers every folder (its path ends in the separator already).
+    writeFileSync(join(copilotHome, 'config.json'), JSON.stringify({ trustedFolders: ['/'] }));
+    expect(await problems()).toEqual([]);
     // User-scope hooks run in any folder: no trust problem for them.
     uninstallAgentHooks({ agent: 'copilot', scope: 'project', env, projectRoot: repo });
     installAgentHooks({ agent: 'copilot', scope: 'user', env, projectRoot: repo }, { runtime: process.execPath, script: '/opt/turnkeeper/dist/cli.js', electronRunAsNode: false });

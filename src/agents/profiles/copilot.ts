@@ -29,6 +29,9 @@ export const copilotHome = (env: Env): string => resolve(nonEmpty(env.COPILOT_HO
  */
 const transcriptOf = (session: string, env: Env): string => join(copilotHome(env), 'session-state', session, 'events.jsonl');
 
+/** `path` is `folder` or under it (`/` holds everything: its own path already ends in the separator). */
+const isWithin = (path: string, folder: string): boolean => path === folder || path.startsWith(folder.endsWith(sep) ? folder : folder + sep);
+
 /** Copilot loads `.github/hooks` only for a folder under one of `trustedFolders` in `$COPILOT_HOME/config.json`. */
 function trustCheck(context: TrustContext): string | undefined {
   if (context.scope !== 'project') return undefined; // user hooks run in any folder, -p included
@@ -36,7 +39,7 @@ function trustCheck(context: TrustContext): string | undefined {
   const config = context.readConfig(join(copilotHome(context.env), 'config.json'));
   const folders = typeof config === 'object' && config !== null ? (config as { trustedFolders?: unknown }).trustedFolders : undefined;
   const root = resolve(context.projectRoot);
-  const trusted = Array.isArray(folders) && folders.some((folder) => typeof folder === 'string' && (root === resolve(folder) || root.startsWith(resolve(folder) + sep)));
+  const trusted = Array.isArray(folders) && folders.some((folder) => typeof folder === 'string' && isWithin(root, resolve(folder)));
   return trusted ? undefined : `Copilot CLI skips ${join(root, '.github', 'hooks')} until the folder is trusted: ${copilot.trust.hint}`;
 }
 
