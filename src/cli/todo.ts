@@ -61,8 +61,12 @@ async function todoList(args: string[], io: Io): Promise<number> {
   );
   const goal = values.all ? undefined : goalFrom(io, values.goal);
   const store = await openStore(io, false);
-  const todos = store ? await store.listTodos(goal) : [];
-  store?.close();
+  let todos;
+  try {
+    todos = store ? await store.listTodos(goal) : [];
+  } finally {
+    store?.close();
+  }
   if (values.json) printJson(io, todos);
   else if (todos.length === 0) io.out(`no Todos${goal ? ` in ${goal}` : ''}; add one: turnkeeper todo add "<title>"\n`);
   else for (const todo of todos) io.out(`${todo.status.padEnd(7)} ${todo.id.padEnd(24)} ${todo.title}${values.all ? `  (${todo.goal})` : ''}\n`);
@@ -79,8 +83,12 @@ async function todoDone(args: string[], io: Io): Promise<number> {
   todoIdArg(id);
   const goal = goalFrom(io, values.goal);
   const store = await openStore(io, false);
-  const result = store ? await store.setTodoStatus(goal, id, 'done', Date.now()) : undefined;
-  store?.close();
+  let result;
+  try {
+    result = store ? await store.setTodoStatus(goal, id, 'done', Date.now()) : undefined;
+  } finally {
+    store?.close();
+  }
   if (!result) {
     if (values.json) printJson(io, { ok: false, reason: 'unknown_todo', todo: id, goal });
     else io.err(`Todo ${id} does not exist in ${goal} (turnkeeper todo list)\n`);
