@@ -11,6 +11,12 @@ const SERIAL = [
   'test/integration/postgres-faults.test.ts',
   // A clone, npm run demo, npm pack and a global install from a loopback registry: minutes of both cores.
   'test/integration/newcomer.test.ts',
+  // A server crashed and restarted, and latencies measured against 1 s windows: load beside it skews them.
+  'test/integration/postgres-follow.test.ts',
+  // A whole PostgreSQL server for one test.
+  'test/integration/bundle-postgres.test.ts',
+  // Eight copies of a 96 MB package and their snapshots.
+  'test/launcher/closures.test.ts',
   'test/e2e/**/*.test.ts',
 ];
 

@@ -11,7 +11,7 @@ import { parseCheckpoint, signedNote } from '../../src/core/checkpoint';
 import { anchorPath, readAnchor } from '../../src/store/anchor';
 import { keyHashOf } from '../../src/lifecycle/keys';
 import { contextOf, makeWorld, payload, type World } from '../support/world';
-import { startPostgres } from '../support/postgres';
+import { signOnTwoMachines } from '../support/twoMachines';
 
 interface Report {
   ok: boolean;
@@ -366,55 +366,14 @@ function parseReceiptNote(w: World, seq: number): string {
 }
 
 describe('one store, two machines: each signs with its own key', () => {
-  // A team store is shared by machines with their own $TURNKEEPER_HOME (and key). Tested on one SQLite
-  // file shared by two installations; the PostgreSQL authority goes through the same decorator.
-  /** Machine A adds and checkpoints, B claims and checkpoints, A exports: whose keys does each trust? */
-  function twoMachines(w: World, machineA: Record<string, string>, machineB: Record<string, string>): void {
-    const on = (machine: Record<string, string>, args: string[], input?: string) => w.cli(args, { env: machine, ...(input === undefined ? {} : { input }) });
-    expect(on(machineA, ['todo', 'add', 'A', '--id', 'task-a']).code).toBe(0);
-    const fromA = JSON.parse(on(machineA, ['checkpoint', '--json']).stdout) as { key: string; seq: number };
-    expect(contextOf(on(machineB, ['hook'], payload.codexPrompt(w, 'sb', 'turn-1', '#todo:task-a')).stdout)).toContain('epoch 1');
-    const fromB = JSON.parse(on(machineB, ['checkpoint', '--json']).stdout) as { key: string; seq: number };
-    expect(fromA.key).not.toBe(fromB.key);
-    const out = join(w.root, 'team.tkb');
-    expect(on(machineA, ['receipts', 'export', '--out', out]).code).toBe(0);
-    const check = (machine: Record<string, string>) => JSON.parse(on(machine, ['verify', '--bundle', out, '--json']).stdout) as Report;
-    // Machine A does not trust B's key yet: B's checkpoint is named, A's verify.
-    const before = check(machineA);
-    expect(before.breaks).toEqual([{ seq: fromB.seq + 1, kind: 'untrusted_key' }]);
-    const vkeyB = (JSON.parse(on(machineB, ['keys', 'show', '--json']).stdout) as { publicKey: string }).publicKey;
-    expect(on(machineA, ['keys', 'trust', vkeyB]).code).toBe(0);
-    const after = check(machineA);
-    expect(after).toMatchObject({ ok: true, breaks: [] });
-    expect(after.signers).toEqual([
-      { key: fromA.key, checkpoints: [fromA.seq, fromB.seq + 1] },
-      { key: fromB.key, checkpoints: [fromB.seq] },
-    ]);
-    // Each machine keeps the witness of what it signed, and its store verify holds against it.
-    expect(JSON.parse(on(machineA, ['verify', '--json']).stdout)).toMatchObject({ ok: true });
-    expect(JSON.parse(on(machineB, ['verify', '--json']).stdout)).toMatchObject({ ok: true });
-  }
-
+  // A team store is shared by machines with their own $TURNKEEPER_HOME (and key). Here on one SQLite
+  // file shared by two installations; bundle-postgres.test.ts does the same on a PostgreSQL server.
   it('on one SQLite file shared by two installations: verify --bundle accepts checkpoints by any trusted key and says which key signed which', () => {
     const w = makeWorld('two-machines');
     try {
-      twoMachines(w, { TURNKEEPER_DB: w.db, TURNKEEPER_HOME: join(w.root, 'home-a') }, { TURNKEEPER_DB: w.db, TURNKEEPER_HOME: join(w.root, 'home-b') });
+      signOnTwoMachines(w, { TURNKEEPER_DB: w.db, TURNKEEPER_HOME: join(w.root, 'home-a') }, { TURNKEEPER_DB: w.db, TURNKEEPER_HOME: join(w.root, 'home-b') });
     } finally {
       w.cleanup();
     }
   });
-
-  it('on a PostgreSQL team store: the same', async () => {
-    const server = await startPostgres();
-    const w = makeWorld('pg-machines');
-    try {
-      await server.createDatabase('team');
-      const store = server.url('team');
-      expect(w.cli(['store', 'init'], { env: { TURNKEEPER_STORE: store } }).code).toBe(0);
-      twoMachines(w, { TURNKEEPER_STORE: store, TURNKEEPER_HOME: join(w.root, 'home-a') }, { TURNKEEPER_STORE: store, TURNKEEPER_HOME: join(w.root, 'home-b') });
-    } finally {
-      w.cleanup();
-      await server.stop();
-    }
-  }, 120_000);
 });
