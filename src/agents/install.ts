@@ -742,10 +742,12 @@ function writeAll(fd: number, content: string | Uint8Array): void {
 /**
  * Temp file in the same directory, fsync, rename: readers see the old file or the new one, never
  * half of one. `stillCurrent` runs just before the rename; returning false abandons the write.
+ * Missing parent directories are created 0700: the shim's write is what creates TURNKEEPER_HOME,
+ * which must be private from its first moment.
  */
 export function writeFileAtomic(path: string, content: string | Uint8Array, mode: number | undefined, stillCurrent: () => boolean = () => true): boolean {
   const dir = dirname(path);
-  mkdirSync(dir, { recursive: true });
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
   const temp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
   const fd = openSync(temp, 'wx', mode ?? 0o666);
   try {

@@ -801,6 +801,9 @@ describe('shim', () => {
     const path = shimPath(home);
     expect(path).toBe(join(home, 'bin', 'turnkeeper'));
     expect(statSync(path).mode & 0o777).toBe(0o755);
+    // The first write creates TURNKEEPER_HOME and its bin/: private from the start (0700), not 0755.
+    expect(statSync(home).mode & 0o777).toBe(0o700);
+    expect(statSync(join(home, 'bin')).mode & 0o777).toBe(0o700);
     expect(spawnSync('sh', ['-n', path]).status).toBe(0);
     const content = read(path);
     expect(content.split('\n').slice(0, 2)).toEqual([
