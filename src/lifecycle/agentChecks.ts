@@ -15,11 +15,12 @@
 //   path of one machine): an agent whose PATH has no `turnkeeper` fails every hook.
 import { spawn } from 'node:child_process';
 import { realpathSync } from 'node:fs';
-import { isAbsolute, resolve } from 'node:path';
+import { dirname, isAbsolute, resolve } from 'node:path';
 import { parse as parseJsonc, printParseErrorCode, stripComments, type ParseError } from 'jsonc-parser';
 import type { Agent } from '../core/ids';
 import { readConfigFile, type Scope } from '../agents/install';
-import type { Env } from '../store/location';
+import { turnkeeperHome, type Env } from '../store/location';
+import { shimPath } from '../agents/shim';
 import { findExecutable } from './executables';
 import { PROFILES, type ConfigSyntax } from '../agents/profiles/index';
 
@@ -56,6 +57,12 @@ export interface AgentCheckOptions {
   readonly env: Env;
   readonly projectRoot: string;
   readonly files: readonly HookFile[];
+  /**
+   * The terminals agents are started from have the shim's directory ($TURNKEEPER_HOME/bin) on their
+   * PATH although `env` does not: the extension puts it there for VS Code's terminals only and
+   * passes its own process.env.
+   */
+  readonly shimOnTerminalPath?: boolean;
 }
 
 export async function agentChecks(options: AgentCheckOptions): Promise<AgentCheck[]> {
@@ -78,7 +85,7 @@ export async function agentChecks(options: AgentCheckOptions): Promise<AgentChec
     });
   }
   const project = files.filter((file) => file.scope === 'project' && file.installed);
-  if (project.length > 0) checks.push(pathCheck(options.env, project));
+  if (project.length > 0) checks.push(pathCheck(options, project));
   const codex = files.filter((file) => file.agent === 'codex' && file.installed);
   if (codex.length > 0) checks.push(...(await codexTrust(options, codex)));
   return checks;
@@ -151,12 +158,14 @@ function describeError(text: string, error: ParseError): string {
 // ---------------------------------------------------------------------------------------------
 // on_path
 
-function pathCheck(env: Env, project: readonly HookFile[]): AgentCheck {
-  const found = findExecutable(env, 'turnkeeper');
+function pathCheck(options: AgentCheckOptions, project: readonly HookFile[]): AgentCheck {
   const agents = project.map((file) => nameOf(file.agent)).join(', ');
   const first = project[0]!;
-  return found
-    ? { check: 'on_path', agent: first.agent, scope: 'project', status: 'ok', detail: `the project's hooks (${agents}) run turnkeeper from PATH: ${found}` }
+  const found = findExecutable(options.env, 'turnkeeper');
+  if (found) return { check: 'on_path', agent: first.agent, scope: 'project', status: 'ok', detail: `the project's hooks (${agents}) run turnkeeper from PATH: ${found}` };
+  const shim = options.shimOnTerminalPath ? findExecutable({ PATH: dirname(shimPath(turnkeeperHome(options.env))) }, 'turnkeeper') : undefined;
+  return shim
+    ? { check: 'on_path', agent: first.agent, scope: 'project', status: 'ok', detail: `the project's hooks (${agents}) run turnkeeper from PATH: in VS Code's terminals that is the shim ${shim}, whose directory the extension puts on their PATH` }
     : {
         check: 'on_path',
         agent: first.agent,

@@ -93,8 +93,17 @@ export interface DoctorReport {
   readonly otherProblems: string[];
 }
 
+export interface DoctorOptions {
+  /**
+   * The terminals the user starts agents from have $TURNKEEPER_HOME/bin on PATH although `env` has
+   * not: the extension adds it to VS Code's terminals only and passes its own process.env. The
+   * on_path check then counts the shim as found.
+   */
+  readonly shimOnTerminalPath?: boolean;
+}
+
 /** Store health, the receipt chain, the shim, hooks per agent and scope, launches whose hooks never fired. */
-export async function doctorReport(env: Env, projectRoot: string, open: () => Promise<Authority | undefined>): Promise<DoctorReport> {
+export async function doctorReport(env: Env, projectRoot: string, open: () => Promise<Authority | undefined>, options: DoctorOptions = {}): Promise<DoctorReport> {
   const home = turnkeeperHome(env);
   const problems: string[] = [];
   let store: Record<string, unknown> = { path: storePath(env), exists: false };
@@ -162,6 +171,7 @@ export async function doctorReport(env: Env, projectRoot: string, open: () => Pr
     env,
     projectRoot,
     files: hooks.map((item) => ({ ...item, command: scopeCommand(item.agent, item.scope, env) })),
+    shimOnTerminalPath: options.shimOnTerminalPath ?? false,
   });
   const all = [...problems, ...checks.filter((check) => check.status === 'problem').map((check) => `${check.detail}${check.fix ? `. Fix: ${check.fix}` : ''}`)];
   return { ok: all.length === 0, store, shim, hooks, sessions, silentLaunches: silent, closures: closureDiskUse(closuresDir(env)), checks, problems: all, otherProblems: problems };

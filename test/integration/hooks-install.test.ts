@@ -996,6 +996,22 @@ describe('Copilot CLI hooks', () => {
   });
 });
 
+describe("doctor's on_path check for the editor", () => {
+  it('with shimOnTerminalPath the shim counts as on PATH although the given PATH lacks it (control: without it, or without a shim, a problem)', async () => {
+    const root = tempDir();
+    const repo = join(root, 'repo');
+    mkdirSync(repo);
+    const tkHome = join(root, 'tk');
+    const env = { HOME: join(root, 'home'), TURNKEEPER_HOME: tkHome, PATH: '/usr/bin:/bin' };
+    installAgentHooks({ agent: 'claude', scope: 'project', env, projectRoot: repo }, { runtime: process.execPath, script: '/opt/turnkeeper/dist/cli.js', electronRunAsNode: false });
+    const onPath = async (options?: { shimOnTerminalPath?: boolean }) => (await doctorReport(env, repo, async () => undefined, options)).checks.find((check) => check.check === 'on_path');
+    expect(await onPath()).toMatchObject({ status: 'problem' });
+    expect(await onPath({ shimOnTerminalPath: true })).toMatchObject({ status: 'ok', detail: expect.stringContaining(shimPath(tkHome)) });
+    rmSync(shimPath(tkHome));
+    expect(await onPath({ shimOnTerminalPath: true })).toMatchObject({ status: 'problem' });
+  });
+});
+
 describe('a repository whose config is not a regular file', () => {
   // A repository can commit `.claude/settings.json -> /dev/zero` (git keeps symlinks) or, through a
   // checkout script, leave a FIFO there. Every config read is bounded: a regular file of at most a few
