@@ -485,9 +485,12 @@ function receiptTableRows() {
       ['C1', 'export, wall time', `${fmtRate(exportRate)}/s`, `${r.exported} receipts`, ms(exp.median), '', 'verify + sign + write', '—', 'info'],
       ['C2', 'verify --bundle, wall time', `${fmtRate(bundleRate)}/s`, `${r.bundleVerified} receipts`, ms(bun.median), '', `p90 ${fmtRate(r.bundleVerified / (bun.p90 / 1000))}/s`, '≥ 200k/s', bundleRate >= 200_000 ? 'PASS' : 'MISS'],
       ['C4', 'checkpoint on a claim', ms(claimCost), 'claim, none', ms(sum(r.claimNoCheckpoint).median), '', 'paired median of differences (OpenSSL start-up, key, sign, receipt, witness)', '< 1 ms', claimCost < 1 ? 'PASS' : 'MISS'],
-      // A claim appends 3 receipts; with the default N = 100 one claim in 33 writes a checkpoint.
-      ['C4', 'per claim at the default N=100', ms((claimCost * 3) / 100), 'claim, none', ms(sum(r.claimNoCheckpoint).median), '', 'checkpoint cost × 3/100', '< 1 ms', (claimCost * 3) / 100 < 1 ? 'PASS' : 'MISS'],
-      ['C5', 'checkpoints on a replay', ms(replayCost), 'replay', ms(sum(r.replayPlain).median), '', 'paired median of differences (noise)', 'none', replayCost < 0.5 ? 'PASS' : 'MISS'],
+      // A claim appends 3 receipts; with the default N = 100 one claim in 33 writes a checkpoint. Not
+      // measured: the row above times 3/100.
+      ['C4', 'per claim at the default N=100, derived (× 3/100)', ms((claimCost * 3) / 100), 'claim, none', ms(sum(r.claimNoCheckpoint).median), '', 'derived: measured checkpoint cost × 3/100', '< 1 ms', (claimCost * 3) / 100 < 1 ? 'PASS' : 'MISS'],
+      // A replay appends nothing, so it signs nothing: the difference is noise between two identical
+      // processes, reported, not judged.
+      ['C5', 'checkpoints on a replay', ms(replayCost), 'replay', ms(sum(r.replayPlain).median), '', 'paired median of differences (a replay signs nothing)', '—', 'info'],
     ],
   };
 }
@@ -651,7 +654,11 @@ function report() {
     ['1', 'floor (read 1 row)', ms(s.floor.median), 'bare node', ms(s.bare.median), x(ratio(s.floor.median, s.bare.median)), `+${ms(s.floor.median - s.bare.median)}`, '—', 'info'],
     ['2', 'hook claim', ms(s.claim.median), 'floor + write txn', ms(s.floorWrite.median), x(ratio(s.claim.median, s.floorWrite.median)), `p90 ${x(ratio(s.claim.p90, s.floorWrite.p90))} · paired ${x(paired('claim', 'floorWrite'))} · cpu ${x(cpuRatio('claim', 'floorWrite'))}`, '—', 'info'],
     cacheComparison(s),
-    ['7', 'hook replay in a worktree', ms(s.replayWorktree.median), 'floor (read 1 row)', ms(s.floor.median), x(ratio(s.replayWorktree.median, s.floor.median)), `paired ${x(paired('replayWorktree', 'floor'))} · vs main checkout ${x(paired('replayWorktree', 'replay'))}`, '≤ 1.25×', verdict(ratio(s.replayWorktree.median, s.floor.median) <= 1.25)],
+    // Row 7, what the worktree costs: the same replay from the main checkout is the baseline (the Goal
+    // lookup through `.git`, `gitdir:` and `commondir` is the difference); no target of its own.
+    ['7', 'hook replay in a worktree', ms(s.replayWorktree.median), 'hook replay, main checkout', ms(s.replay.median), x(ratio(s.replayWorktree.median, s.replay.median)), `+${ms(s.replayWorktree.median - s.replay.median)} · paired ${x(paired('replayWorktree', 'replay'))} · cpu ${x(cpuRatio('replayWorktree', 'replay'))}`, '—', 'info'],
+    // The replay target (≤ 1.25× the floor) holds from a worktree too: this row judges that alone.
+    ['7', 'worktree replay vs floor', ms(s.replayWorktree.median), 'floor (read 1 row)', ms(s.floor.median), x(ratio(s.replayWorktree.median, s.floor.median)), `p90 ${x(ratio(s.replayWorktree.p90, s.floor.p90))} · paired ${x(paired('replayWorktree', 'floor'))} · cpu ${x(cpuRatio('replayWorktree', 'floor'))}`, '≤ 1.25×', verdict(ratio(s.replayWorktree.median, s.floor.median) <= 1.25)],
     ['8', 'goal --json, no store', ms(s.goalStoreFree.median), 'bare node', ms(s.bare.median), x(ratio(s.goalStoreFree.median, s.bare.median)), `paired ${x(paired('goalStoreFree', 'bare'))} · cpu ${x(cpuRatio('goalStoreFree', 'bare'))}`, '≤ 1.2×', verdict(ratio(s.goalStoreFree.median, s.bare.median) <= 1.2)],
     ['8', 'goal --json, with the store', ms(s.goal.median), 'bare node', ms(s.bare.median), x(ratio(s.goal.median, s.bare.median)), `+${ms(s.goal.median - s.bare.median)} (opens the store for changedFrom)`, '—', 'info'],
     ['3', 'verify, wall time', `${fmtRate(rateWall)}/s`, `${vReceipts} receipts`, ms(s.verify.median), '', `p90 ${fmtRate(rateWallP90)}/s`, '≥ 200k/s', verdict(rateWall >= 200_000)],
