@@ -12,10 +12,12 @@ export const NODE = process.execPath;
 export const TIME_BIN = '/usr/bin/time';
 
 /**
- * The temp root holds everything: repo, TURNKEEPER_HOME, HOME, and TMPDIR. TMPDIR matters because
- * `module.enableCompileCache()` (dist/cli.js) caches in `os.tmpdir()/node-compile-cache`: pointing it
- * inside our root makes the cache ours (populated by the warm-up runs, removed at the end) instead of
- * sharing /tmp/node-compile-cache with whatever else runs on the machine.
+ * The temp root holds everything: repo, TURNKEEPER_HOME, HOME, and TMPDIR. dist/cli.js keeps its compile
+ * cache in $TURNKEEPER_HOME/compile-cache (src/cli/launcher.cjs), inside the root already. TMPDIR matters
+ * for the floors: they call `module.enableCompileCache()` with Node's default directory,
+ * `os.tmpdir()/node-compile-cache`, and pointing TMPDIR inside our root makes that cache ours too
+ * (populated by the warm-up runs, removed at the end) instead of sharing /tmp/node-compile-cache with
+ * whatever else runs on the machine.
  */
 export function makeRoot() {
   const root = realpathSync(mkdtempSync(join(tmpdir(), 'tk-bench-')));
