@@ -1,10 +1,13 @@
 // Rows of the PostgreSQL team authority (spec §4), against a real server on 127.0.0.1 started for the
 // run (Debian's postgresql, the same harness as the tests), baselines measured in the same run:
-//   P1 hook replay vs the floor: the same runtime loading the bundled client, connecting, one SELECT.
+//   P1 hook replay vs the floor: the same runtime loading the bundled client, connecting, one SELECT
+//      (the floor enables Node's compile cache, as run.mjs's floors do: every advantage the product has).
 //   P2 hook claim vs the floor plus one write transaction.
 //   P3 64 concurrent hooks from 4 "machines" (TURNKEEPER_HOMEs and clones) vs the CPU bound.
 //   P4 verify of a 100,000-receipt chain on the server (cursor-streamed), rate and peak RSS.
-// The server runs with fsync=off (test harness): write rows compare like with like, not durability.
+// The server runs with fsync on (the test harness turns it off): a commit waits for its WAL flush, so
+// P2's floor pays for one durable write transaction as the claim does, and the ratio compares like
+// with like. With fsync off a commit cost nothing and the floor was no floor.
 import { execFileSync, spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { cpus, loadavg } from 'node:os';
@@ -43,7 +46,7 @@ async function bundleTo(entry, name) {
 
 async function main() {
   const harness = requireHere(await bundleTo(join(REPO_ROOT, 'test/support/postgres.ts'), 'pg-harness.cjs'));
-  server = await harness.startPostgres();
+  server = await harness.startPostgres({ settings: { fsync: 'on', full_page_writes: 'on', synchronous_commit: 'on' } });
   await server.createDatabase('bench');
   const url = server.url('bench');
   log(`PostgreSQL ${server.version} on 127.0.0.1:${server.port}`);
@@ -96,7 +99,11 @@ async function main() {
        await c.end();
      })();`,
   );
-  const floor = await bundleTo(floorFile, 'pg-floor.cjs');
+  // As dist/cli.js (src/cli/launcher.cjs) enables the cache before it loads the bundle, the floor's
+  // entry enables it (Node's default directory, in the bench's private TMPDIR) before it loads its own.
+  const floorBundle = await bundleTo(floorFile, 'pg-floor.cjs');
+  const floor = join(scratch, 'pg-floor-main.cjs');
+  writeFileSync(floor, `require('node:module').enableCompileCache?.();\nrequire(${JSON.stringify(floorBundle)});\n`);
 
   let claimIndex = 0;
   const runners = {
