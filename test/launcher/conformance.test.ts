@@ -509,7 +509,8 @@ describe('lifecycle', () => {
        }));`,
     );
     const out = join(dir, 'child.cjs');
-    buildSync({ entryPoints: [entry], outfile: out, bundle: true, platform: 'node', format: 'cjs', logLevel: 'error' });
+    // As scripts/build.mjs bundles: jsonc-parser (reached through the closure index's writeFileAtomic) only bundles from its ESM build.
+    buildSync({ entryPoints: [entry], outfile: out, bundle: true, platform: 'node', format: 'cjs', mainFields: ['module', 'main'], logLevel: 'error' });
     // The bundle finds the addon prebuilds through ./native, like a packaged build.
     if (!existsSync(join(dir, 'native'))) symlinkSync(join(REPO, 'native'), join(dir, 'native'));
     for (const killParent of [true, false]) {
