@@ -7,6 +7,11 @@
 //   E2 extension activation in code-server, read from the last end-to-end run (if there was one)
 //   S1 what the hook keeps off its start-up: loading node:crypto and node:child_process, cold, vs bare node
 //   S2 one digest of a receipt-sized text: pure-JS SHA-256 (the hook) vs Node's crypto.hash (verify)
+//   H1 the transcript check of a holder's context event (docs/hook-protocol.md, "How often the full
+//      capture is presented"): transcriptCarries on a 20 MiB transcript, the capture 50 KiB from the end,
+//      10 MiB back, or absent; its first call in a fresh process (what a hook pays) and a warm call
+//   R1 resolveGoal (docs/goals.md, "Cost") in a main checkout, a linked worktree, and three directories
+//      below a worktree root; its first call in a fresh process and a warm call
 //   G1 the first launch of Gemini CLI builds its closure: copying its package into a snapshot (through
 //      descriptors, hashed) vs `cp -r` of the same package
 //   G2 a later attested launch of Gemini CLI from its closure (`gemini --version`) vs child_process.spawn
@@ -14,9 +19,9 @@
 //   G3 disk use of one snapshot (one installed version)
 // The product code is bundled from src/ into dist/ so the launcher finds its prebuild from there.
 import { build } from 'esbuild';
-import { spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { createReadStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, copyFileSync, chmodSync } from 'node:fs';
+import { closeSync, createReadStream, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, copyFileSync, chmodSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { createRequire } from 'node:module';
@@ -42,6 +47,8 @@ await build({
       "export { parseReceipt, buildReceipt } from './src/core/receipts';",
       "export { digestText, digestTextBulk } from './src/core/canonical';",
       "export { closureOf, clearClosureCache, listClosures, pruneClosures } from './src/launcher/closure';",
+      "export { transcriptCarries, fullCaptureMarker } from './src/lifecycle/presentation';",
+      "export { resolveGoal } from './src/lifecycle/goal';",
     ].join('\n'),
     resolveDir: REPO,
     loader: 'ts',
@@ -59,9 +66,10 @@ const product = createRequire(import.meta.url)(bundlePath);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const now = () => performance.now();
 const rows = [];
-const row = (id, what, value, baselineName, baseline, target) => {
+/** `unit`: 'µs' when value and baseline are microseconds (printed with two decimals); milliseconds otherwise. */
+const row = (id, what, value, baselineName, baseline, target, unit) => {
   const ratio = baseline ? value / baseline : undefined;
-  rows.push({ id, what, value, baselineName, baseline, ratio, target, pass: target === undefined || ratio === undefined ? undefined : ratio <= target });
+  rows.push({ id, what, value, baselineName, baseline, ratio, target, pass: target === undefined || ratio === undefined ? undefined : ratio <= target, unit });
 };
 
 async function sha256File(path) {
@@ -204,9 +212,92 @@ try {
     return (now() - t) / 100_000;
   };
   if (product.digestText(text) !== product.digestTextBulk(text)) throw new Error('the two digest paths disagree');
-  row('S2', 'digestText (pure-JS SHA-256), per 484-byte text', perCall(product.digestText) * 1000, 'digestTextBulk (crypto.hash)', perCall(product.digestTextBulk) * 1000, undefined);
+  row('S2', 'digestText (pure-JS SHA-256), per 484-byte text', perCall(product.digestText) * 1000, 'digestTextBulk (crypto.hash)', perCall(product.digestTextBulk) * 1000, undefined, 'µs');
 
   }
+  // H1 and R1: first calls, each in its own fresh process of this runtime, timed inside it around the
+  // one call (the process's start-up is not counted: the question is what the call adds to a hook).
+  const firstCall = (code) => {
+    const run = spawnSync(process.execPath, ['-e', `const p = require(${JSON.stringify(bundlePath)}); ${code}`], { encoding: 'utf8' });
+    if (run.status !== 0) throw new Error(`first-call process failed: ${run.stderr}`);
+    return JSON.parse(run.stdout);
+  };
+  /** Median of per-call timings (ms) after a warm-up: the warm cost in a long-lived process. */
+  const warmCall = (work, calls) => {
+    for (let i = 0; i < Math.max(20, calls / 10); i += 1) work();
+    const times = [];
+    for (let i = 0; i < calls; i += 1) {
+      const t = now();
+      work();
+      times.push(now() - t);
+    }
+    return median(times);
+  };
+  const FIRST_RUNS = 11;
+
+  if (want('H')) {
+    // A Codex-like rollout of 20 MiB: JSONL lines of about 1 KiB; the capture's full presentation is one
+    // line (its begin marker inside a JSON string, as the agent records hook context), placed so that
+    // it starts 50 KiB or 10 MiB before the end, or nowhere. No compaction marker anywhere.
+    const SIZE = 20 * 1024 * 1024;
+    const capture = 'cap_0123456789abcdef01234567';
+    const filler = (i) => `${JSON.stringify({ timestamp: '2026-11-30T12:00:00.000Z', type: 'response_item', payload: { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: `step ${i}: ${'the retry loop keeps its cause; '.repeat(28)}` }] } })}\n`;
+    const presentation = `${JSON.stringify({ timestamp: '2026-11-30T12:00:00.000Z', type: 'response_item', payload: { type: 'message', role: 'developer', content: [{ type: 'input_text', text: `Turnkeeper: Todo fix-login · capture ${capture} · epoch 1\n${product.fullCaptureMarker(capture)}\nFix login\n--- end Todo text (capture ${capture}) ---` }] } })}\n`;
+    const transcript = (name, fromEnd) => {
+      const path = join(scratch, `${name}.jsonl`);
+      const fd = openSync(path, 'w');
+      let size = 0;
+      let i = 0;
+      const put = (text) => (size += writeSync(fd, text));
+      while (size < SIZE) {
+        if (fromEnd !== undefined && size >= SIZE - fromEnd) {
+          put(presentation);
+          fromEnd = undefined;
+        }
+        put(filler(i++));
+      }
+      closeSync(fd);
+      return path;
+    };
+    const cases = [
+      ['the capture 50 KiB from the end', transcript('near', 50 * 1024), true],
+      ['the capture 10 MiB back', transcript('far', 10 * 1024 * 1024), true],
+      ['the capture not there (16 MiB read)', transcript('absent', undefined), false],
+    ];
+    for (const [what, path, carries] of cases) {
+      if (product.transcriptCarries(path, capture) !== carries) throw new Error(`transcriptCarries(${what}) is not ${carries}`);
+      const first = Array.from({ length: FIRST_RUNS }, () =>
+        firstCall(`const t = performance.now(); const carries = p.transcriptCarries(${JSON.stringify(path)}, ${JSON.stringify(capture)}); process.stdout.write(JSON.stringify({ ms: performance.now() - t, carries }));`),
+      );
+      if (first.some((run) => run.carries !== carries)) throw new Error(`a fresh process's transcriptCarries(${what}) is not ${carries}`);
+      row('H1', `transcript check, 20 MiB, ${what}: first call`, median(first.map((run) => run.ms)), undefined, undefined, undefined);
+      row('H1', `transcript check, 20 MiB, ${what}: warm call`, warmCall(() => product.transcriptCarries(path, capture), 200), undefined, undefined, undefined);
+    }
+  }
+
+  if (want('R')) {
+    // A repository with an origin, a linked worktree of it, and a directory three levels down in it.
+    const main = join(scratch, 'goal-repo');
+    const git = (...args) => execFileSync('git', ['-c', 'user.email=bench@example.invalid', '-c', 'user.name=bench', ...args], { stdio: 'ignore' });
+    git('init', '-q', main);
+    git('-C', main, 'commit', '-q', '--allow-empty', '-m', 'init');
+    git('-C', main, 'remote', 'add', 'origin', 'https://example.invalid/acme/goal.git');
+    const worktree = join(scratch, 'goal-wt');
+    git('-C', main, 'worktree', 'add', '-q', '-b', 'bench-goal', worktree);
+    const deep = join(worktree, 'src', 'lib', 'deep');
+    mkdirSync(deep, { recursive: true });
+    const id = product.resolveGoal(main).id;
+    for (const [what, dir] of [['main checkout', main], ['linked worktree', worktree], ['3 directories below a worktree root', deep]]) {
+      if (product.resolveGoal(dir).id !== id) throw new Error(`resolveGoal(${what}) is not the repository's Goal`);
+      const first = Array.from({ length: FIRST_RUNS }, () =>
+        firstCall(`const t = performance.now(); const goal = p.resolveGoal(${JSON.stringify(dir)}); process.stdout.write(JSON.stringify({ ms: performance.now() - t, id: goal.id }));`),
+      );
+      if (first.some((run) => run.id !== id)) throw new Error(`a fresh process's resolveGoal(${what}) is not the repository's Goal`);
+      row('R1', `resolveGoal, ${what}: first call`, median(first.map((run) => run.ms)) * 1000, undefined, undefined, undefined, 'µs');
+      row('R1', `resolveGoal, ${what}: warm call`, warmCall(() => product.resolveGoal(dir), 2000) * 1000, undefined, undefined, undefined, 'µs');
+    }
+  }
+
   // G1-G3: Gemini CLI from its attested closure. The runtime is this Node; closures go to a scratch TURNKEEPER_HOME.
   if (want('G') && existsSync(GEMINI)) {
     const geminiEnv = { PATH: `${dirname(process.execPath)}:/usr/bin:/bin`, HOME: join(scratch, 'gemini-home'), TURNKEEPER_HOME: join(scratch, 'tk-home'), NO_COLOR: '1', TERM: 'dumb' };
@@ -290,12 +381,12 @@ try {
   const pad = (text, width, right) => (right ? String(text).padStart(width) : String(text).padEnd(width));
   console.log(`${pad('row', 4)} ${pad('measurement', 62)} ${pad('value', 12, true)}  ${pad('baseline', 36)} ${pad('base', 11, true)} ${pad('ratio', 7, true)}  target  result`);
   for (const r of rows) {
-    const ms = (v) => (r.id === 'S2' ? `${v.toFixed(2)} µs` : `${v.toFixed(1)} ms`);
+    const ms = (v) => (r.unit === 'µs' ? `${v.toFixed(2)} µs` : r.id === 'H1' ? `${v.toFixed(3)} ms` : `${v.toFixed(1)} ms`);
     const unit = r.id === 'L3' ? `${(r.value / 1024).toFixed(2)} KiB` : r.id === 'G3' ? `${(r.value / (1024 * 1024)).toFixed(1)} MiB` : ms(r.value);
     const target = r.id === 'E1' && r.what.includes('page') ? '< 50 ms' : r.target ? `≤ ${r.target}×` : '—';
     const pass = r.id === 'E1' && r.what.includes('page') ? (r.value < 50 ? 'PASS' : 'MISS') : r.pass === undefined ? 'info' : r.pass ? 'PASS' : 'MISS';
     console.log(
-      `${pad(r.id, 4)} ${pad(r.what, 62)} ${pad(unit, 12, true)}  ${pad(r.baselineName ?? '', 36)} ${pad(r.baseline ? (r.id === 'S2' ? `${r.baseline.toFixed(2)} µs` : `${r.baseline.toFixed(1)} ms`) : '', 11, true)} ${pad(r.ratio ? `${r.ratio.toFixed(2)}×` : '', 7, true)}  ${pad(target, 6)}  ${pass}`,
+      `${pad(r.id, 4)} ${pad(r.what, 62)} ${pad(unit, 12, true)}  ${pad(r.baselineName ?? '', 36)} ${pad(r.baseline ? ms(r.baseline) : '', 11, true)} ${pad(r.ratio ? `${r.ratio.toFixed(2)}×` : '', 7, true)}  ${pad(target, 6)}  ${pass}`,
     );
   }
   console.log(`BENCH_LAUNCHER_JSON ${JSON.stringify(rows)}`);
