@@ -12,8 +12,10 @@ import { createHash } from 'node:crypto';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { openSqliteAuthority, type SqliteAuthority } from '../../src/lifecycle/open';
 import type { LaunchFacts } from '../../src/launcher/launch';
+import { makeWorld, type World } from '../support/world';
 
 const PROGRAM = String.raw`
 #include <fcntl.h>
@@ -295,4 +297,60 @@ export function alive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+export interface LaunchScene {
+  /** This test's world and scene (set before each test). */
+  readonly current: { readonly world: World; readonly scene: Scene };
+  /** Pids a test started: each is SIGKILLed after the test. */
+  readonly pids: number[];
+  /** A store of this test's world, closed after the test. */
+  openStore(): Promise<SqliteAuthority>;
+}
+
+/**
+ * For a launcher test file: the compiled programs once (`name`), and before each test a fresh world
+ * (prepared by `prepare`, e.g. a Todo added) and a fresh scene; after each test its launched pids are
+ * killed, its stores closed and its world removed.
+ */
+export function useLaunchScene(name: string, prepare: (world: World) => void | Promise<void> = () => {}): LaunchScene {
+  let fx: Fixtures | undefined;
+  let world: World | undefined;
+  let fresh: Scene | undefined;
+  const pids: number[] = [];
+  const stores: SqliteAuthority[] = [];
+  beforeAll(() => {
+    fx = buildFixtures(name);
+  });
+  afterAll(() => fx?.cleanup());
+  beforeEach(async () => {
+    world = makeWorld(name);
+    await prepare(world);
+    fresh = await scene(fx!);
+  });
+  afterEach(() => {
+    for (const pid of pids.splice(0)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    for (const store of stores.splice(0)) store.close();
+    world?.cleanup();
+    world = fresh = undefined;
+  });
+  const launchScene: LaunchScene = {
+    get current() {
+      if (!world || !fresh) throw new Error('useLaunchScene: the world and scene exist only inside a test');
+      return { world, scene: fresh };
+    },
+    pids,
+    async openStore() {
+      const store = await launchScene.current.world.store();
+      stores.push(store);
+      return store;
+    },
+  };
+  return launchScene;
 }

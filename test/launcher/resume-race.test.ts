@@ -4,53 +4,26 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { resumeCapture, type ResumeResult } from '../../src/launcher/resume';
 import type { Barriers } from '../../src/launcher/launch';
 import type { SqliteAuthority } from '../../src/lifecycle/open';
-import { contextOf, makeWorld, payload, type World } from '../support/world';
-import { alive, buildFixtures, readMarker, scene, waitFor, type Fixtures, type Scene } from './fixtures';
+import { contextOf, payload, type World } from '../support/world';
+import { alive, readMarker, useLaunchScene, waitFor, type Scene } from './fixtures';
 
 process.env.TURNKEEPER_TEST_BARRIERS = '1';
 
-let fx: Fixtures;
 let world: World;
 let s: Scene;
 let captureId: string;
-const stores: SqliteAuthority[] = [];
-const pids: number[] = [];
-
-beforeAll(() => {
-  fx = buildFixtures('tk-resume-race');
-});
-afterAll(() => fx?.cleanup());
-
-beforeEach(async () => {
-  world = makeWorld('tk-race');
-  expect(world.cli(['todo', 'add', 'Fix login', '--id', 'fix-login']).code).toBe(0);
-  writeFileSync(join(world.root, 'sess-r.jsonl'), '{"type":"session"}\n');
-  const claim = world.cli(['hook'], { input: payload.codexPrompt(world, 'sess-r', 'turn-1', '#todo:fix-login') });
+const launch = useLaunchScene('tk-resume-race', (w) => {
+  expect(w.cli(['todo', 'add', 'Fix login', '--id', 'fix-login']).code).toBe(0);
+  writeFileSync(join(w.root, 'sess-r.jsonl'), '{"type":"session"}\n');
+  const claim = w.cli(['hook'], { input: payload.codexPrompt(w, 'sess-r', 'turn-1', '#todo:fix-login') });
   captureId = /capture (cap_[0-9a-f]{24})/.exec(contextOf(claim.stdout)!)![1]!;
-  s = await scene(fx);
 });
-
-afterEach(() => {
-  for (const pid of pids.splice(0)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-  for (const store of stores.splice(0)) store.close();
-  world.cleanup();
-});
-
-async function openStore(): Promise<SqliteAuthority> {
-  const store = await world.store();
-  stores.push(store);
-  return store;
-}
+const { pids, openStore } = launch;
+beforeEach(() => ({ world, scene: s } = launch.current));
 
 /** One in-process resume of the capture with the compiled agent; `mode` is the agent's behaviour. */
 async function resume(options: { markers: string; mode: 'exit' | 'sleep'; barriers?: Barriers; store?: SqliteAuthority }): Promise<ResumeResult> {

@@ -5,51 +5,24 @@
 import { FIRST_HOOK_DEADLINE_MS, silentLaunches } from '../../src/lifecycle/status';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { startTodo, type StartResult } from '../../src/launcher/start';
 import { resumeCapture } from '../../src/launcher/resume';
 import type { Barriers } from '../../src/launcher/launch';
 import type { SqliteAuthority } from '../../src/lifecycle/open';
 import { buildReceipt } from '../../src/core/receipts';
-import { contextOf, makeWorld, payload, type World } from '../support/world';
-import { alive, buildFixtures, readMarker, scene, sha256File, waitFor, type Fixtures, type Scene } from './fixtures';
+import { contextOf, payload, type World } from '../support/world';
+import { alive, readMarker, sha256File, useLaunchScene, waitFor, type Scene } from './fixtures';
 
 process.env.TURNKEEPER_TEST_BARRIERS = '1';
 
-let fx: Fixtures;
 let world: World;
 let s: Scene;
-const stores: SqliteAuthority[] = [];
-const pids: number[] = [];
-
-beforeAll(() => {
-  fx = buildFixtures('tk-start');
+const launch = useLaunchScene('tk-start', (w) => {
+  expect(w.cli(['todo', 'add', 'Fix login', '--id', 'fix-login']).code).toBe(0);
 });
-afterAll(() => fx?.cleanup());
-
-beforeEach(async () => {
-  world = makeWorld('tk-start');
-  expect(world.cli(['todo', 'add', 'Fix login', '--id', 'fix-login']).code).toBe(0);
-  s = await scene(fx);
-});
-
-afterEach(() => {
-  for (const pid of pids.splice(0)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-  for (const store of stores.splice(0)) store.close();
-  world.cleanup();
-});
-
-async function openStore(): Promise<SqliteAuthority> {
-  const store = await world.store();
-  stores.push(store);
-  return store;
-}
+const { pids, openStore } = launch;
+beforeEach(() => ({ world, scene: s } = launch.current));
 
 /** One in-process start of `todo` with the compiled agent; `mode` is the agent's behaviour. */
 async function start(options: { todo?: string; markers: string; mode: 'exit' | 'sleep'; barriers?: Barriers; store?: SqliteAuthority }): Promise<StartResult> {
