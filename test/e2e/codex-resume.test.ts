@@ -2,9 +2,8 @@
 // resumed session's request carries the same ready capture, the lease is unchanged, the chain
 // verifies, and `launch_committed` precedes the first hook event of that launch in the chain.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn, spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
-import { CLI, makeWorld, type World } from '../support/world';
+import { makeWorld, runCli, type World } from '../support/world';
 import { developerTexts, startMockModelServer, type MockModelServer } from '../support/mockModelServer';
 import { cleanupCodexHome, makeCodexHome, runCodexExec, writeCodexConfig, type CodexHome } from '../support/codexHarness';
 
@@ -15,25 +14,8 @@ let codex: CodexHome;
 let mock: MockModelServer;
 let env: NodeJS.ProcessEnv;
 
-function turnkeeper(args: string[]) {
-  const run = spawnSync(process.execPath, [CLI, ...args], { cwd: world.repo, env, encoding: 'utf8', timeout: 60_000 });
-  return { code: run.status, stdout: run.stdout, stderr: run.stderr };
-}
 /** Async: the mock model server lives in this process, so a blocking spawn would starve it. */
-function turnkeeperAsync(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((done) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: world.repo, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 90_000);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      done({ code, stdout, stderr });
-    });
-  });
-}
+const turnkeeper = (args: string[]) => runCli(args, { env, cwd: world.repo, timeoutMs: 90_000 });
 const presentations = (from: number) => mock.requests.slice(from).flatMap((request) => developerTexts(request)).filter((text) => text.startsWith('Turnkeeper: Todo'));
 
 beforeAll(async () => {
@@ -42,8 +24,8 @@ beforeAll(async () => {
   codex = makeCodexHome({ prefix: 'tk-e2e-resume-codex-', extraEnv: { TURNKEEPER_HOME: world.home } });
   env = codex.env;
   writeCodexConfig(codex.codexHome, mock.url);
-  expect(turnkeeper(['todo', 'add', 'Fix login', '--id', 'fix-login', '--body', 'Resume me (okapi-4410).']).code).toBe(0);
-  expect(turnkeeper(['hooks', 'install', '--agent', 'codex']).code).toBe(0);
+  expect((await turnkeeper(['todo', 'add', 'Fix login', '--id', 'fix-login', '--body', 'Resume me (okapi-4410).'])).code).toBe(0);
+  expect((await turnkeeper(['hooks', 'install', '--agent', 'codex'])).code).toBe(0);
 });
 afterAll(async () => {
   await mock?.close();
@@ -57,21 +39,21 @@ describe('turnkeeper resume with the real Codex', () => {
     expect(first.code, first.stderr).toBe(0);
     const claimed = presentations(0);
     expect(claimed).toHaveLength(1);
-    const status = JSON.parse(turnkeeper(['status', '--json']).stdout) as { leases: { owner: string; capture: string; epoch: number; status: string }[] };
+    const status = JSON.parse((await turnkeeper(['status', '--json'])).stdout) as { leases: { owner: string; capture: string; epoch: number; status: string }[] };
     const [lease] = status.leases;
     expect(lease).toMatchObject({ epoch: 1, status: 'active', owner: expect.stringMatching(/^codex:/) });
 
     const before = mock.requests.length;
-    const resumed = await turnkeeperAsync(['resume', lease!.capture, '--json', '--agent-bin', CODEX_SHIM, '--', '--skip-git-repo-check', '--dangerously-bypass-hook-trust']);
+    const resumed = await turnkeeper(['resume', lease!.capture, '--json', '--agent-bin', CODEX_SHIM, '--', '--skip-git-repo-check', '--dangerously-bypass-hook-trust']);
     expect(resumed.code, resumed.stderr.slice(-3000)).toBe(0);
     const decision = JSON.parse(resumed.stdout) as { decision: string; receipt: { seq: number; hash: string }; digest: string; exit: { code: number } };
     expect(decision).toMatchObject({ decision: 'launched', exit: { code: 0 } });
-    const attested = JSON.parse(turnkeeper(['attest', CODEX_SHIM, '--json']).stdout) as { digest: string };
+    const attested = JSON.parse((await turnkeeper(['attest', CODEX_SHIM, '--json'])).stdout) as { digest: string };
     expect(decision.digest).toBe(attested.digest);
 
     // The resumed session's model request carries the very same bytes.
     expect(presentations(before)).toContain(claimed[0]);
-    const after = JSON.parse(turnkeeper(['status', '--json']).stdout) as typeof status;
+    const after = JSON.parse((await turnkeeper(['status', '--json'])).stdout) as typeof status;
     expect(after.leases).toHaveLength(1);
     expect(after.leases[0]).toMatchObject({ owner: lease!.owner, capture: lease!.capture, epoch: 1, status: 'active' });
 
@@ -87,17 +69,17 @@ describe('turnkeeper resume with the real Codex', () => {
     expect(doc.detail).toMatchObject({ agent: 'codex', digest: attested.digest, launch: committed.launch });
     expect(await store.verifyChain()).toMatchObject({ ok: true });
     store.close();
-    expect(JSON.parse(turnkeeper(['verify', '--json']).stdout)).toMatchObject({ ok: true, breaks: [] });
+    expect(JSON.parse((await turnkeeper(['verify', '--json'])).stdout)).toMatchObject({ ok: true, breaks: [] });
   });
 
   it('a resumed session carries the full ready capture once, and a one-line reminder per later context event (docs/hook-protocol.md, "How often the full capture is presented")', async () => {
     // A second Todo and a fresh session for it: the first test's session holds fix-login.
-    expect(turnkeeper(['todo', 'add', 'Tidy the signup form', '--id', 'tidy-signup', '--body', 'Measure me (heron-7731).']).code).toBe(0);
+    expect((await turnkeeper(['todo', 'add', 'Tidy the signup form', '--id', 'tidy-signup', '--body', 'Measure me (heron-7731).'])).code).toBe(0);
     const first = await runCodexExec({ env, cwd: world.repo, prompt: 'please work on #todo:tidy-signup', timeoutMs: 90_000 });
     expect(first.code, first.stderr).toBe(0);
-    const status = JSON.parse(turnkeeper(['status', '--json']).stdout) as { leases: { todo: string; capture: string; status: string }[] };
+    const status = JSON.parse((await turnkeeper(['status', '--json'])).stdout) as { leases: { todo: string; capture: string; status: string }[] };
     const capture = status.leases.find((lease) => lease.todo === 'tidy-signup' && lease.status === 'active')!.capture;
-    const full = (JSON.parse(turnkeeper(['show', capture, '--json']).stdout) as { presentation: string }).presentation;
+    const full = (JSON.parse((await turnkeeper(['show', capture, '--json'])).stdout) as { presentation: string }).presentation;
     const measure = (from: number) => {
       const last = mock.requests.slice(from).at(-1)!;
       const texts = developerTexts(last).filter((text) => text.includes(capture));
@@ -111,7 +93,7 @@ describe('turnkeeper resume with the real Codex', () => {
     const rows = [{ run: 'claim', ...measure(0) }];
     for (const run of ['resume 1', 'resume 2']) {
       const before = mock.requests.length;
-      const resumed = await turnkeeperAsync(['resume', capture, '--json', '--agent-bin', CODEX_SHIM, '--', '--skip-git-repo-check', '--dangerously-bypass-hook-trust']);
+      const resumed = await turnkeeper(['resume', capture, '--json', '--agent-bin', CODEX_SHIM, '--', '--skip-git-repo-check', '--dangerously-bypass-hook-trust']);
       expect(resumed.code, resumed.stderr.slice(-3000)).toBe(0);
       rows.push({ run, ...measure(before) });
     }

@@ -3,9 +3,8 @@
 // prompt (which names no Todo) claims fix-login through the agent's own hook with binding `launch`,
 // and the ready capture reaches the model.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn, spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
-import { CLI, makeWorld, type World } from '../support/world';
+import { makeWorld, runCli, type World } from '../support/world';
 import { developerTexts, startMockModelServer, type MockModelServer } from '../support/mockModelServer';
 import { cleanupCodexHome, makeCodexHome, writeCodexConfig, type CodexHome } from '../support/codexHarness';
 
@@ -16,25 +15,8 @@ let codex: CodexHome;
 let mock: MockModelServer;
 let env: NodeJS.ProcessEnv;
 
-function turnkeeper(args: string[]) {
-  const run = spawnSync(process.execPath, [CLI, ...args], { cwd: world.repo, env, encoding: 'utf8', timeout: 60_000 });
-  return { code: run.status, stdout: run.stdout, stderr: run.stderr };
-}
 /** Async: the mock model server lives in this process, so a blocking spawn would starve it. */
-function turnkeeperAsync(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((done) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: world.repo, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 90_000);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      done({ code, stdout, stderr });
-    });
-  });
-}
+const turnkeeper = (args: string[]) => runCli(args, { env, cwd: world.repo, timeoutMs: 90_000 });
 const presentations = () => mock.requests.flatMap((request) => developerTexts(request)).filter((text) => text.startsWith('Turnkeeper: Todo'));
 
 beforeAll(async () => {
@@ -43,8 +25,8 @@ beforeAll(async () => {
   codex = makeCodexHome({ prefix: 'tk-e2e-start-codex-', extraEnv: { TURNKEEPER_HOME: world.home } });
   env = codex.env;
   writeCodexConfig(codex.codexHome, mock.url);
-  expect(turnkeeper(['todo', 'add', 'Fix login', '--id', 'fix-login', '--body', 'Started, not mentioned (heron-2291).']).code).toBe(0);
-  expect(turnkeeper(['hooks', 'install', '--agent', 'codex']).code).toBe(0);
+  expect((await turnkeeper(['todo', 'add', 'Fix login', '--id', 'fix-login', '--body', 'Started, not mentioned (heron-2291).'])).code).toBe(0);
+  expect((await turnkeeper(['hooks', 'install', '--agent', 'codex'])).code).toBe(0);
 });
 afterAll(async () => {
   await mock?.close();
@@ -63,11 +45,11 @@ interface Doc {
 
 describe('turnkeeper start with the real Codex', () => {
   it('starts a headless Codex turn whose prompt claims the Todo with binding launch, launch receipt first, and the ready capture reaches the model', async () => {
-    const started = await turnkeeperAsync(['start', 'fix-login', '--agent', 'codex', '--json', '--agent-bin', CODEX_SHIM, '--prompt', 'please fix the login form', '--', '--skip-git-repo-check', '--dangerously-bypass-hook-trust']);
+    const started = await turnkeeper(['start', 'fix-login', '--agent', 'codex', '--json', '--agent-bin', CODEX_SHIM, '--prompt', 'please fix the login form', '--', '--skip-git-repo-check', '--dangerously-bypass-hook-trust']);
     expect(started.code, started.stderr.slice(-3000)).toBe(0);
     const decision = JSON.parse(started.stdout) as { decision: string; turn: string; launch: string; receipt: { seq: number }; digest: string; exit: { code: number } };
     expect(decision).toMatchObject({ decision: 'launched', exit: { code: 0 }, turn: expect.stringMatching(/^turn_[0-9a-f]{16}$/), launch: expect.stringMatching(/^launch_[0-9a-f]{16}$/) });
-    const attested = JSON.parse(turnkeeper(['attest', CODEX_SHIM, '--json']).stdout) as { digest: string };
+    const attested = JSON.parse((await turnkeeper(['attest', CODEX_SHIM, '--json'])).stdout) as { digest: string };
     expect(decision.digest).toBe(attested.digest);
 
     // The prompt named no Todo: the started agent's own hook claimed it, and the model got the ready capture.
@@ -75,7 +57,7 @@ describe('turnkeeper start with the real Codex', () => {
     expect(shown).toHaveLength(1);
     expect(shown[0]).toMatch(/^Turnkeeper: Todo fix-login .*epoch 1/);
     expect(shown[0]).toContain('heron-2291');
-    const status = JSON.parse(turnkeeper(['status', '--json']).stdout) as { leases: { todo: string; owner: string; capture: string; epoch: number; status: string }[] };
+    const status = JSON.parse((await turnkeeper(['status', '--json'])).stdout) as { leases: { todo: string; owner: string; capture: string; epoch: number; status: string }[] };
     expect(status.leases).toHaveLength(1);
     const [lease] = status.leases;
     expect(lease).toMatchObject({ todo: 'fix-login', epoch: 1, status: 'active', owner: expect.stringMatching(/^codex:/) });
@@ -95,6 +77,6 @@ describe('turnkeeper start with the real Codex', () => {
     expect(committed.seq).toBeLessThan(bound.seq);
     expect(await store.verifyChain()).toMatchObject({ ok: true });
     store.close();
-    expect(JSON.parse(turnkeeper(['verify', '--json']).stdout)).toMatchObject({ ok: true, breaks: [] });
+    expect(JSON.parse((await turnkeeper(['verify', '--json'])).stdout)).toMatchObject({ ok: true, breaks: [] });
   });
 });

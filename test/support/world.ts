@@ -16,6 +16,43 @@ export interface CliResult {
   readonly stderr: string;
 }
 
+export interface CliRun extends CliResult {
+  /** Wall time from spawn to close (exit and stdio drained). */
+  readonly ms: number;
+  /** SIGKILLed after `timeoutMs`: a CLI that never ends is a finding, not a hung test. */
+  readonly killed: boolean;
+}
+
+/**
+ * The real CLI as its own process, without blocking this one (a mock server, a proxy or a follower
+ * in this process keeps running meanwhile): `env` exactly (nothing of process.env is added), `input`
+ * on stdin, killed after `timeoutMs`.
+ */
+export function runCli(args: readonly string[], options: { env: NodeJS.ProcessEnv; cwd: string; input?: string | Buffer; timeoutMs?: number }): Promise<CliRun> {
+  return new Promise((resolvePromise, reject) => {
+    const started = Date.now();
+    const child = spawn(process.execPath, [CLI, ...args], { cwd: options.cwd, env: options.env });
+    let stdout = '';
+    let stderr = '';
+    let killed = false;
+    const timer = setTimeout(() => {
+      killed = true;
+      child.kill('SIGKILL');
+    }, options.timeoutMs ?? 60_000);
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolvePromise({ code, signal, stdout, stderr, ms: Date.now() - started, killed });
+    });
+    child.stdin.on('error', () => undefined).end(options.input ?? '');
+  });
+}
+
 export interface World {
   readonly root: string;
   readonly home: string;
