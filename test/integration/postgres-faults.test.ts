@@ -3,14 +3,14 @@
 // back, a stalled network, a closed port, a client clock ten minutes off either way, and credentials
 // that must never be shown (in the URL, or in a pgpass file).
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import pg from 'pg';
-import { CLI, contextOf } from '../support/world';
+import { contextOf, runCli, type CliRun } from '../support/world';
 import { freeLoopbackPort, pgEnv, usePostgres } from '../support/postgres';
 import { startProxy, type TcpProxy } from '../support/tcpProxy';
+import { filesUnder, makeMachine } from '../support/teamMachine';
 import { initializeStore, openAuthority } from '../../src/lifecycle/open';
 import type { Authority } from '../../src/store/authority';
 
@@ -20,14 +20,8 @@ const READY = /^Turnkeeper: Todo ([a-z0-9_-]+) · capture (cap_[0-9a-f]{24}) · 
 /** Spec §4: an unusable team store is said within 5 s, the whole hook process included. */
 const HOOK_BOUND_MS = 5000;
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  ms: number;
-  /** Killed after RUN_LIMIT_MS: a process that never ends is a finding, not a hung test. */
-  killed: boolean;
-}
+/** A CLI run; `killed` after RUN_LIMIT_MS: a process that never ends is a finding, not a hung test. */
+type Run = CliRun;
 const RUN_LIMIT_MS = 30_000;
 
 let root: string;
@@ -46,22 +40,6 @@ afterAll(() => {
   if (root) rmSync(root, { recursive: true, force: true });
 });
 
-function git(cwd: string, ...args: string[]): void {
-  execFileSync('git', ['-c', 'user.email=t@example.invalid', '-c', 'user.name=t', ...args], { cwd, stdio: 'ignore' });
-}
-
-function files(dir: string): string[] {
-  const out: string[] = [];
-  const walk = (at: string) => {
-    for (const entry of readdirSync(at, { withFileTypes: true })) {
-      if (entry.isDirectory()) walk(join(at, entry.name));
-      else out.push(relative(dir, join(at, entry.name)));
-    }
-  };
-  if (existsSync(dir)) walk(dir);
-  return out.sort();
-}
-
 /** One machine: its own TURNKEEPER_HOME and HOME, a clone of the team's repository, one team store. */
 interface Node {
   home: string;
@@ -73,47 +51,20 @@ interface Node {
 }
 
 function makeNode(store: string): Node {
-  const base = join(root, `node-${++databases}`);
-  const userHome = join(base, 'home');
-  const repo = join(base, 'app');
-  mkdirSync(userHome, { recursive: true });
-  mkdirSync(repo);
-  git(repo, 'init', '-q');
-  writeFileSync(join(repo, 'README.md'), 'app\n');
-  git(repo, 'add', '.');
-  git(repo, 'commit', '-qm', 'init');
-  git(repo, 'remote', 'add', 'origin', ORIGIN);
-  const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: userHome, TURNKEEPER_HOME: join(base, 'tkhome'), TMPDIR: tmpdir(), TURNKEEPER_STORE: store };
+  const { userHome, home, checkout: repo, env } = makeMachine(join(root, `node-${++databases}`), { store, origin: ORIGIN });
   return {
-    home: env.TURNKEEPER_HOME!,
+    home,
     userHome,
     repo,
     env,
-    run: (args, options = {}) =>
-      new Promise((resolve, reject) => {
-        const merged: Record<string, string> = { ...env };
-        for (const [key, value] of Object.entries(options.env ?? {})) {
-          if (value === undefined) delete merged[key];
-          else merged[key] = value;
-        }
-        const started = Date.now();
-        const child = spawn(process.execPath, [CLI, ...args], { cwd: repo, env: merged });
-        let stdout = '';
-        let stderr = '';
-        let killed = false;
-        const timer = setTimeout(() => {
-          killed = true;
-          child.kill('SIGKILL');
-        }, RUN_LIMIT_MS);
-        child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-        child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-        child.on('error', reject);
-        child.on('close', (code) => {
-          clearTimeout(timer);
-          resolve({ code, stdout, stderr, ms: Date.now() - started, killed });
-        });
-        child.stdin.end(options.input ?? '');
-      }),
+    run: (args, options = {}) => {
+      const merged: Record<string, string> = { ...env };
+      for (const [key, value] of Object.entries(options.env ?? {})) {
+        if (value === undefined) delete merged[key];
+        else merged[key] = value;
+      }
+      return runCli(args, { env: merged, cwd: repo, input: options.input, timeoutMs: RUN_LIMIT_MS });
+    },
     prompt: (session, turn, text) =>
       JSON.stringify({
         session_id: session,
@@ -159,13 +110,13 @@ const viaPort = (url: string, port: number) => url.replace(/@127\.0\.0\.1:\d+\//
 /** No SQLite store anywhere on this machine: one authority, no fallback. */
 function expectNoLocalStore(node: Node): void {
   const base = join(node.home, '..');
-  expect(files(base).filter((path) => /turnkeeper\.db|\.db(-wal|-shm|-journal)?$/.test(path))).toStrictEqual([]);
+  expect(filesUnder(base).filter((path) => /turnkeeper\.db|\.db(-wal|-shm|-journal)?$/.test(path))).toStrictEqual([]);
 }
 
 /** A machine that only ran hooks: nothing in its TURNKEEPER_HOME but the compile cache (docs/architecture.md). */
 function expectOnlyHookFiles(node: Node): void {
   expectNoLocalStore(node);
-  expect(files(node.home).filter((path) => !path.startsWith('compile-cache/'))).toStrictEqual([]);
+  expect(filesUnder(node.home).filter((path) => !path.startsWith('compile-cache/'))).toStrictEqual([]);
 }
 
 describe('the server crashes in the middle of a claim storm', () => {

@@ -15,13 +15,14 @@
 // - a quiet server calls back nothing (a poll that finds the head unchanged is silent).
 // Latencies are printed (console.log) so that a slow run can be read from the CI log.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { CLI, contextOf } from '../support/world';
 import { pgEnv, usePostgres } from '../support/postgres';
+import { makeMachine, makeUpstream } from '../support/teamMachine';
 import { initializeStore, openAuthority } from '../../src/lifecycle/open';
 import type { Authority } from '../../src/store/authority';
 
@@ -123,10 +124,6 @@ async function follow(): Promise<Follower> {
   };
 }
 
-function git(cwd: string, ...args: string[]): void {
-  execFileSync('git', ['-c', 'user.email=t@example.invalid', '-c', 'user.name=t', ...args], { cwd, stdio: 'ignore' });
-}
-
 beforeAll(async () => {
   root = realpathSync(mkdtempSync(join(tmpdir(), 'tk-pg-follow-')));
   await server().createDatabase(DATABASE);
@@ -135,18 +132,8 @@ beforeAll(async () => {
   editorHome = join(root, 'editor', 'tkhome');
   mkdirSync(editorHome, { recursive: true });
   // The other machine: its own homes and clone of the repository, the same team store.
-  const upstream = join(root, 'upstream');
-  mkdirSync(upstream);
-  git(upstream, 'init', '-q');
-  writeFileSync(join(upstream, 'README.md'), 'feed\n');
-  git(upstream, 'add', '.');
-  git(upstream, 'commit', '-qm', 'init');
-  const base = join(root, 'machine-b');
-  clone = join(base, 'src', 'feed');
-  execFileSync('git', ['clone', '-q', upstream, clone], { stdio: 'ignore' });
-  git(clone, 'remote', 'set-url', 'origin', ORIGIN);
-  machineEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: join(base, 'home'), TURNKEEPER_HOME: join(base, 'tkhome'), TMPDIR: join(base, 'tmp'), TURNKEEPER_STORE: store };
-  for (const dir of [machineEnv.HOME!, machineEnv.TMPDIR!]) mkdirSync(dir, { recursive: true });
+  const upstream = makeUpstream(join(root, 'upstream'), 'feed\n');
+  ({ checkout: clone, env: machineEnv } = makeMachine(join(root, 'machine-b'), { store, origin: ORIGIN, upstream, checkout: join(root, 'machine-b', 'src', 'feed') }));
   for (const id of ['notify-1', 'poll-1', 'down-1', 'back-1']) await addTodo(id);
 }, 120_000);
 

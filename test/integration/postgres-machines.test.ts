@@ -4,12 +4,13 @@
 // The server decides: exactly one lease, 63 [lease_held] naming the winner's checkout, a verifying
 // chain, no internal error, and nothing local — no SQLite file on any machine.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { CLI, contextOf } from '../support/world';
 import { pgEnv, usePostgres } from '../support/postgres';
+import { filesUnder, makeMachine, makeUpstream } from '../support/teamMachine';
 import { openAuthority } from '../../src/lifecycle/open';
 import { resolveGoal } from '../../src/lifecycle/goal';
 
@@ -37,27 +38,6 @@ interface Machine {
 let root: string;
 let store: string;
 const machines: Machine[] = [];
-
-function git(cwd: string, ...args: string[]): void {
-  execFileSync('git', ['-c', 'user.email=t@example.invalid', '-c', 'user.name=t', ...args], { cwd, stdio: 'ignore' });
-}
-
-function files(dir: string): string[] {
-  const out: string[] = [];
-  const walk = (at: string) => {
-    for (const entry of readdirSync(at, { withFileTypes: true })) {
-      const path = join(at, entry.name);
-      if (entry.isDirectory()) walk(path);
-      else out.push(relative(dir, path));
-    }
-  };
-  try {
-    walk(dir);
-  } catch {
-    // not there
-  }
-  return out.sort();
-}
 
 /** Waits until every process blocks in read(0, …) (x86-64 syscall 0 on fd 0): loaded, waiting for its payload. */
 async function untilAllReadStdin(pids: number[]): Promise<void> {
@@ -91,22 +71,10 @@ beforeAll(async () => {
   root = realpathSync(mkdtempSync(join(tmpdir(), 'tk-pg-machines-')));
   await server().createDatabase('team');
   store = server().url('team');
-  const upstream = join(root, 'upstream');
-  mkdirSync(upstream);
-  git(upstream, 'init', '-q');
-  writeFileSync(join(upstream, 'README.md'), 'app\n');
-  git(upstream, 'add', '.');
-  git(upstream, 'commit', '-qm', 'init');
+  const upstream = makeUpstream(join(root, 'upstream'));
   for (let i = 0; i < MACHINES; i++) {
     const name = `machine-${i}`;
-    const base = join(root, name);
-    const userHome = join(base, 'home');
-    mkdirSync(userHome, { recursive: true });
-    const clone = join(base, 'src', 'app');
-    execFileSync('git', ['clone', '-q', upstream, clone], { stdio: 'ignore' });
-    git(clone, 'remote', 'set-url', 'origin', ORIGIN);
-    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: userHome, TURNKEEPER_HOME: join(base, 'tkhome'), TMPDIR: join(base, 'tmp'), TURNKEEPER_STORE: store };
-    mkdirSync(env.TMPDIR, { recursive: true });
+    const { userHome, home, checkout: clone, env } = makeMachine(join(root, name), { store, origin: ORIGIN, upstream });
     const start = (args: string[]) => {
       let started = Date.now();
       const child = spawn(process.execPath, [CLI, ...args], { cwd: clone, env });
@@ -129,7 +97,7 @@ beforeAll(async () => {
     };
     machines.push({
       name,
-      home: env.TURNKEEPER_HOME,
+      home,
       userHome,
       clone,
       start,
@@ -159,7 +127,7 @@ afterAll(() => {
 
 describe('Machines: four homes and four clones on one team server', () => {
   it('64 concurrent hooks across them: one lease, 63 [lease_held] naming the winner, nothing local', async () => {
-    const before = machines.map((m) => files(m.home));
+    const before = machines.map((m) => filesUnder(m.home));
     // 64 processes starting at once on two cores would measure Node's start-up, not the store: on
     // four real machines each starts on its own CPU. So every hook process is started first and
     // waits in its read of stdin (the payload); then all payloads are written at the same moment.
@@ -211,9 +179,9 @@ describe('Machines: four homes and four clones on one team server', () => {
     }
     // Nothing local: no SQLite database on any machine, and the hooks added nothing to any home but
     // the compile cache (docs/architecture.md: the only thing a hook may create there).
-    expect(files(root).filter((path) => /turnkeeper\.db/.test(path))).toStrictEqual([]);
+    expect(filesUnder(root).filter((path) => /turnkeeper\.db/.test(path))).toStrictEqual([]);
     machines.forEach((machine, i) => {
-      const added = files(machine.home).filter((path) => !before[i]!.includes(path));
+      const added = filesUnder(machine.home).filter((path) => !before[i]!.includes(path));
       expect(added.filter((path) => !path.startsWith('compile-cache/')), machine.name).toStrictEqual([]);
       if (added.length) expect(statSync(join(machine.home, 'compile-cache')).mode & 0o777).toBe(0o700);
     });
