@@ -2,8 +2,7 @@
 // `doctor` on a store another process keeps locked, `show` of the capture a refused claim names, and
 // `todo reopen`, the command docs/recovery.md recommends after `todo done` (spec §8).
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { contextOf, makeWorld, payload, type World } from '../support/world';
+import { contextOf, holdWriteLock, makeWorld, payload, type World } from '../support/world';
 
 let world: World;
 beforeEach(() => {
@@ -14,30 +13,11 @@ afterEach(() => world.cleanup());
 const addTodo = (id: string) => expect(world.cli(['todo', 'add', `Title of ${id}`, '--id', id]).code).toBe(0);
 const hook = (input: string) => world.cli(['hook'], { input });
 
-/** Another process holding the store's write lock (BEGIN IMMEDIATE) until it is told to stop. */
-async function holdWriteLock(): Promise<ChildProcess> {
-  const holder = spawn(
-    process.execPath,
-    [
-      '-e',
-      `const D = require('better-sqlite3'); const db = new D(process.argv[1]); db.exec('BEGIN IMMEDIATE');
-       process.stdout.write('locked\\n'); process.stdin.on('data', () => { db.exec('ROLLBACK'); db.close(); process.exit(0); });`,
-      world.db,
-    ],
-    { stdio: ['pipe', 'pipe', 'inherit'] },
-  );
-  await new Promise<void>((resolve) => holder.stdout!.once('data', () => resolve()));
-  return holder;
-}
-async function release(holder: ChildProcess): Promise<void> {
-  holder.stdin!.write('go\n');
-  await new Promise((resolve) => holder.on('close', resolve));
-}
 
 describe('doctor on a store that stays locked', () => {
   it('says the store is busy and what that means for hooks, instead of "no problems found"', async () => {
     addTodo('fix-login');
-    const holder = await holdWriteLock();
+    const holder = await holdWriteLock(world.db);
     try {
       const text = await world.cliAsync(['doctor']);
       expect(text.stdout).not.toContain('no problems found');
@@ -48,7 +28,7 @@ describe('doctor on a store that stays locked', () => {
       expect(report.ok).toBe(false);
       expect(report.store.writeLock).toBe('busy');
     } finally {
-      await release(holder);
+      await holder.release();
     }
     // Control: the same store, unlocked, has no store problem.
     const after = JSON.parse((await world.cliAsync(['doctor', '--json'])).stdout) as { store: { writeLock?: string }; problems: string[] };

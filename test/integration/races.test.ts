@@ -1,7 +1,6 @@
 // Real processes racing, killed with SIGKILL mid-claim, and waiting on a locked store.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { spawn } from 'node:child_process';
-import { contextOf, makeWorld, payload, type World } from '../support/world';
+import { contextOf, holdWriteLock, makeWorld, payload, type World } from '../support/world';
 import { FAULT_POINTS } from '../../src/store/faults';
 import { hostileCorpus } from '../support/hostileCorpus';
 
@@ -70,17 +69,7 @@ describe('kill -9 at each step of the claim, then the same hook again', () => {
 describe('a store that stays locked', () => {
   it('the hook gives up within a bounded wait with [store_unavailable], and a later hook claims normally', async () => {
     // Another process holds a write transaction open until told to stop.
-    const holder = spawn(
-      process.execPath,
-      [
-        '-e',
-        `const D = require('better-sqlite3'); const db = new D(process.argv[1]); db.exec('BEGIN IMMEDIATE');
-         process.stdout.write('locked\\n'); process.stdin.on('data', () => { db.exec('ROLLBACK'); db.close(); process.exit(0); });`,
-        world.db,
-      ],
-      { stdio: ['pipe', 'pipe', 'inherit'] },
-    );
-    await new Promise<void>((resolve) => holder.stdout!.once('data', () => resolve()));
+    const holder = await holdWriteLock(world.db);
     const input = payload.codexPrompt(world, 'sess-l', 'turn-1', '#todo:fix-login');
     const started = Date.now();
     const blocked = await world.cliAsync(['hook'], { input });
@@ -88,8 +77,7 @@ describe('a store that stays locked', () => {
     expect(blocked.code).toBe(0);
     expect(contextOf(blocked.stdout)).toContain('[store_unavailable]');
     expect(waited).toBeLessThan(10_000);
-    holder.stdin!.write('go\n');
-    await new Promise((resolve) => holder.on('close', resolve));
+    await holder.release();
 
     const later = await world.cliAsync(['hook'], { input });
     expect(contextOf(later.stdout)).toMatch(/^Turnkeeper: Todo fix-login · capture cap_/);

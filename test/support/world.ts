@@ -130,6 +130,31 @@ export function makeWorld(name = 'tk'): World {
   };
 }
 
+/**
+ * Another process holding the SQLite store at `db` write-locked (BEGIN IMMEDIATE) until `release()`,
+ * which rolls back and waits for it to exit.
+ */
+export async function holdWriteLock(db: string): Promise<{ release(): Promise<void> }> {
+  const holder = spawn(
+    process.execPath,
+    [
+      '-e',
+      `const D = require('better-sqlite3'); const db = new D(process.argv[1]); db.exec('BEGIN IMMEDIATE');
+       process.stdout.write('locked\\n'); process.stdin.on('data', () => { db.exec('ROLLBACK'); db.close(); process.exit(0); });`,
+      db,
+    ],
+    { cwd: resolve(__dirname, '../..'), stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  await new Promise<void>((resolvePromise) => holder.stdout.once('data', () => resolvePromise()));
+  return {
+    async release() {
+      const closed = new Promise((resolvePromise) => holder.on('close', resolvePromise));
+      holder.stdin.write('go\n');
+      await closed;
+    },
+  };
+}
+
 /** Hook payloads as each agent sends them (shapes recorded from the real agents, docs/notes/). */
 export const payload = {
   codexPrompt: (world: World, session: string, turn: string, prompt: string) =>
