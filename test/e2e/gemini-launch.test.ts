@@ -4,11 +4,11 @@
 // 127.0.0.1, and its hooks present the same ready capture with the lease unchanged. The receipt names
 // the runtime digest and the closure digest.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeWorld, type World } from '../support/world';
 import { contentsText, startGeminiMock, type GeminiMock, type GeminiRequest } from '../support/geminiMock';
-import { BIN, baseEnv, describeRun, installHooksWithCli, killAll, presentationOf, runProcess, statusOf, expectLeaseUnchanged, verifyOf, worldDir, type LeaseJson } from '../support/agentHarness';
+import { BIN, describeRun, geminiEnv, installHooksWithCli, killAll, presentationOf, runProcess, statusOf, expectLeaseUnchanged, verifyOf, type LeaseJson } from '../support/agentHarness';
 import { CLI } from '../support/world';
 
 const GEMINI = join(BIN, 'gemini');
@@ -23,17 +23,8 @@ let env: NodeJS.ProcessEnv;
 beforeAll(async () => {
   mock = await startGeminiMock(() => ({ text: 'ok' }));
   world = makeWorld('tk-e2e-gemini-launch');
-  const home = worldDir(world, 'gemini', 'home');
-  const dotGemini = worldDir(world, 'gemini', 'home', '.gemini');
-  writeFileSync(join(dotGemini, 'settings.json'), `${JSON.stringify({ security: { auth: { selectedType: 'gemini-api-key' } } }, null, 2)}\n`);
-  env = baseEnv({
-    HOME: home,
-    GEMINI_CLI_HOME: home,
-    TMPDIR: worldDir(world, 'gemini', 'tmp'),
-    TURNKEEPER_HOME: world.home,
-    GOOGLE_GEMINI_BASE_URL: mock.url,
-    GEMINI_API_KEY: 'dummy',
-  });
+  let home: string;
+  ({ env, home } = geminiEnv(world, mock));
   expect(world.cli(['todo', 'add', 'Fix login', '--id', 'fix-login', '--body', 'Launch me from the closure (lynx-2207).']).code).toBe(0);
   installHooksWithCli(world, 'gemini', { GEMINI_CLI_HOME: home });
 });

@@ -2,14 +2,14 @@
 // $GEMINI_CLI_HOME/.gemini/settings.json, the real `gemini -p` talking to a mock Gemini API on
 // 127.0.0.1, real SQLite. Gemini payloads carry no Turn: a bound prompt needs TURNKEEPER_TURN.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeWorld, type World } from '../support/world';
 import { contentsText, lastFunctionResponse, startGeminiMock, type GeminiMock, type GeminiRequest } from '../support/geminiMock';
 import {
   BIN,
-  baseEnv,
   describeRun,
+  geminiEnv,
   installHooksWithCli,
   killAll,
   occurrences,
@@ -18,7 +18,6 @@ import {
   statusOf,
   expectLeaseUnchanged,
   verifyOf,
-  worldDir,
   type LeaseJson,
   type ProcResult,
 } from '../support/agentHarness';
@@ -29,7 +28,7 @@ const GEMINI_READY_LINE = /<hook_context>Turnkeeper: Todo fix-login · capture (
 
 let world: World;
 let mock: GeminiMock;
-let geminiEnv: NodeJS.ProcessEnv;
+let agentEnv: NodeJS.ProcessEnv;
 let nextShell: string | undefined;
 /** Runs (in the mock, synchronously) just before it answers with the queued shell call. */
 let beforeShell: (() => void) | undefined;
@@ -51,22 +50,14 @@ beforeAll(async () => {
     return { text: 'ok' };
   });
   world = makeWorld('tk-e2e-gemini');
-  const home = worldDir(world, 'gemini', 'home');
-  const dotGemini = worldDir(world, 'gemini', 'home', '.gemini');
   // The user's own settings (auth for the mock); `hooks install` must merge into them.
-  writeFileSync(join(dotGemini, 'settings.json'), `${JSON.stringify({ security: { auth: { selectedType: 'gemini-api-key' } } }, null, 2)}\n`);
-  geminiEnv = baseEnv({
-    HOME: home,
-    GEMINI_CLI_HOME: home,
-    TMPDIR: worldDir(world, 'gemini', 'tmp'),
-    TURNKEEPER_HOME: world.home,
-    GOOGLE_GEMINI_BASE_URL: mock.url,
-    GEMINI_API_KEY: 'dummy',
-  });
+  const gemini = geminiEnv(world, mock);
+  const { home } = gemini;
+  agentEnv = gemini.env;
   const add = world.cli(['todo', 'add', 'Fix login', '--id', 'fix-login', '--body', BODY]);
   expect(add.code, add.stderr).toBe(0);
   installHooksWithCli(world, 'gemini', { GEMINI_CLI_HOME: home });
-  const settings = readFileSync(join(dotGemini, 'settings.json'), 'utf8');
+  const settings = readFileSync(gemini.settings, 'utf8');
   expect(settings).toContain(`${world.home}/bin/turnkeeper' hook --agent gemini`);
   expect(settings).toContain('gemini-api-key');
 });
@@ -84,7 +75,7 @@ interface GeminiJson {
 }
 
 function gemini(args: string[], env: Record<string, string> = {}): Promise<ProcResult> {
-  return runProcess(join(BIN, 'gemini'), [...args, '--skip-trust', '-o', 'json'], { cwd: world.repo, env: { ...geminiEnv, ...env }, timeoutMs: RUN_TIMEOUT_MS });
+  return runProcess(join(BIN, 'gemini'), [...args, '--skip-trust', '-o', 'json'], { cwd: world.repo, env: { ...agentEnv, ...env }, timeoutMs: RUN_TIMEOUT_MS });
 }
 
 function parseResult(label: string, run: ProcResult): GeminiJson {

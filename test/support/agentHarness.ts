@@ -3,7 +3,7 @@ import { expect } from 'vitest';
 // Gemini CLI) with Turnkeeper's real hooks installed: bounded child processes (own process group,
 // killed on timeout and on teardown), hermetic environments and small JSON helpers.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, realpathSync } from 'node:fs';
+import { mkdirSync, realpathSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { messageText, type AnthropicRequest } from './anthropicMock';
 import type { RecordedRequest } from './mockModelServer';
@@ -101,6 +101,25 @@ export function worldDir(world: World, ...parts: string[]): string {
   const dir = join(world.root, ...parts);
   mkdirSync(dir, { recursive: true });
   return dir;
+}
+
+/**
+ * Gemini CLI's home in the world (GEMINI_CLI_HOME = HOME), with the user's own settings.json choosing
+ * API-key auth (`hooks install` must merge into it), and the environment that sends it to `mock`.
+ */
+export function geminiEnv(world: World, mock: { readonly url: string }): { env: NodeJS.ProcessEnv; home: string; settings: string } {
+  const home = worldDir(world, 'gemini', 'home');
+  const settings = join(worldDir(world, 'gemini', 'home', '.gemini'), 'settings.json');
+  writeFileSync(settings, `${JSON.stringify({ security: { auth: { selectedType: 'gemini-api-key' } } }, null, 2)}\n`);
+  const env = baseEnv({
+    HOME: home,
+    GEMINI_CLI_HOME: home,
+    TMPDIR: worldDir(world, 'gemini', 'tmp'),
+    TURNKEEPER_HOME: world.home,
+    GOOGLE_GEMINI_BASE_URL: mock.url,
+    GEMINI_API_KEY: 'dummy',
+  });
+  return { env, home, settings };
 }
 
 export interface LeaseJson {
