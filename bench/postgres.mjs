@@ -8,8 +8,8 @@
 // The server runs with fsync on (the test harness turns it off): a commit waits for its WAL flush, so
 // P2's floor pays for one durable write transaction as the claim does, and the ratio compares like
 // with like. How much that flush costs is the disk's: about 0.1 ms on the 2-core CI machine
-// (pg_test_fsync: fdatasync 85 µs), where floor + write is ~1 ms above the read floor; seconds'
-// worth on a slow disk, which with fsync off the floor would never have seen.
+// (pg_test_fsync: fdatasync 85 µs), where floor + write is ~1 ms above the read floor; several ms
+// on a disk without a write cache, which with fsync off the floor would never have seen.
 import { execFileSync, spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { cpus, loadavg } from 'node:os';
