@@ -156,8 +156,13 @@ export const REASONS: Readonly<Record<ReasonCode, ReasonEntry>> = {
   launch_in_progress: {
     conflict: true,
     explain: (f) =>
-      `Capture ${q(f.capture, '?')} of Todo ${q(f.todo)} is already running (${q(f.detail, 'an earlier launch is still alive')}); a second agent under the same Owner could not be told apart by fencing, so nothing was started.`,
-    recover: (f) => `use the running agent; once it has exited (or was stopped): turnkeeper resume ${q(f.capture, '<captureId>')}`,
+      f.capture
+        ? `Capture ${f.capture} of Todo ${q(f.todo)} is already running (${q(f.detail, 'an earlier launch is still alive')}); a second agent under the same Owner could not be told apart by fencing, so nothing was started.`
+        : `A turn started on Todo ${q(f.todo)} is already running and has not claimed it yet (${q(f.detail, 'an earlier start is still alive')}); a second start would only race it for the lease, so nothing was started.`,
+    recover: (f) =>
+      f.capture
+        ? `use the running agent; once it has exited (or was stopped): turnkeeper resume ${f.capture}`
+        : `use the running agent; once it has exited (or was stopped): turnkeeper start ${q(f.todo)} --agent ${q(f.agent, '<agent>')}`,
   },
   invalid_todo_mention: {
     conflict: false,
