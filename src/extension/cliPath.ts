@@ -51,15 +51,6 @@ export function putCliOnPath(context: vscode.ExtensionContext, env: Env): CliOnP
 }
 
 /**
- * The environment of a VS Code terminal opened after activation: the shim's folder first on PATH. Doctor
- * checks project-scope hooks (which run `turnkeeper` from PATH) against it, since agents started from
- * the editor run there, and the extension host's own PATH never has that folder.
- */
-export function terminalEnv(env: Env): Env {
-  return { ...env, PATH: [dirname(shimPath(turnkeeperHome(env))), env.PATH].filter(Boolean).join(delimiter) };
-}
-
-/**
  * The shim's script is this extension's, or another version of it in the same extensions folder
  * (`<extensions>/<publisher>.<name>-<version>[-<platform>]/dist/cli.js`): an update or a downgrade,
  * which the running version takes over.

@@ -11,7 +11,6 @@ import { checkStart } from '../launcher/start';
 import { REASONS } from '../core/reasons';
 import { TodoExistsError, type Authority } from '../store/authority';
 import { openAuthority } from '../lifecycle/open';
-import { terminalEnv } from './cliPath';
 import type { Ctx } from './ctx';
 import { receiptUri, guidanceUri } from './documents';
 import { relativeTime, type ViewNode } from './models';
@@ -346,7 +345,7 @@ async function copyCaptureId(ctx: Ctx, captureId: string | undefined): Promise<v
 async function doctor(ctx: Ctx): Promise<void> {
   // doctorReport closes the store it opens, so it gets its own connection, not the views' one. PATH is
   // the terminals' (the shim's folder first), where agents started from the editor find `turnkeeper`.
-  const report = await doctorReport(terminalEnv(ctx.env), ctx.checkout ?? ctx.extension.extensionPath, () => openAuthority(ctx.env, { create: false }));
+  const report = await doctorReport(ctx.env, ctx.checkout ?? ctx.extension.extensionPath, () => openAuthority(ctx.env, { create: false }), { shimOnTerminalPath: true });
   ctx.log.info(`doctor: ${JSON.stringify(report)}`);
   ctx.log.show(true);
   if (report.problems.length === 0) void vscode.window.showInformationMessage(t('Turnkeeper doctor: no problems found.'));
