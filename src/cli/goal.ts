@@ -4,8 +4,8 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { GOAL_FILE, isGoalId } from '../core/goal';
-import { resolveGoal, type ResolvedGoal } from '../lifecycle/goal';
-import { EXIT, openStore, parse, placementOf, printJson, resolveGoalFrom, UsageError, type Io } from './io';
+import { placementOf, resolveGoal, type ResolvedGoal } from '../lifecycle/goal';
+import { EXIT, openStore, parse, printJson, resolveGoalFrom, UsageError, type Io } from './io';
 
 const USAGE = 'turnkeeper goal [--json] [--dir <dir>]  |  goal init [--key <key>] [--dir <dir>]  |  goal move --from <goal> [--rename <suffix>] [--dir <dir>] [--json]';
 

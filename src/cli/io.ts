@@ -4,7 +4,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { Env } from '../store/location';
 import type { Authority, Placement } from '../store/authority';
 import { openAuthority } from '../lifecycle/open';
-import { resolveGoal, type ResolvedGoal } from '../lifecycle/goal';
+import { placementOf, resolveGoal, type ResolvedGoal } from '../lifecycle/goal';
 import { GoalError } from '../core/goal';
 import { terminalSafe } from '../core/terminal';
 import { isTodoId, TODO_ID_RULE } from '../core/ids';
@@ -72,15 +72,6 @@ export function resolveGoalFrom(io: Io, dir: string | undefined): ResolvedGoal {
   }
 }
 
-/** Where a resolved Goal was found, as the store records it with what happens there. */
-export const placementOf = (goal: ResolvedGoal): Placement & { readonly goal: string } => ({
-  goal: goal.id,
-  checkout: goal.checkout,
-  commonDir: goal.commonDir,
-  place: goal.commonDir ?? goal.checkout,
-  goalKey: goal.key,
-  displayName: goal.displayName,
-});
 
 /** The Goal and where it was found (checkout, repository), for commands that record the place. */
 export function placementFrom(io: Io, dir: string | undefined): Placement & { readonly goal: string } {

@@ -4,6 +4,7 @@
 // bare repository, or inside `.git`), never across a file-system boundary. The environment
 // (GIT_DIR, GIT_WORK_TREE, GIT_CEILING_DIRECTORIES…) is ignored: a hook is about the directory the
 // agent works in, not about variables a tool call may have set. The rules are in docs/goals.md.
+import type { Placement } from '../store/authority';
 import { readFileSync, realpathSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import {
@@ -179,3 +180,14 @@ function readConfig(path: string): ConfigRead {
   const entries = parseGitConfig(text);
   return 'error' in entries ? { error: `${path} cannot be read as git config: ${entries.error}` } : entries;
 }
+
+/** Where a resolved Goal was found, as the store records it with what happens there (spec §1 "Checkout"). */
+export const placementOf = (goal: ResolvedGoal): Placement & { readonly goal: string } => ({
+  goal: goal.id,
+  checkout: goal.checkout,
+  commonDir: goal.commonDir,
+  // The registry key of a repository is its common git directory, shared by every worktree.
+  place: goal.commonDir ?? goal.checkout,
+  goalKey: goal.key,
+  displayName: goal.displayName,
+});

@@ -17,7 +17,7 @@ import { SchemaTooNewError, StoreUnavailableError } from '../store/authority';
 import { openAuthority, selectStore } from './open';
 import { clientClock, hookBusyTimeoutMs, isTurnedOff, leaseTtlSeconds, onConflict } from './settings';
 import { branchOf, preconditionsOf } from './workspace';
-import { resolveGoal } from './goal';
+import { placementOf, resolveGoal } from './goal';
 import { heldReminder, transcriptCarries } from './presentation';
 import { findStart } from './starts';
 import { GoalError } from '../core/goal';
@@ -172,14 +172,8 @@ function locate(cwd: string): Located {
     if (error instanceof GoalError) throw new InvalidHookInput(`${error.message}; run turnkeeper goal`);
     throw new InvalidHookInput(`the Goal of ${JSON.stringify(cwd)} cannot be read: ${(error as Error).message}`);
   }
-  const placement: Placement = {
-    checkout: resolved.checkout,
-    commonDir: resolved.commonDir,
-    place: resolved.commonDir ?? resolved.checkout,
-    goalKey: resolved.key,
-    displayName: resolved.displayName,
-  };
-  return { goal: resolved.id, placement, gitDir: resolved.inGitDir ? null : resolved.gitDir };
+  const { goal, ...placement } = placementOf(resolved);
+  return { goal, placement, gitDir: resolved.inGitDir ? null : resolved.gitDir };
 }
 
 /** `make()` once; later calls give the same value, or throw the same error. */
