@@ -63,14 +63,19 @@ export class Workbench {
     return rows.evaluateAll((elements) => elements.map((row) => (row.getAttribute('aria-label') ?? row.textContent ?? '').replace(/\s+/g, ' ').trim()));
   }
 
-  /** Waits until some row of a view contains `text` (expanding groups as they appear); returns all rows then. */
-  async waitForRow(title: string, text: string | RegExp, timeoutMs = 30_000): Promise<string[]> {
+  /**
+   * Waits until some row of a view contains `text` (expanding groups as they appear); returns all rows
+   * then. An array waits until one snapshot of the view has a row for each: a tree being refreshed can
+   * show a group's count before all its rows are rendered, so a second look at an earlier snapshot races.
+   */
+  async waitForRow(title: string, text: string | RegExp | readonly (string | RegExp)[], timeoutMs = 30_000): Promise<string[]> {
     const deadline = Date.now() + timeoutMs;
+    const wanted = Array.isArray(text) ? text : [text as string | RegExp];
     let rows: string[] = [];
     while (Date.now() < deadline) {
       await this.expandAll(title);
       rows = await this.rows(title);
-      if (rows.some((row) => (typeof text === 'string' ? row.includes(text) : text.test(row)))) return rows;
+      if (wanted.every((one) => rows.some((row) => (typeof one === 'string' ? row.includes(one) : one.test(row))))) return rows;
       await this.page.waitForTimeout(250);
     }
     throw new Error(`no row matching ${String(text)} in view ${title} within ${timeoutMs} ms; rows: ${JSON.stringify(rows)}`);
