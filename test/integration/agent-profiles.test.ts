@@ -18,7 +18,9 @@ const ROOT = resolve(__dirname, '../..');
 const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
   devDependencies: Record<string, string>;
   capabilities: { untrustedWorkspaces: { restrictedConfigurations: string[] } };
-  contributes: { configuration: { properties: Record<string, { scope?: string; markdownDescription?: string }> } | { properties: Record<string, { scope?: string }> }[] };
+  contributes: {
+    configuration: { properties: Record<string, { scope?: string; markdownDescription?: string }> } | { properties: Record<string, { scope?: string }> }[];
+  };
 };
 const settings = (): Record<string, { scope?: string; markdownDescription?: string }> => {
   const configuration = manifest.contributes.configuration;
@@ -66,7 +68,7 @@ describe('agent profiles', () => {
     const extra = ['--x'];
     expect(AGENTS.map((agent) => resumeArguments(agent, 'S', 'headless', 'go', extra))).toEqual([
       ['exec', '--x', 'resume', 'S', 'go'],
-      ['-p', '--x', '--resume', 'S', 'go'],
+      ['-p', '--x', '--resume', 'S', '--', 'go'],
       ['--x', '--resume', 'S', '-p', 'go'],
       ['--resume=S', '--no-auto-update', '--x', '-p', 'go'],
     ]);
@@ -78,13 +80,13 @@ describe('agent profiles', () => {
     ]);
     expect(AGENTS.map((agent) => startArguments(agent, 'headless', 'go', extra))).toEqual([
       ['exec', '--x', 'go'],
-      ['-p', '--x', 'go'],
+      ['-p', '--x', '--', 'go'],
       ['--x', '-p', 'go'],
       ['--no-auto-update', '--x', '-p', 'go'],
     ]);
     expect(AGENTS.map((agent) => startArguments(agent, 'interactive', 'go', extra))).toEqual([
       ['--x', 'go'],
-      ['--x', 'go'],
+      ['--x', '--', 'go'],
       ['--x', '-i', 'go'],
       ['--no-auto-update', '--x', '-i', 'go'],
     ]);

@@ -29,7 +29,12 @@ export const claude: AgentProfile = {
     // A Bun single-file executable: BUN_OPTIONS and Bun's preload variables are its injection points.
     runtime: 'bun',
     shape: { npmPackage: '@anthropic-ai/claude-code', bin: 'bin/claude.exe', kind: 'native' },
-    resume: (session, mode, prompt, extra) => (mode === 'headless' ? ['-p', ...extra, '--resume', session, prompt] : [...extra, '--resume', session]),
-    start: (mode, prompt, extra) => (mode === 'headless' ? ['-p', ...extra, ...(prompt === undefined ? [] : [prompt])] : [...extra, ...(prompt === undefined ? [] : [prompt])]),
+    // `--` before the prompt: several of Claude's options take a list (--allowedTools, --add-dir, …),
+    // so agent arguments such as `-- --allowedTools Bash` swallowed the prompt as one more value
+    // (2.1.332: "Input must be provided … when using --print"), and a prompt starting with `-` would
+    // be read as an option.
+    resume: (session, mode, prompt, extra) => (mode === 'headless' ? ['-p', ...extra, '--resume', session, '--', prompt] : [...extra, '--resume', session]),
+    start: (mode, prompt, extra) =>
+      mode === 'headless' ? ['-p', ...extra, ...(prompt === undefined ? [] : ['--', prompt])] : [...extra, ...(prompt === undefined ? [] : ['--', prompt])],
   },
 };
