@@ -5,10 +5,7 @@ import tseslint from 'typescript-eslint';
 const layer = (files, forbidden, message) => ({
   files,
   rules: {
-    'no-restricted-imports': [
-      'error',
-      { patterns: forbidden.map((group) => ({ group: [group], message })) },
-    ],
+    'no-restricted-imports': ['error', { patterns: forbidden.map((group) => ({ group: [group], message })) }],
   },
 });
 
@@ -31,16 +28,48 @@ export default tseslint.config(
   },
   layer(
     ['src/core/**/*.ts'],
-    ['vscode', '**/store/**', '**/agents/**', '**/lifecycle/**', '**/launcher/**', '**/cli/**', '**/extension/**', 'node:fs', 'node:child_process', 'node:net', 'better-sqlite3'],
+    [
+      'vscode',
+      '**/store/**',
+      '**/agents/**',
+      '**/lifecycle/**',
+      '**/launcher/**',
+      '**/cli/**',
+      '**/extension/**',
+      'node:fs',
+      'node:child_process',
+      'node:net',
+      'better-sqlite3',
+    ],
     'src/core is pure: no I/O, no outer layer',
   ),
-  layer(['src/store/**/*.ts'], ['vscode', '**/agents/**', '**/lifecycle/**', '**/launcher/**', '**/cli/**', '**/extension/**'], 'src/store may only use src/core'),
-  layer(['src/agents/**/*.ts'], ['vscode', '**/store/**', '**/lifecycle/**', '**/launcher/**', '**/cli/**', '**/extension/**'], 'src/agents may only use src/core'),
-  layer(['src/lifecycle/**/*.ts'], ['vscode', '**/launcher/**', '**/cli/**', '**/extension/**', ...storeImplementations], 'src/lifecycle may use core, store and agents; only open.ts opens a store'),
+  layer(
+    ['src/store/**/*.ts'],
+    ['vscode', '**/agents/**', '**/lifecycle/**', '**/launcher/**', '**/cli/**', '**/extension/**'],
+    'src/store may only use src/core',
+  ),
+  layer(
+    ['src/agents/**/*.ts'],
+    ['vscode', '**/store/**', '**/lifecycle/**', '**/launcher/**', '**/cli/**', '**/extension/**'],
+    'src/agents may only use src/core',
+  ),
+  layer(
+    ['src/lifecycle/**/*.ts'],
+    ['vscode', '**/launcher/**', '**/cli/**', '**/extension/**', ...storeImplementations],
+    'src/lifecycle may use core, store and agents; only open.ts opens a store',
+  ),
   // The one factory: the only file outside src/store that may name a store implementation.
   layer(['src/lifecycle/open.ts'], ['vscode', '**/launcher/**', '**/cli/**', '**/extension/**'], 'src/lifecycle may use core, store and agents'),
-  layer(['src/launcher/**/*.ts'], ['vscode', '**/cli/**', '**/extension/**', ...storeImplementations], 'src/launcher (launch and resume) may use core, store, agents and lifecycle; stores are opened by src/lifecycle/open.ts'),
-  layer(['src/cli/**/*.ts'], ['vscode', '**/extension/**', ...storeImplementations], 'the CLI never imports the extension; stores are opened by src/lifecycle/open.ts'),
+  layer(
+    ['src/launcher/**/*.ts'],
+    ['vscode', '**/cli/**', '**/extension/**', ...storeImplementations],
+    'src/launcher (launch and resume) may use core, store, agents and lifecycle; stores are opened by src/lifecycle/open.ts',
+  ),
+  layer(
+    ['src/cli/**/*.ts'],
+    ['vscode', '**/extension/**', ...storeImplementations],
+    'the CLI never imports the extension; stores are opened by src/lifecycle/open.ts',
+  ),
   // The one folder where `vscode` is allowed; it never imports the other shell.
   layer(['src/extension/**/*.ts'], ['**/cli/**', ...storeImplementations], 'the extension never imports the CLI; stores are opened by src/lifecycle/open.ts'),
   // Tests of the extension import `vscode`, which vitest aliases to the double in test/support/vscode.ts.

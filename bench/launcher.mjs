@@ -91,129 +91,161 @@ function spawnAndWait(path, args) {
 
 try {
   if (want('L')) {
-  if (!existsSync(CODEX)) throw new Error(`the Codex binary is missing: ${CODEX} (npm ci installs it)`);
-  // L1: first attestation against hashing the same bytes, interleaved; the first read of each warms the page cache.
-  await sha256File(CODEX);
-  const hashMs = [];
-  const attestMs = [];
-  for (let i = 0; i < 5; i += 1) {
-    let t = now();
+    if (!existsSync(CODEX)) throw new Error(`the Codex binary is missing: ${CODEX} (npm ci installs it)`);
+    // L1: first attestation against hashing the same bytes, interleaved; the first read of each warms the page cache.
     await sha256File(CODEX);
-    hashMs.push(now() - t);
-    product.clearAttestationCache();
-    t = now();
-    const attestation = await product.attest(CODEX);
-    attestMs.push(now() - t);
-    product.releaseAttestation(attestation);
-  }
-  row('L1', 'first attestation of codex (315 MB)', median(attestMs), 'SHA-256 of the file, same runtime', median(hashMs), 1.3);
-
-  // L2: later launches of the unchanged binary: cached attestation + parked launch + receipt, against a plain spawn.
-  const store = await product.openSqliteAuthority({ path: join(scratch, 'bench.db'), create: true });
-  await product.attest(CODEX).then(product.releaseAttestation);
-  const plain = [];
-  const attested = [];
-  for (let i = 0; i < RUNS + 2; i += 1) {
-    let t = now();
-    await spawnAndWait(CODEX, ['--version']);
-    const plainMs = now() - t;
-    t = now();
-    const attestation = await product.attest(CODEX);
-    const launch = await product.launchAttested({
-      attestation,
-      args: ['--version'],
-      cwd: scratch,
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: scratch },
-      stdio: 'pipe',
-      commit: (facts) => store.appendReceipt({ kind: 'launch_committed', goal: scratch, detail: { digest: facts.digest, pid: facts.pid } }, Date.now()),
-    });
-    launch.stdin.destroy();
-    launch.stdout.resume();
-    launch.stderr.resume();
-    await launch.exited;
-    const attestedMs = now() - t;
-    if (i >= 2) {
-      plain.push(plainMs);
-      attested.push(attestedMs);
+    const hashMs = [];
+    const attestMs = [];
+    for (let i = 0; i < 5; i += 1) {
+      let t = now();
+      await sha256File(CODEX);
+      hashMs.push(now() - t);
+      product.clearAttestationCache();
+      t = now();
+      const attestation = await product.attest(CODEX);
+      attestMs.push(now() - t);
+      product.releaseAttestation(attestation);
     }
-  }
-  store.close();
-  row('L2', `later attested launch, codex --version (median of ${RUNS})`, median(attested), 'child_process.spawn of the same', median(plain), 1.1);
+    row('L1', 'first attestation of codex (315 MB)', median(attestMs), 'SHA-256 of the file, same runtime', median(hashMs), 1.3);
 
-  // L3: memory per cached attestation: distinct copies of a small ELF, measured after GC.
-  const copies = 200;
-  for (let i = 0; i < copies; i += 1) {
-    const copy = join(scratch, `true-${i}`);
-    copyFileSync('/bin/true', copy);
-    chmodSync(copy, 0o755);
-  }
-  await new Promise((done) => setTimeout(done, 2100)); // let the copies leave the racy window, or they are never cached
-  product.clearAttestationCache();
-  globalThis.gc?.();
-  const before = process.memoryUsage().heapUsed;
-  for (let i = 0; i < copies; i += 1) product.releaseAttestation(await product.attest(join(scratch, `true-${i}`)));
-  globalThis.gc?.();
-  const perEntry = (process.memoryUsage().heapUsed - before) / product.attestationCacheSize();
-  row('L3', `heap per cached attestation (${product.attestationCacheSize()} entries${globalThis.gc ? '' : ', no --expose-gc'})`, perEntry, undefined, undefined, undefined);
+    // L2: later launches of the unchanged binary: cached attestation + parked launch + receipt, against a plain spawn.
+    const store = await product.openSqliteAuthority({ path: join(scratch, 'bench.db'), create: true });
+    await product.attest(CODEX).then(product.releaseAttestation);
+    const plain = [];
+    const attested = [];
+    for (let i = 0; i < RUNS + 2; i += 1) {
+      let t = now();
+      await spawnAndWait(CODEX, ['--version']);
+      const plainMs = now() - t;
+      t = now();
+      const attestation = await product.attest(CODEX);
+      const launch = await product.launchAttested({
+        attestation,
+        args: ['--version'],
+        cwd: scratch,
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: scratch },
+        stdio: 'pipe',
+        commit: (facts) => store.appendReceipt({ kind: 'launch_committed', goal: scratch, detail: { digest: facts.digest, pid: facts.pid } }, Date.now()),
+      });
+      launch.stdin.destroy();
+      launch.stdout.resume();
+      launch.stderr.resume();
+      await launch.exited;
+      const attestedMs = now() - t;
+      if (i >= 2) {
+        plain.push(plainMs);
+        attested.push(attestedMs);
+      }
+    }
+    store.close();
+    row('L2', `later attested launch, codex --version (median of ${RUNS})`, median(attested), 'child_process.spawn of the same', median(plain), 1.1);
 
+    // L3: memory per cached attestation: distinct copies of a small ELF, measured after GC.
+    const copies = 200;
+    for (let i = 0; i < copies; i += 1) {
+      const copy = join(scratch, `true-${i}`);
+      copyFileSync('/bin/true', copy);
+      chmodSync(copy, 0o755);
+    }
+    await new Promise((done) => setTimeout(done, 2100)); // let the copies leave the racy window, or they are never cached
+    product.clearAttestationCache();
+    globalThis.gc?.();
+    const before = process.memoryUsage().heapUsed;
+    for (let i = 0; i < copies; i += 1) product.releaseAttestation(await product.attest(join(scratch, `true-${i}`)));
+    globalThis.gc?.();
+    const perEntry = (process.memoryUsage().heapUsed - before) / product.attestationCacheSize();
+    row(
+      'L3',
+      `heap per cached attestation (${product.attestationCacheSize()} entries${globalThis.gc ? '' : ', no --expose-gc'})`,
+      perEntry,
+      undefined,
+      undefined,
+      undefined,
+    );
   }
   if (want('E')) {
-  // E1: one page of the Receipts view from a 10,000-receipt store (read 51 rows, parse, build nodes).
-  const viewStore = await product.openSqliteAuthority({ path: join(scratch, 'view.db'), create: true });
-  const db = viewStore.connection;
-  let head;
-  const insert = db.prepare('INSERT INTO receipts (seq, doc, hash) VALUES (?, ?, ?)');
-  db.transaction(() => {
-    for (let i = 0; i < 10_000; i += 1) {
-      const receipt = product.buildReceipt(head, { kind: 'lease_renewed', goal: '/repo', todo: 'fix-login', owner: 'codex:s', lease: { epoch: 1, version: i + 1 } }, 1_800_000_000_000 + i);
-      insert.run(receipt.document.seq, receipt.text, receipt.hash);
-      head = { seq: receipt.document.seq, hash: receipt.hash };
+    // E1: one page of the Receipts view from a 10,000-receipt store (read 51 rows, parse, build nodes).
+    const viewStore = await product.openSqliteAuthority({ path: join(scratch, 'view.db'), create: true });
+    const db = viewStore.connection;
+    let head;
+    const insert = db.prepare('INSERT INTO receipts (seq, doc, hash) VALUES (?, ?, ?)');
+    db.transaction(() => {
+      for (let i = 0; i < 10_000; i += 1) {
+        const receipt = product.buildReceipt(
+          head,
+          { kind: 'lease_renewed', goal: '/repo', todo: 'fix-login', owner: 'codex:s', lease: { epoch: 1, version: i + 1 } },
+          1_800_000_000_000 + i,
+        );
+        insert.run(receipt.document.seq, receipt.text, receipt.hash);
+        head = { seq: receipt.document.seq, hash: receipt.hash };
+      }
+      db.prepare('INSERT INTO receipt_head (id, seq, hash) VALUES (1, ?, ?)').run(head.seq, head.hash);
+    })();
+    const pageMs = [];
+    const verifyMs = [];
+    for (let i = 0; i < 30; i += 1) {
+      const t = now();
+      const page = (await viewStore.receipts({ limit: 51 })).map((r) => {
+        const doc = product.parseReceipt(r.doc);
+        return { seq: r.seq, kind: doc?.kind ?? '?', at: doc?.at ?? '?', todo: doc?.todo, owner: doc?.owner, hash: r.hash };
+      });
+      product.receiptNodes(page.slice(0, 50), { ok: true, verified: 10_000, breaks: [] }, page.length > 50);
+      pageMs.push(now() - t);
+      const v = now();
+      await viewStore.verifyChain();
+      verifyMs.push(now() - v);
     }
-    db.prepare('INSERT INTO receipt_head (id, seq, hash) VALUES (1, ?, ?)').run(head.seq, head.hash);
-  })();
-  const pageMs = [];
-  const verifyMs = [];
-  for (let i = 0; i < 30; i += 1) {
-    const t = now();
-    const page = (await viewStore.receipts({ limit: 51 })).map((r) => {
-      const doc = product.parseReceipt(r.doc);
-      return { seq: r.seq, kind: doc?.kind ?? '?', at: doc?.at ?? '?', todo: doc?.todo, owner: doc?.owner, hash: r.hash };
-    });
-    product.receiptNodes(page.slice(0, 50), { ok: true, verified: 10_000, breaks: [] }, page.length > 50);
-    pageMs.push(now() - t);
-    const v = now();
-    await viewStore.verifyChain();
-    verifyMs.push(now() - v);
-  }
-  viewStore.close();
-  row('E1', 'Receipts view: build one page (10,000-receipt store)', median(pageMs), undefined, undefined, undefined);
-  row('E1', 'Receipts view: verify the 10,000-receipt chain (on a new head)', median(verifyMs), undefined, undefined, undefined);
-
+    viewStore.close();
+    row('E1', 'Receipts view: build one page (10,000-receipt store)', median(pageMs), undefined, undefined, undefined);
+    row('E1', 'Receipts view: verify the 10,000-receipt chain (on a new head)', median(verifyMs), undefined, undefined, undefined);
   }
   if (want('S')) {
-  // S1: cold processes, interleaved, median of 21: the reason the hook loads neither module.
-  const startup = { bare: [], crypto: [], child_process: [] };
-  for (let i = 0; i < 21; i += 1) {
-    for (const [name, code] of [['bare', '0'], ['crypto', "require('node:crypto')"], ['child_process', "require('node:child_process')"]]) {
-      const t = now();
-      spawnSync(process.execPath, ['-e', code], { stdio: 'ignore' });
-      startup[name].push(now() - t);
+    // S1: cold processes, interleaved, median of 21: the reason the hook loads neither module.
+    const startup = { bare: [], crypto: [], child_process: [] };
+    for (let i = 0; i < 21; i += 1) {
+      for (const [name, code] of [
+        ['bare', '0'],
+        ['crypto', "require('node:crypto')"],
+        ['child_process', "require('node:child_process')"],
+      ]) {
+        const t = now();
+        spawnSync(process.execPath, ['-e', code], { stdio: 'ignore' });
+        startup[name].push(now() - t);
+      }
     }
-  }
-  row('S1', 'cold `node -e` that loads node:crypto', median(startup.crypto), 'bare `node -e 0`', median(startup.bare), undefined);
-  row('S1', 'cold `node -e` that loads node:child_process', median(startup.child_process), 'bare `node -e 0`', median(startup.bare), undefined);
+    row('S1', 'cold `node -e` that loads node:crypto', median(startup.crypto), 'bare `node -e 0`', median(startup.bare), undefined);
+    row('S1', 'cold `node -e` that loads node:child_process', median(startup.child_process), 'bare `node -e 0`', median(startup.bare), undefined);
 
-  // S2: per-call cost of the two digest paths on a 484-byte receipt (both warm).
-  const text = JSON.stringify({ at: '2026-11-30T12:00:00.000Z', capture: 'cap_0123456789abcdef01234567', detail: { reason: 'x'.repeat(100) }, goal: '/tmp/repo/xxxxxxxxxx', kind: 'lease_renewed', lease: { epoch: 1, version: 3 }, owner: 'codex:01a22c7e-e8b4-7bf1-ba7d-c98309646e94', prevHash: 'sha256:' + '0'.repeat(64), schema: 'turnkeeper.receipt/v1', seq: 12345, todo: 'fix-login' });
-  const perCall = (digest) => {
-    for (let i = 0; i < 20_000; i += 1) digest(text);
-    const t = now();
-    for (let i = 0; i < 100_000; i += 1) digest(text);
-    return (now() - t) / 100_000;
-  };
-  if (product.digestText(text) !== product.digestTextBulk(text)) throw new Error('the two digest paths disagree');
-  row('S2', 'digestText (pure-JS SHA-256), per 484-byte text', perCall(product.digestText) * 1000, 'digestTextBulk (crypto.hash)', perCall(product.digestTextBulk) * 1000, undefined, 'µs');
-
+    // S2: per-call cost of the two digest paths on a 484-byte receipt (both warm).
+    const text = JSON.stringify({
+      at: '2026-11-30T12:00:00.000Z',
+      capture: 'cap_0123456789abcdef01234567',
+      detail: { reason: 'x'.repeat(100) },
+      goal: '/tmp/repo/xxxxxxxxxx',
+      kind: 'lease_renewed',
+      lease: { epoch: 1, version: 3 },
+      owner: 'codex:01a22c7e-e8b4-7bf1-ba7d-c98309646e94',
+      prevHash: 'sha256:' + '0'.repeat(64),
+      schema: 'turnkeeper.receipt/v1',
+      seq: 12345,
+      todo: 'fix-login',
+    });
+    const perCall = (digest) => {
+      for (let i = 0; i < 20_000; i += 1) digest(text);
+      const t = now();
+      for (let i = 0; i < 100_000; i += 1) digest(text);
+      return (now() - t) / 100_000;
+    };
+    if (product.digestText(text) !== product.digestTextBulk(text)) throw new Error('the two digest paths disagree');
+    row(
+      'S2',
+      'digestText (pure-JS SHA-256), per 484-byte text',
+      perCall(product.digestText) * 1000,
+      'digestTextBulk (crypto.hash)',
+      perCall(product.digestTextBulk) * 1000,
+      undefined,
+      'µs',
+    );
   }
   // H1 and R1: first calls, each in its own fresh process of this runtime, timed inside it around the
   // one call (the process's start-up is not counted: the question is what the call adds to a hook).
@@ -241,7 +273,8 @@ try {
     // it starts 50 KiB or 10 MiB before the end, or nowhere. No compaction marker anywhere.
     const SIZE = 20 * 1024 * 1024;
     const capture = 'cap_0123456789abcdef01234567';
-    const filler = (i) => `${JSON.stringify({ timestamp: '2026-11-30T12:00:00.000Z', type: 'response_item', payload: { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: `step ${i}: ${'the retry loop keeps its cause; '.repeat(28)}` }] } })}\n`;
+    const filler = (i) =>
+      `${JSON.stringify({ timestamp: '2026-11-30T12:00:00.000Z', type: 'response_item', payload: { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: `step ${i}: ${'the retry loop keeps its cause; '.repeat(28)}` }] } })}\n`;
     const presentation = `${JSON.stringify({ timestamp: '2026-11-30T12:00:00.000Z', type: 'response_item', payload: { type: 'message', role: 'developer', content: [{ type: 'input_text', text: `Turnkeeper: Todo fix-login · capture ${capture} · epoch 1\n${product.fullCaptureMarker(capture)}\nFix login\n--- end Todo text (capture ${capture}) ---` }] } })}\n`;
     const transcript = (name, fromEnd) => {
       const path = join(scratch, `${name}.jsonl`);
@@ -267,11 +300,20 @@ try {
     for (const [what, path, carries] of cases) {
       if (product.transcriptCarries(path, capture) !== carries) throw new Error(`transcriptCarries(${what}) is not ${carries}`);
       const first = Array.from({ length: FIRST_RUNS }, () =>
-        firstCall(`const t = performance.now(); const carries = p.transcriptCarries(${JSON.stringify(path)}, ${JSON.stringify(capture)}); process.stdout.write(JSON.stringify({ ms: performance.now() - t, carries }));`),
+        firstCall(
+          `const t = performance.now(); const carries = p.transcriptCarries(${JSON.stringify(path)}, ${JSON.stringify(capture)}); process.stdout.write(JSON.stringify({ ms: performance.now() - t, carries }));`,
+        ),
       );
       if (first.some((run) => run.carries !== carries)) throw new Error(`a fresh process's transcriptCarries(${what}) is not ${carries}`);
       row('H1', `transcript check, 20 MiB, ${what}: first call`, median(first.map((run) => run.ms)), undefined, undefined, undefined);
-      row('H1', `transcript check, 20 MiB, ${what}: warm call`, warmCall(() => product.transcriptCarries(path, capture), 200), undefined, undefined, undefined);
+      row(
+        'H1',
+        `transcript check, 20 MiB, ${what}: warm call`,
+        warmCall(() => product.transcriptCarries(path, capture), 200),
+        undefined,
+        undefined,
+        undefined,
+      );
     }
   }
 
@@ -287,10 +329,16 @@ try {
     const deep = join(worktree, 'src', 'lib', 'deep');
     mkdirSync(deep, { recursive: true });
     const id = product.resolveGoal(main).id;
-    for (const [what, dir] of [['main checkout', main], ['linked worktree', worktree], ['3 directories below a worktree root', deep]]) {
+    for (const [what, dir] of [
+      ['main checkout', main],
+      ['linked worktree', worktree],
+      ['3 directories below a worktree root', deep],
+    ]) {
       if (product.resolveGoal(dir).id !== id) throw new Error(`resolveGoal(${what}) is not the repository's Goal`);
       const first = Array.from({ length: FIRST_RUNS }, () =>
-        firstCall(`const t = performance.now(); const goal = p.resolveGoal(${JSON.stringify(dir)}); process.stdout.write(JSON.stringify({ ms: performance.now() - t, id: goal.id }));`),
+        firstCall(
+          `const t = performance.now(); const goal = p.resolveGoal(${JSON.stringify(dir)}); process.stdout.write(JSON.stringify({ ms: performance.now() - t, id: goal.id }));`,
+        ),
       );
       if (first.some((run) => run.id !== id)) throw new Error(`a fresh process's resolveGoal(${what}) is not the repository's Goal`);
       row('R1', `resolveGoal, ${what}: first call`, median(first.map((run) => run.ms)) * 1000, undefined, undefined, undefined, 'µs');
@@ -300,7 +348,13 @@ try {
 
   // G1-G3: Gemini CLI from its attested closure. The runtime is this Node; closures go to a scratch TURNKEEPER_HOME.
   if (want('G') && existsSync(GEMINI)) {
-    const geminiEnv = { PATH: `${dirname(process.execPath)}:/usr/bin:/bin`, HOME: join(scratch, 'gemini-home'), TURNKEEPER_HOME: join(scratch, 'tk-home'), NO_COLOR: '1', TERM: 'dumb' };
+    const geminiEnv = {
+      PATH: `${dirname(process.execPath)}:/usr/bin:/bin`,
+      HOME: join(scratch, 'gemini-home'),
+      TURNKEEPER_HOME: join(scratch, 'tk-home'),
+      NO_COLOR: '1',
+      TERM: 'dumb',
+    };
     mkdirSync(geminiEnv.HOME, { recursive: true });
     // G1: build the snapshot into an empty closures directory vs cp -r of the package, interleaved (page cache warm for both).
     spawnSync('cp', ['-r', GEMINI_PACKAGE, join(scratch, 'warm')]);
@@ -352,7 +406,11 @@ try {
         env: geminiEnv,
         stdio: 'pipe',
         timeoutMs: 60_000,
-        commit: (facts) => store.appendReceipt({ kind: 'launch_committed', goal: scratch, detail: { digest: facts.digest, closure: facts.closure.digest, pid: facts.pid } }, Date.now()),
+        commit: (facts) =>
+          store.appendReceipt(
+            { kind: 'launch_committed', goal: scratch, detail: { digest: facts.digest, closure: facts.closure.digest, pid: facts.pid } },
+            Date.now(),
+          ),
       });
       launch.stdin.destroy();
       launch.stdout.resume();
@@ -365,8 +423,22 @@ try {
       }
     }
     store.close();
-    row('G2', `later attested launch from the closure, gemini --version (median of ${attested.length})`, median(attested), 'child_process.spawn of the same entry', median(plain), 1.15);
-    row('G2', `the same from a cold process: runtime and snapshot re-hashed (median of ${cold.length})`, median(cold), 'child_process.spawn of the same entry', median(plain), undefined);
+    row(
+      'G2',
+      `later attested launch from the closure, gemini --version (median of ${attested.length})`,
+      median(attested),
+      'child_process.spawn of the same entry',
+      median(plain),
+      1.15,
+    );
+    row(
+      'G2',
+      `the same from a cold process: runtime and snapshot re-hashed (median of ${cold.length})`,
+      median(cold),
+      'child_process.spawn of the same entry',
+      median(plain),
+      undefined,
+    );
     const listed = product.listClosures(geminiEnv).snapshots;
     row('G3', `disk use of one snapshot (gemini-cli, ${listed[0]?.files ?? 0} files)`, listed[0]?.bytes ?? 0, undefined, undefined, undefined);
   }
@@ -374,12 +446,21 @@ try {
   const activationFile = join(REPO, 'test/vscode/.last-activation.json');
   if (existsSync(activationFile)) {
     const activation = JSON.parse(readFileSync(activationFile, 'utf8'));
-    row('E2', `extension activation in ${activation.host ?? 'code-server'} (e2e run of ${activation.at ?? '?'})`, Number(activation.activationMs), undefined, undefined, undefined);
+    row(
+      'E2',
+      `extension activation in ${activation.host ?? 'code-server'} (e2e run of ${activation.at ?? '?'})`,
+      Number(activation.activationMs),
+      undefined,
+      undefined,
+      undefined,
+    );
   }
 
   console.log('\nlauncher and extension rows');
   const pad = (text, width, right) => (right ? String(text).padStart(width) : String(text).padEnd(width));
-  console.log(`${pad('row', 4)} ${pad('measurement', 62)} ${pad('value', 12, true)}  ${pad('baseline', 36)} ${pad('base', 11, true)} ${pad('ratio', 7, true)}  target  result`);
+  console.log(
+    `${pad('row', 4)} ${pad('measurement', 62)} ${pad('value', 12, true)}  ${pad('baseline', 36)} ${pad('base', 11, true)} ${pad('ratio', 7, true)}  target  result`,
+  );
   for (const r of rows) {
     const ms = (v) => (r.unit === 'µs' ? `${v.toFixed(2)} µs` : r.id === 'H1' ? `${v.toFixed(3)} ms` : `${v.toFixed(1)} ms`);
     const unit = r.id === 'L3' ? `${(r.value / 1024).toFixed(2)} KiB` : r.id === 'G3' ? `${(r.value / (1024 * 1024)).toFixed(1)} MiB` : ms(r.value);

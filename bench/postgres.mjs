@@ -17,7 +17,23 @@ import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
 import { build } from 'esbuild';
 import { chainRows } from './lib/store.mjs';
-import { CLI, NODE, REPO_ROOT, cleanEnv, cleanup, codexPrompt, contextText, makeRepo, makeRoot, newSession, peakRss, promptFor, summary, timed, TIME_BIN } from './lib/world.mjs';
+import {
+  CLI,
+  NODE,
+  REPO_ROOT,
+  cleanEnv,
+  cleanup,
+  codexPrompt,
+  contextText,
+  makeRepo,
+  makeRoot,
+  newSession,
+  peakRss,
+  promptFor,
+  summary,
+  timed,
+  TIME_BIN,
+} from './lib/world.mjs';
 
 const int = (name, fallback) => {
   const value = Number(process.env[name]);
@@ -42,7 +58,18 @@ try {
 
 async function bundleTo(entry, name) {
   const outfile = join(scratch, name);
-  await build({ entryPoints: [entry], bundle: true, platform: 'node', format: 'cjs', target: 'node22', outfile, logLevel: 'warning', mainFields: ['module', 'main'], nodePaths: [join(REPO_ROOT, 'node_modules')], external: ['pg-native', 'pg-cloudflare', 'cloudflare:sockets'] });
+  await build({
+    entryPoints: [entry],
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node22',
+    outfile,
+    logLevel: 'warning',
+    mainFields: ['module', 'main'],
+    nodePaths: [join(REPO_ROOT, 'node_modules')],
+    external: ['pg-native', 'pg-cloudflare', 'cloudflare:sockets'],
+  });
   return outfile;
 }
 
@@ -171,7 +198,11 @@ async function main() {
   let last;
   const flush = async () => {
     if (batch.length === 0) return;
-    await admin.query('INSERT INTO turnkeeper.receipts (seq, doc, hash) SELECT * FROM unnest($1::int8[], $2::text[], $3::text[])', [batch.map((r) => r.seq), batch.map((r) => r.text), batch.map((r) => r.hash)]);
+    await admin.query('INSERT INTO turnkeeper.receipts (seq, doc, hash) SELECT * FROM unnest($1::int8[], $2::text[], $3::text[])', [
+      batch.map((r) => r.seq),
+      batch.map((r) => r.text),
+      batch.map((r) => r.hash),
+    ]);
     batch = [];
   };
   for (const row of chainRows({ n: VERIFY_RECEIPTS, goal: 'goal_bench', startMs: Date.now() - 86_400_000, head: { seq: Number(head.seq), hash: head.hash } })) {
@@ -202,17 +233,74 @@ async function main() {
   const cpuBound = (RACE_WIDTH * meanCpu('claim')) / cpus().length;
   const ms = (x) => `${x.toFixed(1)} ms`;
   const rows = [
-    ['P1', 'hook replay (team store)', ms(s.replay.median), 'floor: client + connect + 1 SELECT', ms(s.floor.median), (s.replay.median / s.floor.median).toFixed(2) + '×', '≤ 1.3×', s.replay.median / s.floor.median <= 1.3 ? 'PASS' : 'MISS'],
+    [
+      'P1',
+      'hook replay (team store)',
+      ms(s.replay.median),
+      'floor: client + connect + 1 SELECT',
+      ms(s.floor.median),
+      (s.replay.median / s.floor.median).toFixed(2) + '×',
+      '≤ 1.3×',
+      s.replay.median / s.floor.median <= 1.3 ? 'PASS' : 'MISS',
+    ],
     ['P1', 'floor', ms(s.floor.median), 'bare node', ms(s.bare.median), (s.floor.median / s.bare.median).toFixed(2) + '×', '—', 'info'],
-    ['P2', 'hook claim (team store)', ms(s.claim.median), 'floor + 1 write txn', ms(s.floorWrite.median), (s.claim.median / s.floorWrite.median).toFixed(2) + '×', '≤ 1.5×', s.claim.median / s.floorWrite.median <= 1.5 ? 'PASS' : 'MISS'],
-    ['P3', `race ×${RACE_WIDTH} over 4 machines: slowest`, ms(slowest), `CPU bound ${RACE_WIDTH}×cpu/${cpus().length}`, ms(cpuBound), (slowest / cpuBound).toFixed(2) + '×', '—', 'info'],
-    ['P3', 'race outcome', `${winners}+${held}`, `1 winner + ${RACE_WIDTH - 1} [lease_held]`, `makespan ${ms(makespan)}`, '', 'exact', winners === 1 && held === RACE_WIDTH - 1 ? 'PASS' : 'FAIL'],
-    ['P4', `verify --json, ${total.toLocaleString('en-US')} receipts on the server`, `${Math.round(rate / 1000)}k/s`, 'median of 5', ms(v.median), '', '≥ 150k/s', rate >= 150_000 ? 'PASS' : 'MISS'],
+    [
+      'P2',
+      'hook claim (team store)',
+      ms(s.claim.median),
+      'floor + 1 write txn',
+      ms(s.floorWrite.median),
+      (s.claim.median / s.floorWrite.median).toFixed(2) + '×',
+      '≤ 1.5×',
+      s.claim.median / s.floorWrite.median <= 1.5 ? 'PASS' : 'MISS',
+    ],
+    [
+      'P3',
+      `race ×${RACE_WIDTH} over 4 machines: slowest`,
+      ms(slowest),
+      `CPU bound ${RACE_WIDTH}×cpu/${cpus().length}`,
+      ms(cpuBound),
+      (slowest / cpuBound).toFixed(2) + '×',
+      '—',
+      'info',
+    ],
+    [
+      'P3',
+      'race outcome',
+      `${winners}+${held}`,
+      `1 winner + ${RACE_WIDTH - 1} [lease_held]`,
+      `makespan ${ms(makespan)}`,
+      '',
+      'exact',
+      winners === 1 && held === RACE_WIDTH - 1 ? 'PASS' : 'FAIL',
+    ],
+    [
+      'P4',
+      `verify --json, ${total.toLocaleString('en-US')} receipts on the server`,
+      `${Math.round(rate / 1000)}k/s`,
+      'median of 5',
+      ms(v.median),
+      '',
+      '≥ 150k/s',
+      rate >= 150_000 ? 'PASS' : 'MISS',
+    ],
     ['P4', 'verify peak RSS', rss ? `${(rss / 1024).toFixed(1)} MB` : 'n/a', '', '', '', '—', 'info'],
   ];
   const header = ['row', 'measurement', 'value', 'baseline', 'base', 'ratio', 'target', 'result'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
-  console.log(`\nPostgreSQL team authority rows · server ${server.version} on loopback · node ${process.version} · ${cpus().length} cpus · loadavg ${loadavg()[0].toFixed(2)}`);
-  for (const line of [header, header.map((_, i) => '-'.repeat(widths[i])), ...rows]) console.log(line.map((cell, i) => String(cell).padEnd(widths[i])).join('  '));
-  console.log('BENCH_PG_JSON ' + JSON.stringify({ runs: RUNS, summaries: s, cpuMeans: Object.fromEntries(names.map((n) => [n, meanCpu(n)])), race: { winners, held, slowest, makespan, cpuBound }, verify: { receipts: total, medianMs: v.median, rate, rssKiB: rss } }));
+  console.log(
+    `\nPostgreSQL team authority rows · server ${server.version} on loopback · node ${process.version} · ${cpus().length} cpus · loadavg ${loadavg()[0].toFixed(2)}`,
+  );
+  for (const line of [header, header.map((_, i) => '-'.repeat(widths[i])), ...rows])
+    console.log(line.map((cell, i) => String(cell).padEnd(widths[i])).join('  '));
+  console.log(
+    'BENCH_PG_JSON ' +
+      JSON.stringify({
+        runs: RUNS,
+        summaries: s,
+        cpuMeans: Object.fromEntries(names.map((n) => [n, meanCpu(n)])),
+        race: { winners, held, slowest, makespan, cpuBound },
+        verify: { receipts: total, medianMs: v.median, rate, rssKiB: rss },
+      }),
+  );
 }

@@ -158,7 +158,8 @@ async function main() {
   const replayPayload = (turn) => codexPrompt({ root, repo, session: replaySession, turn, prompt: promptFor('bench-replay') });
   const first = cli(['hook'], replayPayload('turn-0001'));
   const presented = contextText(first.stdout);
-  if (!presented?.startsWith('Turnkeeper: Todo bench-replay · capture cap_')) fail(`the first claim did not present a ready capture: ${first.stdout} ${first.stderr}`);
+  if (!presented?.startsWith('Turnkeeper: Todo bench-replay · capture cap_'))
+    fail(`the first claim did not present a ready capture: ${first.stdout} ${first.stderr}`);
   const replayCapture = /capture (cap_[0-9a-f]{24})/.exec(presented)[1];
   const replayState = () => snapshot(product, db, replayCapture);
   const before = await replayState();
@@ -168,7 +169,8 @@ async function main() {
   const wtPayload = (turn) => codexPrompt({ root, repo: worktree, session: wtSession, turn, prompt: promptFor('bench-replay-wt') });
   const wtFirst = timed([CLI, 'hook'], { input: wtPayload('turn-0001'), env, cwd: worktree });
   const wtPresented = contextText(wtFirst.stdout);
-  if (!wtPresented?.startsWith('Turnkeeper: Todo bench-replay-wt · capture cap_')) fail(`the worktree claim did not present a ready capture: ${wtFirst.stdout} ${wtFirst.stderr}`);
+  if (!wtPresented?.startsWith('Turnkeeper: Todo bench-replay-wt · capture cap_'))
+    fail(`the worktree claim did not present a ready capture: ${wtFirst.stdout} ${wtFirst.stderr}`);
 
   // Row 6: what the compile cache buys a cold hook. dist/cli.js keeps it in $TURNKEEPER_HOME/compile-cache
   // (0700, owner checked: contract §10); the same replay with NODE_DISABLE_COMPILE_CACHE=1 has none.
@@ -195,7 +197,9 @@ async function main() {
   vstore.connection.pragma('wal_checkpoint(TRUNCATE)');
   vstore.close();
   const vReceipts = head.seq;
-  log(`verify store: ${vReceipts} hash-chained receipts in ${((performance.now() - seedStart) / 1000).toFixed(1)} s (${(statSync(vdb).size / 1e6).toFixed(1)} MB)`);
+  log(
+    `verify store: ${vReceipts} hash-chained receipts in ${((performance.now() - seedStart) / 1000).toFixed(1)} s (${(statSync(vdb).size / 1e6).toFixed(1)} MB)`,
+  );
   const verifyArgs = [CLI, 'verify', '--json'];
   const checkVerify = (run) => {
     const report = JSON.parse(run.stdout);
@@ -246,7 +250,8 @@ async function main() {
     claim: () => {
       const todo = claimTodos[claimIndex++] ?? fail('out of claim Todos');
       const run = cli(['hook'], codexPrompt({ root, repo, session: newSession(), turn: 'turn-0001', prompt: promptFor(todo) }));
-      if (!contextText(run.stdout)?.startsWith(`Turnkeeper: Todo ${todo} · capture cap_`)) fail(`claim of ${todo} failed: ${run.stdout.slice(0, 200)} ${run.stderr}`);
+      if (!contextText(run.stdout)?.startsWith(`Turnkeeper: Todo ${todo} · capture cap_`))
+        fail(`claim of ${todo} failed: ${run.stdout.slice(0, 200)} ${run.stderr}`);
       return run;
     },
     verify: () => {
@@ -338,7 +343,12 @@ async function main() {
       },
       claim: () => {
         const todo = claimTodos[claimIndex++] ?? fail('out of claim Todos');
-        const run = peakRss([CLI, 'hook'], { input: codexPrompt({ root, repo, session: newSession(), turn: 'turn-0001', prompt: promptFor(todo) }), env, cwd: repo, scratch });
+        const run = peakRss([CLI, 'hook'], {
+          input: codexPrompt({ root, repo, session: newSession(), turn: 'turn-0001', prompt: promptFor(todo) }),
+          env,
+          cwd: repo,
+          scratch,
+        });
         if (!contextText(run.stdout)?.startsWith(`Turnkeeper: Todo ${todo} ·`)) fail(`claim of ${todo} under time failed`);
         return run;
       },
@@ -370,7 +380,6 @@ async function main() {
 }
 
 // ---- rows C1–C5: receipts a third party can verify (docs/receipts.md, "Checkpoints", "Export") ----
-
 
 /**
  * C1 `receipts export` of the 100,000-receipt verify store (it verifies the chain, signs a checkpoint
@@ -410,7 +419,12 @@ async function receiptRows({ root, repo, env, venv, vReceipts, product, db, goal
 
   // C3, in-process: the key a hook would load, a checkpoint of a 100,000-receipt head.
   const key = product.signingKey({ TURNKEEPER_HOME: join(root, 'tkhome-sign') });
-  const text = product.checkpointText({ origin: `turnkeeper/store/${'0'.repeat(32)}`, seq: vReceipts, hash: `sha256:${'ab'.repeat(32)}`, time: new Date().toISOString() });
+  const text = product.checkpointText({
+    origin: `turnkeeper/store/${'0'.repeat(32)}`,
+    seq: vReceipts,
+    hash: `sha256:${'ab'.repeat(32)}`,
+    time: new Date().toISOString(),
+  });
   const verifyNote = product.noteVerifier([key]);
   const note = product.signedNote(text, [product.signNote(key, text)]);
   const perCall = (work) => {
@@ -433,8 +447,13 @@ async function receiptRows({ root, repo, env, venv, vReceipts, product, db, goal
   let next = 0;
   const claimWith = (every) => {
     const todo = todos[next++] ?? fail('out of checkpoint Todos');
-    const run = timed([CLI, 'hook'], { input: codexPrompt({ root, repo, session: newSession(), turn: 'turn-0001', prompt: promptFor(todo) }), env: { ...env, TURNKEEPER_CHECKPOINT_EVERY: every }, cwd: repo });
-    if (!contextText(run.stdout)?.startsWith(`Turnkeeper: Todo ${todo} · capture cap_`)) fail(`claim of ${todo} failed: ${run.stdout.slice(0, 200)} ${run.stderr}`);
+    const run = timed([CLI, 'hook'], {
+      input: codexPrompt({ root, repo, session: newSession(), turn: 'turn-0001', prompt: promptFor(todo) }),
+      env: { ...env, TURNKEEPER_CHECKPOINT_EVERY: every },
+      cwd: repo,
+    });
+    if (!contextText(run.stdout)?.startsWith(`Turnkeeper: Todo ${todo} · capture cap_`))
+      fail(`claim of ${todo} failed: ${run.stdout.slice(0, 200)} ${run.stderr}`);
     return run;
   };
   const runners = {
@@ -446,7 +465,8 @@ async function receiptRows({ root, repo, env, venv, vReceipts, product, db, goal
   for (let i = 0; i < WARMUP; i += 1) for (const name of Object.keys(runners)) runners[name]();
   const names = Object.keys(runners);
   for (const name of names) receipts[name] = [];
-  for (let i = 0; i < RECEIPT_RUNS * 3; i += 1) for (let k = 0; k < names.length; k += 1) receipts[names[(i + k) % names.length]].push(runners[names[(i + k) % names.length]]().ms);
+  for (let i = 0; i < RECEIPT_RUNS * 3; i += 1)
+    for (let k = 0; k < names.length; k += 1) receipts[names[(i + k) % names.length]].push(runners[names[(i + k) % names.length]]().ms);
   void presented;
   results.receipts = receipts;
   log(`rows C4–C5: ${RECEIPT_RUNS * 3} interleaved claims and replays with and without checkpoints`);
@@ -483,14 +503,54 @@ function receiptTableRows() {
     ],
     comparisons: [
       ['C1', 'export, wall time', `${fmtRate(exportRate)}/s`, `${r.exported} receipts`, ms(exp.median), '', 'verify + sign + write', '—', 'info'],
-      ['C2', 'verify --bundle, wall time', `${fmtRate(bundleRate)}/s`, `${r.bundleVerified} receipts`, ms(bun.median), '', `p90 ${fmtRate(r.bundleVerified / (bun.p90 / 1000))}/s`, '≥ 200k/s', bundleRate >= 200_000 ? 'PASS' : 'MISS'],
-      ['C4', 'checkpoint on a claim', ms(claimCost), 'claim, none', ms(sum(r.claimNoCheckpoint).median), '', 'paired median of differences (OpenSSL start-up, key, sign, receipt, witness)', '< 1 ms', claimCost < 1 ? 'PASS' : 'MISS'],
+      [
+        'C2',
+        'verify --bundle, wall time',
+        `${fmtRate(bundleRate)}/s`,
+        `${r.bundleVerified} receipts`,
+        ms(bun.median),
+        '',
+        `p90 ${fmtRate(r.bundleVerified / (bun.p90 / 1000))}/s`,
+        '≥ 200k/s',
+        bundleRate >= 200_000 ? 'PASS' : 'MISS',
+      ],
+      [
+        'C4',
+        'checkpoint on a claim',
+        ms(claimCost),
+        'claim, none',
+        ms(sum(r.claimNoCheckpoint).median),
+        '',
+        'paired median of differences (OpenSSL start-up, key, sign, receipt, witness)',
+        '< 1 ms',
+        claimCost < 1 ? 'PASS' : 'MISS',
+      ],
       // A claim appends 3 receipts; with the default N = 100 one claim in 33 writes a checkpoint. Not
       // measured: the row above times 3/100.
-      ['C4', 'per claim at the default N=100, derived (× 3/100)', ms((claimCost * 3) / 100), 'claim, none', ms(sum(r.claimNoCheckpoint).median), '', 'derived: measured checkpoint cost × 3/100', '< 1 ms', (claimCost * 3) / 100 < 1 ? 'PASS' : 'MISS'],
+      [
+        'C4',
+        'per claim at the default N=100, derived (× 3/100)',
+        ms((claimCost * 3) / 100),
+        'claim, none',
+        ms(sum(r.claimNoCheckpoint).median),
+        '',
+        'derived: measured checkpoint cost × 3/100',
+        '< 1 ms',
+        (claimCost * 3) / 100 < 1 ? 'PASS' : 'MISS',
+      ],
       // A replay appends nothing, so it signs nothing: the difference is noise between two identical
       // processes, reported, not judged.
-      ['C5', 'checkpoints on a replay', ms(replayCost), 'replay', ms(sum(r.replayPlain).median), '', 'paired median of differences (a replay signs nothing)', '—', 'info'],
+      [
+        'C5',
+        'checkpoints on a replay',
+        ms(replayCost),
+        'replay',
+        ms(sum(r.replayPlain).median),
+        '',
+        'paired median of differences (a replay signs nothing)',
+        '—',
+        'info',
+      ],
     ],
   };
 }
@@ -560,10 +620,16 @@ function cacheRowsOnly(runners, home) {
       [0, 0, 1, 1, 1, 1, 1],
     ),
     '',
-    ...table(['row', 'comparison', 'value', 'baseline', 'base median', 'ratio', 'spread', 'target', 'result'], [cacheComparison(s)], [0, 0, 1, 0, 1, 1, 0, 0, 0]),
+    ...table(
+      ['row', 'comparison', 'value', 'baseline', 'base median', 'ratio', 'spread', 'target', 'result'],
+      [cacheComparison(s)],
+      [0, 0, 1, 0, 1, 1, 0, 0, 0],
+    ),
   ];
   console.log(out.join('\n'));
-  console.log(`BENCH_JSON ${JSON.stringify({ node: process.version, only: 'cache', runs: RUNS, warmup: WARMUP, summaryMs: s, childCpuMs: results.cpu, checks: results.checks })}`);
+  console.log(
+    `BENCH_JSON ${JSON.stringify({ node: process.version, only: 'cache', runs: RUNS, warmup: WARMUP, summaryMs: s, childCpuMs: results.cpu, checks: results.checks })}`,
+  );
 }
 
 /** Row 6's comparison: replay with the compile cache under TURNKEEPER_HOME against the same replay without it. */
@@ -649,30 +715,200 @@ function report() {
 
   const verdict = (ok) => (ok ? 'PASS' : 'MISS');
   const comparisons = [
-    ['1', 'hook replay', ms(s.replay.median), 'floor (read 1 row)', ms(s.floor.median), x(replayRatio), `p90 ${x(replayRatioP90)} · paired ${x(paired('replay', 'floor'))} · cpu ${x(cpuRatio('replay', 'floor'))}`, '≤ 1.25×', verdict(replayRatio <= 1.25)],
-    ['1', 'hook replay', ms(s.replay.median), 'bare node', ms(s.bare.median), x(ratio(s.replay.median, s.bare.median)), `+${ms(s.replay.median - s.bare.median)} · paired ${x(paired('replay', 'bare'))}`, '—', 'info'],
-    ['1', 'floor (read 1 row)', ms(s.floor.median), 'bare node', ms(s.bare.median), x(ratio(s.floor.median, s.bare.median)), `+${ms(s.floor.median - s.bare.median)}`, '—', 'info'],
-    ['2', 'hook claim', ms(s.claim.median), 'floor + write txn', ms(s.floorWrite.median), x(ratio(s.claim.median, s.floorWrite.median)), `p90 ${x(ratio(s.claim.p90, s.floorWrite.p90))} · paired ${x(paired('claim', 'floorWrite'))} · cpu ${x(cpuRatio('claim', 'floorWrite'))}`, '—', 'info'],
+    [
+      '1',
+      'hook replay',
+      ms(s.replay.median),
+      'floor (read 1 row)',
+      ms(s.floor.median),
+      x(replayRatio),
+      `p90 ${x(replayRatioP90)} · paired ${x(paired('replay', 'floor'))} · cpu ${x(cpuRatio('replay', 'floor'))}`,
+      '≤ 1.25×',
+      verdict(replayRatio <= 1.25),
+    ],
+    [
+      '1',
+      'hook replay',
+      ms(s.replay.median),
+      'bare node',
+      ms(s.bare.median),
+      x(ratio(s.replay.median, s.bare.median)),
+      `+${ms(s.replay.median - s.bare.median)} · paired ${x(paired('replay', 'bare'))}`,
+      '—',
+      'info',
+    ],
+    [
+      '1',
+      'floor (read 1 row)',
+      ms(s.floor.median),
+      'bare node',
+      ms(s.bare.median),
+      x(ratio(s.floor.median, s.bare.median)),
+      `+${ms(s.floor.median - s.bare.median)}`,
+      '—',
+      'info',
+    ],
+    [
+      '2',
+      'hook claim',
+      ms(s.claim.median),
+      'floor + write txn',
+      ms(s.floorWrite.median),
+      x(ratio(s.claim.median, s.floorWrite.median)),
+      `p90 ${x(ratio(s.claim.p90, s.floorWrite.p90))} · paired ${x(paired('claim', 'floorWrite'))} · cpu ${x(cpuRatio('claim', 'floorWrite'))}`,
+      '—',
+      'info',
+    ],
     cacheComparison(s),
     // Row 7, what the worktree costs: the same replay from the main checkout is the baseline (the Goal
     // lookup through `.git`, `gitdir:` and `commondir` is the difference); no target of its own.
-    ['7', 'hook replay in a worktree', ms(s.replayWorktree.median), 'hook replay, main checkout', ms(s.replay.median), x(ratio(s.replayWorktree.median, s.replay.median)), `+${ms(s.replayWorktree.median - s.replay.median)} · paired ${x(paired('replayWorktree', 'replay'))} · cpu ${x(cpuRatio('replayWorktree', 'replay'))}`, '—', 'info'],
+    [
+      '7',
+      'hook replay in a worktree',
+      ms(s.replayWorktree.median),
+      'hook replay, main checkout',
+      ms(s.replay.median),
+      x(ratio(s.replayWorktree.median, s.replay.median)),
+      `+${ms(s.replayWorktree.median - s.replay.median)} · paired ${x(paired('replayWorktree', 'replay'))} · cpu ${x(cpuRatio('replayWorktree', 'replay'))}`,
+      '—',
+      'info',
+    ],
     // The replay target (≤ 1.25× the floor) holds from a worktree too: this row judges that alone.
-    ['7', 'worktree replay vs floor', ms(s.replayWorktree.median), 'floor (read 1 row)', ms(s.floor.median), x(ratio(s.replayWorktree.median, s.floor.median)), `p90 ${x(ratio(s.replayWorktree.p90, s.floor.p90))} · paired ${x(paired('replayWorktree', 'floor'))} · cpu ${x(cpuRatio('replayWorktree', 'floor'))}`, '≤ 1.25×', verdict(ratio(s.replayWorktree.median, s.floor.median) <= 1.25)],
-    ['8', 'goal --json, no store', ms(s.goalStoreFree.median), 'bare node', ms(s.bare.median), x(ratio(s.goalStoreFree.median, s.bare.median)), `paired ${x(paired('goalStoreFree', 'bare'))} · cpu ${x(cpuRatio('goalStoreFree', 'bare'))}`, '≤ 1.2×', verdict(ratio(s.goalStoreFree.median, s.bare.median) <= 1.2)],
-    ['8', 'goal --json, with the store', ms(s.goal.median), 'bare node', ms(s.bare.median), x(ratio(s.goal.median, s.bare.median)), `+${ms(s.goal.median - s.bare.median)} (opens the store for changedFrom)`, '—', 'info'],
-    ['3', 'verify, wall time', `${fmtRate(rateWall)}/s`, `${vReceipts} receipts`, ms(s.verify.median), '', `p90 ${fmtRate(rateWallP90)}/s`, '≥ 200k/s', verdict(rateWall >= 200_000)],
-    ['3', 'verify, walk ≈ wall − open', `${fmtRate(rateWalk)}/s`, 'open floor', ms(s.verifyOpen.median), '', `walk ${ms(walkMs)}`, '≥ 200k/s', verdict(rateWalk >= 200_000)],
-    ['3', 'verify', ms(s.verify.median), 'scan floor', ms(s.verifyScan.median), x(ratio(s.verify.median, s.verifyScan.median)), `+${ms(s.verify.median - s.verifyScan.median)} JS`, '—', 'info'],
-    ['4', 'race slowest', ms(raceSlowest.median), 'lone claim', ms(s.claim.median), x(ratio(raceSlowest.median, s.claim.median)), `p90 ${x(ratio(raceSlowest.p90, s.claim.median))}`, '—', 'info'],
+    [
+      '7',
+      'worktree replay vs floor',
+      ms(s.replayWorktree.median),
+      'floor (read 1 row)',
+      ms(s.floor.median),
+      x(ratio(s.replayWorktree.median, s.floor.median)),
+      `p90 ${x(ratio(s.replayWorktree.p90, s.floor.p90))} · paired ${x(paired('replayWorktree', 'floor'))} · cpu ${x(cpuRatio('replayWorktree', 'floor'))}`,
+      '≤ 1.25×',
+      verdict(ratio(s.replayWorktree.median, s.floor.median) <= 1.25),
+    ],
+    [
+      '8',
+      'goal --json, no store',
+      ms(s.goalStoreFree.median),
+      'bare node',
+      ms(s.bare.median),
+      x(ratio(s.goalStoreFree.median, s.bare.median)),
+      `paired ${x(paired('goalStoreFree', 'bare'))} · cpu ${x(cpuRatio('goalStoreFree', 'bare'))}`,
+      '≤ 1.2×',
+      verdict(ratio(s.goalStoreFree.median, s.bare.median) <= 1.2),
+    ],
+    [
+      '8',
+      'goal --json, with the store',
+      ms(s.goal.median),
+      'bare node',
+      ms(s.bare.median),
+      x(ratio(s.goal.median, s.bare.median)),
+      `+${ms(s.goal.median - s.bare.median)} (opens the store for changedFrom)`,
+      '—',
+      'info',
+    ],
+    [
+      '3',
+      'verify, wall time',
+      `${fmtRate(rateWall)}/s`,
+      `${vReceipts} receipts`,
+      ms(s.verify.median),
+      '',
+      `p90 ${fmtRate(rateWallP90)}/s`,
+      '≥ 200k/s',
+      verdict(rateWall >= 200_000),
+    ],
+    [
+      '3',
+      'verify, walk ≈ wall − open',
+      `${fmtRate(rateWalk)}/s`,
+      'open floor',
+      ms(s.verifyOpen.median),
+      '',
+      `walk ${ms(walkMs)}`,
+      '≥ 200k/s',
+      verdict(rateWalk >= 200_000),
+    ],
+    [
+      '3',
+      'verify',
+      ms(s.verify.median),
+      'scan floor',
+      ms(s.verifyScan.median),
+      x(ratio(s.verify.median, s.verifyScan.median)),
+      `+${ms(s.verify.median - s.verifyScan.median)} JS`,
+      '—',
+      'info',
+    ],
+    [
+      '4',
+      'race slowest',
+      ms(raceSlowest.median),
+      'lone claim',
+      ms(s.claim.median),
+      x(ratio(raceSlowest.median, s.claim.median)),
+      `p90 ${x(ratio(raceSlowest.p90, s.claim.median))}`,
+      '—',
+      'info',
+    ],
     // 64 cold processes on this many cores cannot finish before 64 × (CPU of one claim) / cores.
-    ['4', 'race slowest', ms(raceSlowest.median), `CPU bound ${RACE_WIDTH}×cpu/${cpus().length}`, ms(raceCpuBound), x(ratio(raceSlowest.median, raceCpuBound)), `cpu/proc ${raceCpu} vs ${cpuOf('claim')}`, '—', 'info'],
-    ['4', 'race outcome', race.map((r) => `${r.winners}+${r.held}`).join(' '), `1 winner + ${RACE_WIDTH - 1} [lease_held]`, '', '', `${race.length} reps`, 'all reps', raceOk ? 'PASS' : 'FAIL'],
+    [
+      '4',
+      'race slowest',
+      ms(raceSlowest.median),
+      `CPU bound ${RACE_WIDTH}×cpu/${cpus().length}`,
+      ms(raceCpuBound),
+      x(ratio(raceSlowest.median, raceCpuBound)),
+      `cpu/proc ${raceCpu} vs ${cpuOf('claim')}`,
+      '—',
+      'info',
+    ],
+    [
+      '4',
+      'race outcome',
+      race.map((r) => `${r.winners}+${r.held}`).join(' '),
+      `1 winner + ${RACE_WIDTH - 1} [lease_held]`,
+      '',
+      '',
+      `${race.length} reps`,
+      'all reps',
+      raceOk ? 'PASS' : 'FAIL',
+    ],
     ...(mem
       ? [
-          ['5', 'RSS hook replay', mb(mem.replay.median), 'bare node', mb(mem.bare.median), x(ratio(mem.replay.median, mem.bare.median)), `+${mb(mem.replay.median - mem.bare.median)}`, '—', 'info'],
-          ['5', 'RSS hook claim', mb(mem.claim.median), 'bare node', mb(mem.bare.median), x(ratio(mem.claim.median, mem.bare.median)), `+${mb(mem.claim.median - mem.bare.median)}`, '—', 'info'],
-          ['5', 'RSS hook replay', mb(mem.replay.median), 'floor (read 1 row)', mb(mem.floor.median), x(ratio(mem.replay.median, mem.floor.median)), `+${mb(mem.replay.median - mem.floor.median)}`, '—', 'info'],
+          [
+            '5',
+            'RSS hook replay',
+            mb(mem.replay.median),
+            'bare node',
+            mb(mem.bare.median),
+            x(ratio(mem.replay.median, mem.bare.median)),
+            `+${mb(mem.replay.median - mem.bare.median)}`,
+            '—',
+            'info',
+          ],
+          [
+            '5',
+            'RSS hook claim',
+            mb(mem.claim.median),
+            'bare node',
+            mb(mem.bare.median),
+            x(ratio(mem.claim.median, mem.bare.median)),
+            `+${mb(mem.claim.median - mem.bare.median)}`,
+            '—',
+            'info',
+          ],
+          [
+            '5',
+            'RSS hook replay',
+            mb(mem.replay.median),
+            'floor (read 1 row)',
+            mb(mem.floor.median),
+            x(ratio(mem.replay.median, mem.floor.median)),
+            `+${mb(mem.replay.median - mem.floor.median)}`,
+            '—',
+            'info',
+          ],
         ]
       : [['5', 'peak RSS', 'n/a', `${TIME_BIN} missing`, '', '', '', '—', 'SKIP']]),
   ];
@@ -693,13 +929,17 @@ function report() {
   comparisons.push(...receiptRowsOut.comparisons);
   out.push(...table(['row', 'measurement (cold processes)', 'n', 'median', 'p90', 'min', 'cpu/proc'], measurements, [0, 0, 1, 1, 1, 1, 1]));
   out.push('');
-  out.push(...table(['row', 'comparison', 'value', 'baseline', 'base median', 'ratio', 'spread', 'target', 'result'], comparisons, [0, 0, 1, 0, 1, 1, 0, 0, 0]));
+  out.push(
+    ...table(['row', 'comparison', 'value', 'baseline', 'base median', 'ratio', 'spread', 'target', 'result'], comparisons, [0, 0, 1, 0, 1, 1, 0, 0, 0]),
+  );
   if (results.checks.stderr.length > 0) out.push('', 'stderr seen:', ...results.checks.stderr.map((line) => `  ${line}`));
   const odd = race.filter((r) => r.other.length > 0);
   for (const r of odd) {
     const kinds = new Map();
     for (const o of r.other) {
-      const what = /\[([a-z_]+)\]/.exec(o.context)?.[1] ?? (o.stderr.split('\n').find((line) => /Error|error:/.test(line)) ?? `exit ${o.code}, no output`).trim().slice(0, 140);
+      const what =
+        /\[([a-z_]+)\]/.exec(o.context)?.[1] ??
+        (o.stderr.split('\n').find((line) => /Error|error:/.test(line)) ?? `exit ${o.code}, no output`).trim().slice(0, 140);
       kinds.set(what, (kinds.get(what) ?? 0) + 1);
     }
     out.push(`race ${r.todo}: ${r.other.length} other outcome(s): ${[...kinds].map(([k, n]) => `${n}× ${k}`).join('; ')}`);
@@ -743,6 +983,10 @@ function fmtRate(rate) {
 /** Plain-text table; `right[i]` = 1 right-aligns column i. */
 function table(header, rows, right) {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
-  const line = (cells) => cells.map((c, i) => (right[i] ? String(c).padStart(widths[i]) : String(c).padEnd(widths[i]))).join('  ').trimEnd();
+  const line = (cells) =>
+    cells
+      .map((c, i) => (right[i] ? String(c).padStart(widths[i]) : String(c).padEnd(widths[i])))
+      .join('  ')
+      .trimEnd();
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)];
 }

@@ -26,7 +26,9 @@ function fail(message) {
 function pinnedHeaders() {
   const dir = resolve('node_modules', `node-${process.platform}-${process.arch}`);
   if (!existsSync(join(dir, 'include', 'node', 'node_api.h'))) {
-    fail(`${dir}/include/node is missing: run npm ci (the devDependency node-${process.platform}-${process.arch} ships the headers the addon is built against)`);
+    fail(
+      `${dir}/include/node is missing: run npm ci (the devDependency node-${process.platform}-${process.arch} ships the headers the addon is built against)`,
+    );
   }
   const { version } = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
   return { dir, version };

@@ -8,7 +8,9 @@ const source = readFileSync('src/extension/commands.ts', 'utf8');
 const table = source.slice(source.indexOf('export const COMMANDS'), source.indexOf('};', source.indexOf('export const COMMANDS')));
 const registered = new Set([...table.matchAll(/^\s*'(turnkeeper\.[A-Za-z]+)':/gm)].map((match) => match[1]));
 const contributed = new Set(manifest.contributes.commands.map((command) => command.command));
-const inMenus = Object.values(manifest.contributes.menus).flat().map((entry) => entry.command);
+const inMenus = Object.values(manifest.contributes.menus)
+  .flat()
+  .map((entry) => entry.command);
 
 const problems = [
   ...[...contributed].filter((id) => !registered.has(id)).map((id) => `contributed but never registered: ${id}`),

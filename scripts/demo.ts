@@ -57,7 +57,10 @@ function refusalOf(stdout: string): string | undefined {
 const step = (title: string) => console.log(`\n── ${title} ${'─'.repeat(Math.max(0, 70 - title.length))}`);
 const quote = (text: string) => text.replace(/^/gm, '  │ ');
 const injected = (mock: MockModelServer, from: number) =>
-  mock.requests.slice(from).flatMap((request) => developerTexts(request)).filter((text) => text.startsWith('Turnkeeper:'));
+  mock.requests
+    .slice(from)
+    .flatMap((request) => developerTexts(request))
+    .filter((text) => text.startsWith('Turnkeeper:'));
 
 const mock = await startMockModelServer();
 try {
@@ -68,7 +71,9 @@ try {
   execFileSync('git', ['-C', repo, '-c', 'user.email=demo@example.invalid', '-c', 'user.name=demo', 'commit', '-qm', 'demo']);
 
   step('1. add a Todo');
-  process.stdout.write(turnkeeper('todo', 'add', 'Fix the login form', '--id', 'fix-login', '--body', 'Valid passwords are rejected when they contain a space.'));
+  process.stdout.write(
+    turnkeeper('todo', 'add', 'Fix the login form', '--id', 'fix-login', '--body', 'Valid passwords are rejected when they contain a space.'),
+  );
 
   step('2. install the hook into Codex, and trust it');
   const install = JSON.parse(turnkeeper('hooks', 'install', '--agent', 'codex', '--json')) as { path: string; command: string };
@@ -83,7 +88,11 @@ try {
   const run = await runCodexExec({ env, cwd: repo, prompt: 'Please work on #todo:fix-login', flags: [], timeoutMs: 120_000 });
   if (run.code !== 0) throw new Error(`codex exec failed (${run.code}):\n${run.stderr}`);
   const context = injected(mock, 0)[0];
-  console.log(context ? `the model received this context from the hook:\n\n${quote(context)}` : 'the model received NO Turnkeeper context (is the hook trusted? turnkeeper doctor)');
+  console.log(
+    context
+      ? `the model received this context from the hook:\n\n${quote(context)}`
+      : 'the model received NO Turnkeeper context (is the hook trusted? turnkeeper doctor)',
+  );
 
   step('4. turnkeeper status');
   process.stdout.write(turnkeeper('status'));
@@ -96,17 +105,20 @@ try {
     const before = mock.requests.length;
     console.log(`turnkeeper resume ${capture} --agent-bin ${codexBin}`);
     const resumed = await turnkeeperAsync('resume', capture, '--json', '--agent-bin', codexBin);
-    const decision = resumed.code === 0 ? (JSON.parse(resumed.stdout) as { receipt: { seq: number }; digest: string; exit: { code: number | null } }) : undefined;
+    const decision =
+      resumed.code === 0 ? (JSON.parse(resumed.stdout) as { receipt: { seq: number }; digest: string; exit: { code: number | null } }) : undefined;
     const refusal = resumed.code === 0 ? undefined : refusalOf(resumed.stdout);
     resumedOk = decision?.exit.code === 0;
-    if (decision) console.log(`launch receipt #${decision.receipt.seq} committed before Codex ran (attested ${decision.digest}); Codex exited ${decision.exit.code}`);
+    if (decision)
+      console.log(`launch receipt #${decision.receipt.seq} committed before Codex ran (attested ${decision.digest}); Codex exited ${decision.exit.code}`);
     else if (refusal === 'unsupported_platform') {
       // Not a failure of the demo: this platform has no launch backend yet (spec §6 "Platforms").
       resumedOk = true;
       console.log(`resume skipped: ${process.platform}-${process.arch} has no launch backend yet (Linux x64 only); hooks, leases and receipts work here`);
     } else console.log(`resume refused (${resumed.code}):\n${quote(resumed.stderr.trim() || resumed.stdout.trim())}`);
     const again = injected(mock, before);
-    if (again.length > 0) console.log(`the resumed session's request carries the ready capture (${again.length} context message${again.length === 1 ? '' : 's'} from the hook)`);
+    if (again.length > 0)
+      console.log(`the resumed session's request carries the ready capture (${again.length} context message${again.length === 1 ? '' : 's'} from the hook)`);
   }
 
   step('6. turnkeeper receipts (newest first) and verify');

@@ -29,9 +29,10 @@ const TARGETS = {
 };
 // Targets not packaged yet, and why (docs/packaging.md "Other targets").
 const NOT_YET = {
-  'win32-x64': 'the hook shim ($TURNKEEPER_HOME/bin/turnkeeper) is a /bin/sh script and the hook commands written into agent configs are POSIX-quoted; Windows needs a .cmd shim and cmd-quoted commands first',
+  'win32-x64':
+    'the hook shim ($TURNKEEPER_HOME/bin/turnkeeper) is a /bin/sh script and the hook commands written into agent configs are POSIX-quoted; Windows needs a .cmd shim and cmd-quoted commands first',
   'win32-arm64': 'as win32-x64',
-  'alpine-x64': 'needs better-sqlite3\'s linuxmusl-x64 prebuild wired in (its lib picks linuxmusl-* on musl)',
+  'alpine-x64': "needs better-sqlite3's linuxmusl-x64 prebuild wired in (its lib picks linuxmusl-* on musl)",
   'alpine-arm64': 'as alpine-x64',
 };
 
@@ -100,8 +101,11 @@ function linkedDocuments(start) {
     const from = queue.shift();
     for (const link of relativeLinks(readFileSync(join(ROOT, from), 'utf8'))) {
       if (link === '') continue;
-      const path = normalize(join(dirname(from), link)).split(sep).join('/');
-      if (path.startsWith('../') || !/^(docs|media)\//.test(path)) fail(`${from} links ${link}, which is not under docs/ or media/: link an absolute URL instead`);
+      const path = normalize(join(dirname(from), link))
+        .split(sep)
+        .join('/');
+      if (path.startsWith('../') || !/^(docs|media)\//.test(path))
+        fail(`${from} links ${link}, which is not under docs/ or media/: link an absolute URL instead`);
       if (!existsSync(join(ROOT, path)) || !statSync(join(ROOT, path)).isFile()) fail(`${from} links ${link}, which does not exist`);
       if (found.has(path)) continue;
       found.add(path);
@@ -113,7 +117,8 @@ function linkedDocuments(start) {
 for (const [source] of files) {
   if (existsSync(join(ROOT, source))) continue;
   if (source === 'dist/extension.js') fail('dist/extension.js is missing: scripts/build.mjs did not bundle the extension (src/extension/main.ts)');
-  if (source.startsWith('native/prebuilds/')) fail(`${source} is missing: build the launcher addon for ${target} on that platform (npm run build:native) and copy its prebuilds/${target}/ here`);
+  if (source.startsWith('native/prebuilds/'))
+    fail(`${source} is missing: build the launcher addon for ${target} on that platform (npm run build:native) and copy its prebuilds/${target}/ here`);
   fail(`${source} is missing`);
 }
 if (!existsSync(join(ROOT, 'media'))) fail('media/ is missing');

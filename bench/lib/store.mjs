@@ -108,7 +108,9 @@ export function jcs(value) {
     return String(value);
   }
   if (Array.isArray(value)) return `[${value.map(jcs).join(',')}]`;
-  const keys = Object.keys(value).filter((k) => value[k] !== undefined).sort(); // UTF-16 order, ASCII keys here
+  const keys = Object.keys(value)
+    .filter((k) => value[k] !== undefined)
+    .sort(); // UTF-16 order, ASCII keys here
   return `{${keys.map((k) => `${JSON.stringify(k)}:${jcs(value[k])}`).join(',')}}`;
 }
 
@@ -138,7 +140,15 @@ export function* chainRows({ n, goal, startMs, head }) {
       () => ({ kind: 'capture_bound', ...common, detail: { originalDigest, turn: `turn-${cycle}`, binding: 'prompt' } }),
       () => ({ kind: 'lease_acquired', ...common, lease, detail: { expiresAt: new Date(at + 2_700_000).toISOString() } }),
       () => ({ kind: 'ready_written', ...common, lease, detail: { readyDigest } }),
-      () => ({ kind: 'lease_renewed', goal, todo, capture, owner, lease: { ...lease, version: 2 }, detail: { expiresAt: new Date(at + 2_760_000).toISOString() } }),
+      () => ({
+        kind: 'lease_renewed',
+        goal,
+        todo,
+        capture,
+        owner,
+        lease: { ...lease, version: 2 },
+        detail: { expiresAt: new Date(at + 2_760_000).toISOString() },
+      }),
       () => ({ kind: 'claim_refused', goal, todo, owner: `claude:${session}`, op, detail: { reason: 'lease_held', holder: owner, holderEpoch: lease.epoch } }),
       () => ({ kind: 'lease_released', goal, todo, capture, owner, lease: { ...lease, version: 2 }, detail: { reason: 'released by owner', forced: false } }),
     ][i % 6]();
@@ -155,7 +165,9 @@ export function appendChain(db, { n, goal, startMs }) {
   const head = db.prepare('SELECT seq, hash FROM receipt_head WHERE id = 1').get() ?? { seq: 0, hash: ZERO };
   const insert = db.prepare('INSERT INTO receipts (seq, doc, hash) VALUES (?, ?, ?)');
   const index = db.prepare('INSERT INTO receipt_index (seq, goal, todo, capture, kind) VALUES (?, ?, ?, ?, ?)');
-  const setHead = db.prepare('INSERT INTO receipt_head (id, seq, hash) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash');
+  const setHead = db.prepare(
+    'INSERT INTO receipt_head (id, seq, hash) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash',
+  );
   let last = head;
   db.transaction(() => {
     for (const row of chainRows({ n, goal, startMs, head })) {

@@ -75,7 +75,8 @@ struct Launch : turnkeeper::LaunchChannel {
       delete event;
       return;
     }
-    napi_status status = tsfn.BlockingCall(event, [](Napi::Env env, Napi::Function callback, LaunchEvent* data) {
+    napi_status status = tsfn.BlockingCall(event, [](Napi::Env env, Napi::Function callback,
+                                                     LaunchEvent* data) {
       // The environment is being torn down (a worker exits): nothing left to tell, only memory to
       // free. Making a JavaScript value here would throw inside the teardown and abort the process.
       if (static_cast<napi_env>(env) == nullptr || callback.IsEmpty()) {
@@ -205,7 +206,8 @@ Napi::Value CloseFd(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(info.Env(), turnkeeper::CloseFd(info[0].As<Napi::Number>().Int32Value()));
 }
 
-// spawnParked({fd, argv, env, cwd, stdio, cols, rows, timeoutMs}, onEvent) -> {id, stdin?, stdout?, stderr?, pty?}
+// spawnParked({fd, argv, env, cwd, stdio, cols, rows, timeoutMs}, onEvent)
+//   -> {id, stdin?, stdout?, stderr?, pty?}
 Napi::Value SpawnParked(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Napi::Object options = info[0].As<Napi::Object>();
@@ -242,7 +244,8 @@ Napi::Value SpawnParked(const Napi::CallbackInfo& info) {
     launch->id = registry->nextId++;
     registry->launches[launch->id] = launch;
   }
-  launch->tsfn = Napi::ThreadSafeFunction::New(env, onEvent, "turnkeeper-launch", 0, 1, [launch](Napi::Env) { launch->CloseFromFinalizer(); });
+  launch->tsfn = Napi::ThreadSafeFunction::New(env, onEvent, "turnkeeper-launch", 0, 1,
+                                               [launch](Napi::Env) { launch->CloseFromFinalizer(); });
   std::thread([launch, prepared, registry] {
     turnkeeper::RunSpawn(prepared, *launch);
     {
@@ -275,8 +278,9 @@ Napi::Value Decide(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value ResizePty(const Napi::CallbackInfo& info) {
-  return Napi::Boolean::New(
-      info.Env(), turnkeeper::ResizePty(info[0].As<Napi::Number>().Int32Value(), info[1].As<Napi::Number>().Uint32Value(), info[2].As<Napi::Number>().Uint32Value()));
+  return Napi::Boolean::New(info.Env(), turnkeeper::ResizePty(info[0].As<Napi::Number>().Int32Value(),
+                                                              info[1].As<Napi::Number>().Uint32Value(),
+                                                              info[2].As<Napi::Number>().Uint32Value()));
 }
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {

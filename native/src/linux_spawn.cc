@@ -8,12 +8,9 @@
 //        -> the decision: detach -> "running" ... "exit"; kill/timeout -> SIGKILL, reap, "refused"
 #include "backend.h"
 
-#include <cerrno>
-#include <cstring>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdexcept>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
@@ -23,6 +20,9 @@
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
 
 namespace turnkeeper {
 namespace {
@@ -91,7 +91,8 @@ OpenOutcome OpenExecutable(const std::string& path) {
   std::vector<Hop> chain;
   for (;;) {
     struct stat link;
-    if (lstat(current.c_str(), &link) != 0) return Failure("resolution_changed", current + ": " + ErrnoText(errno));
+    if (lstat(current.c_str(), &link) != 0)
+      return Failure("resolution_changed", current + ": " + ErrnoText(errno));
     Hop hop;
     hop.path = current;
     if (!S_ISLNK(link.st_mode)) {
@@ -111,12 +112,14 @@ OpenOutcome OpenExecutable(const std::string& path) {
     current = next;
   }
   char resolved[PATH_MAX];
-  if (realpath(current.c_str(), resolved) == nullptr) return Failure("resolution_changed", current + ": " + ErrnoText(errno));
+  if (realpath(current.c_str(), resolved) == nullptr)
+    return Failure("resolution_changed", current + ": " + ErrnoText(errno));
   int fd = open(resolved, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return Failure("resolution_changed", std::string(resolved) + ": " + ErrnoText(errno));
   struct stat opened, named;
   // The path must still name the object we opened: otherwise it moved under us while resolving.
-  if (fstat(fd, &opened) != 0 || stat(resolved, &named) != 0 || opened.st_dev != named.st_dev || opened.st_ino != named.st_ino) {
+  if (fstat(fd, &opened) != 0 || stat(resolved, &named) != 0 || opened.st_dev != named.st_dev ||
+      opened.st_ino != named.st_ino) {
     close(fd);
     return Failure("resolution_changed", "the path changed while it was resolved");
   }
@@ -163,7 +166,8 @@ std::shared_ptr<PreparedSpawn> PrepareSpawn(const SpawnRequest& request, SpawnHa
       int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
       if (OpenPipe(in) || OpenPipe(out) || OpenPipe(err)) {
         int saved = errno;
-        for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1]}) if (fd >= 0) close(fd);
+        for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1]})
+          if (fd >= 0) close(fd);
         throw std::runtime_error("pipe: " + ErrnoText(saved));
       }
       parentSide = {in[1], out[0], err[0]};
@@ -180,7 +184,8 @@ std::shared_ptr<PreparedSpawn> PrepareSpawn(const SpawnRequest& request, SpawnHa
       parentSide = {master};
       if (grantpt(master) != 0 || unlockpt(master) != 0) throw std::runtime_error("pty: " + ErrnoText(errno));
       char name[128];
-      if (ptsname_r(master, name, sizeof(name)) != 0) throw std::runtime_error("ptsname: " + ErrnoText(errno));
+      if (ptsname_r(master, name, sizeof(name)) != 0)
+        throw std::runtime_error("ptsname: " + ErrnoText(errno));
       int slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
       if (slave < 0) throw std::runtime_error("pty slave: " + ErrnoText(errno));
       struct winsize size {};
@@ -212,7 +217,8 @@ void RunSpawn(std::shared_ptr<PreparedSpawn> prepared, LaunchChannel& channel) {
   envp.push_back(nullptr);
   int status[2];
   if (pipe2(status, O_CLOEXEC) != 0) {
-    channel.Emit(new LaunchEvent("refused", 0, "launch_verification_failed", "status pipe: " + ErrnoText(errno)));
+    channel.Emit(
+        new LaunchEvent("refused", 0, "launch_verification_failed", "status pipe: " + ErrnoText(errno)));
     return;
   }
   pid_t parentPid = getpid();
@@ -268,7 +274,8 @@ void RunSpawn(std::shared_ptr<PreparedSpawn> prepared, LaunchChannel& channel) {
   int wstatus = 0;
   if (got > 0) {
     waitpid(pid, &wstatus, __WALL);
-    channel.Emit(new LaunchEvent("refused", pid, "launch_verification_failed", "exec failed: " + ErrnoText(childErr)));
+    channel.Emit(
+        new LaunchEvent("refused", pid, "launch_verification_failed", "exec failed: " + ErrnoText(childErr)));
     return;
   }
   if (waitpid(pid, &wstatus, __WALL) != pid || !WIFSTOPPED(wstatus) || WSTOPSIG(wstatus) != SIGTRAP) {
@@ -276,7 +283,8 @@ void RunSpawn(std::shared_ptr<PreparedSpawn> prepared, LaunchChannel& channel) {
       kill(pid, SIGKILL);
       waitpid(pid, &wstatus, __WALL);
     }
-    channel.Emit(new LaunchEvent("refused", pid, "launch_verification_failed", "the child did not stop at the exec boundary"));
+    channel.Emit(new LaunchEvent("refused", pid, "launch_verification_failed",
+                                 "the child did not stop at the exec boundary"));
     return;
   }
   // From here on, if this process dies the kernel kills the parked child (it never runs unverified).
@@ -291,7 +299,8 @@ void RunSpawn(std::shared_ptr<PreparedSpawn> prepared, LaunchChannel& channel) {
   if (decision == Decision::Kill) {
     kill(pid, SIGKILL);
     waitpid(pid, &wstatus, __WALL);
-    channel.Emit(new LaunchEvent("refused", pid, reason, "killed at the exec boundary before its first instruction"));
+    channel.Emit(
+        new LaunchEvent("refused", pid, reason, "killed at the exec boundary before its first instruction"));
     return;
   }
   if (ptrace(PTRACE_DETACH, pid, nullptr, nullptr) != 0) {

@@ -24,7 +24,25 @@
 // and the edits below see the file's real text (non-ASCII keys and values compare as they should),
 // and everything outside an edit encodes back to the bytes it came from. A stray byte outside a
 // string or comment is no more valid JSON than before: it is refused, not rewritten.
-import { chmodSync, closeSync, constants, existsSync, fstatSync, fsyncSync, lstatSync, mkdirSync, openSync, readlinkSync, readSync, realpathSync, renameSync, statSync, unlinkSync, writeSync, type Stats } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  constants,
+  existsSync,
+  fstatSync,
+  fsyncSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readlinkSync,
+  readSync,
+  realpathSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+  type Stats,
+} from 'node:fs';
 import { basename, dirname, join, resolve, sep } from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import { applyEdits, parse as parseJsonc, parseTree, printParseErrorCode, type Edit, type Node, type ParseError } from 'jsonc-parser';
@@ -87,7 +105,9 @@ export class HookConfigError extends Error {
 export const HOOK_EVENTS: Readonly<Record<Agent, readonly string[]>> = byAgent((profile) => Object.keys(profile.events.installed));
 
 /** Matches any command an install of Turnkeeper wrote, whatever its shim path (or `turnkeeper` from PATH, project scope), agent or event. */
-export const TURNKEEPER_COMMAND_PATTERN = new RegExp(`(?:['"]?[^'"]*/bin/turnkeeper['"]?|^turnkeeper) hook --agent (${AGENTS.join('|')})( --event [A-Za-z]{1,64})?$`);
+export const TURNKEEPER_COMMAND_PATTERN = new RegExp(
+  `(?:['"]?[^'"]*/bin/turnkeeper['"]?|^turnkeeper) hook --agent (${AGENTS.join('|')})( --event [A-Za-z]{1,64})?$`,
+);
 
 /** Quotes a string for POSIX sh: single quotes, each inner `'` written as `'\''`. */
 export const shQuote = (value: string): string => `'${value.replace(/'/g, "'\\''")}'`;
@@ -107,7 +127,8 @@ export const eventCommand = (agent: Agent, command: string, event: string): stri
 
 /** `command` or one of its per-event forms. */
 const isCommandOf = (agent: Agent, command: string, value: string): boolean =>
-  value === command || (PROFILES[agent].events.source === 'command' && value.startsWith(`${command} --event `) && /^[A-Za-z]{1,64}$/.test(value.slice(command.length + 9)));
+  value === command ||
+  (PROFILES[agent].events.source === 'command' && value.startsWith(`${command} --event `) && /^[A-Za-z]{1,64}$/.test(value.slice(command.length + 9)));
 
 export function hookConfigPath(target: HookTarget): string {
   const { agent, scope, env } = target;
@@ -238,7 +259,9 @@ function insertMember(text: string, container: Node, key: string | undefined, va
   const members = container.children ?? [];
   const last = members.at(-1);
   const indent = last !== undefined ? (lineIndent(text, last.offset) ?? childIndent(text, container, style)) : childIndent(text, container, style);
-  const rendered = JSON.stringify(value, null, style.unit).split('\n').join(style.eol + indent);
+  const rendered = JSON.stringify(value, null, style.unit)
+    .split('\n')
+    .join(style.eol + indent);
   const member = (key === undefined ? '' : `${JSON.stringify(key)}: `) + rendered;
   if (last !== undefined) return { offset: last.offset + last.length, length: 0, content: `,${style.eol}${indent}${member}` };
   const open = container.offset + 1;
@@ -301,7 +324,10 @@ function createdByUs(text: string, container: Node): boolean {
   const first = members[0];
   const last = members.at(-1);
   if (first === undefined || last === undefined) return false;
-  return isLineBreakIndent(text.slice(container.offset + 1, first.offset)) && isLineBreakIndent(text.slice(last.offset + last.length, container.offset + container.length - 1));
+  return (
+    isLineBreakIndent(text.slice(container.offset + 1, first.offset)) &&
+    isLineBreakIndent(text.slice(last.offset + last.length, container.offset + container.length - 1))
+  );
 }
 
 /** Deletes a property or array element (given as the node itself, or its property node) with its separator. */
@@ -446,12 +472,20 @@ export const MAX_CONFIG_BYTES = 4 * 1024 * 1024;
 
 /** One config read: its bytes, no file at all (a dangling symlink included), or why it cannot be read as a config. */
 export type ConfigRead =
-  | { readonly kind: 'bytes'; readonly bytes: Buffer }
-  | { readonly kind: 'missing' }
-  | { readonly kind: 'refused'; readonly problem: string };
+  { readonly kind: 'bytes'; readonly bytes: Buffer } | { readonly kind: 'missing' } | { readonly kind: 'refused'; readonly problem: string };
 
 const fileKind = (stat: Stats): string =>
-  stat.isDirectory() ? 'a directory' : stat.isFIFO() ? 'a FIFO' : stat.isCharacterDevice() ? 'a character device' : stat.isBlockDevice() ? 'a block device' : stat.isSocket() ? 'a socket' : 'not a regular file';
+  stat.isDirectory()
+    ? 'a directory'
+    : stat.isFIFO()
+      ? 'a FIFO'
+      : stat.isCharacterDevice()
+        ? 'a character device'
+        : stat.isBlockDevice()
+          ? 'a block device'
+          : stat.isSocket()
+            ? 'a socket'
+            : 'not a regular file';
 
 /**
  * The one way an agent config (or a file beside one) is read: through symlinks, but only a regular
@@ -469,7 +503,8 @@ export function readConfigFile(path: string): ConfigRead {
   try {
     const stat = fstatSync(fd);
     if (!stat.isFile()) return { kind: 'refused', problem: `it is ${fileKind(stat)}, not a regular file` };
-    if (stat.size > MAX_CONFIG_BYTES) return { kind: 'refused', problem: `it is ${stat.size} bytes, over the ${MAX_CONFIG_BYTES}-byte limit for an agent config` };
+    if (stat.size > MAX_CONFIG_BYTES)
+      return { kind: 'refused', problem: `it is ${stat.size} bytes, over the ${MAX_CONFIG_BYTES}-byte limit for an agent config` };
     const bytes = Buffer.alloc(stat.size);
     let done = 0;
     while (done < bytes.length) {
@@ -585,7 +620,7 @@ function writeTarget(path: string): string {
 function realLocation(path: string): string {
   let current = resolve(path);
   const rest: string[] = [];
-  for (let hops = 0; hops < 40; ) {
+  for (let hops = 0; hops < 40;) {
     try {
       return join(realpathSync(current), ...rest);
     } catch (error) {
@@ -639,7 +674,11 @@ interface CreationRecord {
 const sha256 = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
 
 /** A file name that says which config it is about: the path with anything unusual as `_`, its end kept. */
-const configSlug = (path: string): string => path.replace(/^\/+/, '').replace(/[^A-Za-z0-9._-]+/g, '_').slice(-120);
+const configSlug = (path: string): string =>
+  path
+    .replace(/^\/+/, '')
+    .replace(/[^A-Za-z0-9._-]+/g, '_')
+    .slice(-120);
 /** Keyed by the full path (slugs of two paths can collide), and checked against it when read. */
 const recordPath = (backupDir: string, path: string): string => join(backupDir, `${configSlug(path)}.${sha256(Buffer.from(path)).slice(0, 12)}.created`);
 
@@ -665,7 +704,13 @@ function ensureBackupDir(backupDir: string): void {
  * file. An agent may rewrite its own settings meanwhile, so the file is read again just before the
  * rename and the whole step retried if it moved.
  */
-function rewrite(path: string, root: string | undefined, options: WriteOptions, operation: 'install' | 'uninstall', transform: (text: string | undefined) => string | undefined): InstallResult {
+function rewrite(
+  path: string,
+  root: string | undefined,
+  options: WriteOptions,
+  operation: 'install' | 'uninstall',
+  transform: (text: string | undefined) => string | undefined,
+): InstallResult {
   for (let attempt = 0; ; attempt++) {
     if (root !== undefined) confine(path, root);
     const beforeBytes = readBytes(path); // through any symlink
@@ -706,7 +751,10 @@ function rewrite(path: string, root: string | undefined, options: WriteOptions, 
 
 /** `<backupDir>/<config path as a slug>.<UTC stamp>[-n]`: the original bytes, mode 0600. */
 function writeBackup(backupDir: string, path: string, content: Uint8Array, now: Date): string {
-  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  const stamp = now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z');
   for (let n = 0; ; n++) {
     const candidate = join(backupDir, `${configSlug(path)}.${stamp}${n === 0 ? '' : `-${n}`}`);
     let fd: number;
@@ -736,7 +784,7 @@ function deleteFile(path: string, stillCurrent: () => boolean): boolean {
 /** writeSync may write less than asked; loop until every byte is out. */
 function writeAll(fd: number, content: string | Uint8Array): void {
   const bytes = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
-  for (let done = 0; done < bytes.byteLength; ) done += writeSync(fd, bytes, done, bytes.byteLength - done);
+  for (let done = 0; done < bytes.byteLength;) done += writeSync(fd, bytes, done, bytes.byteLength - done);
 }
 
 /**
@@ -783,4 +831,3 @@ function syncDir(dir: string): void {
     // Some filesystems refuse fsync on a directory; the rename itself already happened.
   }
 }
-

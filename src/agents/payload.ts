@@ -97,7 +97,8 @@ interface Fields {
 const isObject = (value: unknown): value is Readonly<Record<string, unknown>> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** camelCase when it has `sessionId` and no `session_id`. */
-const dialectOf = (payload: Readonly<Record<string, unknown>>): PayloadDialect => (Object.hasOwn(payload, 'sessionId') && !Object.hasOwn(payload, 'session_id') ? 'camel' : 'snake');
+const dialectOf = (payload: Readonly<Record<string, unknown>>): PayloadDialect =>
+  Object.hasOwn(payload, 'sessionId') && !Object.hasOwn(payload, 'session_id') ? 'camel' : 'snake';
 
 /** Spec §2: Codex (`turn_id`, or `model` with `permission_mode`), Gemini (`timestamp` with a Gemini event), Copilot (camelCase `sessionId`, or COPILOT_CLI=1), else Claude. */
 export function detectAgent(payload: Readonly<Record<string, unknown>>, env: Env = {}): Agent {
@@ -112,10 +113,28 @@ function fieldsOf(dialect: PayloadDialect, json: unknown): Fields {
   }
   if (dialect === 'camel') {
     const p = parsed.data as z.infer<typeof camelSchema>;
-    return { eventName: undefined, session: p.sessionId, cwd: p.cwd, transcriptPath: p.transcriptPath, turnId: undefined, promptId: undefined, prompt: p.prompt, toolName: p.toolName };
+    return {
+      eventName: undefined,
+      session: p.sessionId,
+      cwd: p.cwd,
+      transcriptPath: p.transcriptPath,
+      turnId: undefined,
+      promptId: undefined,
+      prompt: p.prompt,
+      toolName: p.toolName,
+    };
   }
   const p = parsed.data as z.infer<typeof snakeSchema>;
-  return { eventName: p.hook_event_name, session: p.session_id, cwd: p.cwd, transcriptPath: p.transcript_path, turnId: p.turn_id, promptId: p.prompt_id, prompt: p.prompt, toolName: p.tool_name };
+  return {
+    eventName: p.hook_event_name,
+    session: p.session_id,
+    cwd: p.cwd,
+    transcriptPath: p.transcript_path,
+    turnId: p.turn_id,
+    promptId: p.prompt_id,
+    prompt: p.prompt,
+    toolName: p.tool_name,
+  };
 }
 
 /** Parses raw stdin into a HookEvent, or throws InvalidHookInput naming the first problem. */
@@ -133,7 +152,8 @@ export function parseHookInput(raw: string | Buffer, forcedAgent?: Agent, contex
   const agent = forcedAgent ?? detectAgent(json, env);
   const profile = PROFILES[agent];
   const dialect = dialectOf(json);
-  if (!profile.payload.dialects.includes(dialect)) throw new InvalidHookInput(`a ${dialect === 'camel' ? 'camelCase' : 'snake_case'} payload is not a ${agent} payload`);
+  if (!profile.payload.dialects.includes(dialect))
+    throw new InvalidHookInput(`a ${dialect === 'camel' ? 'camelCase' : 'snake_case'} payload is not a ${agent} payload`);
   const fields = fieldsOf(dialect, json);
 
   // The payload names its event, or the installed command does (`--event`). When both do, they

@@ -19,10 +19,17 @@ export async function closuresCommand(args: string[], io: Io): Promise<number> {
     printJson(io, { dir: listing.dir, bytes, staleBytes: listing.staleBytes, snapshots: listing.snapshots });
     return EXIT.done;
   }
-  io.out(`${listing.dir}: ${listing.snapshots.length} snapshot(s), ${mib(bytes)}${listing.staleBytes > 0 ? `, ${mib(listing.staleBytes)} of interrupted copies` : ''}\n`);
+  io.out(
+    `${listing.dir}: ${listing.snapshots.length} snapshot(s), ${mib(bytes)}${listing.staleBytes > 0 ? `, ${mib(listing.staleBytes)} of interrupted copies` : ''}\n`,
+  );
   for (const snapshot of listing.snapshots) {
-    const why = [...snapshot.current.map((source) => `current for ${source}`), ...(snapshot.inUse.length > 0 ? [`in use by pid ${snapshot.inUse.join(', ')}`] : [])];
-    io.out(`  ${snapshot.digest}  ${snapshot.files} files, ${mib(snapshot.bytes)}  ${why.length > 0 ? why.join('; ') : 'unused (turnkeeper closures prune removes it)'}\n`);
+    const why = [
+      ...snapshot.current.map((source) => `current for ${source}`),
+      ...(snapshot.inUse.length > 0 ? [`in use by pid ${snapshot.inUse.join(', ')}`] : []),
+    ];
+    io.out(
+      `  ${snapshot.digest}  ${snapshot.files} files, ${mib(snapshot.bytes)}  ${why.length > 0 ? why.join('; ') : 'unused (turnkeeper closures prune removes it)'}\n`,
+    );
   }
   return EXIT.done;
 }

@@ -17,7 +17,11 @@ export async function hookCommand(args: string[], io: Io): Promise<number> {
   let agent;
   let event;
   try {
-    const { values } = parse(args, { agent: { type: 'string' }, event: { type: 'string' } }, { min: 0, max: 0, usage: `turnkeeper hook [--agent ${AGENTS.join('|')}] [--event <name>]` });
+    const { values } = parse(
+      args,
+      { agent: { type: 'string' }, event: { type: 'string' } },
+      { min: 0, max: 0, usage: `turnkeeper hook [--agent ${AGENTS.join('|')}] [--event <name>]` },
+    );
     if (values.agent !== undefined && !isAgent(values.agent)) throw new Error(`unknown agent ${JSON.stringify(values.agent)}`);
     agent = values.agent;
     // Copilot's payloads name no event: its installed commands do (`--event userPromptSubmitted`).

@@ -6,7 +6,6 @@ import { agentHooksStatus, doctorReport, installAgentHooks, uninstallAgentHooks 
 import { findExecutable } from '../lifecycle/executables';
 import { EXIT, placementFrom, openStore, parse, printJson, UsageError, type Io } from './io';
 
-
 export async function hooksCommand(args: string[], io: Io): Promise<number> {
   const usage = `turnkeeper hooks install|uninstall|status --agent ${AGENTS.join('|')} [--scope user|project] [--json]`;
   const [sub, ...rest] = args;
@@ -40,9 +39,14 @@ export async function hooksCommand(args: string[], io: Io): Promise<number> {
       io.out(`hook command: ${result.command}\n`);
       if (scope === 'project') {
         // Committed and shared: it runs `turnkeeper` from PATH, which each teammate's agent must find.
-        io.out(`this config names no path of this machine: commit it; every teammate's agent needs turnkeeper on PATH (${findExecutable(io.env, 'turnkeeper') ?? 'not on this PATH: see turnkeeper doctor'})\n`);
+        io.out(
+          `this config names no path of this machine: commit it; every teammate's agent needs turnkeeper on PATH (${findExecutable(io.env, 'turnkeeper') ?? 'not on this PATH: see turnkeeper doctor'})\n`,
+        );
       }
-      if (result.alsoInstalledAt) io.out(`warning: Turnkeeper's ${agent} hooks are also installed in ${result.alsoInstalledAt}: ${agent} will run every hook twice; keep one: turnkeeper hooks uninstall --agent ${agent} --scope ${scope === 'user' ? 'project' : 'user'}\n`);
+      if (result.alsoInstalledAt)
+        io.out(
+          `warning: Turnkeeper's ${agent} hooks are also installed in ${result.alsoInstalledAt}: ${agent} will run every hook twice; keep one: turnkeeper hooks uninstall --agent ${agent} --scope ${scope === 'user' ? 'project' : 'user'}\n`,
+        );
       io.out(`next: ${trustHint}\nthen: turnkeeper doctor (it checks what ${agent} will do with the hooks)\n`);
     }
     return EXIT.done;
@@ -51,7 +55,9 @@ export async function hooksCommand(args: string[], io: Io): Promise<number> {
   if (values.json) printJson(io, { ok: true, agent, scope, ...result });
   else {
     // A config install created is deleted rather than left as `{}`; every change leaves a backup.
-    const detail = [result.deleted ? 'deleted the file, which install had created' : '', result.backup ? `backup ${result.backup}` : ''].filter(Boolean).join('; ');
+    const detail = [result.deleted ? 'deleted the file, which install had created' : '', result.backup ? `backup ${result.backup}` : '']
+      .filter(Boolean)
+      .join('; ');
     io.out(`${result.changed ? 'removed' : 'nothing to remove'}: ${agent} hooks in ${result.path}${detail ? ` (${detail})` : ''}\n`);
   }
   return EXIT.done;
@@ -80,11 +86,15 @@ export async function doctorCommand(args: string[], io: Io): Promise<number> {
     printJson(io, json);
   } else {
     const store = report.store;
-    io.out(`store: ${String(store.path)} ${store.exists ? `(schema ${String(store.schemaVersion ?? '?')}, integrity ${String(store.integrity ?? '?')})` : '(not created yet)'}\n`);
+    io.out(
+      `store: ${String(store.path)} ${store.exists ? `(schema ${String(store.schemaVersion ?? '?')}, integrity ${String(store.integrity ?? '?')})` : '(not created yet)'}\n`,
+    );
     for (const item of report.hooks) if (item.installed) io.out(`hooks: ${item.agent} (${item.scope}) installed in ${item.path}\n`);
     // What each agent will do with them: one line per check, its fix under a problem.
     for (const check of report.checks) {
-      io.out(`${check.status === 'ok' ? 'ok     ' : check.status === 'problem' ? 'PROBLEM' : 'unknown'} ${check.agent}${check.scope ? ` ${check.scope}` : ''} ${check.check}: ${check.detail}\n`);
+      io.out(
+        `${check.status === 'ok' ? 'ok     ' : check.status === 'problem' ? 'PROBLEM' : 'unknown'} ${check.agent}${check.scope ? ` ${check.scope}` : ''} ${check.check}: ${check.detail}\n`,
+      );
       if (check.status !== 'ok' && check.fix) io.out(`        fix: ${check.fix}\n`);
     }
     for (const session of report.sessions.slice(0, 10)) io.out(`session ${session.owner}: last hook ${session.lastHookAt}\n`);

@@ -39,7 +39,10 @@ export async function statusCommand(args: string[], io: Io): Promise<number> {
     io.out(capturePlace(capture.goal, capture.checkout));
     io.out(`    ${capture.id}  ${capture.state.padEnd(14)} ${capture.todo.padEnd(24)} ${capture.agent}:${capture.session}\n`);
   }
-  for (const launch of snapshot.silentLaunches) io.out(`warning: the agent launched for ${launch.capture ?? `a start of Todo ${launch.todo ?? '?'}`} at ${launch.committedAt} never fired a hook (turnkeeper doctor)\n`);
+  for (const launch of snapshot.silentLaunches)
+    io.out(
+      `warning: the agent launched for ${launch.capture ?? `a start of Todo ${launch.todo ?? '?'}`} at ${launch.committedAt} never fired a hook (turnkeeper doctor)\n`,
+    );
   return EXIT.done;
 }
 
@@ -76,7 +79,8 @@ function placeHeader(names: ReadonlyMap<string, string>, indent: string): (goal:
 export async function showCommand(args: string[], io: Io): Promise<number> {
   const { values, positionals } = parse(args, { json: { type: 'boolean' } }, { min: 1, max: 1, usage: 'turnkeeper show <captureId> [--json]' });
   const id = positionals[0]!;
-  if (!isCaptureId(id)) throw new UsageError(`${JSON.stringify(id)} is not a capture id: cap_ followed by 24 lower-case hex digits, as turnkeeper status lists them`);
+  if (!isCaptureId(id))
+    throw new UsageError(`${JSON.stringify(id)} is not a capture id: cap_ followed by 24 lower-case hex digits, as turnkeeper status lists them`);
   const store = await openStore(io, false);
   const capture = await store?.getCapture(id);
   if (!store || !capture) {
@@ -86,9 +90,26 @@ export async function showCommand(args: string[], io: Io): Promise<number> {
     store?.close();
     if (refusal) {
       const reason = typeof refusal.detail?.reason === 'string' ? refusal.detail.reason : undefined;
-      if (values.json) printJson(io, { ok: false, reason: 'capture_refused', capture: id, receipt: { seq: refusal.seq, kind: refusal.kind, at: refusal.at, reason: reason ?? null, todo: refusal.todo ?? null, owner: refusal.owner ?? null, detail: refusal.detail ?? null } });
+      if (values.json)
+        printJson(io, {
+          ok: false,
+          reason: 'capture_refused',
+          capture: id,
+          receipt: {
+            seq: refusal.seq,
+            kind: refusal.kind,
+            at: refusal.at,
+            reason: reason ?? null,
+            todo: refusal.todo ?? null,
+            owner: refusal.owner ?? null,
+            detail: refusal.detail ?? null,
+          },
+        });
       else {
-        const holder = typeof refusal.detail?.holder === 'string' ? `; the Todo was held by ${refusal.detail.holder}${typeof refusal.detail.holderEpoch === 'number' ? ` (epoch ${refusal.detail.holderEpoch})` : ''}` : '';
+        const holder =
+          typeof refusal.detail?.holder === 'string'
+            ? `; the Todo was held by ${refusal.detail.holder}${typeof refusal.detail.holderEpoch === 'number' ? ` (epoch ${refusal.detail.holderEpoch})` : ''}`
+            : '';
         io.err(
           `capture ${id} was never stored: its claim was refused by receipt #${refusal.seq} (${refusal.kind}, ${refusal.at})` +
             `${reason ? `, reason [${reason}]` : ''}${refusal.todo ? ` for Todo ${refusal.todo}` : ''}${refusal.owner ? `, asked by ${refusal.owner}` : ''}${holder}.\n` +
@@ -192,9 +213,7 @@ export async function releaseCommand(args: string[], io: Io): Promise<number> {
     force: values.force ?? false,
     reason: values.reason,
   } as const;
-  const result = store
-    ? await store.release(request, Date.now())
-    : ({ kind: 'refused', why: 'no_active_lease' } as const);
+  const result = store ? await store.release(request, Date.now()) : ({ kind: 'refused', why: 'no_active_lease' } as const);
   store?.close();
   if (result.kind === 'released') {
     if (values.json) printJson(io, { ok: true, lease: leaseView(result.lease) });
@@ -204,7 +223,10 @@ export async function releaseCommand(args: string[], io: Io): Promise<number> {
   const holder = result.kind === 'refused' && 'lease' in result ? result.lease : undefined;
   if (values.json) printJson(io, { ok: false, reason: result.why, lease: holder ? leaseView(holder) : null });
   else if (result.why === 'no_active_lease') io.err(`Todo ${todo} has no active lease in ${goal}\n`);
-  else io.err(`Todo ${todo} is held by ${holder?.owner} (epoch ${holder?.epoch}); to release someone else's lease: turnkeeper release ${todo} --force --reason "<why>"\n`);
+  else
+    io.err(
+      `Todo ${todo} is held by ${holder?.owner} (epoch ${holder?.epoch}); to release someone else's lease: turnkeeper release ${todo} --force --reason "<why>"\n`,
+    );
   return EXIT.refused;
 }
 
@@ -213,7 +235,8 @@ export async function receiptsCommand(args: string[], io: Io): Promise<number> {
   const { values } = parse(args, { json: { type: 'boolean' }, limit: { type: 'string' }, before: { type: 'string' } }, { min: 0, max: 0, usage });
   const limit = Number(values.limit ?? 20);
   const before = values.before === undefined ? undefined : Number(values.before);
-  if (!Number.isSafeInteger(limit) || limit < 1 || (before !== undefined && !Number.isSafeInteger(before))) throw new UsageError(`--limit takes a whole number from 1 and --before a receipt number\nusage: ${usage}`);
+  if (!Number.isSafeInteger(limit) || limit < 1 || (before !== undefined && !Number.isSafeInteger(before)))
+    throw new UsageError(`--limit takes a whole number from 1 and --before a receipt number\nusage: ${usage}`);
   const store = await openStore(io, false);
   let page: { row: ReceiptRow; doc: ReceiptDocument | undefined }[];
   let names = new Map<string, string>();
@@ -230,7 +253,10 @@ export async function receiptsCommand(args: string[], io: Io): Promise<number> {
     store?.close();
   }
   if (values.json) {
-    printJson(io, page.map(({ row, doc }) => ({ seq: row.seq, hash: row.hash, doc: doc ?? null, ...(doc ? {} : { text: row.doc }) })));
+    printJson(
+      io,
+      page.map(({ row, doc }) => ({ seq: row.seq, hash: row.hash, doc: doc ?? null, ...(doc ? {} : { text: row.doc }) })),
+    );
     return EXIT.done;
   }
   io.out(hereLine(io));
@@ -255,8 +281,8 @@ export async function receiptsCommand(args: string[], io: Io): Promise<number> {
   }
   const oldest = rows.at(-1)?.seq;
   if (rows.length === 0) io.out(before === undefined ? 'no receipts yet\n' : `no receipts before #${before}\n`);
-  else if (rows.length === limit && oldest !== undefined && oldest > 1) io.out(`older receipts: turnkeeper receipts --before ${oldest}${values.limit ? ` --limit ${limit}` : ''}\n`);
+  else if (rows.length === limit && oldest !== undefined && oldest > 1)
+    io.out(`older receipts: turnkeeper receipts --before ${oldest}${values.limit ? ` --limit ${limit}` : ''}\n`);
   else io.out('(the first receipt of the chain is shown; turnkeeper verify checks the chain)\n');
   return EXIT.done;
 }
-

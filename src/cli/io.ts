@@ -35,7 +35,6 @@ export function todoIdArg(id: string, usage?: string): string {
   throw new UsageError(`${JSON.stringify(id)} is not a Todo id${hint}: a Todo id is ${TODO_ID_RULE}${usage ? `\nusage: ${usage}` : ''}`);
 }
 
-
 /** parseArgs with usage errors instead of exceptions a user has to decode. */
 export function parse<T extends Options>(args: string[], options: T, positionals: { min: number; max: number; usage: string }) {
   let parsed;
@@ -71,7 +70,6 @@ export function resolveGoalFrom(io: Io, dir: string | undefined): ResolvedGoal {
     throw new UsageError(`no such directory: ${dir ?? io.cwd}`);
   }
 }
-
 
 /** The Goal and where it was found (checkout, repository), for commands that record the place. */
 export function placementFrom(io: Io, dir: string | undefined): Placement & { readonly goal: string } {

@@ -34,7 +34,8 @@ async function trust(args: string[], io: Io): Promise<number> {
     );
   }
   const key = read.key;
-  if (key.name === null) throw new UsageError('a PEM key has no key id: trust the key turnkeeper keys show prints (name+hash+key); --key on verify --bundle takes a PEM');
+  if (key.name === null)
+    throw new UsageError('a PEM key has no key id: trust the key turnkeeper keys show prints (name+hash+key); --key on verify --bundle takes a PEM');
   const added = trustKey(io.env, key);
   if (values.json) printJson(io, { ok: true, keyId: key.name, added, file: trustedKeysPath(io.env) });
   else io.out(`${added ? 'trusted' : 'already trusted'}: ${key.name} (${trustedKeysPath(io.env)})\n`);

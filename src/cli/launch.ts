@@ -69,9 +69,16 @@ function followLaunch(io: Io, launch: RunningLaunch): Promise<{ code: number | n
 export async function resumeCommand(argv: string[], io: Io): Promise<number> {
   const usage = 'turnkeeper resume <captureId> [--dry-run] [--json] [--accept-drift] [--agent-bin <path>] [--interactive] [--prompt <text>] [-- <agent args>]';
   const { args, extraArgs } = splitAgentArgs(argv);
-  const { values, positionals } = parse(args, { ...LAUNCH_OPTIONS, 'dry-run': { type: 'boolean' }, 'accept-drift': { type: 'boolean' } }, { min: 1, max: 1, usage });
+  const { values, positionals } = parse(
+    args,
+    { ...LAUNCH_OPTIONS, 'dry-run': { type: 'boolean' }, 'accept-drift': { type: 'boolean' } },
+    { min: 1, max: 1, usage },
+  );
   const captureId = positionals[0]!;
-  if (!isCaptureId(captureId)) throw new UsageError(`${JSON.stringify(captureId)} is not a capture id: cap_ followed by 24 lower-case hex digits, as turnkeeper status lists them\nusage: ${usage}`);
+  if (!isCaptureId(captureId))
+    throw new UsageError(
+      `${JSON.stringify(captureId)} is not a capture id: cap_ followed by 24 lower-case hex digits, as turnkeeper status lists them\nusage: ${usage}`,
+    );
   const store = await openStore(io, false);
   if (!store) {
     if (values.json) printJson(io, { ok: false, decision: 'refused', reason: 'unknown_capture', capture: captureId });
@@ -159,7 +166,8 @@ export async function startCommand(argv: string[], io: Io): Promise<number> {
       return EXIT.refused;
     }
     const { launch } = result;
-    if (!values.json) io.err(`turnkeeper: launch receipt #${launch.receipt.seq} committed; ${result.agent} is running on ${todo} (pid ${launch.pid}, turn ${result.turn})\n`);
+    if (!values.json)
+      io.err(`turnkeeper: launch receipt #${launch.receipt.seq} committed; ${result.agent} is running on ${todo} (pid ${launch.pid}, turn ${result.turn})\n`);
     const exit = await followLaunch(io, launch);
     if (values.json) {
       printJson(io, {

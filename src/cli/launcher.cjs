@@ -37,7 +37,9 @@ const MIN_NODE = [22, 3, 0];
 if (!nodeIsRecentEnough(process.versions.node) && !(off && hook)) {
   process.stderr.write(
     `turnkeeper: needs Node ${MIN_NODE.join('.')} or newer; this is Node ${process.versions.node} (${process.execPath}).` +
-      (hook ? ' The hook did nothing; the agent goes on.' : ' Install a newer Node, or use the turnkeeper that the VS Code extension puts on the PATH of its terminals.') +
+      (hook
+        ? ' The hook did nothing; the agent goes on.'
+        : ' Install a newer Node, or use the turnkeeper that the VS Code extension puts on the PATH of its terminals.') +
       '\n',
   );
   process.exitCode = hook ? 0 : 2;

@@ -89,8 +89,15 @@ function version(): string {
 /** The JSON error code of a refusal Turnkeeper raised (`HookConfigError` -> `hook_config`), else `internal`. */
 function errorCode(error: unknown): string {
   const name = error instanceof Error ? error.name : '';
-  if (!/^[A-Z][A-Za-z]*Error$/.test(name) || ['Error', 'TypeError', 'RangeError', 'ReferenceError', 'SyntaxError', 'EvalError', 'URIError', 'AggregateError'].includes(name)) return 'internal';
-  return name.replace(/Error$/, '').replace(/([a-z])([A-Z])/g, '$1_$2').toLowerCase();
+  if (
+    !/^[A-Z][A-Za-z]*Error$/.test(name) ||
+    ['Error', 'TypeError', 'RangeError', 'ReferenceError', 'SyntaxError', 'EvalError', 'URIError', 'AggregateError'].includes(name)
+  )
+    return 'internal';
+  return name
+    .replace(/Error$/, '')
+    .replace(/([a-z])([A-Z])/g, '$1_$2')
+    .toLowerCase();
 }
 
 /**
@@ -133,7 +140,9 @@ export async function main(argv: string[], rawIo: Io): Promise<number> {
     return 0;
   }
   try {
-    return await (await load())(args, io);
+    return await (
+      await load()
+    )(args, io);
   } catch (error) {
     if (error instanceof UsageError) return fail('usage', error.message);
     return fail(errorCode(error), `turnkeeper ${name}: ${(error as Error).message}`);

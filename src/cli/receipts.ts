@@ -64,8 +64,20 @@ async function exportCommand(args: string[], io: Io): Promise<number> {
     if (fd !== undefined) fsyncSync(fd);
     if (temporary !== undefined && out !== undefined) renameSync(temporary, out);
     done = true;
-    if (values.json) printJson(io, { ok: true, file: out, from: result.from, to: result.to, origin: result.checkpoint.origin, key: result.checkpoint.key, checkpointReceipt: result.checkpoint.receipt });
-    else io.err(`exported receipts ${result.from}..${result.to}${out ? ` to ${out}` : ''}, signed by ${result.checkpoint.key} (checkpoint receipt #${result.checkpoint.receipt})\n`);
+    if (values.json)
+      printJson(io, {
+        ok: true,
+        file: out,
+        from: result.from,
+        to: result.to,
+        origin: result.checkpoint.origin,
+        key: result.checkpoint.key,
+        checkpointReceipt: result.checkpoint.receipt,
+      });
+    else
+      io.err(
+        `exported receipts ${result.from}..${result.to}${out ? ` to ${out}` : ''}, signed by ${result.checkpoint.key} (checkpoint receipt #${result.checkpoint.receipt})\n`,
+      );
     return EXIT.done;
   } catch (error) {
     if (!(error instanceof ExportRefused)) throw error;
@@ -116,7 +128,17 @@ export async function checkpointCommand(args: string[], io: Io): Promise<number>
     const checkpoints = checkpointsOf(store)!;
     const written = await checkpoints.checkpointNow(goalOrNone(io));
     const witness = checkpoints.witness;
-    if (values.json) printJson(io, { ok: true, origin: written.origin, seq: written.seq, hash: written.hash, receipt: written.receipt, key: written.key, witness, note: written.note });
+    if (values.json)
+      printJson(io, {
+        ok: true,
+        origin: written.origin,
+        seq: written.seq,
+        hash: written.hash,
+        receipt: written.receipt,
+        key: written.key,
+        witness,
+        note: written.note,
+      });
     else io.out(`checkpoint of receipt #${written.seq} signed by ${written.key} (receipt #${written.receipt}; witness ${witness ?? 'off'}):\n${written.note}`);
     return EXIT.done;
   } finally {
@@ -137,7 +159,8 @@ function keysFrom(io: Io, given: readonly string[] | undefined): TrustedKey[] {
 
 /** `turnkeeper verify`: with `--bundle`, an exported bundle and no store; otherwise the store (inspect.ts). */
 export async function verifyCommand(args: string[], io: Io): Promise<number> {
-  if (!args.some((arg) => arg === '--bundle' || arg.startsWith('--bundle=') || arg === '--key' || arg.startsWith('--key='))) return (await import('./inspect')).verifyCommand(args, io);
+  if (!args.some((arg) => arg === '--bundle' || arg.startsWith('--bundle=') || arg === '--key' || arg.startsWith('--key=')))
+    return (await import('./inspect')).verifyCommand(args, io);
   const usage = 'turnkeeper verify --bundle <file> [--key <public key|file>]… [--json]';
   const { values } = parse(args, { json: { type: 'boolean' }, bundle: { type: 'string' }, key: { type: 'string', multiple: true } }, { min: 0, max: 0, usage });
   if (values.bundle === undefined) throw new UsageError(`--key goes with --bundle\nusage: ${usage}`);
@@ -157,9 +180,14 @@ async function verifyBundleCommand(file: string, keys: readonly string[] | undef
   }
   const report = verifyBundleBytes(bytes, keysFrom(io, keys));
   const signers = signersOf(report);
-  if (json) printJson(io, { ok: report.ok, verified: report.verified, breaks: report.breaks, origin: report.origin, from: report.from, to: report.to, signers });
+  if (json)
+    printJson(io, { ok: report.ok, verified: report.verified, breaks: report.breaks, origin: report.origin, from: report.from, to: report.to, signers });
   else {
-    io.out(report.ok ? `bundle verifies: ${report.verified} receipts (${report.from}..${report.to}) of ${report.origin}\n` : `bundle is BROKEN: ${report.verified} receipts verify, ${report.breaks.length} breaks\n`);
+    io.out(
+      report.ok
+        ? `bundle verifies: ${report.verified} receipts (${report.from}..${report.to}) of ${report.origin}\n`
+        : `bundle is BROKEN: ${report.verified} receipts verify, ${report.breaks.length} breaks\n`,
+    );
     for (const item of report.breaks) io.out(`  seq ${item.seq}: ${item.kind}\n`);
     for (const signer of signers) io.out(`  checkpoints of ${signer.checkpoints.join(', ')} signed by ${signer.key ?? '(no trusted key)'}\n`);
   }

@@ -12,7 +12,8 @@ export async function storeCommand(args: string[], io: Io): Promise<number> {
   if (sub !== 'init') throw new UsageError(`usage: ${USAGE}`);
   const { values } = parse(rest, { 'hook-role': { type: 'string' }, json: { type: 'boolean' } }, { min: 0, max: 0, usage: USAGE });
   const selection = selectStore(io.env);
-  if (values['hook-role'] !== undefined && selection.kind !== 'postgres') throw new UsageError('--hook-role is for a PostgreSQL team store (TURNKEEPER_STORE=postgres://…)');
+  if (values['hook-role'] !== undefined && selection.kind !== 'postgres')
+    throw new UsageError('--hook-role is for a PostgreSQL team store (TURNKEEPER_STORE=postgres://…)');
   const report = await initializeStore(io.env, { hookRole: values['hook-role'] });
   if (values.json) printJson(io, { ok: true, ...report });
   else {
@@ -57,14 +58,22 @@ async function storeCopy(args: string[], io: Io): Promise<number> {
     }
     const goal = todos[0]?.goal ?? '-';
     const receipt = await to!.appendReceipt(
-      { kind: 'history_imported', goal, detail: { from: from.location, headSeq: head?.seq ?? 0, headHash: head?.hash ?? null, chainVerified: chain.ok, todos: copied } },
+      {
+        kind: 'history_imported',
+        goal,
+        detail: { from: from.location, headSeq: head?.seq ?? 0, headHash: head?.hash ?? null, chainVerified: chain.ok, todos: copied },
+      },
       Date.now(),
     );
     const note = 'Leases and captures are not copied: agents claim their Todos again in the new store.';
     if (values.json) printJson(io, { ok: true, from: from.location, to: to!.location, copied, skipped, receipt, note });
     else {
-      io.out(`copied ${copied} Todos from ${from.location} to ${to!.location}${skipped.length ? ` (${skipped.length} already there: ${skipped.join(', ')})` : ''}\n`);
-      io.out(`the source chain's head (#${head?.seq ?? 0}) is named by receipt #${receipt.seq} there${chain.ok ? '' : ' — note: the source chain does NOT verify'}\n${note}\n`);
+      io.out(
+        `copied ${copied} Todos from ${from.location} to ${to!.location}${skipped.length ? ` (${skipped.length} already there: ${skipped.join(', ')})` : ''}\n`,
+      );
+      io.out(
+        `the source chain's head (#${head?.seq ?? 0}) is named by receipt #${receipt.seq} there${chain.ok ? '' : ' — note: the source chain does NOT verify'}\n${note}\n`,
+      );
     }
     return EXIT.done;
   } finally {

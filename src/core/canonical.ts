@@ -6,16 +6,13 @@ import canonicalize from 'canonicalize';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
 
-export type CanonicalValue =
-  | null
-  | boolean
-  | number
-  | string
-  | readonly CanonicalValue[]
-  | { readonly [key: string]: CanonicalValue | undefined };
+export type CanonicalValue = null | boolean | number | string | readonly CanonicalValue[] | { readonly [key: string]: CanonicalValue | undefined };
 
 export class CanonicalDomainError extends Error {
-  constructor(readonly path: string, readonly problem: string) {
+  constructor(
+    readonly path: string,
+    readonly problem: string,
+  ) {
     super(`not canonicalisable at ${path || '(root)'}: ${problem}`);
     this.name = 'CanonicalDomainError';
   }

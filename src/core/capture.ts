@@ -56,8 +56,7 @@ export function buildCapture(fields: CaptureIdentity): BuiltCapture {
 export const captureIdOf = (originalDigest: string): string => 'cap_' + digestHex(originalDigest).slice(0, 24);
 
 /** `op = "op_" + hex(sha256("turnkeeper.claim/v1\n" + originalDigest))[0:32]` */
-export const claimOperationId = (originalDigest: string): string =>
-  'op_' + derivedHex('turnkeeper.claim/v1', originalDigest).slice(0, 32);
+export const claimOperationId = (originalDigest: string): string => 'op_' + derivedHex('turnkeeper.claim/v1', originalDigest).slice(0, 32);
 
 export type CaptureState = 'ready' | 'released' | 'unbound' | 'needs_recovery';
 

@@ -124,7 +124,14 @@ export function parseBundleHeader(line: string | undefined): BundleHeader | unde
   if (line === undefined) return undefined;
   try {
     const value = JSON.parse(line) as Record<string, unknown>;
-    if (value.schema !== BUNDLE_SCHEMA || typeof value.origin !== 'string' || !Number.isSafeInteger(value.from) || !Number.isSafeInteger(value.to) || typeof value.checkpoint !== 'string') return undefined;
+    if (
+      value.schema !== BUNDLE_SCHEMA ||
+      typeof value.origin !== 'string' ||
+      !Number.isSafeInteger(value.from) ||
+      !Number.isSafeInteger(value.to) ||
+      typeof value.checkpoint !== 'string'
+    )
+      return undefined;
     return value as unknown as BundleHeader;
   } catch {
     return undefined;
@@ -160,7 +167,7 @@ export interface BundleLine {
  * what was stored", and twice as fast as hashing the decoded text of a 100,000-line bundle.
  */
 export function* bundleLinesOf(bytes: Buffer): Generator<BundleLine> {
-  for (let start = 0; start <= bytes.length; ) {
+  for (let start = 0; start <= bytes.length;) {
     let end = bytes.indexOf(0x0a, start);
     if (end < 0) end = bytes.length;
     const line = bytes.subarray(start, end);

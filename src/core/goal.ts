@@ -350,7 +350,8 @@ export function originOf(entries: readonly GitConfigEntry[]): OriginLookup {
   const urls: (string | null)[] = [];
   const rewrites: (string | null)[] = [];
   for (const { name, value } of entries) {
-    if (name === 'include.path' || (name.startsWith('includeif.') && name.endsWith('.path'))) return { exotic: 'the git config has include directives, which Turnkeeper does not follow' };
+    if (name === 'include.path' || (name.startsWith('includeif.') && name.endsWith('.path')))
+      return { exotic: 'the git config has include directives, which Turnkeeper does not follow' };
     if (name === 'remote.origin.url') urls.push(value);
     else if (name === 'remote.origin.vcs') return { exotic: 'origin uses a remote helper (remote.origin.vcs)' };
     else if (name.startsWith('url.') && name.endsWith('.insteadof')) rewrites.push(value);

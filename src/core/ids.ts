@@ -10,15 +10,12 @@ export const CAPTURE_ID_PATTERN = /^cap_[0-9a-f]{24}$/;
 /** The nonce a launch puts in its agent's environment (TURNKEEPER_LAUNCH) and in its receipt. */
 export const LAUNCH_ID_PATTERN = /^launch_[0-9a-f]{16}$/;
 
-export const isAgent = (value: unknown): value is Agent =>
-  typeof value === 'string' && (AGENTS as readonly string[]).includes(value);
+export const isAgent = (value: unknown): value is Agent => typeof value === 'string' && (AGENTS as readonly string[]).includes(value);
 export const isTodoId = (value: unknown): value is string => typeof value === 'string' && TODO_ID_PATTERN.test(value);
-export const isSessionId = (value: unknown): value is string =>
-  typeof value === 'string' && SESSION_ID_PATTERN.test(value);
+export const isSessionId = (value: unknown): value is string => typeof value === 'string' && SESSION_ID_PATTERN.test(value);
 /** Turn ids share the session grammar. */
 export const isTurnId = isSessionId;
-export const isCaptureId = (value: unknown): value is string =>
-  typeof value === 'string' && CAPTURE_ID_PATTERN.test(value);
+export const isCaptureId = (value: unknown): value is string => typeof value === 'string' && CAPTURE_ID_PATTERN.test(value);
 export const isLaunchId = (value: unknown): value is string => typeof value === 'string' && LAUNCH_ID_PATTERN.test(value);
 
 /** The holder of a lease: `<agent>:<session>`. */

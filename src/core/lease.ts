@@ -75,17 +75,12 @@ export function decideClaim(state: ClaimState, request: ClaimRequest, now: numbe
 
 export const isExpired = (lease: Pick<Lease, 'expiresAt'>, now: number): boolean => now >= lease.expiresAt;
 
-export function acquiredLease(
-  fields: Pick<Lease, 'goal' | 'todo' | 'owner' | 'capture' | 'epoch'>,
-  now: number,
-  ttlSeconds: number,
-): Lease {
+export function acquiredLease(fields: Pick<Lease, 'goal' | 'todo' | 'owner' | 'capture' | 'epoch'>, now: number, ttlSeconds: number): Lease {
   return { ...fields, version: 1, status: 'active', acquiredAt: now, renewedAt: now, expiresAt: now + ttlSeconds * 1000 };
 }
 
 export type RenewalDecision =
-  | { readonly kind: 'renew'; readonly lease: Lease }
-  | { readonly kind: 'skip'; readonly why: 'not_owner' | 'released' | 'too_soon' };
+  { readonly kind: 'renew'; readonly lease: Lease } | { readonly kind: 'skip'; readonly why: 'not_owner' | 'released' | 'too_soon' };
 
 /** Stop/PostToolUse from the Owner extend the lease, at most once per RENEWAL_INTERVAL_MS. */
 export function decideRenewal(lease: Lease, owner: Owner, now: number, ttlSeconds: number): RenewalDecision {
@@ -101,8 +96,7 @@ export function decideRenewal(lease: Lease, owner: Owner, now: number, ttlSecond
 }
 
 export type ReleaseDecision =
-  | { readonly kind: 'release'; readonly lease: Lease }
-  | { readonly kind: 'refuse'; readonly why: 'no_active_lease' | 'not_owner' | 'force_needs_reason' };
+  { readonly kind: 'release'; readonly lease: Lease } | { readonly kind: 'refuse'; readonly why: 'no_active_lease' | 'not_owner' | 'force_needs_reason' };
 
 /** An Owner releases its own lease; anyone else needs `force` and a reason that goes into the receipt. */
 export function decideRelease(
@@ -120,10 +114,7 @@ export function decideRelease(
  * Fencing (spec §2): a write tool is allowed unless the session once held a lease on its Todo
  * that has since been released or taken over.
  */
-export function isFenced(
-  sessionLease: Pick<Lease, 'status' | 'epoch'> | undefined,
-  currentEpochOfTodo: number | undefined,
-): boolean {
+export function isFenced(sessionLease: Pick<Lease, 'status' | 'epoch'> | undefined, currentEpochOfTodo: number | undefined): boolean {
   if (!sessionLease) return false;
   if (sessionLease.status !== 'active') return true;
   return currentEpochOfTodo !== undefined && currentEpochOfTodo !== sessionLease.epoch;

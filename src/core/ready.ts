@@ -92,9 +92,7 @@ export function renderPresentation(ready: ReadyDocument): string {
     '',
     `Goal: ${ready.goal}`,
     `Git at capture: ${ready.preconditions.gitHead ?? (ready.preconditions.statusDigest === null ? '(not a git repository)' : '(no commit yet)')}${ready.preconditions.statusDigest ? ` (status ${ready.preconditions.statusDigest.slice(0, 19)}…)` : ''}`,
-    ...(ready.history.length > 0
-      ? ['Recent receipts of this Todo:', ...ready.history.map(renderHistoryLine)]
-      : []),
+    ...(ready.history.length > 0 ? ['Recent receipts of this Todo:', ...ready.history.map(renderHistoryLine)] : []),
     `When the Todo is finished: turnkeeper todo done ${ready.todo.id}`,
   ];
   const whole = [...head, userText, ...tail].join('\n');

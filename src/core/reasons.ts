@@ -57,8 +57,7 @@ interface ReasonEntry {
   readonly recover: (facts: GuidanceFacts) => string;
 }
 
-const q = (value: string | number | undefined, fallback = '<todo>'): string =>
-  value === undefined ? fallback : String(value);
+const q = (value: string | number | undefined, fallback = '<todo>'): string => (value === undefined ? fallback : String(value));
 
 export const REASONS: Readonly<Record<ReasonCode, ReasonEntry>> = {
   lease_held: {
@@ -97,8 +96,7 @@ export const REASONS: Readonly<Record<ReasonCode, ReasonEntry>> = {
   },
   capture_released: {
     conflict: true,
-    explain: (f) =>
-      `Capture ${q(f.capture, '?')} of Todo ${q(f.todo)} (epoch ${q(f.epoch, '?')}) was released; a released capture never comes back.`,
+    explain: (f) => `Capture ${q(f.capture, '?')} of Todo ${q(f.todo)} (epoch ${q(f.epoch, '?')}) was released; a released capture never comes back.`,
     recover: (f) =>
       `start a new turn that names #todo:${q(f.todo)} (it acquires a new lease; if the Todo was marked done, first: turnkeeper todo reopen ${q(f.todo)}), or read it: turnkeeper show ${q(f.capture, '<captureId>')}`,
   },
@@ -115,9 +113,9 @@ export const REASONS: Readonly<Record<ReasonCode, ReasonEntry>> = {
   },
   ready_corrupted: {
     conflict: false,
-    explain: (f) =>
-      `The stored ready capture ${q(f.capture, '?')} no longer matches its digest; it is not re-rendered or re-claimed.`,
-    recover: (f) => `turnkeeper verify && turnkeeper show ${q(f.capture, '<captureId>')}   # then: turnkeeper release ${q(f.todo)} --force --reason "ready capture corrupted"`,
+    explain: (f) => `The stored ready capture ${q(f.capture, '?')} no longer matches its digest; it is not re-rendered or re-claimed.`,
+    recover: (f) =>
+      `turnkeeper verify && turnkeeper show ${q(f.capture, '<captureId>')}   # then: turnkeeper release ${q(f.todo)} --force --reason "ready capture corrupted"`,
   },
   store_unavailable: {
     conflict: false,
@@ -127,8 +125,7 @@ export const REASONS: Readonly<Record<ReasonCode, ReasonEntry>> = {
   },
   precondition_changed: {
     conflict: false,
-    explain: (f) =>
-      `The workspace changed since capture ${q(f.capture, '?')} was taken (${q(f.detail, 'git HEAD or status differs')}).`,
+    explain: (f) => `The workspace changed since capture ${q(f.capture, '?')} was taken (${q(f.detail, 'git HEAD or status differs')}).`,
     recover: (f) => `turnkeeper resume ${q(f.capture, '<captureId>')} --accept-drift`,
   },
   lease_fenced: {
@@ -174,7 +171,8 @@ export const REASONS: Readonly<Record<ReasonCode, ReasonEntry>> = {
     conflict: true,
     explain: (f) =>
       `This repository (${q(f.checkout, 'this checkout')}) used Goal ${q(f.previousGoal, '?')} until now, but its key now gives Goal ${q(f.goal, '?')} (an origin was added or renamed, or .turnkeeper.json appeared). Nothing was claimed, so the repository is not split into two Goals.`,
-    recover: (f) => `turnkeeper goal move --from ${q(f.previousGoal, '<old goal>')}   # carries its Todos, leases and captures to the new Goal; then send the prompt again`,
+    recover: (f) =>
+      `turnkeeper goal move --from ${q(f.previousGoal, '<old goal>')}   # carries its Todos, leases and captures to the new Goal; then send the prompt again`,
   },
   checkout_missing: {
     conflict: false,
@@ -184,8 +182,7 @@ export const REASONS: Readonly<Record<ReasonCode, ReasonEntry>> = {
   },
   transcript_missing: {
     conflict: false,
-    explain: (f) =>
-      `The agent's transcript for capture ${q(f.capture, '?')} is gone, so ${q(f.agent, 'the agent')} cannot resume that session.`,
+    explain: (f) => `The agent's transcript for capture ${q(f.capture, '?')} is gone, so ${q(f.agent, 'the agent')} cannot resume that session.`,
     recover: (f) => `turnkeeper release ${q(f.todo)} --force --reason "transcript lost"   # then start a new turn that names #todo:${q(f.todo)}`,
   },
 };
@@ -193,9 +190,5 @@ export const REASONS: Readonly<Record<ReasonCode, ReasonEntry>> = {
 /** Guidance text: the reason code in brackets, the facts, the exact recovering command. */
 export function renderGuidance(code: ReasonCode, facts: GuidanceFacts): string {
   const entry = REASONS[code];
-  return [
-    `Turnkeeper [${code}]: ${entry.explain(facts)}`,
-    `Recover: ${entry.recover(facts)}`,
-    `See docs/recovery.md#${code}`,
-  ].join('\n');
+  return [`Turnkeeper [${code}]: ${entry.explain(facts)}`, `Recover: ${entry.recover(facts)}`, `See docs/recovery.md#${code}`].join('\n');
 }

@@ -27,4 +27,3 @@ const visible = (char: string): string => {
  * DEL, C1 and bidi controls, inside strings, and they become `\uXXXX` escapes.
  */
 export const terminalSafe = (text: string): string => text.replace(UNSAFE, visible);
-

@@ -31,7 +31,8 @@ export function putCliOnPath(context: vscode.ExtensionContext, env: Env): CliOnP
   const shim = shimPath(home);
   const script = vscode.Uri.joinPath(context.extensionUri, 'dist', 'cli.js').fsPath;
   const current = readShim(home);
-  const runsThisExtension = current === undefined || !existsSync(current.runtime) || !existsSync(current.script) || isThisExtension(current.script, script, context);
+  const runsThisExtension =
+    current === undefined || !existsSync(current.runtime) || !existsSync(current.script) || isThisExtension(current.script, script, context);
   if (runsThisExtension) {
     writeShim(home, {
       runtime: process.execPath,

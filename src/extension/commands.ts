@@ -77,7 +77,9 @@ async function confirm(message: string, detail: string, action: string): Promise
 
 function requireTrust(action: string): boolean {
   if (vscode.workspace.isTrusted) return true;
-  void vscode.window.showErrorMessage(t('Turnkeeper does not {0} in an untrusted workspace. Trust the workspace first (Workspaces: Manage Workspace Trust).', action));
+  void vscode.window.showErrorMessage(
+    t('Turnkeeper does not {0} in an untrusted workspace. Trust the workspace first (Workspaces: Manage Workspace Trust).', action),
+  );
   return false;
 }
 
@@ -98,11 +100,18 @@ async function startTurn(ctx: Ctx, given: string | undefined): Promise<void> {
       void vscode.window.showInformationMessage(t('No open Todo to start: add one first.'));
       return;
     }
-    const holders = new Map(ctx.snapshot.leases.filter((lease) => lease.status === 'active' && lease.goal === workspace.id).map((lease) => [lease.todo, lease]));
+    const holders = new Map(
+      ctx.snapshot.leases.filter((lease) => lease.status === 'active' && lease.goal === workspace.id).map((lease) => [lease.todo, lease]),
+    );
     const picked = await vscode.window.showQuickPick(
       open.map((candidate) => {
         const holder = holders.get(candidate.id);
-        return { label: `${holder ? '$(lock)' : '$(circle-large-outline)'} ${candidate.id}`, description: candidate.title, detail: holder ? t('held by {0} (epoch {1})', holder.owner, holder.epoch) : undefined, todo: candidate.id };
+        return {
+          label: `${holder ? '$(lock)' : '$(circle-large-outline)'} ${candidate.id}`,
+          description: candidate.title,
+          detail: holder ? t('held by {0} (epoch {1})', holder.owner, holder.epoch) : undefined,
+          todo: candidate.id,
+        };
       }),
       { title: t('Start Turn on Todo'), placeHolder: t('Pick an open Todo'), matchOnDescription: true },
     );
@@ -137,14 +146,23 @@ async function resumeCapturedTurn(ctx: Ctx, given: string | undefined): Promise<
       return;
     }
     const items = await resumePicks(store, ctx.snapshot, candidates);
-    const picked = await vscode.window.showQuickPick(items, { title: t('Resume Captured Turn'), placeHolder: t('Pick an interrupted turn'), matchOnDescription: true, matchOnDetail: true });
+    const picked = await vscode.window.showQuickPick(items, {
+      title: t('Resume Captured Turn'),
+      placeHolder: t('Pick an interrupted turn'),
+      matchOnDescription: true,
+      matchOnDetail: true,
+    });
     if (!picked) return;
     captureId = picked.captureId;
   }
   let check = await checkResume(store, captureId, { acceptDrift: false });
   if (!check.ok && check.reason === 'precondition_changed') {
     const accept = t('Resume Anyway');
-    const answer = await vscode.window.showWarningMessage(t('The workspace changed since this turn was captured.'), { modal: true, detail: check.guidance }, accept);
+    const answer = await vscode.window.showWarningMessage(
+      t('The workspace changed since this turn was captured.'),
+      { modal: true, detail: check.guidance },
+      accept,
+    );
     if (answer !== accept) return;
     check = await checkResume(store, captureId, { acceptDrift: true });
   }
@@ -175,7 +193,9 @@ async function resumePicks(store: Authority, snapshot: StatusSnapshot, candidate
       const held = lease?.status === 'active';
       const check = held ? await checkResume(store, capture.id, { acceptDrift: true, workspace }) : undefined;
       // Not held: the refusal checkResume would give, from the snapshot (another turn holds the Todo, or none).
-      const holder = held ? undefined : snapshot.leases.find((other) => other.status === 'active' && other.goal === capture.goal && other.todo === capture.todo);
+      const holder = held
+        ? undefined
+        : snapshot.leases.find((other) => other.status === 'active' && other.goal === capture.goal && other.todo === capture.todo);
       const facts = { capture: capture.id, todo: capture.todo };
       return {
         captureId: capture.id,
@@ -234,9 +254,16 @@ async function releaseLease(ctx: Ctx, node: ViewNode | undefined): Promise<void>
     t('Release'),
   );
   if (!confirmed) return;
-  const reason = await vscode.window.showInputBox({ title: t('Why is this lease released?'), prompt: t('The reason goes into the receipt.'), validateInput: (value) => (value.trim() ? undefined : t('A reason is required.')) });
+  const reason = await vscode.window.showInputBox({
+    title: t('Why is this lease released?'),
+    prompt: t('The reason goes into the receipt.'),
+    validateInput: (value) => (value.trim() ? undefined : t('A reason is required.')),
+  });
   if (!reason) return;
-  const result = await store.release({ goal: lease.goal, todo: lease.todo, identifiedBy: 'force', requester: requesterOf(process.env), force: true, reason: reason.trim() }, Date.now());
+  const result = await store.release(
+    { goal: lease.goal, todo: lease.todo, identifiedBy: 'force', requester: requesterOf(process.env), force: true, reason: reason.trim() },
+    Date.now(),
+  );
   await ctx.refresh();
   if (result.kind === 'released') void vscode.window.showInformationMessage(t('Released {0} (epoch {1}).', lease.todo, lease.epoch));
   else void vscode.window.showWarningMessage(t('Not released: {0}', result.why));
@@ -272,7 +299,11 @@ async function installHooks(ctx: Ctx): Promise<void> {
   // The hook runs on this extension host's own runtime, so every process loads the modules shipped here.
   const result = installAgentHooks(
     { agent: agent.label as Agent, scope: scope.scope, env: ctx.env, projectRoot: projectRoot ?? ctx.extension.extensionPath },
-    { runtime: process.execPath, script: vscode.Uri.joinPath(ctx.extension.extensionUri, 'dist', 'cli.js').fsPath, electronRunAsNode: process.versions.electron !== undefined },
+    {
+      runtime: process.execPath,
+      script: vscode.Uri.joinPath(ctx.extension.extensionUri, 'dist', 'cli.js').fsPath,
+      electronRunAsNode: process.versions.electron !== undefined,
+    },
   );
   ctx.log.info(`hooks installed for ${agent.label} in ${result.path} (${result.command})`);
   ctx.hooksInstalled = true;
@@ -283,7 +314,11 @@ async function installHooks(ctx: Ctx): Promise<void> {
 async function addTodo(ctx: Ctx): Promise<void> {
   const goal = ctx.goal;
   if (!goal) throw new Error(t('open a folder first: a Todo belongs to a workspace'));
-  const title = await vscode.window.showInputBox({ title: t('Add Todo'), prompt: t('Title'), validateInput: (value) => (value.trim() ? undefined : t('A title is required.')) });
+  const title = await vscode.window.showInputBox({
+    title: t('Add Todo'),
+    prompt: t('Title'),
+    validateInput: (value) => (value.trim() ? undefined : t('A title is required.')),
+  });
   if (!title) return;
   const id = await vscode.window.showInputBox({
     title: t('Add Todo'),
@@ -311,7 +346,12 @@ async function markTodoDone(ctx: Ctx, given: string | undefined): Promise<void> 
   // From the Todos view: that Todo (still open); from the palette: pick one.
   const picked = given
     ? todos.find((todo) => todo.id === given)
-    : (await vscode.window.showQuickPick(todos.map((todo) => ({ label: todo.id, description: todo.title, todo })), { title: t('Mark Todo Done') }))?.todo;
+    : (
+        await vscode.window.showQuickPick(
+          todos.map((todo) => ({ label: todo.id, description: todo.title, todo })),
+          { title: t('Mark Todo Done') },
+        )
+      )?.todo;
   if (!picked) return;
   const holder = (await store.listLeases()).find((lease) => lease.goal === picked.goal && lease.todo === picked.id && lease.status === 'active');
   if (holder) {
@@ -345,7 +385,9 @@ async function copyCaptureId(ctx: Ctx, captureId: string | undefined): Promise<v
 async function doctor(ctx: Ctx): Promise<void> {
   // doctorReport closes the store it opens, so it gets its own connection, not the views' one. PATH is
   // the terminals' (the shim's folder first), where agents started from the editor find `turnkeeper`.
-  const report = await doctorReport(ctx.env, ctx.checkout ?? ctx.extension.extensionPath, () => openAuthority(ctx.env, { create: false }), { shimOnTerminalPath: true });
+  const report = await doctorReport(ctx.env, ctx.checkout ?? ctx.extension.extensionPath, () => openAuthority(ctx.env, { create: false }), {
+    shimOnTerminalPath: true,
+  });
   ctx.log.info(`doctor: ${JSON.stringify(report)}`);
   ctx.log.show(true);
   if (report.problems.length === 0) void vscode.window.showInformationMessage(t('Turnkeeper doctor: no problems found.'));

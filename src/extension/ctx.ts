@@ -54,7 +54,9 @@ export class Ctx implements vscode.Disposable {
     // Project-scope configs live in the checkout (a folder); the Goal is an id, not a place.
     const projectRoot = this.checkout;
     return AGENTS.some((agent) =>
-      (['user', 'project'] as const).some((scope) => (scope === 'project' && !projectRoot ? false : agentHooksStatus({ agent, scope, env: this.env, projectRoot: projectRoot ?? '' }).installed)),
+      (['user', 'project'] as const).some((scope) =>
+        scope === 'project' && !projectRoot ? false : agentHooksStatus({ agent, scope, env: this.env, projectRoot: projectRoot ?? '' }).installed,
+      ),
     );
   }
 
@@ -227,7 +229,13 @@ export class Ctx implements vscode.Disposable {
     // The witness is compared on every walk, the incremental ones too: its state is the tail's.
     const report: CheckpointedReport =
       from && this.chain
-        ? { ok: this.chain.ok && tail.ok, verified: this.chain.verified + tail.verified, breaks: [...this.chain.breaks, ...tail.breaks], end: tail.end ?? from, ...(tail.witness ? { witness: tail.witness } : {}) }
+        ? {
+            ok: this.chain.ok && tail.ok,
+            verified: this.chain.verified + tail.verified,
+            breaks: [...this.chain.breaks, ...tail.breaks],
+            end: tail.end ?? from,
+            ...(tail.witness ? { witness: tail.witness } : {}),
+          }
         : tail;
     this.verifiedUpTo = report.ok ? report.end : undefined;
     return report;

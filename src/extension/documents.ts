@@ -33,7 +33,17 @@ export class TurnkeeperDocuments implements vscode.TextDocumentContentProvider {
     if (guidance) {
       const text = decodeURIComponent(uri.query);
       const [headline, ...rest] = text.split('\n');
-      return [`# Recovery guidance for ${guidance[1]}`, '', headline ?? '', '', '```sh', ...rest.filter((line) => line.startsWith('Recover: ')).map((line) => line.slice('Recover: '.length)), '```', '', ...rest.filter((line) => !line.startsWith('Recover: '))].join('\n');
+      return [
+        `# Recovery guidance for ${guidance[1]}`,
+        '',
+        headline ?? '',
+        '',
+        '```sh',
+        ...rest.filter((line) => line.startsWith('Recover: ')).map((line) => line.slice('Recover: '.length)),
+        '```',
+        '',
+        ...rest.filter((line) => !line.startsWith('Recover: ')),
+      ].join('\n');
     }
     return '';
   }

@@ -58,7 +58,9 @@ export function activate(context: vscode.ExtensionContext): void {
     safely(log, () => logCli(log, putCliOnPath(context, ctx.env)));
     void checkNativeModules(log);
   }, 0);
-  log.info(`activated in ${(performance.now() - started).toFixed(1)} ms (${Object.keys(COMMANDS).length} commands, napi ${napi}, ${process.versions.electron ? `Electron ${process.versions.electron}` : `Node ${process.versions.node}`})`);
+  log.info(
+    `activated in ${(performance.now() - started).toFixed(1)} ms (${Object.keys(COMMANDS).length} commands, napi ${napi}, ${process.versions.electron ? `Electron ${process.versions.electron}` : `Node ${process.versions.node}`})`,
+  );
 }
 
 export function deactivate(): void {

@@ -84,8 +84,18 @@ const GROUPS: readonly { state: CaptureView['state']; label: string; icon: strin
     icon: 'warning',
     tooltip: `Turns that still hold their lease but cannot simply go on: the lease expired (still a hold) or the stored ready capture no longer matches its digest. Click one for its recovery guidance.\n\n${CAPTURE_WORDS}`,
   },
-  { state: 'released', label: 'Released', icon: 'circle-slash', tooltip: `Turns whose lease was released (done, or released by hand): readable, never resumed.\n\n${CAPTURE_WORDS}` },
-  { state: 'unbound', label: 'Unbound', icon: 'question', tooltip: `Captures without a Turn or a lease (legacy or imported): readable, never claimed, launched or resumed.\n\n${CAPTURE_WORDS}` },
+  {
+    state: 'released',
+    label: 'Released',
+    icon: 'circle-slash',
+    tooltip: `Turns whose lease was released (done, or released by hand): readable, never resumed.\n\n${CAPTURE_WORDS}`,
+  },
+  {
+    state: 'unbound',
+    label: 'Unbound',
+    icon: 'question',
+    tooltip: `Captures without a Turn or a lease (legacy or imported): readable, never claimed, launched or resumed.\n\n${CAPTURE_WORDS}`,
+  },
 ];
 
 export function captureNodes(snapshot: StatusSnapshot, now: number): ViewNode[] {
@@ -208,7 +218,17 @@ function todoNode(todo: TodoRowView, lease: LeaseView | undefined, silent: boole
     label: todo.id,
     // The holder first: a narrow side bar cuts the end of a description.
     description: `${lease ? `${where}${lease.owner} · epoch ${lease.epoch}${expired ? ' · expired (still held)' : ''}` : todo.title}${silent ? ' · hooks silent' : ''}`,
-    icon: silent ? 'warning' : lease ? (expired ? 'watch' : 'lock') : todo.status === 'open' ? 'circle-large-outline' : todo.status === 'done' ? 'pass' : 'circle-slash',
+    icon: silent
+      ? 'warning'
+      : lease
+        ? expired
+          ? 'watch'
+          : 'lock'
+        : todo.status === 'open'
+          ? 'circle-large-outline'
+          : todo.status === 'done'
+            ? 'pass'
+            : 'circle-slash',
     ...(expired || silent ? { iconColor: 'list.warningForeground' } : {}),
     contextValue: todo.status !== 'open' ? `todo.${todo.status}` : lease ? 'todo.held' : 'todo.open',
     tooltip: [
@@ -254,11 +274,22 @@ export interface CheckpointView {
 
 /** The Receipts view's line for the newest checkpoint and its witness (docs/receipts.md, "Checkpoints"). */
 function checkpointNode(checkpoint: CheckpointView | null, chain: ChainReport | undefined): ViewNode {
-  const cut = chain?.breaks.find((item) => item.kind === 'truncated_after_checkpoint' || item.kind === 'checkpoint_mismatch' || item.kind === 'signature_invalid' || item.kind === 'untrusted_key');
+  const cut = chain?.breaks.find(
+    (item) =>
+      item.kind === 'truncated_after_checkpoint' || item.kind === 'checkpoint_mismatch' || item.kind === 'signature_invalid' || item.kind === 'untrusted_key',
+  );
   const witness = checkpoint?.witness ?? 'unknown';
   const witnessText = cut ? `witness: ${cut.kind} at #${cut.seq}` : witness === 'checked' ? 'witness agrees' : `witness: ${witness}`;
   if (!checkpoint) {
-    return { id: 'receipts/checkpoint', label: 'No signed checkpoint yet', description: witnessText, icon: 'unverified', contextValue: 'checkpoint.none', tooltip: 'Checkpoints are signed periodically (every `checkpointEvery` receipts, set in config.json or `TURNKEEPER_CHECKPOINT_EVERY`), on release, on export and by `turnkeeper checkpoint`.' };
+    return {
+      id: 'receipts/checkpoint',
+      label: 'No signed checkpoint yet',
+      description: witnessText,
+      icon: 'unverified',
+      contextValue: 'checkpoint.none',
+      tooltip:
+        'Checkpoints are signed periodically (every `checkpointEvery` receipts, set in config.json or `TURNKEEPER_CHECKPOINT_EVERY`), on release, on export and by `turnkeeper checkpoint`.',
+    };
   }
   return {
     id: 'receipts/checkpoint',
@@ -273,22 +304,43 @@ function checkpointNode(checkpoint: CheckpointView | null, chain: ChainReport | 
 }
 
 /** `checkpoint`: the newest signed checkpoint, null when the store has none yet, undefined to show no line for it. */
-export function receiptNodes(rows: readonly ReceiptRowView[], chain: ChainReport | undefined, hasMore: boolean, checkpoint?: CheckpointView | null): ViewNode[] {
+export function receiptNodes(
+  rows: readonly ReceiptRowView[],
+  chain: ChainReport | undefined,
+  hasMore: boolean,
+  checkpoint?: CheckpointView | null,
+): ViewNode[] {
   const broken = new Map((chain?.breaks ?? []).map((item) => [item.seq, item.kind]));
   const header: ViewNode = chain
     ? chain.ok
-      ? { id: 'receipts/chain', label: 'Chain verified', description: `${chain.verified} receipts`, icon: 'verified', contextValue: 'chain.ok', command: { command: 'turnkeeper.verifyReceiptChain', title: 'Verify Receipt Chain' } }
+      ? {
+          id: 'receipts/chain',
+          label: 'Chain verified',
+          description: `${chain.verified} receipts`,
+          icon: 'verified',
+          contextValue: 'chain.ok',
+          command: { command: 'turnkeeper.verifyReceiptChain', title: 'Verify Receipt Chain' },
+        }
       : {
           id: 'receipts/chain',
           label: 'Chain BROKEN',
-          description: chain.breaks.map((item) => `#${item.seq} ${item.kind}`).slice(0, 3).join(', '),
+          description: chain.breaks
+            .map((item) => `#${item.seq} ${item.kind}`)
+            .slice(0, 3)
+            .join(', '),
           icon: 'error',
           iconColor: 'list.errorForeground',
           contextValue: 'chain.broken',
           tooltip: chain.breaks.map((item) => `- seq ${item.seq}: **${item.kind}**`).join('\n'),
           command: { command: 'turnkeeper.verifyReceiptChain', title: 'Verify Receipt Chain' },
         }
-    : { id: 'receipts/chain', label: 'Chain not verified yet', icon: 'shield', contextValue: 'chain.unknown', command: { command: 'turnkeeper.verifyReceiptChain', title: 'Verify Receipt Chain' } };
+    : {
+        id: 'receipts/chain',
+        label: 'Chain not verified yet',
+        icon: 'shield',
+        contextValue: 'chain.unknown',
+        command: { command: 'turnkeeper.verifyReceiptChain', title: 'Verify Receipt Chain' },
+      };
   const items = rows.map((row): ViewNode => {
     const breakKind = broken.get(row.seq);
     return {
@@ -302,7 +354,17 @@ export function receiptNodes(rows: readonly ReceiptRowView[], chain: ChainReport
       command: { command: 'turnkeeper.openReceipt', title: 'Open Receipt', arguments: [row.seq] },
     };
   });
-  const more: ViewNode[] = hasMore ? [{ id: 'receipts/more', label: 'Load more…', icon: 'ellipsis', contextValue: 'loadMore', command: { command: 'turnkeeper.loadMoreReceipts', title: 'Load More Receipts' } }] : [];
+  const more: ViewNode[] = hasMore
+    ? [
+        {
+          id: 'receipts/more',
+          label: 'Load more…',
+          icon: 'ellipsis',
+          contextValue: 'loadMore',
+          command: { command: 'turnkeeper.loadMoreReceipts', title: 'Load More Receipts' },
+        },
+      ]
+    : [];
   return [header, ...(checkpoint === undefined ? [] : [checkpointNode(checkpoint, chain)]), ...items, ...more];
 }
 
@@ -322,6 +384,7 @@ function folderName(path: string): string {
 export function relativeTime(at: number, now: number): string {
   const seconds = Math.round((at - now) / 1000);
   const abs = Math.abs(seconds);
-  const text = abs < 60 ? `${abs}s` : abs < 3600 ? `${Math.round(abs / 60)} min` : abs < 86_400 ? `${Math.round(abs / 3600)} h` : `${Math.round(abs / 86_400)} d`;
+  const text =
+    abs < 60 ? `${abs}s` : abs < 3600 ? `${Math.round(abs / 60)} min` : abs < 86_400 ? `${Math.round(abs / 3600)} h` : `${Math.round(abs / 86_400)} d`;
   return seconds >= 0 ? `in ${text}` : `${text} ago`;
 }

@@ -48,11 +48,19 @@ export async function exportReceipts(ctx: Ctx): Promise<void> {
   await ctx.refresh();
   if (result) {
     void vscode.window.showInformationMessage(
-      t('Exported receipts {0}–{1} to {2}, signed by {3}. Anyone can check it: turnkeeper verify --bundle <file> --key <public key>.', result.from, result.to, target.fsPath, result.checkpoint.key),
+      t(
+        'Exported receipts {0}–{1} to {2}, signed by {3}. Anyone can check it: turnkeeper verify --bundle <file> --key <public key>.',
+        result.from,
+        result.to,
+        target.fsPath,
+        result.checkpoint.key,
+      ),
     );
     return;
   }
   if (!(failure instanceof ExportRefused)) throw failure;
   const first = failure.report.breaks[0]!;
-  void vscode.window.showErrorMessage(t('Not exported: the receipt chain is broken at receipt #{0} ({1}); nothing is signed over a broken chain.', first.seq, first.kind));
+  void vscode.window.showErrorMessage(
+    t('Not exported: the receipt chain is broken at receipt #{0} ({1}); nothing is signed over a broken chain.', first.seq, first.kind),
+  );
 }

@@ -11,7 +11,8 @@ import type { Ctx } from './ctx';
 
 const t = vscode.l10n.t;
 
-type Launched = { readonly ok: true; readonly launch: RunningLaunch; readonly digest: string } | { readonly ok: false; readonly reason: string; readonly guidance: string };
+type Launched =
+  { readonly ok: true; readonly launch: RunningLaunch; readonly digest: string } | { readonly ok: false; readonly reason: string; readonly guidance: string };
 
 interface TerminalLaunch {
   readonly agent: Agent;
@@ -32,7 +33,11 @@ function openLaunchTerminal(ctx: Ctx, spec: TerminalLaunch): vscode.Terminal {
   // The progress notification covers attestation and the receipt, not the agent's whole run.
   const launchUnderProgress = (dimensions: vscode.TerminalDimensions | undefined) =>
     vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: t('Turnkeeper: attesting {0} and committing the launch receipt…', spec.agent), cancellable: true },
+      {
+        location: vscode.ProgressLocation.Notification,
+        title: t('Turnkeeper: attesting {0} and committing the launch receipt…', spec.agent),
+        cancellable: true,
+      },
       async (_progress, token) => {
         token.onCancellationRequested(() => cancel.abort());
         return spec.launch(dimensions, cancel.signal);
@@ -105,7 +110,12 @@ export function openResumeTerminal(ctx: Ctx, capture: StoredCapture, acceptDrift
     subject: capture.id,
     refusedMessage: (reason) => t('Turnkeeper did not resume {0}: [{1}]', capture.id, reason),
     launch: async (dimensions, signal) => {
-      const result = await resumeCapture({ ...(await terminalLaunchOptions(ctx, capture.agent, dimensions, signal)), captureId: capture.id, acceptDrift, dryRun: false });
+      const result = await resumeCapture({
+        ...(await terminalLaunchOptions(ctx, capture.agent, dimensions, signal)),
+        captureId: capture.id,
+        acceptDrift,
+        dryRun: false,
+      });
       if (!result.ok) return result;
       if (result.dryRun) throw new Error('unexpected dry run');
       return { ok: true, launch: result.launch, digest: result.attestation.digest };

@@ -114,10 +114,14 @@ export function scriptRuntime(fd: number, script: string, env: Env): string {
   const override = env.TURNKEEPER_NODE_BIN;
   if (override) return override;
   const head = Buffer.alloc(256);
-  const line = head.subarray(0, readSync(fd, head, 0, head.length, 0)).toString('latin1').split('\n')[0] ?? '';
+  const line =
+    head
+      .subarray(0, readSync(fd, head, 0, head.length, 0))
+      .toString('latin1')
+      .split('\n')[0] ?? '';
   const words = line.startsWith('#!') ? line.slice(2).trim().split(/\s+/) : [];
   const program = words[0] === '/usr/bin/env' || words[0] === '/bin/env' ? words[1] : words[0];
-  if (!program || (words.length > (program === words[0] ? 1 : 2)) || !/^(.*\/)?(node|nodejs)$/.test(program)) {
+  if (!program || words.length > (program === words[0] ? 1 : 2) || !/^(.*\/)?(node|nodejs)$/.test(program)) {
     throw new LaunchRefused('unsupported_entrypoint', `${script} does not start with a plain Node interpreter line (${JSON.stringify(line.slice(0, 80))})`);
   }
   if (isAbsolute(program)) return program;
@@ -172,7 +176,10 @@ export async function attest(path: string, options: AttestOptions = {}): Promise
     } else {
       const shape = backend.entryShape(opened.fd, identity.size);
       if (shape.kind !== 'elf-static' && shape.kind !== 'elf-dynamic') {
-        throw new LaunchRefused('unsupported_entrypoint', `${opened.resolved} is ${shape.kind === 'shebang' ? `a script (#!${shape.interpreter})` : 'not a native executable'}`);
+        throw new LaunchRefused(
+          'unsupported_entrypoint',
+          `${opened.resolved} is ${shape.kind === 'shebang' ? `a script (#!${shape.interpreter})` : 'not a native executable'}`,
+        );
       }
       const sea = chunkSearch(SEA_FUSE);
       const digest = await digestOfDescriptor(opened.fd, identity.size, sea.onChunk);

@@ -87,7 +87,15 @@ const CLOSURE_SHAPES: readonly ClosureShape[] = [GEMINI_CLI];
 export function closureShapeOf(resolved: string): { shape: ClosureShape; packageRoot: string; entry: string } | undefined {
   for (const shape of CLOSURE_SHAPES) {
     const root = shape.packageRoot(resolved);
-    if (root !== undefined) return { shape, packageRoot: root, entry: resolved.slice(root.length + 1).split(sep).join('/') };
+    if (root !== undefined)
+      return {
+        shape,
+        packageRoot: root,
+        entry: resolved
+          .slice(root.length + 1)
+          .split(sep)
+          .join('/'),
+      };
   }
   return undefined;
 }
@@ -110,7 +118,8 @@ function privateClosuresDir(env: Env): string {
   const stat = lstatSync(dir);
   if (!stat.isDirectory() || stat.isSymbolicLink()) throw new LaunchRefused('resolution_changed', `${dir} is not a directory (a symlink or another file)`);
   if (stat.uid !== uid()) throw new LaunchRefused('mutable_executable', `${dir} is owned by uid ${stat.uid}, not by this user`);
-  if ((stat.mode & 0o077) !== 0) throw new LaunchRefused('mutable_executable', `${dir} is open to group or others (mode ${(stat.mode & 0o777).toString(8)}); chmod 700 it`);
+  if ((stat.mode & 0o077) !== 0)
+    throw new LaunchRefused('mutable_executable', `${dir} is open to group or others (mode ${(stat.mode & 0o777).toString(8)}); chmod 700 it`);
   return realpathSync(dir);
 }
 
@@ -146,7 +155,11 @@ function walkPackage(root: string): SourceFile[] {
       const stat = lstatSync(path, { bigint: true });
       if (stat.isDirectory()) visit(path, relative);
       else if (stat.isFile()) files.push({ relative, path, stat });
-      else throw new LaunchRefused('unsupported_entrypoint', `${path}: a ${stat.isSymbolicLink() ? 'symbolic link' : 'special file'} inside the package; only regular files can be attested into a closure`);
+      else
+        throw new LaunchRefused(
+          'unsupported_entrypoint',
+          `${path}: a ${stat.isSymbolicLink() ? 'symbolic link' : 'special file'} inside the package; only regular files can be attested into a closure`,
+        );
     }
   };
   visit(root, '');
@@ -181,7 +194,7 @@ function copyThroughDescriptor(file: SourceFile, target: string, buffer: Buffer)
         buffer,
         what: file.path,
         onChunk: (chunk) => {
-          for (let written = 0; written < chunk.length; ) written += writeSync(out, chunk, written, chunk.length - written);
+          for (let written = 0; written < chunk.length;) written += writeSync(out, chunk, written, chunk.length - written);
         },
       });
       const after = fstatSync(fd, { bigint: true });
@@ -615,7 +628,10 @@ function processesNaming(dir: string): { pid: number; cmdline: string }[] {
  * snapshot not in use, with `all`), and staging leftovers. Index entries whose installation is gone
  * are dropped first.
  */
-export function pruneClosures(env: Env, options: { all?: boolean } = {}): { removed: { digest: string; bytes: number }[]; kept: { digest: string; why: string }[]; freedBytes: number } {
+export function pruneClosures(
+  env: Env,
+  options: { all?: boolean } = {},
+): { removed: { digest: string; bytes: number }[]; kept: { digest: string; why: string }[]; freedBytes: number } {
   if (!existsSync(closuresDir(env))) return { removed: [], kept: [], freedBytes: 0 };
   const dir = privateClosuresDir(env);
   writeIndex(dir, (index) => {

@@ -17,7 +17,7 @@ const shorter = (what: string): LaunchRefused => new LaunchRefused('object_chang
 export async function digestOfDescriptor(fd: number, size: number, onChunk?: (chunk: Buffer) => void): Promise<string> {
   const hash = createHash('sha256');
   const buffer = Buffer.allocUnsafe(HASH_CHUNK);
-  for (let offset = 0; offset < size; ) {
+  for (let offset = 0; offset < size;) {
     const { bytesRead } = await readAt(fd, buffer, 0, Math.min(HASH_CHUNK, size - offset), offset);
     if (bytesRead === 0) throw shorter('the file');
     const chunk = buffer.subarray(0, bytesRead);
@@ -29,10 +29,14 @@ export async function digestOfDescriptor(fd: number, size: number, onChunk?: (ch
 }
 
 /** The same, synchronously, into a caller's buffer (reused across the files of a closure). */
-export function digestOfDescriptorSync(fd: number, size: number, options: { readonly buffer: Buffer; readonly what: string; readonly onChunk?: (chunk: Buffer) => void }): string {
+export function digestOfDescriptorSync(
+  fd: number,
+  size: number,
+  options: { readonly buffer: Buffer; readonly what: string; readonly onChunk?: (chunk: Buffer) => void },
+): string {
   const { buffer, onChunk } = options;
   const hash = createHash('sha256');
-  for (let offset = 0; offset < size; ) {
+  for (let offset = 0; offset < size;) {
     const n = readSync(fd, buffer, 0, Math.min(buffer.length, size - offset), offset);
     if (n === 0) throw shorter(options.what);
     const chunk = buffer.subarray(0, n);

@@ -48,7 +48,17 @@ export const INJECTION_VARIABLES: readonly InjectionGroup[] = [
   },
   {
     runtime: 'python',
-    names: ['PYTHONSTARTUP', 'PYTHONPATH', 'PYTHONHOME', 'PYTHONINSPECT', 'PYTHONUSERBASE', 'PYTHONEXECUTABLE', 'PYTHONPLATLIBDIR', 'PYTHONBREAKPOINT', 'PYTHONPYCACHEPREFIX'],
+    names: [
+      'PYTHONSTARTUP',
+      'PYTHONPATH',
+      'PYTHONHOME',
+      'PYTHONINSPECT',
+      'PYTHONUSERBASE',
+      'PYTHONEXECUTABLE',
+      'PYTHONPLATLIBDIR',
+      'PYTHONBREAKPOINT',
+      'PYTHONPYCACHEPREFIX',
+    ],
     prefixes: [],
   },
   { runtime: 'ruby', names: ['RUBYOPT', 'RUBYLIB'], prefixes: [] },
@@ -58,7 +68,9 @@ export const INJECTION_VARIABLES: readonly InjectionGroup[] = [
 
 /** The group a variable name belongs to, or undefined when it is not an injection variable. */
 function injectionGroupOf(name: string): InjectionGroup | undefined {
-  return INJECTION_VARIABLES.find((group) => group.names.includes(name) || group.prefixes.some((prefix) => name.startsWith(prefix) && name.length > prefix.length));
+  return INJECTION_VARIABLES.find(
+    (group) => group.names.includes(name) || group.prefixes.some((prefix) => name.startsWith(prefix) && name.length > prefix.length),
+  );
 }
 
 export interface InjectionDecision {

@@ -43,4 +43,5 @@ export const identityKey = (stat: KeyedStat): string => `${stat.dev}:${stat.ino}
 export const RACY_WINDOW_MS = 2000;
 
 /** Whether an object whose ctime is `ctimeNs` is still inside the racy window at `nowMs`. */
-export const isRacy = (ctimeNs: string | bigint, nowMs = Date.now()): boolean => BigInt(nowMs) * 1_000_000n - BigInt(ctimeNs) < BigInt(RACY_WINDOW_MS) * 1_000_000n;
+export const isRacy = (ctimeNs: string | bigint, nowMs = Date.now()): boolean =>
+  BigInt(nowMs) * 1_000_000n - BigInt(ctimeNs) < BigInt(RACY_WINDOW_MS) * 1_000_000n;

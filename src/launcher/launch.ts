@@ -122,7 +122,10 @@ class Launch {
   async refuseEnded(event: NativeEvent | undefined, detail?: string): Promise<never> {
     this.launchId = undefined;
     const timedOut = event?.type === 'refused' && event.reason === 'launch_timeout';
-    return this.refuse(timedOut ? 'launch_timeout' : 'launch_verification_failed', detail ?? (event?.type === 'refused' ? event.detail : 'the launch ended early'));
+    return this.refuse(
+      timedOut ? 'launch_timeout' : 'launch_verification_failed',
+      detail ?? (event?.type === 'refused' ? event.detail : 'the launch ended early'),
+    );
   }
 }
 
@@ -167,7 +170,8 @@ async function prepare(launch: Launch): Promise<Prepared> {
   const { attestation } = request;
   await barriers.after_attestation?.();
   const now = native.fstatFd(attestation.fd);
-  if (!now || !sameIdentity(attestation.identity, identityOf(now))) await launch.refuse('object_changed', `${attestation.resolved} changed since it was attested`);
+  if (!now || !sameIdentity(attestation.identity, identityOf(now)))
+    await launch.refuse('object_changed', `${attestation.resolved} changed since it was attested`);
   const again = native.openExecutable(attestation.launchPath);
   if (again.ok) native.closeFd(again.fd);
   if (!again.ok || again.stat.dev !== attestation.identity.dev || again.stat.ino !== attestation.identity.ino) {
@@ -176,18 +180,24 @@ async function prepare(launch: Launch): Promise<Prepared> {
 
   const env: Record<string, string> = { ...request.env };
   // The npm Codex shim clears every package-manager marker before setting its own; so do we.
-  if (attestation.environment.CODEX_MANAGED_PACKAGE_ROOT !== undefined) for (const name of Object.keys(env)) if (name.startsWith('CODEX_MANAGED_BY_')) delete env[name];
+  if (attestation.environment.CODEX_MANAGED_PACKAGE_ROOT !== undefined)
+    for (const name of Object.keys(env)) if (name.startsWith('CODEX_MANAGED_BY_')) delete env[name];
   Object.assign(env, attestation.environment);
   // Code-injection variables of the loader and of every runtime (the closed list in environment.ts).
   const injection = decideInjection(env, request.allowLoaderVariables);
   launch.partial.loaderEnvironment = injection.record;
   if (injection.refused.length > 0) {
-    await launch.refuse('loader_environment_rejected', `code-injection variables set: ${describeVariables(injection.refused)}; unset them or allow each by name`);
+    await launch.refuse(
+      'loader_environment_rejected',
+      `code-injection variables set: ${describeVariables(injection.refused)}; unset them or allow each by name`,
+    );
   }
   const argv = [attestation.resolved, ...(attestation.arguments ?? []), ...request.args];
   const envp = Object.entries(env).map(([name, value]) => `${name}=${value}`);
-  for (const item of [...argv, ...envp, request.cwd]) if (item.includes('\0')) await launch.refuse('launch_verification_failed', 'NUL byte in argv, env or cwd');
-  for (const name of Object.keys(env)) if (name === '' || name.includes('=')) await launch.refuse('launch_verification_failed', `bad environment name ${JSON.stringify(name)}`);
+  for (const item of [...argv, ...envp, request.cwd])
+    if (item.includes('\0')) await launch.refuse('launch_verification_failed', 'NUL byte in argv, env or cwd');
+  for (const name of Object.keys(env))
+    if (name === '' || name.includes('=')) await launch.refuse('launch_verification_failed', `bad environment name ${JSON.stringify(name)}`);
   launch.partial.argv = argv;
   launch.partial.argvDigest = digestDocument(argv);
   launch.partial.envDigest = digestDocument(Object.fromEntries(Object.entries(env).sort(([a], [b]) => (a < b ? -1 : 1))));
@@ -250,7 +260,8 @@ async function verifyAtExec(launch: Launch, parked: Parked): Promise<LaunchFacts
   // Our unreaped, suspended child: its start time cannot belong to another process yet.
   launch.partial.pidStart = backend.processStart(parked.pid) ?? null;
   const atExec = native.fstatFd(attestation.fd);
-  if (!atExec || !sameIdentity(attestation.identity, identityOf(atExec))) await launch.refuse('object_changed', `${attestation.resolved} changed before it was executed`);
+  if (!atExec || !sameIdentity(attestation.identity, identityOf(atExec)))
+    await launch.refuse('object_changed', `${attestation.resolved} changed before it was executed`);
   // A dynamic executable runs its loader first: the loader the kernel mapped must be the attested one.
   if (attestation.interpreter) {
     const loader = backend.loaderMismatch(parked.pid, attestation.interpreter);
@@ -279,7 +290,8 @@ async function verifyAtExec(launch: Launch, parked: Parked): Promise<LaunchFacts
  */
 async function commit(launch: Launch, parked: Parked, facts: LaunchFacts): Promise<{ seq: number; hash: string }> {
   const { request, native } = launch;
-  if (!native.decide(parked.id, 'hold')) return await launch.refuseEnded(await parked.events.next(), 'the parked launch ended before its receipt could be written');
+  if (!native.decide(parked.id, 'hold'))
+    return await launch.refuseEnded(await parked.events.next(), 'the parked launch ended before its receipt could be written');
   try {
     return await request.commit(facts);
   } catch (error) {
@@ -351,7 +363,10 @@ function eventQueue(): EventQueue {
   };
 }
 
-function streams(native: NativeLauncher, handles: { stdin?: number; stdout?: number; stderr?: number; pty?: number }): Pick<RunningLaunch, 'stdin' | 'stdout' | 'stderr' | 'pty'> {
+function streams(
+  native: NativeLauncher,
+  handles: { stdin?: number; stdout?: number; stderr?: number; pty?: number },
+): Pick<RunningLaunch, 'stdin' | 'stdout' | 'stderr' | 'pty'> {
   if (handles.pty !== undefined) {
     const fd = handles.pty;
     return {

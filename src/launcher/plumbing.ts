@@ -34,13 +34,17 @@ export interface LaunchOptions {
 }
 
 /** --agent-bin, else TURNKEEPER_<AGENT>_BIN, else the editor setting, else PATH's absolute entries (resolved once, here). */
-export function resolveAgentBinary(agent: Agent, sources: { agentBin?: string | undefined; env: Env; setting?: string | undefined; cwd?: string }): string | undefined {
+export function resolveAgentBinary(
+  agent: Agent,
+  sources: { agentBin?: string | undefined; env: Env; setting?: string | undefined; cwd?: string },
+): string | undefined {
   const named = sources.agentBin || sources.env[binaryVariable(agent)] || sources.setting;
   if (named) return isAbsolute(named) ? named : resolvePath(sources.cwd ?? process.cwd(), named);
   return findExecutable(sources.env, PROFILES[agent].launch.executable);
 }
 
-export type AgentAttestation = { readonly ok: true; readonly attestation: Attestation } | { readonly ok: false; readonly reason: LaunchRefusal; readonly detail: string };
+export type AgentAttestation =
+  { readonly ok: true; readonly attestation: Attestation } | { readonly ok: false; readonly reason: LaunchRefusal; readonly detail: string };
 
 /** Resolves the agent's executable (once) and attests it; shared by resume and start. */
 export async function attestAgent(agent: Agent, sources: { agentBin?: string | undefined; env: Env; setting?: string | undefined }): Promise<AgentAttestation> {
@@ -53,7 +57,8 @@ export async function attestAgent(agent: Agent, sources: { agentBin?: string | u
     throw error;
   }
   const binary = resolveAgentBinary(agent, sources);
-  if (!binary) return { ok: false, reason: 'unsupported_entrypoint', detail: `no ${agent} executable: pass --agent-bin or set TURNKEEPER_${agent.toUpperCase()}_BIN` };
+  if (!binary)
+    return { ok: false, reason: 'unsupported_entrypoint', detail: `no ${agent} executable: pass --agent-bin or set TURNKEEPER_${agent.toUpperCase()}_BIN` };
   try {
     // The closures directory (TURNKEEPER_HOME) and a script's runtime (PATH) come from the caller's environment.
     return { ok: true, attestation: await attest(binary, { env: sources.env }) };
@@ -82,7 +87,6 @@ export const newLaunchId = (): string => `launch_${randomBytes(8).toString('hex'
 
 /** The guidance of a launcher refusal, as resume and start show it. */
 export const refusalGuidance = (reason: LaunchRefusal, detail: string): string => `Turnkeeper [${reason}]: ${REFUSAL_GUIDANCE[reason]}\n${detail}`;
-
 
 /** A launch that ran, or why not (a launcher refusal, or the commit's own re-check), as guidance. */
 export type LaunchOutcome<R extends ReasonCode> =

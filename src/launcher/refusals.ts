@@ -48,7 +48,8 @@ export const REFUSAL_GUIDANCE: Readonly<Record<LaunchRefusal, string>> = {
   unsupported_platform: 'This platform has no launch backend yet (Linux x64 only); nothing was started.',
   unsupported_entrypoint:
     'The executable is not a program Turnkeeper can attest: a native ELF, or a proven script shape run from its attested closure (Gemini CLI). Other scripts and loaders that unpack a runtime (Copilot CLI) are refused; point --agent-bin at the native binary.',
-  resolution_changed: 'The path of the executable resolved to something else between attestation and launch; run the command again and check who is changing it.',
+  resolution_changed:
+    'The path of the executable resolved to something else between attestation and launch; run the command again and check who is changing it.',
   object_changed: 'The attested file changed (size, times or identity) before it ran; reinstall or re-attest the agent.',
   mutable_executable: 'The executable is writable by someone other than its owner; fix its permissions (chmod go-w).',
   loader_environment_rejected:

@@ -18,7 +18,15 @@ import { CommitRefused, type LaunchRefusal } from './refusals';
 
 export type ResumeReason = Extract<
   ReasonCode,
-  'unknown_capture' | 'unbound_capture' | 'capture_released' | 'lease_moved' | 'ready_corrupted' | 'precondition_changed' | 'transcript_missing' | 'checkout_missing' | 'launch_in_progress'
+  | 'unknown_capture'
+  | 'unbound_capture'
+  | 'capture_released'
+  | 'lease_moved'
+  | 'ready_corrupted'
+  | 'precondition_changed'
+  | 'transcript_missing'
+  | 'checkout_missing'
+  | 'launch_in_progress'
 >;
 
 export interface ResumePlan {
@@ -93,7 +101,11 @@ export async function checkResume(store: Authority, captureId: string, options: 
   const now = (options.workspace ?? preconditionsOf)(capture.checkout);
   const then = readyDocument.preconditions;
   const drift =
-    now.gitHead !== then.gitHead ? `git HEAD moved from ${then.gitHead ?? 'none'} to ${now.gitHead ?? 'none'}` : now.statusDigest !== then.statusDigest ? 'git status differs from capture time' : undefined;
+    now.gitHead !== then.gitHead
+      ? `git HEAD moved from ${then.gitHead ?? 'none'} to ${now.gitHead ?? 'none'}`
+      : now.statusDigest !== then.statusDigest
+        ? 'git status differs from capture time'
+        : undefined;
   if (drift && !options.acceptDrift) return refuse('precondition_changed', { detail: drift });
   const session = await store.getSession(lease.owner);
   const transcriptPath = session?.transcriptPath ?? null;
@@ -106,7 +118,13 @@ export async function checkResume(store: Authority, captureId: string, options: 
 const DEFAULT_PROMPT = 'Continue the interrupted turn from where it stopped.';
 
 /** The agent's own resume command line (after argv[0]). */
-export function resumeArguments(agent: Agent, session: string, mode: 'headless' | 'interactive', prompt = DEFAULT_PROMPT, extra: readonly string[] = []): string[] {
+export function resumeArguments(
+  agent: Agent,
+  session: string,
+  mode: 'headless' | 'interactive',
+  prompt = DEFAULT_PROMPT,
+  extra: readonly string[] = [],
+): string[] {
   return PROFILES[agent].launch.resume(session, mode, prompt, extra);
 }
 
@@ -122,8 +140,23 @@ export interface ResumeOptions extends LaunchOptions {
 }
 
 export type ResumeResult =
-  | { readonly ok: true; readonly dryRun: true; readonly capture: string; readonly agent: Agent; readonly binary: string; readonly digest: string; readonly argv: string[] }
-  | { readonly ok: true; readonly dryRun: false; readonly capture: string; readonly agent: Agent; readonly launch: RunningLaunch; readonly attestation: Omit<Attestation, 'fd'> }
+  | {
+      readonly ok: true;
+      readonly dryRun: true;
+      readonly capture: string;
+      readonly agent: Agent;
+      readonly binary: string;
+      readonly digest: string;
+      readonly argv: string[];
+    }
+  | {
+      readonly ok: true;
+      readonly dryRun: false;
+      readonly capture: string;
+      readonly agent: Agent;
+      readonly launch: RunningLaunch;
+      readonly attestation: Omit<Attestation, 'fd'>;
+    }
   | { readonly ok: false; readonly reason: ResumeReason | LaunchRefusal; readonly guidance: string; readonly facts?: GuidanceFacts };
 
 export async function resumeCapture(options: ResumeOptions): Promise<ResumeResult> {
@@ -132,7 +165,13 @@ export async function resumeCapture(options: ResumeOptions): Promise<ResumeResul
   const check = await checkResume(store, options.captureId, { acceptDrift: options.acceptDrift });
   if (!check.ok) {
     // An unknown capture has no Goal to file a receipt under; every other refusal is recorded.
-    if (check.goal) await recordQuietly(store, { kind: 'resume_refused', goal: check.goal, capture: options.captureId, detail: { reason: check.reason } }, now(), check.facts.todo);
+    if (check.goal)
+      await recordQuietly(
+        store,
+        { kind: 'resume_refused', goal: check.goal, capture: options.captureId, detail: { reason: check.reason } },
+        now(),
+        check.facts.todo,
+      );
     return { ok: false, reason: check.reason, guidance: check.guidance, facts: check.facts };
   }
   const { capture, lease } = check.plan;
@@ -143,10 +182,23 @@ export async function resumeCapture(options: ResumeOptions): Promise<ResumeResul
   if (options.dryRun) {
     releaseAttestation(attestation);
     // The argv the launch would exec: a closure's runtime flags and snapshot script come before the agent's arguments.
-    return { ok: true, dryRun: true, capture: capture.id, agent: capture.agent, binary: attestation.resolved, digest: attestation.digest, argv: [attestation.resolved, ...(attestation.arguments ?? []), ...args] };
+    return {
+      ok: true,
+      dryRun: true,
+      capture: capture.id,
+      agent: capture.agent,
+      binary: attestation.resolved,
+      digest: attestation.digest,
+      argv: [attestation.resolved, ...(attestation.arguments ?? []), ...args],
+    };
   }
   const launchId = newLaunchId();
-  const env = launchEnvironment(options.env, { TURNKEEPER_CAPTURE: capture.id, TURNKEEPER_TURN: capture.turn!, TURNKEEPER_DB: options.storePath, TURNKEEPER_LAUNCH: launchId });
+  const env = launchEnvironment(options.env, {
+    TURNKEEPER_CAPTURE: capture.id,
+    TURNKEEPER_TURN: capture.turn!,
+    TURNKEEPER_DB: options.storePath,
+    TURNKEEPER_LAUNCH: launchId,
+  });
   const receiptBase = {
     goal: capture.goal,
     todo: capture.todo,
@@ -167,7 +219,11 @@ export async function resumeCapture(options: ResumeOptions): Promise<ResumeResul
       commit: async (facts) => {
         const detail = { launch: launchId, ...launchDetail(capture.agent, facts, attestation.interpreter), driftAccepted: check.plan.drift ?? null };
         const result = await store.commitLaunch(
-          { expected: { capture: capture.id, owner: lease.owner, epoch: lease.epoch, version: lease.version }, receipt: { kind: 'launch_committed', ...receiptBase, detail }, isLive: isLaunchLive },
+          {
+            expected: { capture: capture.id, owner: lease.owner, epoch: lease.epoch, version: lease.version },
+            receipt: { kind: 'launch_committed', ...receiptBase, detail },
+            isLive: isLaunchLive,
+          },
           now(),
         );
         if (result.kind === 'refused') throw new CommitRefused(result.reason, result.why, commitFacts(result));
@@ -175,14 +231,20 @@ export async function resumeCapture(options: ResumeOptions): Promise<ResumeResul
       },
       recordRefusal: async (reason, detail, facts) => {
         await store.appendReceipt(
-          { kind: 'launch_refused', ...receiptBase, detail: { reason, why: detail.slice(0, 500), digest: facts.digest ?? null, loaderEnvironment: facts.loaderEnvironment ?? null } },
+          {
+            kind: 'launch_refused',
+            ...receiptBase,
+            detail: { reason, why: detail.slice(0, 500), digest: facts.digest ?? null, loaderEnvironment: facts.loaderEnvironment ?? null },
+          },
           now(),
         );
       },
     },
     { capture: capture.id, todo: capture.todo, agent: capture.agent },
   );
-  return launched.ok ? { ok: true, dryRun: false, capture: capture.id, agent: capture.agent, launch: launched.launch, attestation: launched.attestation } : launched;
+  return launched.ok
+    ? { ok: true, dryRun: false, capture: capture.id, agent: capture.agent, launch: launched.launch, attestation: launched.attestation }
+    : launched;
 }
 
 /** The guidance facts of a commit-time refusal. */
@@ -201,13 +263,26 @@ function commitFacts(result: Extract<LaunchCommitResult, { kind: 'refused' }>): 
   }
 }
 
-async function launchRefusal(store: Authority, capture: StoredCapture, lease: Lease, reason: LaunchRefusal, detail: string, now: number): Promise<ResumeResult> {
+async function launchRefusal(
+  store: Authority,
+  capture: StoredCapture,
+  lease: Lease,
+  reason: LaunchRefusal,
+  detail: string,
+  now: number,
+): Promise<ResumeResult> {
   await recordQuietly(
     store,
-    { kind: 'launch_refused', goal: capture.goal, capture: capture.id, owner: lease.owner, lease: { epoch: lease.epoch, version: lease.version }, detail: { reason, why: detail.slice(0, 500) } },
+    {
+      kind: 'launch_refused',
+      goal: capture.goal,
+      capture: capture.id,
+      owner: lease.owner,
+      lease: { epoch: lease.epoch, version: lease.version },
+      detail: { reason, why: detail.slice(0, 500) },
+    },
     now,
     capture.todo,
   );
   return { ok: false, reason, guidance: refusalGuidance(reason, detail) };
 }
-

@@ -21,9 +21,7 @@ import { attestAgent, launchDetail, launchEnvironment, newLaunchId, recordQuietl
 /** Why a start is refused before anything is launched (the hook's own codes for the same facts). */
 export type StartReason = Extract<ReasonCode, StartCommitRefusal>;
 
-export type StartCheck =
-  | { readonly ok: true }
-  | { readonly ok: false; readonly reason: StartReason; readonly facts: GuidanceFacts; readonly guidance: string };
+export type StartCheck = { readonly ok: true } | { readonly ok: false; readonly reason: StartReason; readonly facts: GuidanceFacts; readonly guidance: string };
 
 /** A fresh Turn for the started session: `turn_<16 hex>` (spec §7). */
 const newStartTurn = (): string => `turn_${randomBytes(8).toString('hex')}`;
@@ -35,16 +33,31 @@ const newStartTurn = (): string => `turn_${randomBytes(8).toString('hex')}`;
  * `record` adds the refusal's `launch_refused` receipt (the CLI's start), the editor's check before
  * it opens a terminal records nothing.
  */
-export async function checkStart(store: Authority | undefined, goal: ResolvedGoal, todoId: string, agent: Agent, now: number, record = false): Promise<StartCheck> {
+export async function checkStart(
+  store: Authority | undefined,
+  goal: ResolvedGoal,
+  todoId: string,
+  agent: Agent,
+  now: number,
+  record = false,
+): Promise<StartCheck> {
   if (!store) return startRefusal({ reason: 'unknown_todo', why: 'no store yet' }, goal, todoId, agent);
-  const result = await store.commitStart({ ...startScope(goal, todoId), ...(record ? { refusalDetail: { [START_MARK]: true, agent } } : {}), isLive: isLaunchLive }, now);
+  const result = await store.commitStart(
+    { ...startScope(goal, todoId), ...(record ? { refusalDetail: { [START_MARK]: true, agent } } : {}), isLive: isLaunchLive },
+    now,
+  );
   return result.kind === 'refused' ? startRefusal(result, goal, todoId, agent) : { ok: true };
 }
 
 const startScope = (goal: ResolvedGoal, todo: string) => ({ goal: goal.id, todo, place: goal.commonDir ?? goal.checkout });
 
 /** The guidance of a start refused by the store's check. */
-function startRefusal(refusal: Omit<Extract<StartCommitResult, { kind: 'refused' }>, 'kind'>, goal: ResolvedGoal, todo: string, agent: Agent): Extract<StartCheck, { ok: false }> {
+function startRefusal(
+  refusal: Omit<Extract<StartCommitResult, { kind: 'refused' }>, 'kind'>,
+  goal: ResolvedGoal,
+  todo: string,
+  agent: Agent,
+): Extract<StartCheck, { ok: false }> {
   const { holder, previous } = refusal;
   const facts: GuidanceFacts = {
     todo,
@@ -52,7 +65,9 @@ function startRefusal(refusal: Omit<Extract<StartCommitResult, { kind: 'refused'
     ...(refusal.status ? { status: refusal.status } : {}),
     ...(refusal.previousGoal ? { previousGoal: refusal.previousGoal, goal: goal.id, checkout: goal.checkout } : {}),
     ...(holder ? { holder: holder.owner, epoch: holder.epoch, expiresAt: isoTime(holder.expiresAt), checkout: refusal.holderCheckout } : {}),
-    ...(previous ? { detail: `the start of launch receipt #${previous.seq}, pid ${previous.pid ?? '?'} on ${previous.host ?? '?'}, has not claimed it yet` } : {}),
+    ...(previous
+      ? { detail: `the start of launch receipt #${previous.seq}, pid ${previous.pid ?? '?'} on ${previous.host ?? '?'}, has not claimed it yet` }
+      : {}),
   };
   return { ok: false, reason: refusal.reason, facts, guidance: renderGuidance(refusal.reason, facts) };
 }
@@ -98,7 +113,12 @@ export async function startTodo(options: StartOptions): Promise<StartResult> {
   const authority = store!;
   const attested = await attestAgent(agent, { agentBin: options.agentBin, env: options.env, setting: options.setting });
   if (!attested.ok) {
-    await recordQuietly(authority, { kind: 'launch_refused', goal: goal.id, detail: { [START_MARK]: true, reason: attested.reason, why: attested.detail.slice(0, 500), agent } }, now(), todo);
+    await recordQuietly(
+      authority,
+      { kind: 'launch_refused', goal: goal.id, detail: { [START_MARK]: true, reason: attested.reason, why: attested.detail.slice(0, 500), agent } },
+      now(),
+      todo,
+    );
     return { ok: false, reason: attested.reason, guidance: refusalGuidance(attested.reason, attested.detail) };
   }
   const { attestation } = attested;
@@ -118,7 +138,11 @@ export async function startTodo(options: StartOptions): Promise<StartResult> {
         const result = await authority.commitStart(
           {
             ...startScope(goal, todo),
-            receipt: { kind: 'launch_committed', ...base, detail: { [START_MARK]: true, launch: launchId, turn, checkout: goal.checkout, ...launchDetail(agent, facts, attestation.interpreter) } },
+            receipt: {
+              kind: 'launch_committed',
+              ...base,
+              detail: { [START_MARK]: true, launch: launchId, turn, checkout: goal.checkout, ...launchDetail(agent, facts, attestation.interpreter) },
+            },
             refusalDetail: { [START_MARK]: true, agent, launch: launchId, digest: facts.digest, pid: facts.pid },
             isLive: isLaunchLive,
           },
@@ -136,7 +160,15 @@ export async function startTodo(options: StartOptions): Promise<StartResult> {
           {
             kind: 'launch_refused',
             ...base,
-            detail: { [START_MARK]: true, reason, why: detail.slice(0, 500), agent, launch: launchId, digest: facts.digest ?? null, loaderEnvironment: facts.loaderEnvironment ?? null },
+            detail: {
+              [START_MARK]: true,
+              reason,
+              why: detail.slice(0, 500),
+              agent,
+              launch: launchId,
+              digest: facts.digest ?? null,
+              loaderEnvironment: facts.loaderEnvironment ?? null,
+            },
           },
           now(),
         );

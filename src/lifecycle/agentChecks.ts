@@ -81,7 +81,11 @@ export async function agentChecks(options: AgentCheckOptions): Promise<AgentChec
       detail: both
         ? `Turnkeeper's ${nameOf(agent)} hooks are installed at user scope (${installed.find((f) => f.scope === 'user')?.path}) and at project scope (${installed.find((f) => f.scope === 'project')?.path}): ${nameOf(agent)} runs every hook twice, and each prompt gets the context twice`
         : `${nameOf(agent)} has Turnkeeper's hooks at ${installed[0]!.scope} scope only`,
-      ...(both ? { fix: `keep one scope: turnkeeper hooks uninstall --agent ${agent} --scope user (or --scope project, if the repository's config is not yours to change)` } : {}),
+      ...(both
+        ? {
+            fix: `keep one scope: turnkeeper hooks uninstall --agent ${agent} --scope user (or --scope project, if the repository's config is not yours to change)`,
+          }
+        : {}),
     });
   }
   const project = files.filter((file) => file.scope === 'project' && file.installed);
@@ -109,7 +113,11 @@ function syntaxError(agent: Agent, text: string): { found: string; line: number 
 
 const readsAs = (agent: Agent): string => {
   const syntax = syntaxOf(agent);
-  return syntax === 'json' ? 'reads it as strict JSON' : syntax === 'json-comments' ? 'reads it as JSON with comments but no trailing commas' : 'cannot parse it';
+  return syntax === 'json'
+    ? 'reads it as strict JSON'
+    : syntax === 'json-comments'
+      ? 'reads it as JSON with comments but no trailing commas'
+      : 'cannot parse it';
 };
 
 /**
@@ -131,12 +139,21 @@ function syntaxCheck(file: HookFile): AgentCheck {
   const read = readConfigFile(file.path);
   if (read.kind !== 'bytes') {
     const problem = read.kind === 'refused' ? read.problem : 'it is gone';
-    return { ...base, status: 'problem', detail: `cannot read ${file.path} as a config: ${problem}`, fix: `make ${file.path} a readable regular file of the agent's config, or remove it` };
+    return {
+      ...base,
+      status: 'problem',
+      detail: `cannot read ${file.path} as a config: ${problem}`,
+      fix: `make ${file.path} a readable regular file of the agent's config, or remove it`,
+    };
   }
   const syntax = syntaxOf(file.agent);
   const error = syntaxError(file.agent, read.bytes.toString('utf8'));
   if (error === undefined) {
-    return { ...base, status: 'ok', detail: `${nameOf(file.agent)} can parse ${file.path}${syntax ? ` (${syntax === 'json' ? 'strict JSON' : 'JSON with comments'})` : ''}` };
+    return {
+      ...base,
+      status: 'ok',
+      detail: `${nameOf(file.agent)} can parse ${file.path}${syntax ? ` (${syntax === 'json' ? 'strict JSON' : 'JSON with comments'})` : ''}`,
+    };
   }
   return {
     ...base,
@@ -162,10 +179,23 @@ function pathCheck(options: AgentCheckOptions, project: readonly HookFile[]): Ag
   const agents = project.map((file) => nameOf(file.agent)).join(', ');
   const first = project[0]!;
   const found = findExecutable(options.env, 'turnkeeper');
-  if (found) return { check: 'on_path', agent: first.agent, scope: 'project', status: 'ok', detail: `the project's hooks (${agents}) run turnkeeper from PATH: ${found}` };
+  if (found)
+    return {
+      check: 'on_path',
+      agent: first.agent,
+      scope: 'project',
+      status: 'ok',
+      detail: `the project's hooks (${agents}) run turnkeeper from PATH: ${found}`,
+    };
   const shim = options.shimOnTerminalPath ? findExecutable({ PATH: dirname(shimPath(turnkeeperHome(options.env))) }, 'turnkeeper') : undefined;
   return shim
-    ? { check: 'on_path', agent: first.agent, scope: 'project', status: 'ok', detail: `the project's hooks (${agents}) run turnkeeper from PATH: in VS Code's terminals that is the shim ${shim}, whose directory the extension puts on their PATH` }
+    ? {
+        check: 'on_path',
+        agent: first.agent,
+        scope: 'project',
+        status: 'ok',
+        detail: `the project's hooks (${agents}) run turnkeeper from PATH: in VS Code's terminals that is the shim ${shim}, whose directory the extension puts on their PATH`,
+      }
     : {
         check: 'on_path',
         agent: first.agent,
@@ -264,7 +294,15 @@ const CODEX_LIST_TIMEOUT_MS = 20_000;
 
 /** One `unknown` codex_trust row per file: doctor could not ask Codex. */
 const unknownFor = (files: readonly HookFile[], detail: string, fix?: string): AgentCheck[] =>
-  files.map((file) => ({ check: 'codex_trust', agent: 'codex', scope: file.scope, path: file.path, status: 'unknown', detail, ...(fix === undefined ? {} : { fix }) }));
+  files.map((file) => ({
+    check: 'codex_trust',
+    agent: 'codex',
+    scope: file.scope,
+    path: file.path,
+    status: 'unknown',
+    detail,
+    ...(fix === undefined ? {} : { fix }),
+  }));
 
 async function codexTrust(options: AgentCheckOptions, files: readonly HookFile[]): Promise<AgentCheck[]> {
   const binary = codexBinary(options.env);
@@ -303,7 +341,13 @@ function codexFileTrust(file: HookFile, list: CodexHookList, root: string): Agen
   const ours = fromFile.filter((hook) => hook.command === file.command);
   if (ours.length === 0) {
     const parse = list.warnings.find((warning) => warning.includes(file.path) || warning.includes(real));
-    if (parse) return { ...base, status: 'problem', detail: `Codex does not load ${file.path}: ${parse}`, fix: `make ${file.path} strict JSON (no comments, no trailing commas)` };
+    if (parse)
+      return {
+        ...base,
+        status: 'problem',
+        detail: `Codex does not load ${file.path}: ${parse}`,
+        fix: `make ${file.path} strict JSON (no comments, no trailing commas)`,
+      };
     if (file.scope === 'project' && fromFile.length === 0) {
       return {
         ...base,

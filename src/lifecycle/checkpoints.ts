@@ -53,7 +53,14 @@ const WITNESS_TAIL_BYTES = 1 << 20;
 
 /** What the witness said, for reports (verify's library report, doctor, the Receipts view). */
 export type WitnessState =
-  | { readonly state: 'checked'; readonly path: string; readonly seq: number; readonly receipt: number | null; readonly signer: string | null; readonly time: string }
+  | {
+      readonly state: 'checked';
+      readonly path: string;
+      readonly seq: number;
+      readonly receipt: number | null;
+      readonly signer: string | null;
+      readonly time: string;
+    }
   | { readonly state: 'none' | 'off' | 'unreadable'; readonly path: string | null };
 
 export type CheckpointedReport = ChainReport & { readonly witness?: WitnessState };
@@ -256,14 +263,20 @@ export class Checkpoints {
 }
 
 /** One witnessed checkpoint against the store's rows at its head and at its carrier. */
-function compareOne(note: ParsedCheckpoint | undefined, verdict: ReturnType<NoteVerifier>, entry: WitnessEntry, at: (seq: number) => ReceiptRow | undefined): ChainBreak | undefined {
+function compareOne(
+  note: ParsedCheckpoint | undefined,
+  verdict: ReturnType<NoteVerifier>,
+  entry: WitnessEntry,
+  at: (seq: number) => ReceiptRow | undefined,
+): ChainBreak | undefined {
   const where = entry.receipt ?? entry.seq;
   if (!note || !verdict.ok) return { seq: where, kind: verdict.ok ? 'signature_invalid' : verdict.kind };
   if (note.origin !== entry.origin || note.seq !== entry.seq) return { seq: where, kind: 'checkpoint_mismatch' };
   const signed = at(note.seq);
   const carrier = entry.receipt === null ? undefined : at(entry.receipt);
   if (note.seq > 0 && signed === undefined && carrier === undefined) return { seq: where, kind: 'truncated_after_checkpoint' };
-  if (note.seq > 0 && (signed === undefined || signed.hash !== note.hash || digestText(signed.doc) !== note.hash)) return { seq: note.seq, kind: 'checkpoint_mismatch' };
+  if (note.seq > 0 && (signed === undefined || signed.hash !== note.hash || digestText(signed.doc) !== note.hash))
+    return { seq: note.seq, kind: 'checkpoint_mismatch' };
   if (entry.receipt === null) return undefined;
   if (carrier === undefined) return { seq: entry.receipt, kind: 'truncated_after_checkpoint' };
   if (parseReceipt(carrier.doc)?.detail?.note !== entry.text) return { seq: entry.receipt, kind: 'checkpoint_mismatch' };
@@ -308,7 +321,13 @@ export function readWitness(path: string): WitnessEntry[] | 'unreadable' {
     try {
       const value = JSON.parse(line) as Record<string, unknown>;
       const receipt = value.receipt === null ? null : Number.isSafeInteger(value.receipt) ? (value.receipt as number) : undefined;
-      if (value.schema === WITNESS_SCHEMA && typeof value.origin === 'string' && Number.isSafeInteger(value.seq) && receipt !== undefined && typeof value.checkpoint === 'string') {
+      if (
+        value.schema === WITNESS_SCHEMA &&
+        typeof value.origin === 'string' &&
+        Number.isSafeInteger(value.seq) &&
+        receipt !== undefined &&
+        typeof value.checkpoint === 'string'
+      ) {
         entries.push({ origin: value.origin, seq: value.seq as number, receipt, text: value.checkpoint });
       }
     } catch {
@@ -330,7 +349,9 @@ function newestOf(entries: readonly WitnessEntry[], origin: string): WitnessEntr
 /** The chain does not verify: nothing is signed over a broken chain. */
 export class ExportRefused extends Error {
   constructor(readonly report: ChainReport) {
-    super(`the receipt chain does not verify (${report.breaks.map((item) => `seq ${item.seq}: ${item.kind}`).join(', ')}): nothing was exported or signed; turnkeeper verify`);
+    super(
+      `the receipt chain does not verify (${report.breaks.map((item) => `seq ${item.seq}: ${item.kind}`).join(', ')}): nothing was exported or signed; turnkeeper verify`,
+    );
     this.name = 'ExportRefused';
   }
 }
@@ -342,7 +363,12 @@ const EXPORT_PAGE = 10_000;
  * witness), then the bundle: a header line carrying that signed checkpoint, and every stored document
  * from `from` to the signed head, exactly as stored, one per line.
  */
-export async function exportBundle(store: Authority, goal: string, from: number, write: (chunk: string) => void): Promise<{ readonly from: number; readonly to: number; readonly checkpoint: WrittenCheckpoint }> {
+export async function exportBundle(
+  store: Authority,
+  goal: string,
+  from: number,
+  write: (chunk: string) => void,
+): Promise<{ readonly from: number; readonly to: number; readonly checkpoint: WrittenCheckpoint }> {
   const checkpoints = checkpointsOf(store);
   if (!checkpoints) throw new Error('this store was not opened with checkpoints');
   const report = await store.verifyChain();
@@ -390,11 +416,13 @@ export async function launchAttestation(store: Authority, env: Env, seq: number)
   const row = (await store.receipts({ beforeSeq: seq + 1, limit: 1 })).find((candidate) => Number(candidate.seq) === seq);
   if (!row) return { ok: false, reason: 'unknown_receipt', message: `no receipt #${seq}` };
   const doc = parseReceipt(row.doc);
-  if (!doc || row.hash !== digestText(row.doc)) return { ok: false, reason: 'content_altered', message: `receipt #${seq} does not match its hash: turnkeeper verify` };
+  if (!doc || row.hash !== digestText(row.doc))
+    return { ok: false, reason: 'content_altered', message: `receipt #${seq} does not match its hash: turnkeeper verify` };
   if (doc.kind !== 'launch_committed') return { ok: false, reason: 'not_a_launch', message: `receipt #${seq} is ${doc.kind}, not launch_committed` };
   const detail = doc.detail ?? {};
   const text = (value: unknown): string | null => (typeof value === 'string' ? value : null);
-  const digestOf = (value: unknown): Record<string, string> | undefined => (typeof value === 'string' && /^sha256:[0-9a-f]{64}$/.test(value) ? { sha256: value.slice(7) } : undefined);
+  const digestOf = (value: unknown): Record<string, string> | undefined =>
+    typeof value === 'string' && /^sha256:[0-9a-f]{64}$/.test(value) ? { sha256: value.slice(7) } : undefined;
   const subject: { name: string; digest: Record<string, string> }[] = [];
   const executable = digestOf(detail.digest);
   if (executable) subject.push({ name: `agent:${text(detail.agent) ?? 'unknown'}`, digest: executable });
@@ -427,5 +455,9 @@ export async function launchAttestation(store: Authority, env: Env, seq: number)
   const payload = Buffer.from(canonicalJson(statement), 'utf8');
   const key = signingKey(env);
   const sig = key.sign(preAuthEncoding(IN_TOTO_PAYLOAD_TYPE, payload));
-  return { ok: true, statement, envelope: { payloadType: IN_TOTO_PAYLOAD_TYPE, payload: payload.toString('base64'), signatures: [{ keyid: key.name, sig: sig.toString('base64') }] } };
+  return {
+    ok: true,
+    statement,
+    envelope: { payloadType: IN_TOTO_PAYLOAD_TYPE, payload: payload.toString('base64'), signatures: [{ keyid: key.name, sig: sig.toString('base64') }] },
+  };
 }

@@ -54,7 +54,7 @@ const stat = (path: string) => statSync(path, { throwIfNoEntry: false });
 export function resolveGoal(cwd: string): ResolvedGoal {
   const start = realpathSync.native(cwd);
   let device: number | undefined;
-  for (let dir = start; ; ) {
+  for (let dir = start; ;) {
     const dotGit = join(dir, '.git');
     const info = stat(dotGit);
     if (info?.isFile()) {
@@ -76,7 +76,17 @@ export function resolveGoal(cwd: string): ResolvedGoal {
     dir = parent;
   }
   const key = localKeyOf(start);
-  return { id: goalIdOf(key), key, rule: 'not_git', displayName: displayNameOf(null, start), checkout: start, commonDir: null, gitDir: null, inGitDir: false, originSkipped: null };
+  return {
+    id: goalIdOf(key),
+    key,
+    rule: 'not_git',
+    displayName: displayNameOf(null, start),
+    checkout: start,
+    commonDir: null,
+    gitDir: null,
+    inGitDir: false,
+    originSkipped: null,
+  };
 }
 
 /** The git directory a `.git` file names (relative paths are relative to the file's folder). */

@@ -208,7 +208,10 @@ function guidanceOutput(request: HookRequest, env: Env, code: ReasonCode, facts:
 /** `[invalid_todo_mention]`, quoting what was written and suggesting the id it may have meant. */
 function malformedMentionGuidance(request: HookRequest, env: Env): HookOutput {
   const written = request.malformedMention ?? '#todo:';
-  const guess = written.slice('#todo:'.length).toLowerCase().replace(/[^a-z0-9_-].*$/, '');
+  const guess = written
+    .slice('#todo:'.length)
+    .toLowerCase()
+    .replace(/[^a-z0-9_-].*$/, '');
   return guidanceOutput(request, env, 'invalid_todo_mention', { detail: written, todo: isTodoId(guess) ? guess : undefined });
 }
 

@@ -4,7 +4,18 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { hostname } from 'node:os';
 import { AGENTS, type Agent } from '../core/ids';
-import { eventCommand, HookConfigError, hookCommand, hookConfigPath, hooksStatus, HOOK_EVENTS, installHooks, readJsonConfig, uninstallHooks, type Scope } from '../agents/install';
+import {
+  eventCommand,
+  HookConfigError,
+  hookCommand,
+  hookConfigPath,
+  hooksStatus,
+  HOOK_EVENTS,
+  installHooks,
+  readJsonConfig,
+  uninstallHooks,
+  type Scope,
+} from '../agents/install';
 import { byAgent, PROFILES } from '../agents/profiles/index';
 import { readShim, shimPath, writeShim } from '../agents/shim';
 import type { Authority } from '../store/authority';
@@ -65,7 +76,14 @@ export function installAgentHooks(request: InstallRequest, runtime: Runtime) {
   const command = eventCommand(request.agent, base, HOOK_EVENTS[request.agent][0] ?? '');
   // Both scopes for one agent run every hook twice (spec §8): flagged here and by doctor.
   const other = agentHooksStatus({ ...request, scope: otherScope(request.scope) });
-  return { ...result, shim: shimPath(home), shimChanged, command, trustHint: TRUST_HINT[request.agent], ...(other.installed ? { alsoInstalledAt: other.path } : {}) };
+  return {
+    ...result,
+    shim: shimPath(home),
+    shimChanged,
+    command,
+    trustHint: TRUST_HINT[request.agent],
+    ...(other.installed ? { alsoInstalledAt: other.path } : {}),
+  };
 }
 
 export function uninstallAgentHooks(request: InstallRequest) {
@@ -103,7 +121,12 @@ export interface DoctorOptions {
 }
 
 /** Store health, the receipt chain, the shim, hooks per agent and scope, launches whose hooks never fired. */
-export async function doctorReport(env: Env, projectRoot: string, open: () => Promise<Authority | undefined>, options: DoctorOptions = {}): Promise<DoctorReport> {
+export async function doctorReport(
+  env: Env,
+  projectRoot: string,
+  open: () => Promise<Authority | undefined>,
+  options: DoctorOptions = {},
+): Promise<DoctorReport> {
   const home = turnkeeperHome(env);
   const problems: string[] = [];
   let store: Record<string, unknown> = { path: storePath(env), exists: false };
@@ -118,9 +141,18 @@ export async function doctorReport(env: Env, projectRoot: string, open: () => Pr
         // A team server: its version, one round trip, and this client's clock against the server's.
         const serverVersion = await authority.serverVersion();
         const skew = await authority.measureClockSkew(clientClock(env));
-        store = { exists: true, ...health, chain, ...(serverVersion ? { authority: authority.location, serverVersion, roundTripMs: skew?.roundTripMs, clockSkewMs: skew?.skewMs, clockSkewBoundMs: skew?.boundMs } : {}) };
+        store = {
+          exists: true,
+          ...health,
+          chain,
+          ...(serverVersion
+            ? { authority: authority.location, serverVersion, roundTripMs: skew?.roundTripMs, clockSkewMs: skew?.skewMs, clockSkewBoundMs: skew?.boundMs }
+            : {}),
+        };
         if (skew && Math.abs(skew.skewMs) > 1000 + skew.boundMs) {
-          problems.push(`this machine's clock is ${Math.abs(skew.skewMs)} ms ${skew.skewMs > 0 ? 'behind' : 'ahead of'} the team server's (±${Math.round(skew.boundMs)} ms): lease times follow the server, but fix the clock (NTP)`);
+          problems.push(
+            `this machine's clock is ${Math.abs(skew.skewMs)} ms ${skew.skewMs > 0 ? 'behind' : 'ahead of'} the team server's (±${Math.round(skew.boundMs)} ms): lease times follow the server, but fix the clock (NTP)`,
+          );
           await authority.noteClockSkew(skew, hostname(), clientClock(env)());
         }
         if (health.writeLock === 'busy') {
@@ -132,14 +164,22 @@ export async function doctorReport(env: Env, projectRoot: string, open: () => Pr
         if (!chain.ok) problems.push(`receipt chain broken at seq ${chain.breaks[0]?.seq} (${chain.breaks[0]?.kind}): turnkeeper verify`);
         // The upgrade maps path-keyed Goals to repositories, except where Todo ids would collide.
         for (const path of await authority.legacyGoalsLeft()) {
-          problems.push(`Todos of ${path} still use that path as their Goal (their ids collide with its repository's Todos): turnkeeper goal move --from ${path} --rename moved --dir ${path}`);
+          problems.push(
+            `Todos of ${path} still use that path as their Goal (their ids collide with its repository's Todos): turnkeeper goal move --from ${path} --rename moved --dir ${path}`,
+          );
         }
-        sessions = (await authority.listSessions()).map((s) => ({ owner: s.owner, lastHookAt: new Date(s.lastHookAt).toISOString(), transcriptPath: s.transcriptPath }));
+        sessions = (await authority.listSessions()).map((s) => ({
+          owner: s.owner,
+          lastHookAt: new Date(s.lastHookAt).toISOString(),
+          transcriptPath: s.transcriptPath,
+        }));
         silent = await silentLaunches(authority, Date.now());
         for (const launch of silent) {
           const agent = (launch.capture ? (await authority.getCapture(launch.capture))?.agent : undefined) ?? (launch.agent as Agent | null) ?? undefined;
           const what = launch.capture ? launch.capture : `a start of Todo ${launch.todo ?? '?'}`;
-          problems.push(`the agent launched for ${what} at ${launch.committedAt} fired no hook within a minute: its hooks are skipped. ${agent && agent in TRUST_HINT ? TRUST_HINT[agent] : ''}`.trim());
+          problems.push(
+            `the agent launched for ${what} at ${launch.committedAt} fired no hook within a minute: its hooks are skipped. ${agent && agent in TRUST_HINT ? TRUST_HINT[agent] : ''}`.trim(),
+          );
         }
       } finally {
         authority.close();
@@ -157,10 +197,14 @@ export async function doctorReport(env: Env, projectRoot: string, open: () => Pr
     targetExists: target !== undefined && existsSync(target.runtime) && existsSync(target.script),
   };
   if (target && !shim.targetExists) problems.push('the hook shim points at a missing runtime or script: turnkeeper hooks install --agent <agent>');
-  const hooks = AGENTS.flatMap((agent) => (['user', 'project'] as const).map((scope) => ({ agent, scope, ...agentHooksStatus({ agent, scope, env, projectRoot }) })));
+  const hooks = AGENTS.flatMap((agent) =>
+    (['user', 'project'] as const).map((scope) => ({ agent, scope, ...agentHooksStatus({ agent, scope, env, projectRoot }) })),
+  );
   for (const item of hooks) {
     if (item.staleCommands.length > 0) {
-      problems.push(`${item.agent} ${item.scope} hooks use another command (${item.staleCommands[0]}): turnkeeper hooks install --agent ${item.agent} --scope ${item.scope}`);
+      problems.push(
+        `${item.agent} ${item.scope} hooks use another command (${item.staleCommands[0]}): turnkeeper hooks install --agent ${item.agent} --scope ${item.scope}`,
+      );
     }
     // What the agent itself will do with an installed hook: its own trust step (each profile's check).
     const trustProblem = item.installed ? PROFILES[item.agent].trust.check?.({ env, scope: item.scope, projectRoot, readConfig: readJsonConfig }) : undefined;
@@ -174,7 +218,18 @@ export async function doctorReport(env: Env, projectRoot: string, open: () => Pr
     shimOnTerminalPath: options.shimOnTerminalPath ?? false,
   });
   const all = [...problems, ...checks.filter((check) => check.status === 'problem').map((check) => `${check.detail}${check.fix ? `. Fix: ${check.fix}` : ''}`)];
-  return { ok: all.length === 0, store, shim, hooks, sessions, silentLaunches: silent, closures: closureDiskUse(closuresDir(env)), checks, problems: all, otherProblems: problems };
+  return {
+    ok: all.length === 0,
+    store,
+    shim,
+    hooks,
+    sessions,
+    silentLaunches: silent,
+    closures: closureDiskUse(closuresDir(env)),
+    checks,
+    problems: all,
+    otherProblems: problems,
+  };
 }
 
 /** Snapshots under $TURNKEEPER_HOME/closures (named by a 64-hex digest) and the bytes they and any interrupted copies take. */

@@ -48,7 +48,13 @@ export const trustedKeysPath = (env: Env): string => join(keysDir(env), 'trusted
 
 /** First 4 bytes of SHA-256(name || "\n" || 0x01 || key): the signed-note key hash. */
 export function keyHashOf(name: string, publicKey: Buffer): Buffer {
-  return crypto().createHash('sha256').update(name).update(Buffer.from([0x0a, ED25519])).update(publicKey).digest().subarray(0, 4);
+  return crypto()
+    .createHash('sha256')
+    .update(name)
+    .update(Buffer.from([0x0a, ED25519]))
+    .update(publicKey)
+    .digest()
+    .subarray(0, 4);
 }
 
 /** The verifier key text: `<name>+<hex key hash>+<base64(0x01 || key)>`. */
@@ -184,7 +190,10 @@ function loadKey(text: string, path: string): SigningKey {
 function createKey(path: string): void {
   const { privateKey, publicKey } = crypto().generateKeyPairSync('ed25519');
   const raw = rawPublicKey(publicKey);
-  const host = hostname().replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 32) || 'host';
+  const host =
+    hostname()
+      .replace(/[^A-Za-z0-9._-]/g, '-')
+      .slice(0, 32) || 'host';
   const name = `turnkeeper-${host}-${crypto().createHash('sha256').update(raw).digest('hex').slice(0, 12)}`;
   createExclusive(path, JSON.stringify({ schema: KEY_SCHEMA, name, privateKey: privateKey.export({ format: 'pem', type: 'pkcs8' }) }) + '\n', 0o600);
 }
@@ -263,7 +272,8 @@ export function noteVerifier(keys: readonly TrustedKey[]): NoteVerifier {
       for (const key of keys) {
         if (key.name !== null && key.name !== signature.name) continue;
         if (!keyHashOf(signature.name, key.publicKey).equals(signature.keyHash)) continue;
-        if (signature.signature.length === 64 && crypto().verify(null, Buffer.from(note.text, 'utf8'), keyObject(key.publicKey), signature.signature)) return { ok: true, signer: signature.name };
+        if (signature.signature.length === 64 && crypto().verify(null, Buffer.from(note.text, 'utf8'), keyObject(key.publicKey), signature.signature))
+          return { ok: true, signer: signature.name };
         invalid = true;
       }
     }
@@ -285,6 +295,11 @@ export function readPublicKey(value: string, cwd: string): { readonly key: Trust
   } catch {
     return { problem: 'unreadable' };
   }
-  const key = parsePublicKey(text) ?? text.split('\n').map((line) => parsePublicKey(line)).find((found) => found !== undefined);
+  const key =
+    parsePublicKey(text) ??
+    text
+      .split('\n')
+      .map((line) => parsePublicKey(line))
+      .find((found) => found !== undefined);
   return key ? { key } : { problem: 'no_key' };
 }

@@ -42,7 +42,10 @@ async function append(tx: StoreTx, fields: ReceiptFields, now: number): Promise<
   const head = await tx.chainHead();
   const receipt = buildReceipt(head, fields, now);
   const seq = receipt.document.seq;
-  await tx.appendReceipt({ seq, doc: receipt.text, hash: receipt.hash, goal: fields.goal, todo: fields.todo ?? null, capture: fields.capture ?? null, kind: fields.kind }, head);
+  await tx.appendReceipt(
+    { seq, doc: receipt.text, hash: receipt.hash, goal: fields.goal, todo: fields.todo ?? null, capture: fields.capture ?? null, kind: fields.kind },
+    head,
+  );
   return { seq, hash: receipt.hash };
 }
 
@@ -57,7 +60,8 @@ interface ReleaseRecord {
 /** Writes a release (compare-and-set on the version it read) and its receipt. */
 async function releaseIn(tx: StoreTx, lease: Lease, why: ReleaseRecord, now: number): Promise<Lease> {
   const released: Lease = { ...lease, status: 'released' };
-  if (!(await tx.updateLease(lease, released, { at: now, reason: why.reason }))) throw new Error(`lease ${lease.todo} epoch ${lease.epoch} moved inside its own transaction`);
+  if (!(await tx.updateLease(lease, released, { at: now, reason: why.reason })))
+    throw new Error(`lease ${lease.todo} epoch ${lease.epoch} moved inside its own transaction`);
   await append(
     tx,
     {
@@ -69,7 +73,13 @@ async function releaseIn(tx: StoreTx, lease: Lease, why: ReleaseRecord, now: num
       lease: { epoch: lease.epoch, version: lease.version },
       // Who asked and how they were identified, never more: `requestedBy` is only what was proven
       // (agent environment) or claimed (self_declared); `owner` above is the lease's holder.
-      detail: { reason: why.reason, forced: why.forced, identifiedBy: why.identifiedBy, requestedBy: why.requestedBy ?? null, requester: why.requester ?? null },
+      detail: {
+        reason: why.reason,
+        forced: why.forced,
+        identifiedBy: why.identifiedBy,
+        requestedBy: why.requestedBy ?? null,
+        requester: why.requester ?? null,
+      },
     },
     now,
   );
@@ -194,7 +204,10 @@ export class Ledger implements Authority {
           }
           {
             const holderCheckout = await tx.checkoutOfCapture(decision.holder.capture);
-            await refuse({ reason: decision.reason, holder: decision.holder.owner, holderEpoch: decision.holder.epoch, ...(holderCheckout ? { holderCheckout } : {}) }, { capture: capture.captureId });
+            await refuse(
+              { reason: decision.reason, holder: decision.holder.owner, holderEpoch: decision.holder.epoch, ...(holderCheckout ? { holderCheckout } : {}) },
+              { capture: capture.captureId },
+            );
             return { kind: decision.reason, holder: decision.holder, holderCheckout };
           }
         case 'acquire':
@@ -234,7 +247,11 @@ export class Ledger implements Authority {
       await tx.insertReady(stored);
       const common = { goal: doc.goal, todo: doc.todo, capture: capture.captureId, owner, op: capture.op };
       const leaseRef = { epoch: lease.epoch, version: lease.version };
-      await append(tx, { kind: 'capture_bound', ...common, detail: { originalDigest: capture.originalDigest, turn: doc.turn, binding: input.binding, cwd: input.cwd } }, now);
+      await append(
+        tx,
+        { kind: 'capture_bound', ...common, detail: { originalDigest: capture.originalDigest, turn: doc.turn, binding: input.binding, cwd: input.cwd } },
+        now,
+      );
       await append(tx, { kind: 'lease_acquired', ...common, lease: leaseRef, detail: { expiresAt: new Date(lease.expiresAt).toISOString() } }, now);
       await append(tx, { kind: 'ready_written', ...common, lease: leaseRef, detail: { readyDigest: ready.readyDigest } }, now);
       faultPoint('claim.inside_transaction');
@@ -281,7 +298,11 @@ export class Ledger implements Authority {
       if (decision.kind === 'refuse') return { kind: 'refused', why: decision.why, lease: active };
       const byHolder = request.by !== undefined && request.by === active?.owner;
       const forced = request.force && !byHolder;
-      const asked = byHolder ? (request.identifiedBy === 'agent_environment' ? 'released by its owner' : `released by a self-declared owner (${request.identifiedBy})`) : 'forced release';
+      const asked = byHolder
+        ? request.identifiedBy === 'agent_environment'
+          ? 'released by its owner'
+          : `released by a self-declared owner (${request.identifiedBy})`
+        : 'forced release';
       const record: ReleaseRecord = {
         reason: request.reason?.trim() || asked,
         forced,
@@ -320,7 +341,13 @@ export class Ledger implements Authority {
           {
             ...receipt,
             kind: 'launch_refused',
-            detail: { reason: refusal.reason, why: refusal.why.slice(0, 500), launch: detail.launch ?? null, digest: detail.digest ?? null, pid: detail.pid ?? null },
+            detail: {
+              reason: refusal.reason,
+              why: refusal.why.slice(0, 500),
+              launch: detail.launch ?? null,
+              digest: detail.digest ?? null,
+              pid: detail.pid ?? null,
+            },
           },
           now,
         );
@@ -348,7 +375,11 @@ export class Ledger implements Authority {
         return refuse({ reason: 'launch_in_progress', why: `${which} is still running (${where})`, lease, previous: latest });
       }
       if (lease.version !== expected.version) {
-        return refuse({ reason: 'lease_moved', why: `the lease was renewed (version ${expected.version} → ${lease.version}) after resume checked it: the session is active elsewhere`, lease });
+        return refuse({
+          reason: 'lease_moved',
+          why: `the lease was renewed (version ${expected.version} → ${lease.version}) after resume checked it: the session is active elsewhere`,
+          lease,
+        });
       }
       return { kind: 'committed', ...(await append(tx, receipt, now)) };
     });
@@ -360,7 +391,12 @@ export class Ledger implements Authority {
       const now = await tx.clock(clientNow);
       const { goal, todo: todoId } = request;
       const refuse = async (refusal: Omit<Refused, 'kind'>): Promise<StartCommitResult> => {
-        if (request.refusalDetail) await append(tx, { kind: 'launch_refused', goal, todo: todoId, detail: { ...request.refusalDetail, reason: refusal.reason, why: refusal.why.slice(0, 500) } }, now);
+        if (request.refusalDetail)
+          await append(
+            tx,
+            { kind: 'launch_refused', goal, todo: todoId, detail: { ...request.refusalDetail, reason: refusal.reason, why: refusal.why.slice(0, 500) } },
+            now,
+          );
         return { kind: 'refused', ...refusal };
       };
       // What the first prompt's claim would meet, in the claim's own order (rule 6).
@@ -368,25 +404,40 @@ export class Ledger implements Authority {
       if (!todo) return refuse({ reason: 'unknown_todo', why: `no Todo ${todoId} in ${goal}` });
       if (todo.status !== 'open') return refuse({ reason: 'todo_not_open', why: `Todo ${todoId} is ${todo.status}`, status: todo.status });
       const place = await tx.goalOfPlace(request.place);
-      if (place && place.goal !== goal) return refuse({ reason: 'goal_changed', why: `${request.place} used Goal ${place.goal} until now`, previousGoal: place.goal });
+      if (place && place.goal !== goal)
+        return refuse({ reason: 'goal_changed', why: `${request.place} used Goal ${place.goal} until now`, previousGoal: place.goal });
       const holder = await tx.activeLeaseOfTodo(goal, todoId);
       if (holder) {
         const reason = isExpired(holder, now) ? 'lease_expired_hold' : 'lease_held';
-        return refuse({ reason, why: `Todo ${todoId} is held by ${holder.owner} (epoch ${holder.epoch})`, holder, holderCheckout: await tx.checkoutOfCapture(holder.capture) });
+        return refuse({
+          reason,
+          why: `Todo ${todoId} is held by ${holder.owner} (epoch ${holder.epoch})`,
+          holder,
+          holderCheckout: await tx.checkoutOfCapture(holder.capture),
+        });
       }
       // One live start per Todo: a started agent that has not claimed yet holds no lease, so two
       // starts would both launch and only their first prompts would decide.
       const startRow = await latestStartOfTodo(tx, goal, todoId);
       const latest = startRow && previousLaunchOf(startRow);
       if (latest && request.isLive(latest)) {
-        return refuse({ reason: 'launch_in_progress', why: `the start of launch receipt #${latest.seq} (pid ${latest.pid ?? '?'} on ${latest.host ?? 'an unknown host'}) is still running and has not claimed Todo ${todoId} yet`, previous: latest });
+        return refuse({
+          reason: 'launch_in_progress',
+          why: `the start of launch receipt #${latest.seq} (pid ${latest.pid ?? '?'} on ${latest.host ?? 'an unknown host'}) is still running and has not claimed Todo ${todoId} yet`,
+          previous: latest,
+        });
       }
       if (!request.receipt) return { kind: 'clear' };
       return { kind: 'committed', ...(await append(tx, request.receipt, now)) };
     });
   }
 
-  moveGoal(from: string, to: Placement & { readonly goal: string }, clientNow: number, options: { readonly renameCollidingWith?: string } = {}): Promise<GoalMoveResult> {
+  moveGoal(
+    from: string,
+    to: Placement & { readonly goal: string },
+    clientNow: number,
+    options: { readonly renameCollidingWith?: string } = {},
+  ): Promise<GoalMoveResult> {
     return this.rows.write(async (tx): Promise<GoalMoveResult> => {
       const now = await tx.clock(clientNow);
       if (from === to.goal) return { kind: 'refused', why: 'same_goal' };
@@ -411,14 +462,28 @@ export class Ledger implements Authority {
       // A path-keyed Goal the upgrade had to leave is no longer left once it is moved.
       const left = await tx.meta('legacy_goals');
       if (left?.startsWith('left: ')) {
-        const rest = left.slice('left: '.length).split(' ').filter((path) => path !== '' && path !== from);
+        const rest = left
+          .slice('left: '.length)
+          .split(' ')
+          .filter((path) => path !== '' && path !== from);
         await tx.setMeta('legacy_goals', rest.length === 0 ? 'done' : `left: ${rest.join(' ')}`);
       }
       await tx.rememberGoal({ id: to.goal, key: to.goalKey, displayName: to.displayName });
       await tx.rememberPlace(to.place, to.goal, to.checkout, now);
       await append(
         tx,
-        { kind: 'goal_moved', goal: to.goal, detail: { from, key: to.goalKey, todos: counts.todos, leases: counts.leases, captures: counts.captures, renamed: renamed.map((r) => `${r.from}->${r.to}`).join(' ') || null } },
+        {
+          kind: 'goal_moved',
+          goal: to.goal,
+          detail: {
+            from,
+            key: to.goalKey,
+            todos: counts.todos,
+            leases: counts.leases,
+            captures: counts.captures,
+            renamed: renamed.map((r) => `${r.from}->${r.to}`).join(' ') || null,
+          },
+        },
         now,
       );
       return { kind: 'moved', ...counts, renamed };
@@ -436,7 +501,10 @@ export class Ledger implements Authority {
    * Receipts are never rewritten; a `goal_migrated` receipt records each mapping. A path whose Todos
    * collide with the target Goal's is left as it is, for `turnkeeper goal move` (doctor names it).
    */
-  async adoptLegacyGoals(resolve: (path: string) => { id: string; key: string; displayName: string } | undefined, clientNow: number): Promise<{ adopted: number; left: string[] }> {
+  async adoptLegacyGoals(
+    resolve: (path: string) => { id: string; key: string; displayName: string } | undefined,
+    clientNow: number,
+  ): Promise<{ adopted: number; left: string[] }> {
     if ((await this.rows.getMeta('legacy_goals')) !== 'pending') return { adopted: 0, left: [] };
     return this.rows.write(async (tx) => {
       const now = await tx.clock(clientNow);
@@ -476,7 +544,15 @@ export class Ledger implements Authority {
       const last = Number((await tx.meta(key)) ?? 0);
       if (now - last < 60 * 60 * 1000) return false;
       await tx.setMeta(key, String(now));
-      await append(tx, { kind: 'clock_skew_detected', goal: '-', detail: { host, skewMs: skew.skewMs, boundMs: Math.round(skew.boundMs), roundTripMs: Math.round(skew.roundTripMs) } }, now);
+      await append(
+        tx,
+        {
+          kind: 'clock_skew_detected',
+          goal: '-',
+          detail: { host, skewMs: skew.skewMs, boundMs: Math.round(skew.boundMs), roundTripMs: Math.round(skew.roundTripMs) },
+        },
+        now,
+      );
       return true;
     });
   }
@@ -504,7 +580,12 @@ export class Ledger implements Authority {
   goalOfPlace = (place: string) => this.rows.goalOfPlace(place);
   legacyGoalsLeft = async (): Promise<string[]> => {
     const flag = await this.rows.getMeta('legacy_goals');
-    return flag?.startsWith('left: ') ? flag.slice('left: '.length).split(' ').filter((path) => path !== '') : [];
+    return flag?.startsWith('left: ')
+      ? flag
+          .slice('left: '.length)
+          .split(' ')
+          .filter((path) => path !== '')
+      : [];
   };
   listGoals = () => this.rows.listGoals();
   listTodos = (goal?: string) => this.rows.listTodos(goal);
@@ -537,7 +618,15 @@ function historyOf(docsNewestFirst: string[]): HistoryEntry[] {
 function previousLaunchOf(row: { seq: number; doc: string }): PreviousLaunch {
   const detail = parseReceipt(row.doc)?.detail ?? {};
   const text = (value: unknown) => (typeof value === 'string' ? value : null);
-  return { seq: row.seq, launch: text(detail.launch), pid: typeof detail.pid === 'number' ? detail.pid : null, host: text(detail.host), machine: text(detail.machine), boot: text(detail.boot), pidStart: text(detail.pidStart) };
+  return {
+    seq: row.seq,
+    launch: text(detail.launch),
+    pid: typeof detail.pid === 'number' ? detail.pid : null,
+    host: text(detail.host),
+    machine: text(detail.machine),
+    boot: text(detail.boot),
+    pidStart: text(detail.pidStart),
+  };
 }
 
 function launchReceiptsOf(rows: { seq: number; doc: string }[]): LaunchReceipt[] {

@@ -140,7 +140,10 @@ export type SqliteAuthority = Ledger & { readonly connection: BetterSqlite3.Data
 export async function openSqliteAuthority(options: OpenOptions & { readonly checkpoints?: Env }): Promise<SqliteAuthority | undefined> {
   const rows = await openSqliteStore(options);
   if (!rows) return undefined;
-  const ledger = Object.assign(new Ledger(options.checkpoints ? withCheckpoints(rows, options.checkpoints) : rows), { connection: rows.connection, path: rows.path });
+  const ledger = Object.assign(new Ledger(options.checkpoints ? withCheckpoints(rows, options.checkpoints) : rows), {
+    connection: rows.connection,
+    path: rows.path,
+  });
   await adoptLegacyGoals(ledger);
   return ledger;
 }

@@ -23,7 +23,9 @@ export const TRANSCRIPT_TAIL_BYTES = 16 * 1024 * 1024;
  * `user.message` carries hook context): `{"type":"session.compaction_complete",…}` (per its event
  * schema; a failed compaction also counts, which only presents the bytes once more).
  */
-const COMPACTION_MARKERS = ['"type":"compacted"', '"context_compacted"', 'compact_boundary"', '"type":"session.compaction_complete"'].map((marker) => Buffer.from(marker));
+const COMPACTION_MARKERS = ['"type":"compacted"', '"context_compacted"', 'compact_boundary"', '"type":"session.compaction_complete"'].map((marker) =>
+  Buffer.from(marker),
+);
 /**
  * What every compaction marker contains. Searched first: a marker that starts with `"type":"` is slow
  * to search for in a JSONL transcript, where nearly every line has that prefix.
@@ -31,7 +33,8 @@ const COMPACTION_MARKERS = ['"type":"compacted"', '"context_compacted"', 'compac
 const COMPACT = Buffer.from('compact');
 
 /** Whether a compaction marker starts in `piece` at or after `from`. */
-const compactionIn = (piece: Buffer, from: number): boolean => piece.indexOf(COMPACT, from) >= 0 && COMPACTION_MARKERS.some((marker) => piece.indexOf(marker, from) >= 0);
+const compactionIn = (piece: Buffer, from: number): boolean =>
+  piece.indexOf(COMPACT, from) >= 0 && COMPACTION_MARKERS.some((marker) => piece.indexOf(marker, from) >= 0);
 
 /**
  * The line of a (fenced, v2) presentation that only the full capture contains: the reminder and
@@ -65,7 +68,7 @@ export function transcriptCarries(transcriptPath: string | undefined, captureId:
     const begin = Buffer.from(fullCaptureMarker(captureId));
     const limit = Math.max(0, stat.size - TRANSCRIPT_TAIL_BYTES);
     const buffer = Buffer.allocUnsafe(Math.min(TRANSCRIPT_CHUNK_BYTES + OVERLAP, stat.size - limit));
-    for (let end = stat.size; end > limit; ) {
+    for (let end = stat.size; end > limit;) {
       const start = Math.max(limit, end - TRANSCRIPT_CHUNK_BYTES);
       // This piece is [start, end) and the overlap after it (a marker that starts in it is whole).
       const piece = buffer.subarray(0, readAt(fd, buffer, Math.min(stat.size, end + OVERLAP) - start, start));

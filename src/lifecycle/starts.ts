@@ -36,7 +36,11 @@ export interface StartRecord {
 }
 
 /** The committed start of this Goal's Todo with this launch nonce, or undefined: one indexed read. */
-export async function findStart(store: TodoLaunches, launch: string, scope: { readonly goal: string; readonly todo: string }): Promise<StartRecord | undefined> {
+export async function findStart(
+  store: TodoLaunches,
+  launch: string,
+  scope: { readonly goal: string; readonly todo: string },
+): Promise<StartRecord | undefined> {
   let hookedBy: Owner | undefined;
   for (const row of await store.launchReceiptsOfTodo(scope.goal, scope.todo, LOOKBACK)) {
     // Most rows are not this launch's: a substring test before parsing keeps the read cheap.
@@ -67,7 +71,10 @@ export async function latestStartOfTodo(store: TodoLaunches, goal: string, todo:
  * capture's Owner (it names the capture when the claiming prompt was the first hook, no capture when
  * a SessionStart came first) gives the nonce of the Todo's start `launch_committed`.
  */
-export async function startOfCapture(store: TodoLaunches, lease: { goal: string; todo: string; capture: string; owner: Owner }): Promise<{ seq: number; doc: string } | undefined> {
+export async function startOfCapture(
+  store: TodoLaunches,
+  lease: { goal: string; todo: string; capture: string; owner: Owner },
+): Promise<{ seq: number; doc: string } | undefined> {
   let nonce: unknown;
   for (const row of await store.launchReceiptsOfTodo(lease.goal, lease.todo, LOOKBACK)) {
     const doc = parseReceipt(row.doc);

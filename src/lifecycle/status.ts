@@ -53,7 +53,14 @@ export const FIRST_HOOK_DEADLINE_MS = 60_000;
 export async function silentLaunches(store: Authority, now: number): Promise<SilentLaunch[]> {
   return (await store.launches())
     .filter((launch) => !launch.hooked && now - launch.at > FIRST_HOOK_DEADLINE_MS)
-    .map((launch) => ({ capture: launch.capture, todo: launch.todo, agent: launch.agent, launch: launch.launch, seq: launch.seq, committedAt: isoTime(launch.at) }));
+    .map((launch) => ({
+      capture: launch.capture,
+      todo: launch.todo,
+      agent: launch.agent,
+      launch: launch.launch,
+      seq: launch.seq,
+      committedAt: isoTime(launch.at),
+    }));
 }
 
 export const leaseView = (lease: Lease, checkout?: string): LeaseView => ({

@@ -38,10 +38,23 @@ export function readAnchor(databasePath: string): StoreAnchor | undefined | 'unr
     const value = JSON.parse(text) as Record<string, unknown>;
     const wal = value.wal as Record<string, unknown> | null | undefined;
     const walOk = wal === null || (typeof wal === 'object' && wal !== undefined && Number.isSafeInteger(wal.salt1) && Number.isSafeInteger(wal.salt2));
-    if (value.schema !== ANCHOR_SCHEMA || typeof value.storeId !== 'string' || !Number.isSafeInteger(value.seq) || typeof value.hash !== 'string' || !Number.isSafeInteger(value.writes) || !walOk) {
+    if (
+      value.schema !== ANCHOR_SCHEMA ||
+      typeof value.storeId !== 'string' ||
+      !Number.isSafeInteger(value.seq) ||
+      typeof value.hash !== 'string' ||
+      !Number.isSafeInteger(value.writes) ||
+      !walOk
+    ) {
       return 'unreadable';
     }
-    return { storeId: value.storeId, seq: value.seq as number, hash: value.hash, writes: value.writes as number, wal: wal ? { salt1: wal.salt1 as number, salt2: wal.salt2 as number } : null };
+    return {
+      storeId: value.storeId,
+      seq: value.seq as number,
+      hash: value.hash,
+      writes: value.writes as number,
+      wal: wal ? { salt1: wal.salt1 as number, salt2: wal.salt2 as number } : null,
+    };
   } catch {
     return 'unreadable';
   }

@@ -93,7 +93,13 @@ export type ClaimResult =
   | { readonly kind: 'session_holds_other'; readonly held: Lease };
 
 export type GoalMoveResult =
-  | { readonly kind: 'moved'; readonly todos: number; readonly leases: number; readonly captures: number; readonly renamed: readonly { from: string; to: string }[] }
+  | {
+      readonly kind: 'moved';
+      readonly todos: number;
+      readonly leases: number;
+      readonly captures: number;
+      readonly renamed: readonly { from: string; to: string }[];
+    }
   | { readonly kind: 'refused'; readonly why: 'same_goal' | 'unknown_goal' | 'todo_collision'; readonly todos?: readonly string[] };
 
 export type RenewResult = { readonly kind: 'renewed'; readonly lease: Lease } | { readonly kind: 'skipped'; readonly why: string };
@@ -168,7 +174,10 @@ export interface StoreHealth {
 
 /** The store cannot be used now (locked past the wait, unreadable, full, a foreign log, unreachable). */
 export class StoreUnavailableError extends Error {
-  constructor(readonly detail: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly detail: string,
+    options?: { cause?: unknown },
+  ) {
     super(`store unavailable: ${detail}`, options);
     this.name = 'StoreUnavailableError';
   }
@@ -187,10 +196,12 @@ export class AmbiguousCommitError extends StoreUnavailableError {
 
 /** The store was written by a newer Turnkeeper; it is refused, never rewritten. */
 export class SchemaTooNewError extends Error {
-  constructor(readonly found: number, readonly supported: number) {
+  constructor(
+    readonly found: number,
+    readonly supported: number,
+  ) {
     super(
-      `this database has schema version ${found}, but this Turnkeeper understands up to ${supported}; ` +
-        'upgrade Turnkeeper (the database was not changed)',
+      `this database has schema version ${found}, but this Turnkeeper understands up to ${supported}; ` + 'upgrade Turnkeeper (the database was not changed)',
     );
     this.name = 'SchemaTooNewError';
   }
@@ -198,14 +209,20 @@ export class SchemaTooNewError extends Error {
 
 /** The place (repository) last used another Goal: `turnkeeper goal move --from <previous>` first. */
 export class GoalChangedError extends Error {
-  constructor(readonly previous: string, readonly current: string) {
+  constructor(
+    readonly previous: string,
+    readonly current: string,
+  ) {
     super(`this repository used Goal ${previous} until now, and its key now gives ${current}; run: turnkeeper goal move --from ${previous}`);
     this.name = 'GoalChangedError';
   }
 }
 
 export class TodoExistsError extends Error {
-  constructor(readonly goal: string, readonly todo: string) {
+  constructor(
+    readonly goal: string,
+    readonly todo: string,
+  ) {
     super(`Todo ${todo} already exists in ${goal}`);
     this.name = 'TodoExistsError';
   }

@@ -45,7 +45,11 @@ export interface StoreTx {
    * Compare-and-set on one lease row: writes `next` only if the row `(goal, todo, epoch)` is still
    * active with the `version` the caller planned from. Returns whether it wrote.
    */
-  updateLease(planned: Pick<Lease, 'goal' | 'todo' | 'epoch' | 'version'>, next: Lease, release?: { readonly at: number; readonly reason: string }): Promise<boolean>;
+  updateLease(
+    planned: Pick<Lease, 'goal' | 'todo' | 'epoch' | 'version'>,
+    next: Lease,
+    release?: { readonly at: number; readonly reason: string },
+  ): Promise<boolean>;
 
   claimOfTurn(turn: { goal: string; todo: string; agent: string; session: string; turn: string }): Promise<ClaimOfTurn | undefined>;
   insertCapture(capture: StoredCapture): Promise<void>;

@@ -21,7 +21,18 @@ import { ZERO_DIGEST } from '../core/canonical';
 import { ChainWalker, type ChainLink, type ChainReport } from '../core/receipts';
 import type { Lease } from '../core/lease';
 import type { Owner } from '../core/ids';
-import { AmbiguousCommitError, SchemaTooNewError, StoreUnavailableError, type ReceiptRow, type SessionRecord, type SessionTouch, type StoreHealth, type StoredCapture, type StoredReady, type Todo } from './authority';
+import {
+  AmbiguousCommitError,
+  SchemaTooNewError,
+  StoreUnavailableError,
+  type ReceiptRow,
+  type SessionRecord,
+  type SessionTouch,
+  type StoreHealth,
+  type StoredCapture,
+  type StoredReady,
+  type Todo,
+} from './authority';
 import type { ClaimOfTurn, GoalRecord, ReceiptInsert, StorePort, StoreTx } from './port';
 import { faultPoint } from './faults';
 import { toCapture, toLease, toSession, toTodo, type CaptureRowRaw, type LeaseRowRaw, type SessionRowRaw, type TodoRowRaw } from './rows';
@@ -45,7 +56,6 @@ export interface PostgresOptions {
   /** For `store init` only: create or migrate the schema instead of refusing a missing or older one. */
   readonly initialize?: boolean;
 }
-
 
 const RETRYABLE = new Set(['40001', '40P01', '23505']);
 const MAX_ATTEMPTS = 8;
@@ -100,7 +110,9 @@ async function connectClient(options: PostgresOptions): Promise<Client> {
     return client;
   } catch (error) {
     await client.end().catch(() => undefined);
-    throw new StoreUnavailableError(`cannot connect to the team store ${redactedLocation(options.url)}: ${scrubber(options.url)((error as Error).message)}`, { cause: error });
+    throw new StoreUnavailableError(`cannot connect to the team store ${redactedLocation(options.url)}: ${scrubber(options.url)((error as Error).message)}`, {
+      cause: error,
+    });
   }
 }
 
@@ -117,13 +129,25 @@ export async function openPostgresStore(options: PostgresOptions): Promise<Postg
       // The migrations wrote the identity and the version: read them again (store init only).
       if (version < PG_SCHEMA_VERSION) meta = await readMeta(client);
     } else {
-      if (meta.get('schema_version') === undefined) throw new StoreUnavailableError(`the team store ${location} has no Turnkeeper schema: run turnkeeper store init`);
+      if (meta.get('schema_version') === undefined)
+        throw new StoreUnavailableError(`the team store ${location} has no Turnkeeper schema: run turnkeeper store init`);
       const version = Number(meta.get('schema_version'));
       if (version > PG_SCHEMA_VERSION) throw new SchemaTooNewError(version, PG_SCHEMA_VERSION);
-      if (version < PG_SCHEMA_VERSION) throw new StoreUnavailableError(`the team store ${location} has schema version ${version}; run turnkeeper store init to migrate it to ${PG_SCHEMA_VERSION}`);
+      if (version < PG_SCHEMA_VERSION)
+        throw new StoreUnavailableError(
+          `the team store ${location} has schema version ${version}; run turnkeeper store init to migrate it to ${PG_SCHEMA_VERSION}`,
+        );
     }
     const transactionTimeoutMs = options.transactionTimeoutMs ?? (options.statementTimeoutMs ?? 3000) + 1000;
-    return new PostgresStore(client, location, scrub, openedMeta(meta), () => connectClient(options), () => connectClient({ ...options, statementTimeoutMs: 0 }), transactionTimeoutMs);
+    return new PostgresStore(
+      client,
+      location,
+      scrub,
+      openedMeta(meta),
+      () => connectClient(options),
+      () => connectClient({ ...options, statementTimeoutMs: 0 }),
+      transactionTimeoutMs,
+    );
   } catch (error) {
     await client.end().catch(() => undefined);
     if (error instanceof StoreUnavailableError || error instanceof SchemaTooNewError) throw error;
@@ -137,8 +161,7 @@ export async function openPostgresStore(options: PostgresOptions): Promise<Postg
  * bookkeeping) is read when asked: a long-lived connection (the extension's) must see it move.
  */
 const OPENED_META_KEYS = ['store_id', 'schema_version'];
-const openedMeta = (meta: ReadonlyMap<string, string>): ReadonlyMap<string, string> =>
-  new Map([...meta].filter(([key]) => OPENED_META_KEYS.includes(key)));
+const openedMeta = (meta: ReadonlyMap<string, string>): ReadonlyMap<string, string> => new Map([...meta].filter(([key]) => OPENED_META_KEYS.includes(key)));
 
 async function readMeta(client: Client): Promise<Map<string, string>> {
   try {
@@ -220,7 +243,8 @@ export class PostgresStore implements StorePort {
       lastHead = seq;
       onChange(seq);
     };
-    const readHead = (): Promise<number | undefined> => this.read(async () => (await this.one<{ seq: number }>('SELECT seq FROM turnkeeper.receipt_head WHERE id = 1'))?.seq);
+    const readHead = (): Promise<number | undefined> =>
+      this.read(async () => (await this.one<{ seq: number }>('SELECT seq FROM turnkeeper.receipt_head WHERE id = 1'))?.seq);
     const check = (): Promise<void> => readHead().then(report, () => undefined);
     const connect = async (): Promise<void> => {
       if (connecting || listener || stopped) return;
@@ -377,7 +401,13 @@ export class PostgresStore implements StorePort {
     },
     insertTodo: async (todo) => {
       await this.q('INSERT INTO turnkeeper.todos (goal, id, title, body, status, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
-        todo.goal, todo.id, todo.title, todo.body, todo.status, todo.createdAt, todo.updatedAt,
+        todo.goal,
+        todo.id,
+        todo.title,
+        todo.body,
+        todo.status,
+        todo.createdAt,
+        todo.updatedAt,
       ]);
     },
     setTodoStatus: async (goal, id, status, now) => {
@@ -386,10 +416,20 @@ export class PostgresStore implements StorePort {
     activeLeaseOfTodo: async (goal, todo) => this.leaseWhere("goal = $1 AND todo = $2 AND status = 'active'", [goal, todo]),
     activeLeaseOfOwner: async (owner) => this.leaseWhere("owner = $1 AND status = 'active'", [owner]),
     leaseOfCapture: async (capture) => this.leaseWhere('capture = $1', [capture]),
-    lastEpoch: async (goal, todo) => (await this.one<{ epoch: number | null }>('SELECT MAX(epoch) AS epoch FROM turnkeeper.leases WHERE goal = $1 AND todo = $2', [goal, todo]))?.epoch ?? 0,
+    lastEpoch: async (goal, todo) =>
+      (await this.one<{ epoch: number | null }>('SELECT MAX(epoch) AS epoch FROM turnkeeper.leases WHERE goal = $1 AND todo = $2', [goal, todo]))?.epoch ?? 0,
     insertLease: async (lease) => {
       await this.q(`INSERT INTO turnkeeper.leases (${LEASE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, [
-        lease.goal, lease.todo, lease.epoch, lease.owner, lease.capture, lease.version, lease.status, lease.acquiredAt, lease.renewedAt, lease.expiresAt,
+        lease.goal,
+        lease.todo,
+        lease.epoch,
+        lease.owner,
+        lease.capture,
+        lease.version,
+        lease.status,
+        lease.acquiredAt,
+        lease.renewedAt,
+        lease.expiresAt,
       ]);
     },
     updateLease: async (planned, next, release) => {
@@ -397,7 +437,18 @@ export class PostgresStore implements StorePort {
         `UPDATE turnkeeper.leases SET version = $1, status = $2, renewed_at = $3, expires_at = $4,
            released_at = COALESCE($5, released_at), release_reason = COALESCE($6, release_reason)
          WHERE goal = $7 AND todo = $8 AND epoch = $9 AND version = $10 AND status = 'active'`,
-        [next.version, next.status, next.renewedAt, next.expiresAt, release?.at ?? null, release?.reason ?? null, planned.goal, planned.todo, planned.epoch, planned.version],
+        [
+          next.version,
+          next.status,
+          next.renewedAt,
+          next.expiresAt,
+          release?.at ?? null,
+          release?.reason ?? null,
+          planned.goal,
+          planned.todo,
+          planned.epoch,
+          planned.version,
+        ],
       );
       return result.rowCount === 1;
     },
@@ -412,11 +463,32 @@ export class PostgresStore implements StorePort {
       await this.q(
         `INSERT INTO turnkeeper.captures (id, goal, todo, agent, session, turn, cwd, binding, doc, original_digest, op, created_at, checkout, common_dir, branch)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
-        [c.id, c.goal, c.todo, c.agent, c.session, c.turn, c.cwd, c.binding, c.canonical, c.originalDigest, c.op, c.createdAt, c.checkout, c.commonDir, c.branch],
+        [
+          c.id,
+          c.goal,
+          c.todo,
+          c.agent,
+          c.session,
+          c.turn,
+          c.cwd,
+          c.binding,
+          c.canonical,
+          c.originalDigest,
+          c.op,
+          c.createdAt,
+          c.checkout,
+          c.commonDir,
+          c.branch,
+        ],
       );
     },
     insertReady: async (ready) => {
-      await this.q('INSERT INTO turnkeeper.ready_captures (capture, doc, presentation, ready_digest) VALUES ($1, $2, $3, $4)', [ready.capture, ready.canonical, ready.presentation, ready.readyDigest]);
+      await this.q('INSERT INTO turnkeeper.ready_captures (capture, doc, presentation, ready_digest) VALUES ($1, $2, $3, $4)', [
+        ready.capture,
+        ready.canonical,
+        ready.presentation,
+        ready.readyDigest,
+      ]);
     },
     readReady: async (capture) => this.readyOf(capture),
     upsertSession: async (record: SessionTouch, now) => {
@@ -435,16 +507,31 @@ export class PostgresStore implements StorePort {
     },
     appendReceipt: async (row: ReceiptInsert, previous) => {
       await this.q('INSERT INTO turnkeeper.receipts (seq, doc, hash) VALUES ($1, $2, $3)', [row.seq, row.doc, row.hash]);
-      await this.q('INSERT INTO turnkeeper.receipt_index (seq, goal, todo, capture, kind) VALUES ($1, $2, $3, $4, $5)', [row.seq, row.goal, row.todo, row.capture, row.kind]);
+      await this.q('INSERT INTO turnkeeper.receipt_index (seq, goal, todo, capture, kind) VALUES ($1, $2, $3, $4, $5)', [
+        row.seq,
+        row.goal,
+        row.todo,
+        row.capture,
+        row.kind,
+      ]);
       // The head advances as a compare-and-set on the head this transaction built from.
       const moved = await this.q('UPDATE turnkeeper.receipt_head SET seq = $1, hash = $2 WHERE id = 1 AND seq = $3 AND hash = $4', [
-        row.seq, row.hash, previous?.seq ?? 0, previous?.hash ?? ZERO_DIGEST,
+        row.seq,
+        row.hash,
+        previous?.seq ?? 0,
+        previous?.hash ?? ZERO_DIGEST,
       ]);
       if (moved.rowCount !== 1) throw new Error(`receipt chain head moved while appending receipt ${row.seq}`);
     },
     recentReceiptsOfTodo: async (goal, todo, limit) =>
-      (await this.q<{ doc: string }>('SELECT r.doc FROM turnkeeper.receipt_index i JOIN turnkeeper.receipts r ON r.seq = i.seq WHERE i.goal = $1 AND i.todo = $2 ORDER BY i.seq DESC LIMIT $3', [goal, todo, limit])).rows.map((row) => row.doc),
-    checkoutOfCapture: async (capture) => (await this.one<{ checkout: string }>('SELECT COALESCE(checkout, cwd) AS checkout FROM turnkeeper.captures WHERE id = $1', [capture]))?.checkout,
+      (
+        await this.q<{ doc: string }>(
+          'SELECT r.doc FROM turnkeeper.receipt_index i JOIN turnkeeper.receipts r ON r.seq = i.seq WHERE i.goal = $1 AND i.todo = $2 ORDER BY i.seq DESC LIMIT $3',
+          [goal, todo, limit],
+        )
+      ).rows.map((row) => row.doc),
+    checkoutOfCapture: async (capture) =>
+      (await this.one<{ checkout: string }>('SELECT COALESCE(checkout, cwd) AS checkout FROM turnkeeper.captures WHERE id = $1', [capture]))?.checkout,
     latestLaunchOfCapture: async (capture) =>
       this.one<{ seq: number; doc: string }>(
         `SELECT r.seq, r.doc FROM turnkeeper.receipt_index i JOIN turnkeeper.receipts r ON r.seq = i.seq
@@ -460,13 +547,18 @@ export class PostgresStore implements StorePort {
       );
     },
     rememberGoal: async (goal) => {
-      await this.q('INSERT INTO turnkeeper.goals (id, key, display_name) VALUES ($1, $2, $3) ON CONFLICT (id) DO UPDATE SET key = EXCLUDED.key, display_name = EXCLUDED.display_name', [goal.id, goal.key, goal.displayName]);
+      await this.q(
+        'INSERT INTO turnkeeper.goals (id, key, display_name) VALUES ($1, $2, $3) ON CONFLICT (id) DO UPDATE SET key = EXCLUDED.key, display_name = EXCLUDED.display_name',
+        [goal.id, goal.key, goal.displayName],
+      );
     },
     remapGoal: async (from, to) => {
-      for (const table of ['todos', 'leases', 'captures', 'sessions', 'checkouts', 'receipt_index']) await this.q(`UPDATE turnkeeper.${table} SET goal = $1 WHERE goal = $2`, [to, from]);
+      for (const table of ['todos', 'leases', 'captures', 'sessions', 'checkouts', 'receipt_index'])
+        await this.q(`UPDATE turnkeeper.${table} SET goal = $1 WHERE goal = $2`, [to, from]);
     },
     renameTodo: async (goal, from, to) => {
-      for (const table of ['leases', 'captures', 'receipt_index']) await this.q(`UPDATE turnkeeper.${table} SET todo = $1 WHERE goal = $2 AND todo = $3`, [to, goal, from]);
+      for (const table of ['leases', 'captures', 'receipt_index'])
+        await this.q(`UPDATE turnkeeper.${table} SET todo = $1 WHERE goal = $2 AND todo = $3`, [to, goal, from]);
       await this.q('UPDATE turnkeeper.todos SET id = $1 WHERE goal = $2 AND id = $3', [to, goal, from]);
     },
     todoIdsOf: async (goal) => (await this.q<{ id: string }>('SELECT id FROM turnkeeper.todos WHERE goal = $1', [goal])).rows.map((row) => row.id),
@@ -485,7 +577,10 @@ export class PostgresStore implements StorePort {
   }
 
   private async readyOf(capture: string): Promise<StoredReady | undefined> {
-    const row = await this.one<{ capture: string; doc: string; presentation: string; ready_digest: string }>('SELECT capture, doc, presentation, ready_digest FROM turnkeeper.ready_captures WHERE capture = $1', [capture]);
+    const row = await this.one<{ capture: string; doc: string; presentation: string; ready_digest: string }>(
+      'SELECT capture, doc, presentation, ready_digest FROM turnkeeper.ready_captures WHERE capture = $1',
+      [capture],
+    );
     return row && { capture: row.capture, canonical: row.doc, presentation: row.presentation, readyDigest: row.ready_digest };
   }
 
@@ -502,7 +597,10 @@ export class PostgresStore implements StorePort {
 
   listTodos(goal?: string): Promise<Todo[]> {
     return this.read(async () =>
-      (goal === undefined ? await this.q('SELECT * FROM turnkeeper.todos ORDER BY goal, created_at, id') : await this.q('SELECT * FROM turnkeeper.todos WHERE goal = $1 ORDER BY created_at, id', [goal])).rows.map((row) => toTodo(row as TodoRowRaw)),
+      (goal === undefined
+        ? await this.q('SELECT * FROM turnkeeper.todos ORDER BY goal, created_at, id')
+        : await this.q('SELECT * FROM turnkeeper.todos WHERE goal = $1 ORDER BY created_at, id', [goal])
+      ).rows.map((row) => toTodo(row as TodoRowRaw)),
     );
   }
 
@@ -514,13 +612,18 @@ export class PostgresStore implements StorePort {
     return this.read(async () => {
       // Chain order (the lease_acquired receipt's seq), never a client's wall clock.
       const row = await this.one<LeaseRow>(
-        `SELECT ${LEASE_COLUMNS.split(', ').map((c) => `l.${c}`).join(', ')} FROM turnkeeper.leases l
+        `SELECT ${LEASE_COLUMNS.split(', ')
+          .map((c) => `l.${c}`)
+          .join(', ')} FROM turnkeeper.leases l
          JOIN turnkeeper.receipt_index i ON i.capture = l.capture AND i.kind = 'lease_acquired'
          WHERE l.owner = $1 ORDER BY i.seq DESC LIMIT 1`,
         [owner],
       );
       if (!row) return undefined;
-      const current = await this.one<{ epoch: number }>('SELECT MAX(epoch) AS epoch FROM turnkeeper.leases WHERE goal = $1 AND todo = $2', [row.goal, row.todo]);
+      const current = await this.one<{ epoch: number }>('SELECT MAX(epoch) AS epoch FROM turnkeeper.leases WHERE goal = $1 AND todo = $2', [
+        row.goal,
+        row.todo,
+      ]);
       return { lease: toLease(row), currentEpoch: current!.epoch };
     });
   }
@@ -575,19 +678,33 @@ export class PostgresStore implements StorePort {
   }
 
   listSessions(): Promise<SessionRecord[]> {
-    return this.read(async () => (await this.q('SELECT * FROM turnkeeper.sessions ORDER BY last_hook_at DESC')).rows.map((row) => toSession(row as SessionRowRaw)));
+    return this.read(async () =>
+      (await this.q('SELECT * FROM turnkeeper.sessions ORDER BY last_hook_at DESC')).rows.map((row) => toSession(row as SessionRowRaw)),
+    );
   }
 
   listLeases(): Promise<Lease[]> {
-    return this.read(async () => (await this.q<LeaseRow>(`SELECT ${LEASE_COLUMNS} FROM turnkeeper.leases ORDER BY acquired_at DESC, epoch DESC`)).rows.map(toLease));
+    return this.read(async () =>
+      (await this.q<LeaseRow>(`SELECT ${LEASE_COLUMNS} FROM turnkeeper.leases ORDER BY acquired_at DESC, epoch DESC`)).rows.map(toLease),
+    );
   }
 
   listCaptures(): Promise<StoredCapture[]> {
-    return this.read(async () => (await this.q('SELECT * FROM turnkeeper.captures ORDER BY created_at DESC, id')).rows.map((row) => toCapture(row as CaptureRowRaw)));
+    return this.read(async () =>
+      (await this.q('SELECT * FROM turnkeeper.captures ORDER BY created_at DESC, id')).rows.map((row) => toCapture(row as CaptureRowRaw)),
+    );
   }
 
   receipts(page: { beforeSeq?: number | undefined; limit: number }): Promise<ReceiptRow[]> {
-    return this.read(async () => (await this.q<ReceiptRow>('SELECT seq, doc, hash FROM turnkeeper.receipts WHERE seq < $1 ORDER BY seq DESC LIMIT $2', [page.beforeSeq ?? Number.MAX_SAFE_INTEGER, page.limit])).rows);
+    return this.read(
+      async () =>
+        (
+          await this.q<ReceiptRow>('SELECT seq, doc, hash FROM turnkeeper.receipts WHERE seq < $1 ORDER BY seq DESC LIMIT $2', [
+            page.beforeSeq ?? Number.MAX_SAFE_INTEGER,
+            page.limit,
+          ])
+        ).rows,
+    );
   }
 
   /** One snapshot (REPEATABLE READ), streamed through a server cursor: bounded memory for any length. */
@@ -597,7 +714,9 @@ export class PostgresStore implements StorePort {
       try {
         const head = await this.one<{ seq: number; hash: string }>('SELECT seq, hash FROM turnkeeper.receipt_head WHERE id = 1');
         const walker = new ChainWalker(after);
-        await this.q('DECLARE receipts_walk NO SCROLL CURSOR FOR SELECT seq, doc, hash FROM turnkeeper.receipts WHERE seq > $1 ORDER BY seq', [after?.seq ?? 0]);
+        await this.q('DECLARE receipts_walk NO SCROLL CURSOR FOR SELECT seq, doc, hash FROM turnkeeper.receipts WHERE seq > $1 ORDER BY seq', [
+          after?.seq ?? 0,
+        ]);
         for (;;) {
           const page = await this.client.query({ text: 'FETCH 10000 FROM receipts_walk', rowMode: 'array' });
           for (const [seq, doc, hash] of page.rows as [number, unknown, unknown][]) walker.push({ seq, doc, hash });
@@ -628,7 +747,9 @@ export class PostgresStore implements StorePort {
   }
 
   listGoals(): Promise<GoalRecord[]> {
-    return this.read(async () => (await this.q<GoalRecord>('SELECT id, key, display_name AS "displayName" FROM turnkeeper.goals ORDER BY display_name, id')).rows);
+    return this.read(
+      async () => (await this.q<GoalRecord>('SELECT id, key, display_name AS "displayName" FROM turnkeeper.goals ORDER BY display_name, id')).rows,
+    );
   }
 
   goalOfPlace(place: string): Promise<{ goal: string; checkout: string } | undefined> {

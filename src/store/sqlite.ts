@@ -13,7 +13,18 @@ import { MIGRATIONS, SCHEMA_VERSION } from './schema';
 import { toCapture, toLease, toSession, toTodo, type CaptureRowRaw, type LeaseRowRaw, type SessionRowRaw, type TodoRowRaw } from './rows';
 import { faultPoint } from './faults';
 import { advanceAnchor, anchorPath, readAnchor, readWalSalts, walHasCommit } from './anchor';
-import { SchemaTooNewError, StoreUnavailableError, type ReceiptRow, type SessionRecord, type SessionTouch, type StoreHealth, type StoredCapture, type StoredReady, type Todo, type TodoStatus } from './authority';
+import {
+  SchemaTooNewError,
+  StoreUnavailableError,
+  type ReceiptRow,
+  type SessionRecord,
+  type SessionTouch,
+  type StoreHealth,
+  type StoredCapture,
+  type StoredReady,
+  type Todo,
+  type TodoStatus,
+} from './authority';
 import type { ClaimOfTurn, GoalRecord, ReceiptInsert, StorePort, StoreTx } from './port';
 
 export interface OpenOptions {
@@ -77,7 +88,12 @@ export async function openSqliteStore(options: OpenOptions): Promise<SqliteStore
         applyWriteMode(db);
         migrate(db, options.busyTimeoutMs ?? 5000);
       }
-      meta = new Map((db.prepare("SELECT key, value FROM store_meta WHERE key IN ('store_id', 'legacy_goals')").all() as { key: string; value: string }[]).map((row) => [row.key, row.value]));
+      meta = new Map(
+        (db.prepare("SELECT key, value FROM store_meta WHERE key IN ('store_id', 'legacy_goals')").all() as { key: string; value: string }[]).map((row) => [
+          row.key,
+          row.value,
+        ]),
+      );
     } catch (error) {
       db.close();
       throw error;
@@ -160,7 +176,8 @@ function foreignWalReason(Database: typeof BetterSqlite3, path: string): string 
 /** What the anchor check reads from a store: its identity, write counter and the stored hash of one receipt. */
 function anchoredState(db: BetterSqlite3.Database): { storeId: string | undefined; writes: number; hashAt(seq: number): unknown } {
   const hasMeta = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'store_meta'").get() !== undefined;
-  const meta = (key: string) => (hasMeta ? (db.prepare('SELECT value FROM store_meta WHERE key = ?').get(key) as { value: string } | undefined)?.value : undefined);
+  const meta = (key: string) =>
+    hasMeta ? (db.prepare('SELECT value FROM store_meta WHERE key = ?').get(key) as { value: string } | undefined)?.value : undefined;
   const hashAt = db.prepare('SELECT hash FROM receipts WHERE seq = ?');
   return { storeId: meta('store_id'), writes: Number(meta('writes') ?? 0), hashAt: (seq) => (hashAt.get(seq) as { hash: unknown } | undefined)?.hash };
 }
@@ -177,13 +194,16 @@ function migrate(db: BetterSqlite3.Database, busyTimeoutMs: number): void {
   if (current > SCHEMA_VERSION) throw new SchemaTooNewError(current, SCHEMA_VERSION);
   if (current === SCHEMA_VERSION) return;
   withBusyRetry(
-    () => db.transaction(() => {
-      // Re-read under the write lock: another process may have migrated while we waited.
-      const locked = db.pragma('user_version', { simple: true }) as number;
-      if (locked > SCHEMA_VERSION) throw new SchemaTooNewError(locked, SCHEMA_VERSION);
-      for (let version = locked; version < SCHEMA_VERSION; version += 1) db.exec(MIGRATIONS[version]!);
-      db.pragma(`user_version = ${SCHEMA_VERSION}`);
-    }).immediate(),
+    () =>
+      db
+        .transaction(() => {
+          // Re-read under the write lock: another process may have migrated while we waited.
+          const locked = db.pragma('user_version', { simple: true }) as number;
+          if (locked > SCHEMA_VERSION) throw new SchemaTooNewError(locked, SCHEMA_VERSION);
+          for (let version = locked; version < SCHEMA_VERSION; version += 1) db.exec(MIGRATIONS[version]!);
+          db.pragma(`user_version = ${SCHEMA_VERSION}`);
+        })
+        .immediate(),
     busyTimeoutMs,
   );
 }
@@ -202,7 +222,9 @@ export function asStoreError(error: unknown): unknown {
 }
 
 const LEASE_COLUMNS = 'goal, todo, epoch, owner, capture, version, status, acquired_at, renewed_at, expires_at';
-const LEASE_COLUMNS_OF_L = LEASE_COLUMNS.split(', ').map((column) => `l.${column}`).join(', ');
+const LEASE_COLUMNS_OF_L = LEASE_COLUMNS.split(', ')
+  .map((column) => `l.${column}`)
+  .join(', ');
 
 export class SqliteStore implements StorePort {
   private readonly statements = new Map<string, BetterSqlite3.Statement>();
@@ -291,7 +313,9 @@ export class SqliteStore implements StorePort {
 
   /** Advances the store's write counter (inside the transaction) and reads the head the anchor will name. */
   private countWrite(): { writes: number; seq: number; hash: string } {
-    const writes = Number((this.sql("UPDATE store_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'writes' RETURNING value").get() as { value: unknown }).value);
+    const writes = Number(
+      (this.sql("UPDATE store_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'writes' RETURNING value").get() as { value: unknown }).value,
+    );
     const head = this.headSync();
     return { writes, seq: head?.seq ?? 0, hash: head?.hash ?? ZERO_DIGEST };
   }
@@ -310,8 +334,7 @@ export class SqliteStore implements StorePort {
   }
   private readReadySync(capture: string): StoredReady | undefined {
     const row = this.sql('SELECT capture, doc, presentation, ready_digest FROM ready_captures WHERE capture = ?').get(capture) as
-      | { capture: string; doc: string; presentation: string; ready_digest: string }
-      | undefined;
+      { capture: string; doc: string; presentation: string; ready_digest: string } | undefined;
     return row && { capture: row.capture, canonical: row.doc, presentation: row.presentation, readyDigest: row.ready_digest };
   }
 
@@ -321,7 +344,13 @@ export class SqliteStore implements StorePort {
     todo: async (goal, id) => this.todoSync(goal, id),
     insertTodo: async (todo) => {
       this.sql('INSERT INTO todos (goal, id, title, body, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
-        todo.goal, todo.id, todo.title, todo.body, todo.status, todo.createdAt, todo.updatedAt,
+        todo.goal,
+        todo.id,
+        todo.title,
+        todo.body,
+        todo.status,
+        todo.createdAt,
+        todo.updatedAt,
       );
     },
     setTodoStatus: async (goal, id, status: TodoStatus, now) => {
@@ -330,17 +359,38 @@ export class SqliteStore implements StorePort {
     activeLeaseOfTodo: async (goal, todo) => this.leaseWhere("goal = ? AND todo = ? AND status = 'active'", goal, todo),
     activeLeaseOfOwner: async (owner) => this.leaseWhere("owner = ? AND status = 'active'", owner),
     leaseOfCapture: async (capture) => this.leaseWhere('capture = ?', capture),
-    lastEpoch: async (goal, todo) => (this.sql('SELECT MAX(epoch) AS epoch FROM leases WHERE goal = ? AND todo = ?').get(goal, todo) as { epoch: number | null }).epoch ?? 0,
+    lastEpoch: async (goal, todo) =>
+      (this.sql('SELECT MAX(epoch) AS epoch FROM leases WHERE goal = ? AND todo = ?').get(goal, todo) as { epoch: number | null }).epoch ?? 0,
     insertLease: async (lease) => {
       this.sql(`INSERT INTO leases (${LEASE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(
-        lease.goal, lease.todo, lease.epoch, lease.owner, lease.capture, lease.version, lease.status, lease.acquiredAt, lease.renewedAt, lease.expiresAt,
+        lease.goal,
+        lease.todo,
+        lease.epoch,
+        lease.owner,
+        lease.capture,
+        lease.version,
+        lease.status,
+        lease.acquiredAt,
+        lease.renewedAt,
+        lease.expiresAt,
       );
     },
     updateLease: async (planned, next, release) => {
       const changed = this.sql(
         `UPDATE leases SET version = ?, status = ?, renewed_at = ?, expires_at = ?, released_at = COALESCE(?, released_at), release_reason = COALESCE(?, release_reason)
          WHERE goal = ? AND todo = ? AND epoch = ? AND version = ? AND status = 'active'`,
-      ).run(next.version, next.status, next.renewedAt, next.expiresAt, release?.at ?? null, release?.reason ?? null, planned.goal, planned.todo, planned.epoch, planned.version).changes;
+      ).run(
+        next.version,
+        next.status,
+        next.renewedAt,
+        next.expiresAt,
+        release?.at ?? null,
+        release?.reason ?? null,
+        planned.goal,
+        planned.todo,
+        planned.epoch,
+        planned.version,
+      ).changes;
       return changed === 1;
     },
     claimOfTurn: async (turn) =>
@@ -353,10 +403,31 @@ export class SqliteStore implements StorePort {
       this.sql(
         `INSERT INTO captures (id, goal, todo, agent, session, turn, cwd, binding, doc, original_digest, op, created_at, checkout, common_dir, branch)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ).run(c.id, c.goal, c.todo, c.agent, c.session, c.turn, c.cwd, c.binding, c.canonical, c.originalDigest, c.op, c.createdAt, c.checkout, c.commonDir, c.branch);
+      ).run(
+        c.id,
+        c.goal,
+        c.todo,
+        c.agent,
+        c.session,
+        c.turn,
+        c.cwd,
+        c.binding,
+        c.canonical,
+        c.originalDigest,
+        c.op,
+        c.createdAt,
+        c.checkout,
+        c.commonDir,
+        c.branch,
+      );
     },
     insertReady: async (ready) => {
-      this.sql('INSERT INTO ready_captures (capture, doc, presentation, ready_digest) VALUES (?, ?, ?, ?)').run(ready.capture, ready.canonical, ready.presentation, ready.readyDigest);
+      this.sql('INSERT INTO ready_captures (capture, doc, presentation, ready_digest) VALUES (?, ?, ?, ?)').run(
+        ready.capture,
+        ready.canonical,
+        ready.presentation,
+        ready.readyDigest,
+      );
     },
     readReady: async (capture) => this.readReadySync(capture),
     upsertSession: async (record: SessionTouch, now) => {
@@ -375,11 +446,20 @@ export class SqliteStore implements StorePort {
         throw new Error(`receipt chain head moved while appending receipt ${row.seq}`);
       }
       this.sql('INSERT INTO receipts (seq, doc, hash) VALUES (?, ?, ?)').run(row.seq, row.doc, row.hash);
-      this.sql('INSERT INTO receipt_head (id, seq, hash) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash').run(row.seq, row.hash);
+      this.sql('INSERT INTO receipt_head (id, seq, hash) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash').run(
+        row.seq,
+        row.hash,
+      );
       this.sql('INSERT INTO receipt_index (seq, goal, todo, capture, kind) VALUES (?, ?, ?, ?, ?)').run(row.seq, row.goal, row.todo, row.capture, row.kind);
     },
     recentReceiptsOfTodo: async (goal, todo, limit) =>
-      (this.sql('SELECT r.doc AS doc FROM receipt_index i JOIN receipts r ON r.seq = i.seq WHERE i.goal = ? AND i.todo = ? ORDER BY i.seq DESC LIMIT ?').all(goal, todo, limit) as { doc: string }[]).map((row) => row.doc),
+      (
+        this.sql('SELECT r.doc AS doc FROM receipt_index i JOIN receipts r ON r.seq = i.seq WHERE i.goal = ? AND i.todo = ? ORDER BY i.seq DESC LIMIT ?').all(
+          goal,
+          todo,
+          limit,
+        ) as { doc: string }[]
+      ).map((row) => row.doc),
     latestLaunchOfCapture: async (capture) =>
       this.sql(
         `SELECT r.seq AS seq, r.doc AS doc FROM receipt_index i JOIN receipts r ON r.seq = i.seq
@@ -387,17 +467,21 @@ export class SqliteStore implements StorePort {
       ).get(capture) as { seq: number; doc: string } | undefined,
     launchReceiptsOfTodo: async (goal, todo, limit) => this.launchReceiptsOfTodoSync(goal, todo, limit),
     goalOfPlace: async (place) => this.placeSync(place),
-    checkoutOfCapture: async (capture) => (this.sql('SELECT COALESCE(checkout, cwd) AS checkout FROM captures WHERE id = ?').get(capture) as { checkout: string } | undefined)?.checkout,
+    checkoutOfCapture: async (capture) =>
+      (this.sql('SELECT COALESCE(checkout, cwd) AS checkout FROM captures WHERE id = ?').get(capture) as { checkout: string } | undefined)?.checkout,
     rememberPlace: async (place, goal, checkout, now) => {
       this.sql(
         'INSERT INTO checkouts (place, goal, checkout, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (place) DO UPDATE SET goal = excluded.goal, checkout = excluded.checkout, updated_at = excluded.updated_at',
       ).run(place, goal, checkout, now);
     },
     rememberGoal: async (goal) => {
-      this.sql('INSERT INTO goals (id, key, display_name) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET key = excluded.key, display_name = excluded.display_name').run(goal.id, goal.key, goal.displayName);
+      this.sql(
+        'INSERT INTO goals (id, key, display_name) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET key = excluded.key, display_name = excluded.display_name',
+      ).run(goal.id, goal.key, goal.displayName);
     },
     remapGoal: async (from, to) => {
-      for (const table of ['todos', 'leases', 'captures', 'sessions', 'checkouts', 'receipt_index']) this.sql(`UPDATE ${table} SET goal = ? WHERE goal = ?`).run(to, from);
+      for (const table of ['todos', 'leases', 'captures', 'sessions', 'checkouts', 'receipt_index'])
+        this.sql(`UPDATE ${table} SET goal = ? WHERE goal = ?`).run(to, from);
     },
     renameTodo: async (goal, from, to) => {
       for (const table of ['leases', 'captures', 'receipt_index']) this.sql(`UPDATE ${table} SET todo = ? WHERE goal = ? AND todo = ?`).run(to, goal, from);
@@ -406,9 +490,9 @@ export class SqliteStore implements StorePort {
     todoIdsOf: async (goal) => (this.sql('SELECT id FROM todos WHERE goal = ?').all(goal) as { id: string }[]).map((row) => row.id),
     legacyGoals: async () =>
       (
-        this.sql(
-          `SELECT goal FROM todos UNION SELECT goal FROM leases UNION SELECT goal FROM captures UNION SELECT goal FROM sessions`,
-        ).all() as { goal: string }[]
+        this.sql(`SELECT goal FROM todos UNION SELECT goal FROM leases UNION SELECT goal FROM captures UNION SELECT goal FROM sessions`).all() as {
+          goal: string;
+        }[]
       )
         .map((row) => row.goal)
         .filter((goal) => !/^goal_[0-9a-f]{24}$/.test(goal)),
@@ -444,7 +528,9 @@ export class SqliteStore implements StorePort {
   listTodos(goal?: string): Promise<Todo[]> {
     return this.read(() => {
       const rows = (
-        goal === undefined ? this.sql('SELECT * FROM todos ORDER BY goal, created_at, id').all() : this.sql('SELECT * FROM todos WHERE goal = ? ORDER BY created_at, id').all(goal)
+        goal === undefined
+          ? this.sql('SELECT * FROM todos ORDER BY goal, created_at, id').all()
+          : this.sql('SELECT * FROM todos WHERE goal = ? ORDER BY created_at, id').all(goal)
       ) as TodoRowRaw[];
       return rows.map(toTodo);
     });
@@ -525,7 +611,13 @@ export class SqliteStore implements StorePort {
   }
 
   receipts(page: { beforeSeq?: number | undefined; limit: number }): Promise<ReceiptRow[]> {
-    return this.read(() => this.sql('SELECT seq, doc, hash FROM receipts WHERE seq < ? ORDER BY seq DESC LIMIT ?').all(page.beforeSeq ?? Number.MAX_SAFE_INTEGER, page.limit) as ReceiptRow[]);
+    return this.read(
+      () =>
+        this.sql('SELECT seq, doc, hash FROM receipts WHERE seq < ? ORDER BY seq DESC LIMIT ?').all(
+          page.beforeSeq ?? Number.MAX_SAFE_INTEGER,
+          page.limit,
+        ) as ReceiptRow[],
+    );
   }
 
   verifyChain(after?: ChainLink): Promise<ChainReport> {
@@ -546,7 +638,7 @@ export class SqliteStore implements StorePort {
   /** Receipt rows after `start` in seq order, read in pages: faster than row-by-row iteration, bounded memory. */
   private *receiptRowsAfter(start: number): Generator<StoredReceiptRow> {
     const page = this.db.prepare('SELECT seq, doc, hash FROM receipts WHERE seq > ? ORDER BY seq LIMIT ?').raw();
-    for (let after = start; ; ) {
+    for (let after = start; ;) {
       const rows = page.all(after, VERIFY_PAGE) as [number, unknown, unknown][];
       for (const [seq, doc, hash] of rows) yield { seq, doc, hash };
       if (rows.length < VERIFY_PAGE) return;

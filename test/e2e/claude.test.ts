@@ -102,7 +102,10 @@ function visibleText(req: AnthropicRequest): string {
 function afterPrompt(req: AnthropicRequest, prompt: string): string {
   const messages = req.body?.messages ?? [];
   const at = messages.findLastIndex((m) => m.role === 'user' && messageText(m).includes(prompt));
-  return messages.slice(at + 1).map(messageText).join('\n');
+  return messages
+    .slice(at + 1)
+    .map(messageText)
+    .join('\n');
 }
 
 describe('Claude Code with Turnkeeper hooks (real binary)', () => {
@@ -118,7 +121,13 @@ describe('Claude Code with Turnkeeper hooks (real binary)', () => {
     expect(session).toMatch(/^[0-9a-f-]{36}$/);
 
     const req = turnRequest(from, prompt);
-    expect(req, `requests: ${mock.requests.slice(from).map((r) => r.raw.slice(0, 300)).join('\n')}`).toBeDefined();
+    expect(
+      req,
+      `requests: ${mock.requests
+        .slice(from)
+        .map((r) => r.raw.slice(0, 300))
+        .join('\n')}`,
+    ).toBeDefined();
     const text = visibleText(req!);
     // Claude prefixes hook context with "<Event> hook additional context: ".
     const match = CLAUDE_READY_LINE.exec(text);
@@ -186,7 +195,10 @@ describe('Claude Code with Turnkeeper hooks (real binary)', () => {
     const marker = join(world.root, 'claude-marker-after-release');
     nextShell = `touch '${marker}'`;
     const from = mock.requests.length;
-    parseResult('claude --resume (fenced)', await claude(['-p', '--resume', session, 'continue after release', '--output-format', 'json', '--allowedTools', 'Bash']));
+    parseResult(
+      'claude --resume (fenced)',
+      await claude(['-p', '--resume', session, 'continue after release', '--output-format', 'json', '--allowedTools', 'Bash']),
+    );
     expect(existsSync(marker)).toBe(false);
     const followUp = mock.requests.slice(from).find((r) => lastToolResult(r) !== undefined);
     expect(followUp).toBeDefined();

@@ -16,7 +16,11 @@ let env: NodeJS.ProcessEnv;
 
 /** Async: the mock model server lives in this process, so a blocking spawn would starve it. */
 const turnkeeper = (args: string[]) => runCli(args, { env, cwd: world.repo, timeoutMs: 90_000 });
-const presentations = (from: number) => mock.requests.slice(from).flatMap((request) => developerTexts(request)).filter((text) => text.startsWith('Turnkeeper: Todo'));
+const presentations = (from: number) =>
+  mock.requests
+    .slice(from)
+    .flatMap((request) => developerTexts(request))
+    .filter((text) => text.startsWith('Turnkeeper: Todo'));
 
 beforeAll(async () => {
   mock = await startMockModelServer();
@@ -39,12 +43,23 @@ describe('turnkeeper resume with the real Codex', () => {
     expect(first.code, first.stderr).toBe(0);
     const claimed = presentations(0);
     expect(claimed).toHaveLength(1);
-    const status = JSON.parse((await turnkeeper(['status', '--json'])).stdout) as { leases: { owner: string; capture: string; epoch: number; status: string }[] };
+    const status = JSON.parse((await turnkeeper(['status', '--json'])).stdout) as {
+      leases: { owner: string; capture: string; epoch: number; status: string }[];
+    };
     const [lease] = status.leases;
     expect(lease).toMatchObject({ epoch: 1, status: 'active', owner: expect.stringMatching(/^codex:/) });
 
     const before = mock.requests.length;
-    const resumed = await turnkeeper(['resume', lease!.capture, '--json', '--agent-bin', CODEX_SHIM, '--', '--skip-git-repo-check', '--dangerously-bypass-hook-trust']);
+    const resumed = await turnkeeper([
+      'resume',
+      lease!.capture,
+      '--json',
+      '--agent-bin',
+      CODEX_SHIM,
+      '--',
+      '--skip-git-repo-check',
+      '--dangerously-bypass-hook-trust',
+    ]);
     expect(resumed.code, resumed.stderr.slice(-3000)).toBe(0);
     const decision = JSON.parse(resumed.stdout) as { decision: string; receipt: { seq: number; hash: string }; digest: string; exit: { code: number } };
     expect(decision).toMatchObject({ decision: 'launched', exit: { code: 0 } });
@@ -93,12 +108,23 @@ describe('turnkeeper resume with the real Codex', () => {
     const rows = [{ run: 'claim', ...measure(0) }];
     for (const run of ['resume 1', 'resume 2']) {
       const before = mock.requests.length;
-      const resumed = await turnkeeper(['resume', capture, '--json', '--agent-bin', CODEX_SHIM, '--', '--skip-git-repo-check', '--dangerously-bypass-hook-trust']);
+      const resumed = await turnkeeper([
+        'resume',
+        capture,
+        '--json',
+        '--agent-bin',
+        CODEX_SHIM,
+        '--',
+        '--skip-git-repo-check',
+        '--dangerously-bypass-hook-trust',
+      ]);
       expect(resumed.code, resumed.stderr.slice(-3000)).toBe(0);
       rows.push({ run, ...measure(before) });
     }
     // The numbers docs/hook-protocol.md quotes: context bytes of this capture in each run's last model request.
-    console.log(`full capture ${Buffer.byteLength(full)} bytes\n${rows.map((row) => `${row.run}: ${row.full} full + ${row.reminders} reminders = ${row.bytes} bytes of ${row.request}`).join('\n')}`);
+    console.log(
+      `full capture ${Buffer.byteLength(full)} bytes\n${rows.map((row) => `${row.run}: ${row.full} full + ${row.reminders} reminders = ${row.bytes} bytes of ${row.request}`).join('\n')}`,
+    );
     expect(rows.map((row) => row.full)).toEqual([1, 1, 1]);
     expect(rows.map((row) => row.reminders)).toEqual([0, 2, 4]);
   });

@@ -5,14 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeWorld, type World } from '../support/world';
-import {
-  startMockModelServer,
-  shellCallReply,
-  textReply,
-  developerTexts,
-  type MockModelServer,
-  type RecordedRequest,
-} from '../support/mockModelServer';
+import { startMockModelServer, shellCallReply, textReply, developerTexts, type MockModelServer, type RecordedRequest } from '../support/mockModelServer';
 import { codexBinaryPath, EXEC_FLAGS, MOCK_API_KEY_ENV, parseSessionId, writeCodexConfig } from '../support/codexHarness';
 import {
   baseEnv,

@@ -76,7 +76,11 @@ afterAll(async () => {
 });
 
 function copilot(args: string[], env: Record<string, string> = {}): Promise<ProcResult> {
-  return runProcess(join(BIN, 'copilot'), [...args, '--allow-all-tools', '--no-auto-update'], { cwd: world.repo, env: { ...copilotEnv, ...env }, timeoutMs: RUN_TIMEOUT_MS });
+  return runProcess(join(BIN, 'copilot'), [...args, '--allow-all-tools', '--no-auto-update'], {
+    cwd: world.repo,
+    env: { ...copilotEnv, ...env },
+    timeoutMs: RUN_TIMEOUT_MS,
+  });
 }
 
 function expectRan(label: string, run: ProcResult): void {
@@ -184,7 +188,10 @@ describe('GitHub Copilot CLI with Turnkeeper hooks (real binary)', () => {
     expect(text).toContain(presentation);
     const firstLine = `Turnkeeper: Todo fix-login · capture ${lease.capture} · epoch 1`;
     expect(text.split(firstLine).length - 1, text.slice(-3000)).toBeGreaterThanOrEqual(2);
-    const result = mock.requests.slice(from).map(lastToolResult).find((r) => r !== undefined);
+    const result = mock.requests
+      .slice(from)
+      .map(lastToolResult)
+      .find((r) => r !== undefined);
     expect(existsSync(marker), `the lease holder may run a shell command; tool result: ${result}`).toBe(true);
     expectLeaseUnchanged(world, lease);
   });

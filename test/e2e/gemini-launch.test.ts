@@ -8,7 +8,19 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeWorld, type World } from '../support/world';
 import { contentsText, startGeminiMock, type GeminiMock, type GeminiRequest } from '../support/geminiMock';
-import { BIN, describeRun, geminiEnv, installHooksWithCli, killAll, presentationOf, runProcess, statusOf, expectLeaseUnchanged, verifyOf, type LeaseJson } from '../support/agentHarness';
+import {
+  BIN,
+  describeRun,
+  geminiEnv,
+  installHooksWithCli,
+  killAll,
+  presentationOf,
+  runProcess,
+  statusOf,
+  expectLeaseUnchanged,
+  verifyOf,
+  type LeaseJson,
+} from '../support/agentHarness';
 import { CLI } from '../support/world';
 
 const GEMINI = join(BIN, 'gemini');
@@ -43,7 +55,11 @@ describe('turnkeeper resume launches Gemini CLI from its attested closure', () =
     // A bound Gemini turn: the plain CLI with a Turn claims the Todo.
     const prompt = 'please work on #todo:fix-login';
     const from = mock.requests.length;
-    const first = await runProcess(GEMINI, ['-p', prompt, '--skip-trust', '-o', 'json'], { cwd: world.repo, env: { ...env, TURNKEEPER_TURN: 'turn-gemini-launch' }, timeoutMs: RUN_TIMEOUT_MS });
+    const first = await runProcess(GEMINI, ['-p', prompt, '--skip-trust', '-o', 'json'], {
+      cwd: world.repo,
+      env: { ...env, TURNKEEPER_TURN: 'turn-gemini-launch' },
+      timeoutMs: RUN_TIMEOUT_MS,
+    });
     expect(first.code, describeRun('gemini -p', first)).toBe(0);
     const claimed = mock.requests.slice(from).find((r) => contentsText(r).includes(prompt));
     expect(READY_LINE.exec(lastUserText(claimed!)), lastUserText(claimed!).slice(0, 2000)).not.toBeNull();

@@ -36,10 +36,15 @@ let root: string;
 let mock: MockModelServer;
 const machines: Machine[] = [];
 
-const turnkeeper = (machine: Machine, args: string[]): Promise<ProcResult> => turnkeeperRun(args, { cwd: machine.clone, env: machine.env, timeoutMs: RUN_TIMEOUT_MS });
+const turnkeeper = (machine: Machine, args: string[]): Promise<ProcResult> =>
+  turnkeeperRun(args, { cwd: machine.clone, env: machine.env, timeoutMs: RUN_TIMEOUT_MS });
 const codexExec = (machine: Machine, prompt: string): Promise<ProcResult> =>
   runProcess(codexBinaryPath(), ['exec', ...EXEC_FLAGS, prompt], { cwd: machine.clone, env: machine.env, timeoutMs: RUN_TIMEOUT_MS });
-const turnkeeperTexts = (from: number): string[] => mock.requests.slice(from).flatMap((request) => developerTexts(request)).filter((text) => text.startsWith('Turnkeeper'));
+const turnkeeperTexts = (from: number): string[] =>
+  mock.requests
+    .slice(from)
+    .flatMap((request) => developerTexts(request))
+    .filter((text) => text.startsWith('Turnkeeper'));
 
 beforeAll(async () => {
   root = realpathSync(mkdtempSync(join(tmpdir(), 'tk-e2e-pg-codex-')));
@@ -48,7 +53,8 @@ beforeAll(async () => {
   await server().createDatabase(DB);
   const upstream = join(root, 'upstream');
   mkdirSync(upstream);
-  const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'user.email=t@example.invalid', '-c', 'user.name=t', ...args], { cwd, stdio: 'ignore' });
+  const git = (cwd: string, ...args: string[]) =>
+    execFileSync('git', ['-c', 'user.email=t@example.invalid', '-c', 'user.name=t', ...args], { cwd, stdio: 'ignore' });
   git(upstream, 'init', '-q');
   writeFileSync(join(upstream, 'README.md'), 'app\n');
   git(upstream, 'add', '.');
@@ -131,7 +137,16 @@ describe('the real Codex on two machines, one team server', () => {
   it('resume on machine A relaunches its session: same ready capture, lease unchanged, launch receipt on the server', async () => {
     const [a, b] = machines;
     const from = mock.requests.length;
-    const resumed = await turnkeeper(a!, ['resume', capture, '--json', '--agent-bin', CODEX_SHIM, '--', '--skip-git-repo-check', '--dangerously-bypass-hook-trust']);
+    const resumed = await turnkeeper(a!, [
+      'resume',
+      capture,
+      '--json',
+      '--agent-bin',
+      CODEX_SHIM,
+      '--',
+      '--skip-git-repo-check',
+      '--dangerously-bypass-hook-trust',
+    ]);
     expect(resumed.code, describeRun('turnkeeper resume on A', resumed)).toBe(0);
     const decision = JSON.parse(resumed.stdout) as { decision: string; receipt: { seq: number }; exit: { code: number } };
     expect(decision).toMatchObject({ decision: 'launched', exit: { code: 0 } });

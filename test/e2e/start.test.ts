@@ -45,10 +45,35 @@ interface Doc {
 
 describe('turnkeeper start with the real Codex', () => {
   it('starts a headless Codex turn whose prompt claims the Todo with binding launch, launch receipt first, and the ready capture reaches the model', async () => {
-    const started = await turnkeeper(['start', 'fix-login', '--agent', 'codex', '--json', '--agent-bin', CODEX_SHIM, '--prompt', 'please fix the login form', '--', '--skip-git-repo-check', '--dangerously-bypass-hook-trust']);
+    const started = await turnkeeper([
+      'start',
+      'fix-login',
+      '--agent',
+      'codex',
+      '--json',
+      '--agent-bin',
+      CODEX_SHIM,
+      '--prompt',
+      'please fix the login form',
+      '--',
+      '--skip-git-repo-check',
+      '--dangerously-bypass-hook-trust',
+    ]);
     expect(started.code, started.stderr.slice(-3000)).toBe(0);
-    const decision = JSON.parse(started.stdout) as { decision: string; turn: string; launch: string; receipt: { seq: number }; digest: string; exit: { code: number } };
-    expect(decision).toMatchObject({ decision: 'launched', exit: { code: 0 }, turn: expect.stringMatching(/^turn_[0-9a-f]{16}$/), launch: expect.stringMatching(/^launch_[0-9a-f]{16}$/) });
+    const decision = JSON.parse(started.stdout) as {
+      decision: string;
+      turn: string;
+      launch: string;
+      receipt: { seq: number };
+      digest: string;
+      exit: { code: number };
+    };
+    expect(decision).toMatchObject({
+      decision: 'launched',
+      exit: { code: 0 },
+      turn: expect.stringMatching(/^turn_[0-9a-f]{16}$/),
+      launch: expect.stringMatching(/^launch_[0-9a-f]{16}$/),
+    });
     const attested = JSON.parse((await turnkeeper(['attest', CODEX_SHIM, '--json'])).stdout) as { digest: string };
     expect(decision.digest).toBe(attested.digest);
 
@@ -57,7 +82,9 @@ describe('turnkeeper start with the real Codex', () => {
     expect(shown).toHaveLength(1);
     expect(shown[0]).toMatch(/^Turnkeeper: Todo fix-login .*epoch 1/);
     expect(shown[0]).toContain('heron-2291');
-    const status = JSON.parse((await turnkeeper(['status', '--json'])).stdout) as { leases: { todo: string; owner: string; capture: string; epoch: number; status: string }[] };
+    const status = JSON.parse((await turnkeeper(['status', '--json'])).stdout) as {
+      leases: { todo: string; owner: string; capture: string; epoch: number; status: string }[];
+    };
     expect(status.leases).toHaveLength(1);
     const [lease] = status.leases;
     expect(lease).toMatchObject({ todo: 'fix-login', epoch: 1, status: 'active', owner: expect.stringMatching(/^codex:/) });
@@ -66,7 +93,11 @@ describe('turnkeeper start with the real Codex', () => {
     const store = await world.store();
     const docs = (await store.receipts({ limit: 1000 })).map((row) => JSON.parse(row.doc) as Doc).sort((a, b) => a.seq - b.seq);
     const committed = docs.find((doc) => doc.kind === 'launch_committed')!;
-    expect(committed).toMatchObject({ seq: decision.receipt.seq, todo: 'fix-login', detail: { start: true, launch: decision.launch, turn: decision.turn, agent: 'codex', digest: attested.digest } });
+    expect(committed).toMatchObject({
+      seq: decision.receipt.seq,
+      todo: 'fix-login',
+      detail: { start: true, launch: decision.launch, turn: decision.turn, agent: 'codex', digest: attested.digest },
+    });
     expect(committed.capture).toBeUndefined();
     const bound = docs.find((doc) => doc.kind === 'capture_bound')!;
     expect(bound).toMatchObject({ capture: lease!.capture, owner: lease!.owner, detail: { binding: 'launch' } });

@@ -194,7 +194,10 @@ describe('trusted workspace', () => {
         .map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]),
     );
     expect(environ).toMatchObject({ TURNKEEPER_TODO: 'start-me', TURNKEEPER_LAUNCH: doc.detail!.launch, TURNKEEPER_TURN: doc.detail!.turn });
-    const hook = world.cli(['hook'], { input: payload.codexPrompt(world, 'sess-s', 'turn-1', 'go ahead'), env: { TURNKEEPER_TODO: environ.TURNKEEPER_TODO, TURNKEEPER_TURN: environ.TURNKEEPER_TURN, TURNKEEPER_LAUNCH: environ.TURNKEEPER_LAUNCH } });
+    const hook = world.cli(['hook'], {
+      input: payload.codexPrompt(world, 'sess-s', 'turn-1', 'go ahead'),
+      env: { TURNKEEPER_TODO: environ.TURNKEEPER_TODO, TURNKEEPER_TURN: environ.TURNKEEPER_TURN, TURNKEEPER_LAUNCH: environ.TURNKEEPER_LAUNCH },
+    });
     expect(hook.stdout).toContain('Turnkeeper: Todo start-me');
     await workbench.waitForRow('Todos', /start-me in repo · codex:sess-s · epoch 1/, 15_000);
     await page.locator('.part.sidebar').screenshot({ path: join(IMAGES, 'todos.png') });
@@ -208,7 +211,9 @@ describe('trusted workspace', () => {
     const warning = await workbench.waitForNotification(/cannot resume .*\[capture_released\]/);
     expect(warning).toContain(captureOf['old-spike']);
     // The guidance document is the active editor.
-    await expect.poll(async () => (await page.locator('.editor-instance .view-lines').first().textContent()) ?? '', { timeout: 15_000 }).toMatch(/capture_released/);
+    await expect
+      .poll(async () => (await page.locator('.editor-instance .view-lines').first().textContent()) ?? '', { timeout: 15_000 })
+      .toMatch(/capture_released/);
     expect(launches()).toBe(before);
   });
 
@@ -216,7 +221,7 @@ describe('trusted workspace', () => {
     const victim = receipts().find((receipt) => receipt.doc.kind === 'capture_bound' && receipt.doc.todo === 'fix-login')!;
     const db = new Database(world.db);
     try {
-      const { changes } = db.prepare("UPDATE receipts SET doc = replace(doc, '\"fix-login\"', '\"fix-logim\"') WHERE seq = ?").run(victim.seq);
+      const { changes } = db.prepare('UPDATE receipts SET doc = replace(doc, \'"fix-login"\', \'"fix-logim"\') WHERE seq = ?').run(victim.seq);
       expect(changes).toBe(1);
     } finally {
       db.close();
@@ -231,7 +236,10 @@ describe('trusted workspace', () => {
     expect(hits, `no "activated in" line under ${server.userDataDir}`).not.toHaveLength(0);
     const ms = Number(hits[0]!.match[1]);
     expect(ms).toBeGreaterThan(0);
-    writeFileSync(ACTIVATION_FILE, `${JSON.stringify({ activationMs: ms, host: 'code-server 4.139.1', log: hits[0]!.file.slice(server.userDataDir.length + 1), at: new Date().toISOString() }, null, 2)}\n`);
+    writeFileSync(
+      ACTIVATION_FILE,
+      `${JSON.stringify({ activationMs: ms, host: 'code-server 4.139.1', log: hits[0]!.file.slice(server.userDataDir.length + 1), at: new Date().toISOString() }, null, 2)}\n`,
+    );
   });
 });
 
@@ -329,9 +337,13 @@ describe('a linked worktree of the seeded repository', () => {
     await page.locator('.part.sidebar').screenshot({ path: join(IMAGES, 'worktree-leases.png') });
   });
 
-  it("follows a prompt in the worktree: [lease_held] names the main checkout, the refusal shows, the lease stays", async () => {
-    const prompt = { ...(JSON.parse(payload.codexPrompt(world, 'sess-w', 'turn-1', 'please work on #todo:fix-login')) as Record<string, unknown>), cwd: worktree };
-    const context = (JSON.parse(cli(['hook'], JSON.stringify(prompt))) as { hookSpecificOutput: { additionalContext: string } }).hookSpecificOutput.additionalContext;
+  it('follows a prompt in the worktree: [lease_held] names the main checkout, the refusal shows, the lease stays', async () => {
+    const prompt = {
+      ...(JSON.parse(payload.codexPrompt(world, 'sess-w', 'turn-1', 'please work on #todo:fix-login')) as Record<string, unknown>),
+      cwd: worktree,
+    };
+    const context = (JSON.parse(cli(['hook'], JSON.stringify(prompt))) as { hookSpecificOutput: { additionalContext: string } }).hookSpecificOutput
+      .additionalContext;
     expect(context).toContain('[lease_held]');
     expect(context).toContain(`codex:sess-a (epoch 1) in ${world.repo} until`);
     await workbench.waitForRow('Receipts', /#\d+ claim_refused fix-login · codex:sess-w/, 15_000);
@@ -368,14 +380,21 @@ describe('a team store', () => {
   let page: Page;
   let workbench: Workbench;
 
-  const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'user.email=t@example.invalid', '-c', 'user.name=t', ...args], { cwd, stdio: 'ignore' });
+  const git = (cwd: string, ...args: string[]) =>
+    execFileSync('git', ['-c', 'user.email=t@example.invalid', '-c', 'user.name=t', ...args], { cwd, stdio: 'ignore' });
 
   function makeMachine(name: string, cloneName: string, upstream: string): Machine {
     const base = join(world.root, name);
     const clone = join(base, 'src', cloneName);
     execFileSync('git', ['clone', '-q', upstream, clone], { stdio: 'ignore' });
     git(clone, 'remote', 'set-url', 'origin', ORIGIN);
-    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: join(base, 'home'), TURNKEEPER_HOME: join(base, 'tkhome'), TMPDIR: join(base, 'tmp'), TURNKEEPER_STORE: store };
+    const env = {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: join(base, 'home'),
+      TURNKEEPER_HOME: join(base, 'tkhome'),
+      TMPDIR: join(base, 'tmp'),
+      TURNKEEPER_STORE: store,
+    };
     for (const dir of [env.HOME, env.TMPDIR]) mkdirSync(dir, { recursive: true });
     return { clone, env };
   }
@@ -398,7 +417,16 @@ describe('a team store', () => {
   async function claimOn(machine: Machine, todo: string, session: string): Promise<number> {
     const transcript = join(machine.env.HOME!, `${session}.jsonl`);
     writeFileSync(transcript, '');
-    const prompt = { session_id: session, turn_id: 'turn-1', transcript_path: transcript, cwd: machine.clone, hook_event_name: 'UserPromptSubmit', model: 'gpt-test', permission_mode: 'default', prompt: `please work on #todo:${todo}` };
+    const prompt = {
+      session_id: session,
+      turn_id: 'turn-1',
+      transcript_path: transcript,
+      cwd: machine.clone,
+      hook_event_name: 'UserPromptSubmit',
+      model: 'gpt-test',
+      permission_mode: 'default',
+      prompt: `please work on #todo:${todo}`,
+    };
     const run = await runOn(machine, ['hook'], JSON.stringify(prompt));
     expect(run.code, run.stderr).toBe(0);
     expect(contextOf(run.stdout) ?? '', run.stdout + run.stderr).toMatch(new RegExp(`^Turnkeeper: Todo ${todo}`));
@@ -482,7 +510,10 @@ describe('a team store', () => {
     const item = workbench.statusBarItem(label);
     await item.waitFor({ timeout: 30_000 });
     // Its text and its accessible name (what a screen reader says), without waiting for either.
-    const text = await item.evaluate((element) => `${element.textContent ?? ''} ${[element, ...element.querySelectorAll('[aria-label]')].map((node) => node.getAttribute('aria-label') ?? '').join(' ')}`);
+    const text = await item.evaluate(
+      (element) =>
+        `${element.textContent ?? ''} ${[element, ...element.querySelectorAll('[aria-label]')].map((node) => node.getAttribute('aria-label') ?? '').join(' ')}`,
+    );
     expect(text).toMatch(new RegExp(`\\b1 · ${label.replace(/[.]/g, '\\.')}`));
     expect(text).not.toContain(pg().adminPassword);
   });
@@ -494,7 +525,9 @@ describe('a team store', () => {
     const exitedAt = await claimOn(otherMachine, 'notified', 'sess-notify');
     expect(exitedAt - tick, 'the hook took too long for this test to tell the feed from the poll').toBeLessThan(POLL_MS - FEED_MS);
     const shownAt = await leaseRowAt(row, FEED_MS);
-    process.stderr.write(`team store, feed: the Leases row showed ${shownAt === undefined ? `not within ${FEED_MS}` : shownAt - exitedAt} ms after the hook exited (${exitedAt - tick} ms after a poll tick)\n`);
+    process.stderr.write(
+      `team store, feed: the Leases row showed ${shownAt === undefined ? `not within ${FEED_MS}` : shownAt - exitedAt} ms after the hook exited (${exitedAt - tick} ms after a poll tick)\n`,
+    );
     expect(shownAt, `the Leases view did not show the other machine's lease within ${FEED_MS} ms of its hook`).toBeDefined();
     // Before the poll could have found it: the next tick is POLL_MS after the one the claim followed.
     expect(shownAt!).toBeLessThan(tick + POLL_MS);
@@ -511,7 +544,9 @@ describe('a team store', () => {
       expect(exitedAt - tick, 'the hook took too long for this control to tell the feed from the poll').toBeLessThan(POLL_MS - FEED_MS);
       expect(await leaseRowAt(row, tick + POLL_MS - 500 - Date.now()), 'shown before the poll tick, with no NOTIFY').toBeUndefined();
       const shownAt = await leaseRowAt(row, 3000);
-      process.stderr.write(`team store, poll only: the Leases row showed ${shownAt === undefined ? 'never' : shownAt - exitedAt} ms after the hook exited (${shownAt === undefined ? '-' : shownAt - tick} ms after the previous tick)\n`);
+      process.stderr.write(
+        `team store, poll only: the Leases row showed ${shownAt === undefined ? 'never' : shownAt - exitedAt} ms after the hook exited (${shownAt === undefined ? '-' : shownAt - tick} ms after the previous tick)\n`,
+      );
       expect(shownAt, 'the poll did not show the lease either').toBeDefined();
     } finally {
       await pg().psql('ALTER TABLE turnkeeper.receipts ENABLE TRIGGER receipts_notify', DATABASE);

@@ -214,7 +214,11 @@ describe('Codex in two worktrees of one repository (real binary)', () => {
     nextShell = 'pwd';
     const prompt = 'resumed by hand in the worktree';
     const from = mock.requests.length;
-    const run = await runProcess(codexBinaryPath(), ['exec', ...EXEC_FLAGS, 'resume', sessionA, prompt], { cwd: worktree, env: codexEnv, timeoutMs: RUN_TIMEOUT_MS });
+    const run = await runProcess(codexBinaryPath(), ['exec', ...EXEC_FLAGS, 'resume', sessionA, prompt], {
+      cwd: worktree,
+      env: codexEnv,
+      timeoutMs: RUN_TIMEOUT_MS,
+    });
     expectOk('codex exec resume (by hand, worktree)', run);
     const requests = since(from);
     const turn = requests.find((r) => contextAfterPrompt(r, prompt) !== undefined);
@@ -366,7 +370,10 @@ describe('Claude Code in two worktrees of one repository (real binary)', () => {
     nextShell = 'pwd';
     const prompt = 'resumed by hand in the worktree';
     const from = mock.requests.length;
-    const json = claudeResult('claude --resume (by hand, worktree)', await claude(worktree, ['-p', '--resume', sessionA, prompt, '--output-format', 'json', '--allowedTools', 'Bash']));
+    const json = claudeResult(
+      'claude --resume (by hand, worktree)',
+      await claude(worktree, ['-p', '--resume', sessionA, prompt, '--output-format', 'json', '--allowedTools', 'Bash']),
+    );
     expect(json.session_id).toBe(sessionA);
     const req = claudeTurnRequest(mock.requests, from, prompt);
     expect(req).toBeDefined();

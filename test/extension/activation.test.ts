@@ -34,7 +34,12 @@ describe('activation', () => {
   it('reads no store until a view is shown; the first view shown reads it and the status bar follows', async () => {
     const subscriptions: { dispose(): unknown }[] = [];
     const collection = { description: undefined, prepend() {} };
-    activate({ subscriptions, extensionUri: vscode.Uri.file(world.root), extensionPath: world.root, environmentVariableCollection: collection } as unknown as vscode.ExtensionContext);
+    activate({
+      subscriptions,
+      extensionUri: vscode.Uri.file(world.root),
+      extensionPath: world.root,
+      environmentVariableCollection: collection,
+    } as unknown as vscode.ExtensionContext);
     disposables.push(...subscriptions);
     // The work after activation (hook settings, the shim, the native modules) has run, and no view is visible.
     await sleep(1000);

@@ -20,7 +20,11 @@ function fakeContext(extensionDir = ROOT) {
   const prepended: [string, string][] = [];
   const collection = { description: undefined as unknown, prepend: (name: string, value: string) => prepended.push([name, value]) };
   // The repository stands in for the installed extension: its dist/cli.js is what the vsix ships.
-  const context = { extension: { id: 'turnkeeper.turnkeeper' }, extensionUri: vscode.Uri.file(extensionDir), environmentVariableCollection: collection } as unknown as vscode.ExtensionContext;
+  const context = {
+    extension: { id: 'turnkeeper.turnkeeper' },
+    extensionUri: vscode.Uri.file(extensionDir),
+    environmentVariableCollection: collection,
+  } as unknown as vscode.ExtensionContext;
   return { context, prepended, collection };
 }
 

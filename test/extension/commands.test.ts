@@ -200,14 +200,22 @@ describe('Start Turn on Todo and the Todos view', () => {
           .filter(Boolean)
           .map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]),
       );
-      expect(environ).toMatchObject({ TURNKEEPER_TODO: 'write-docs', TURNKEEPER_TURN: expect.stringMatching(/^turn_[0-9a-f]{16}$/), TURNKEEPER_LAUNCH: expect.stringMatching(/^launch_[0-9a-f]{16}$/) });
+      expect(environ).toMatchObject({
+        TURNKEEPER_TODO: 'write-docs',
+        TURNKEEPER_TURN: expect.stringMatching(/^turn_[0-9a-f]{16}$/),
+        TURNKEEPER_LAUNCH: expect.stringMatching(/^launch_[0-9a-f]{16}$/),
+      });
 
       // The agent's first prompt (its hook runs in its own process, with its environment) claims the Todo.
       const env = { TURNKEEPER_TODO: environ.TURNKEEPER_TODO, TURNKEEPER_TURN: environ.TURNKEEPER_TURN, TURNKEEPER_LAUNCH: environ.TURNKEEPER_LAUNCH };
       const first = world.cli(['hook'], { input: payload.codexPrompt(world, 'sess-t', 'turn-1', 'write them'), env });
       expect(contextOf(first.stdout), first.stderr).toMatch(/^Turnkeeper: Todo write-docs/);
       await ctx.refresh();
-      expect(node('write-docs')).toMatchObject({ contextValue: 'todo.held', icon: 'lock', description: expect.stringMatching(/^in repo · codex:sess-t · epoch 1$/) });
+      expect(node('write-docs')).toMatchObject({
+        contextValue: 'todo.held',
+        icon: 'lock',
+        description: expect.stringMatching(/^in repo · codex:sess-t · epoch 1$/),
+      });
 
       terminal.close();
       expect(await waitFor(() => terminal.output.includes('exited with'), 10_000)).toBe(true);
@@ -227,7 +235,11 @@ describe('Start Turn on Todo and the Todos view', () => {
     await ctx.refresh();
     double.answers.quickPick.push((items: { agent?: string }[]) => items.find((item) => item.agent === 'codex'));
     await run('turnkeeper.startTurn', node('fix-login'));
-    expect(double.shown.at(-1)).toMatchObject({ kind: 'warning', text: expect.stringContaining('[lease_held]'), detail: expect.stringContaining('codex:sess-x') });
+    expect(double.shown.at(-1)).toMatchObject({
+      kind: 'warning',
+      text: expect.stringContaining('[lease_held]'),
+      detail: expect.stringContaining('codex:sess-x'),
+    });
     expect(double.terminals).toHaveLength(0);
 
     // Control: an open Todo from the view gets its terminal (the stand-in exits at once).

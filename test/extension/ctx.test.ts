@@ -115,7 +115,7 @@ describe('following the store on disk', () => {
 });
 
 describe('the receipt chain after a store switch', () => {
-  it('is verified afresh for the new store, not continued from the old one\'s verified end (control: the first store verifies)', async () => {
+  it("is verified afresh for the new store, not continued from the old one's verified end (control: the first store verifies)", async () => {
     expect(world.cli(['todo', 'add', 'In A', '--id', 'in-a']).code).toBe(0);
     expect(contextOf(world.cli(['hook'], { input: payload.codexPrompt(world, 'sess-x', 'turn-1', '#todo:in-a') }).stdout)).toContain('epoch 1');
     const ctx = newCtx();

@@ -5,12 +5,52 @@ import type { StatusSnapshot } from '../../src/lifecycle/status';
 const NOW = Date.parse('2026-11-30T12:00:00.000Z');
 const snapshot = (over: Partial<StatusSnapshot> = {}): StatusSnapshot => ({
   leases: [
-    { goal: '/r', todo: 'fix-login', owner: 'codex:s1', capture: 'cap_aaaaaaaaaaaaaaaaaaaaaaaa', epoch: 2, version: 1, status: 'active', expiresAt: '2026-11-30T12:30:00.000Z' },
-    { goal: '/r', todo: 'old-task', owner: 'claude:s2', capture: 'cap_bbbbbbbbbbbbbbbbbbbbbbbb', epoch: 1, version: 3, status: 'released', expiresAt: '2026-11-30T11:00:00.000Z' },
+    {
+      goal: '/r',
+      todo: 'fix-login',
+      owner: 'codex:s1',
+      capture: 'cap_aaaaaaaaaaaaaaaaaaaaaaaa',
+      epoch: 2,
+      version: 1,
+      status: 'active',
+      expiresAt: '2026-11-30T12:30:00.000Z',
+    },
+    {
+      goal: '/r',
+      todo: 'old-task',
+      owner: 'claude:s2',
+      capture: 'cap_bbbbbbbbbbbbbbbbbbbbbbbb',
+      epoch: 1,
+      version: 3,
+      status: 'released',
+      expiresAt: '2026-11-30T11:00:00.000Z',
+    },
   ],
   captures: [
-    { id: 'cap_aaaaaaaaaaaaaaaaaaaaaaaa', goal: '/r', todo: 'fix-login', agent: 'codex', session: 's1', turn: 't1', state: 'ready', originalDigest: 'sha256:' + 'a'.repeat(64), readyDigest: 'sha256:' + 'b'.repeat(64), checkout: '/r' },
-    { id: 'cap_bbbbbbbbbbbbbbbbbbbbbbbb', goal: '/r', todo: 'old-task', agent: 'claude', session: 's2', turn: 't9', state: 'released', originalDigest: 'sha256:' + 'c'.repeat(64), readyDigest: null, checkout: '/r' },
+    {
+      id: 'cap_aaaaaaaaaaaaaaaaaaaaaaaa',
+      goal: '/r',
+      todo: 'fix-login',
+      agent: 'codex',
+      session: 's1',
+      turn: 't1',
+      state: 'ready',
+      originalDigest: 'sha256:' + 'a'.repeat(64),
+      readyDigest: 'sha256:' + 'b'.repeat(64),
+      checkout: '/r',
+    },
+    {
+      id: 'cap_bbbbbbbbbbbbbbbbbbbbbbbb',
+      goal: '/r',
+      todo: 'old-task',
+      agent: 'claude',
+      session: 's2',
+      turn: 't9',
+      state: 'released',
+      originalDigest: 'sha256:' + 'c'.repeat(64),
+      readyDigest: null,
+      checkout: '/r',
+    },
   ],
   silentLaunches: [],
   ...over,
@@ -26,12 +66,31 @@ describe('view models', () => {
       ['captures/unbound', '0'],
     ]);
     const ready = groups[0]!.children![0]!;
-    expect(ready).toMatchObject({ id: 'capture/cap_aaaaaaaaaaaaaaaaaaaaaaaa', label: 'fix-login', contextValue: 'capture.resumable', description: 'codex · epoch 2' });
+    expect(ready).toMatchObject({
+      id: 'capture/cap_aaaaaaaaaaaaaaaaaaaaaaaa',
+      label: 'fix-login',
+      contextValue: 'capture.resumable',
+      description: 'codex · epoch 2',
+    });
     expect(groups[2]!.children![0]!.contextValue).toBe('capture');
   });
 
   it('marks a capture whose launched agent never fired a hook', () => {
-    const groups = captureNodes(snapshot({ silentLaunches: [{ capture: 'cap_aaaaaaaaaaaaaaaaaaaaaaaa', launch: 'launch_0000000000000001', todo: 'fix-login', agent: 'codex', seq: 9, committedAt: '2026-11-30T11:58:00.000Z' }] }), NOW);
+    const groups = captureNodes(
+      snapshot({
+        silentLaunches: [
+          {
+            capture: 'cap_aaaaaaaaaaaaaaaaaaaaaaaa',
+            launch: 'launch_0000000000000001',
+            todo: 'fix-login',
+            agent: 'codex',
+            seq: 9,
+            committedAt: '2026-11-30T11:58:00.000Z',
+          },
+        ],
+      }),
+      NOW,
+    );
     expect(groups[0]!.children![0]).toMatchObject({ icon: 'warning', description: expect.stringContaining('hooks silent') });
   });
 
@@ -89,7 +148,13 @@ describe('Todos view model', () => {
       ['todos/done', '1', false],
     ]);
     const [claimed, free] = groups[0]!.children!;
-    expect(claimed).toMatchObject({ id: 'todo//r/fix-login', label: 'fix-login', contextValue: 'todo.held', icon: 'lock', description: 'in app-wt · codex:s1 · epoch 2' });
+    expect(claimed).toMatchObject({
+      id: 'todo//r/fix-login',
+      label: 'fix-login',
+      contextValue: 'todo.held',
+      icon: 'lock',
+      description: 'in app-wt · codex:s1 · epoch 2',
+    });
     expect(claimed!.tooltip).toContain('held by `codex:s1`, epoch 2 v1');
     expect(claimed!.tooltip).toContain('in checkout `/src/app-wt`');
     expect(free).toMatchObject({ contextValue: 'todo.open', description: 'Write the docs', icon: 'circle-large-outline' });
@@ -106,17 +171,29 @@ describe('Todos view model', () => {
   });
 
   it('marks a Todo whose started agent never fired a hook (a start has no capture, so the Captures view cannot)', () => {
-    const silent = snapshot({ silentLaunches: [{ capture: null, launch: 'launch_0000000000000002', todo: 'write-docs', agent: 'codex', seq: 12, committedAt: '2026-11-30T11:58:00.000Z' }] });
+    const silent = snapshot({
+      silentLaunches: [
+        { capture: null, launch: 'launch_0000000000000002', todo: 'write-docs', agent: 'codex', seq: 12, committedAt: '2026-11-30T11:58:00.000Z' },
+      ],
+    });
     const [claimed, started] = todoNodes(todos, silent, NOW)[0]!.children!;
     expect(started).toMatchObject({ contextValue: 'todo.open', icon: 'warning', description: 'Write the docs · hooks silent' });
     expect(started!.tooltip).toContain('never fired a hook');
     // Control: the other Todo, and every capture, stay as they were.
     expect(claimed).toMatchObject({ icon: 'lock', description: expect.not.stringContaining('hooks silent') });
-    expect(captureNodes(silent, NOW).flatMap((group) => group.children ?? []).map((node) => node.icon)).not.toContain('warning');
+    expect(
+      captureNodes(silent, NOW)
+        .flatMap((group) => group.children ?? [])
+        .map((node) => node.icon),
+    ).not.toContain('warning');
   });
 
   it('shows Todo text in the tooltip as text, not as Markdown of its own', () => {
-    const [node] = todoNodes([{ goal: '/r', id: 'evil', title: '[click](command:turnkeeper.doctor) ![x](https://e.invalid/x.png) $(alert)', body: '<img src=x>', status: 'open' }], snapshot(), NOW)[0]!.children!;
+    const [node] = todoNodes(
+      [{ goal: '/r', id: 'evil', title: '[click](command:turnkeeper.doctor) ![x](https://e.invalid/x.png) $(alert)', body: '<img src=x>', status: 'open' }],
+      snapshot(),
+      NOW,
+    )[0]!.children!;
     expect(node!.tooltip).toContain('\\[click\\]\\(command:turnkeeper\\.doctor\\)');
     expect(node!.tooltip).toContain('\\!\\[x\\]');
     expect(node!.tooltip).toContain('\\$\\(alert\\)');

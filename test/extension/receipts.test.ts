@@ -47,7 +47,11 @@ describe('receipts in the extension', () => {
     const verified = JSON.parse(world.cli(['verify', '--bundle', file, '--json']).stdout) as { ok: boolean; verified: number };
     expect(verified).toMatchObject({ ok: true, verified: 4 });
     await run('turnkeeper.verifyReceiptChain');
-    expect(ctx.receipts.find('receipts/checkpoint')).toMatchObject({ label: 'Checkpoint of #4', description: expect.stringContaining('witness agrees'), icon: 'workspace-trusted' });
+    expect(ctx.receipts.find('receipts/checkpoint')).toMatchObject({
+      label: 'Checkpoint of #4',
+      description: expect.stringContaining('witness agrees'),
+      icon: 'workspace-trusted',
+    });
   });
 
   it('a refused export leaves an existing bundle of that name as it was, and no temporary file (control: a good one replaces it)', async () => {

@@ -76,10 +76,13 @@ function sigstoreVerify(envelope: Envelope): void {
     dsseEnvelope: envelope,
   });
   const key = createPublicKey(pem);
-  const trust = toTrustMaterial({ certificateAuthorities: [], timestampAuthorities: [], tlogs: [], ctlogs: [] } as unknown as Parameters<typeof toTrustMaterial>[0], (hint) => {
-    if (hint !== keyId) throw new Error(`unknown key ${hint}`);
-    return { publicKey: key, validFor: () => true };
-  });
+  const trust = toTrustMaterial(
+    { certificateAuthorities: [], timestampAuthorities: [], tlogs: [], ctlogs: [] } as unknown as Parameters<typeof toTrustMaterial>[0],
+    (hint) => {
+      if (hint !== keyId) throw new Error(`unknown key ${hint}`);
+      return { publicKey: key, validFor: () => true };
+    },
+  );
   new Verifier(trust, { tlogThreshold: 0, ctlogThreshold: 0, timestampThreshold: 0 }).verify(toSignedEntity(bundle));
 }
 
@@ -93,7 +96,7 @@ function changed(envelope: Envelope, change: (statement: Statement) => void): En
 }
 
 describe('receipts attestation <seq>', () => {
-  it('emits an in-toto Statement of the launch in a DSSE envelope that sigstore\'s verifier accepts', () => {
+  it("emits an in-toto Statement of the launch in a DSSE envelope that sigstore's verifier accepts", () => {
     const result = attestation(launchSeq);
     expect(result.code, result.stderr).toBe(0);
     const envelope = JSON.parse(result.stdout) as Envelope;
@@ -118,7 +121,7 @@ describe('receipts attestation <seq>', () => {
     expect(() => sigstoreVerify(envelope)).not.toThrow();
   });
 
-  it('fails sigstore\'s verification when any one field is changed (the untouched envelope is the control above)', () => {
+  it("fails sigstore's verification when any one field is changed (the untouched envelope is the control above)", () => {
     const envelope = JSON.parse(attestation(launchSeq).stdout) as Envelope;
     const changes: [string, (statement: Statement) => void][] = [
       ['lease epoch', (s) => (s.predicate.lease.epoch += 1)],
@@ -143,7 +146,7 @@ describe('receipts attestation <seq>', () => {
     expect(JSON.parse(attestation(999).stdout)).toMatchObject({ ok: false, reason: 'unknown_receipt' });
     const store = await world.store();
     try {
-      store.connection.prepare("UPDATE receipts SET doc = replace(doc, '\"epoch\":3', '\"epoch\":4') WHERE seq = ?").run(launchSeq);
+      store.connection.prepare('UPDATE receipts SET doc = replace(doc, \'"epoch":3\', \'"epoch":4\') WHERE seq = ?').run(launchSeq);
     } finally {
       store.close();
     }

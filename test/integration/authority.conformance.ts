@@ -85,10 +85,22 @@ export function authorityConformance(name: string, factory: AuthorityFactory): v
       withAuthority(async (a) => {
         const input = claimInput('codex:s1', 't1');
         await a.claim(input, T0);
-        expect(await a.release({ goal: GOAL, todo: 'fix-login', by: 'codex:s2', identifiedBy: 'agent_environment', force: false }, T0 + 1)).toMatchObject({ kind: 'refused', why: 'not_owner' });
-        expect(await a.release({ goal: GOAL, todo: 'fix-login', identifiedBy: 'force', force: true, reason: '' }, T0 + 1)).toMatchObject({ kind: 'refused', why: 'force_needs_reason' });
-        expect(await a.release({ goal: GOAL, todo: 'fix-login', by: 'codex:s1', identifiedBy: 'agent_environment', force: false }, T0 + 2)).toMatchObject({ kind: 'released', lease: { status: 'released' } });
-        expect(await a.release({ goal: GOAL, todo: 'fix-login', by: 'codex:s1', identifiedBy: 'agent_environment', force: false }, T0 + 3)).toMatchObject({ kind: 'refused', why: 'no_active_lease' });
+        expect(await a.release({ goal: GOAL, todo: 'fix-login', by: 'codex:s2', identifiedBy: 'agent_environment', force: false }, T0 + 1)).toMatchObject({
+          kind: 'refused',
+          why: 'not_owner',
+        });
+        expect(await a.release({ goal: GOAL, todo: 'fix-login', identifiedBy: 'force', force: true, reason: '' }, T0 + 1)).toMatchObject({
+          kind: 'refused',
+          why: 'force_needs_reason',
+        });
+        expect(await a.release({ goal: GOAL, todo: 'fix-login', by: 'codex:s1', identifiedBy: 'agent_environment', force: false }, T0 + 2)).toMatchObject({
+          kind: 'released',
+          lease: { status: 'released' },
+        });
+        expect(await a.release({ goal: GOAL, todo: 'fix-login', by: 'codex:s1', identifiedBy: 'agent_environment', force: false }, T0 + 3)).toMatchObject({
+          kind: 'refused',
+          why: 'no_active_lease',
+        });
         expect(await a.claim(input, T0 + 4)).toMatchObject({ kind: 'capture_released', capture: input.capture.captureId, epoch: 1 });
         expect(await a.claim(claimInput('codex:s1', 't2'), T0 + 5)).toMatchObject({ kind: 'acquired', lease: { epoch: 2 } });
         expect((await a.leaseOfCapture(input.capture.captureId))?.status).toBe('released');
@@ -113,7 +125,10 @@ export function authorityConformance(name: string, factory: AuthorityFactory): v
         await a.claim(claimInput('codex:s1', 't1'), T0);
         expect(await a.renew('codex:s1', T0 + RENEWAL_INTERVAL_MS - 1, TTL)).toMatchObject({ kind: 'skipped', why: 'too_soon' });
         expect(await a.renew('codex:s2', T0 + RENEWAL_INTERVAL_MS, TTL)).toMatchObject({ kind: 'skipped' });
-        expect(await a.renew('codex:s1', T0 + RENEWAL_INTERVAL_MS, TTL)).toMatchObject({ kind: 'renewed', lease: { version: 2, expiresAt: T0 + RENEWAL_INTERVAL_MS + TTL * 1000 } });
+        expect(await a.renew('codex:s1', T0 + RENEWAL_INTERVAL_MS, TTL)).toMatchObject({
+          kind: 'renewed',
+          lease: { version: 2, expiresAt: T0 + RENEWAL_INTERVAL_MS + TTL * 1000 },
+        });
       }),
     );
 
@@ -143,7 +158,15 @@ export function authorityConformance(name: string, factory: AuthorityFactory): v
           T0 + 1,
         );
         expect(await a.launchReceipts(input.capture.captureId)).toStrictEqual([
-          { seq: committed.seq, kind: 'launch_committed', capture: input.capture.captureId, todo: 'fix-login', agent: null, launch: 'launch_00000000000000aa', at: T0 + 1 },
+          {
+            seq: committed.seq,
+            kind: 'launch_committed',
+            capture: input.capture.captureId,
+            todo: 'fix-login',
+            agent: null,
+            launch: 'launch_00000000000000aa',
+            at: T0 + 1,
+          },
         ]);
         expect(await a.launches()).toMatchObject([{ launch: 'launch_00000000000000aa', hooked: false }]);
         const launch = await a.appendReceipt(

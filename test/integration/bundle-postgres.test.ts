@@ -16,7 +16,11 @@ describe('one store, two machines: each signs with its own key', () => {
       await server().createDatabase('team');
       const store = server().url('team');
       expect(w.cli(['store', 'init'], { env: { TURNKEEPER_STORE: store } }).code).toBe(0);
-      signOnTwoMachines(w, { TURNKEEPER_STORE: store, TURNKEEPER_HOME: join(w.root, 'home-a') }, { TURNKEEPER_STORE: store, TURNKEEPER_HOME: join(w.root, 'home-b') });
+      signOnTwoMachines(
+        w,
+        { TURNKEEPER_STORE: store, TURNKEEPER_HOME: join(w.root, 'home-a') },
+        { TURNKEEPER_STORE: store, TURNKEEPER_HOME: join(w.root, 'home-b') },
+      );
     } finally {
       w.cleanup();
     }

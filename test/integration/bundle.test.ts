@@ -41,7 +41,11 @@ function verifyBundle(text: string, extra: string[] = [], env: Record<string, st
 const joined = (parts: string[]) => parts.join('\n') + '\n';
 const header = () => JSON.parse(lines[0]!) as { from: number; to: number; checkpoint: string; origin: string };
 const withHeader = (changes: Record<string, unknown>) => JSON.stringify({ ...header(), ...changes });
-const checkpointReceipts = () => lines.slice(1).filter((line) => line.includes('"kind":"checkpoint"')).map((line) => JSON.parse(line) as { seq: number; detail: { note: string; signedSeq: number } });
+const checkpointReceipts = () =>
+  lines
+    .slice(1)
+    .filter((line) => line.includes('"kind":"checkpoint"'))
+    .map((line) => JSON.parse(line) as { seq: number; detail: { note: string; signedSeq: number } });
 
 beforeAll(() => {
   world = makeWorld('bundle');
@@ -158,7 +162,9 @@ describe('tamper matrix of a bundle: each named by verify --bundle', () => {
 
   it('replace a checkpoint inside the chain by another genuine one: checkpoint_mismatch there', () => {
     const [first, second] = checkpointReceipts();
-    const edited = lines.map((line, index) => (index === first!.seq ? line.replace(JSON.stringify(first!.detail.note), JSON.stringify(second!.detail.note)) : line));
+    const edited = lines.map((line, index) =>
+      index === first!.seq ? line.replace(JSON.stringify(first!.detail.note), JSON.stringify(second!.detail.note)) : line,
+    );
     expect(edited[first!.seq]).not.toBe(lines[first!.seq]);
     const report = verifyBundle(joined(edited));
     expect(report.breaks).toContainEqual({ seq: first!.seq, kind: 'checkpoint_mismatch' });
@@ -186,10 +192,12 @@ describe('tamper matrix of a bundle: each named by verify --bundle', () => {
   it('the text of the checkpoint changed under its signature (another head): signature_invalid', () => {
     const note = parseCheckpoint(header().checkpoint)!;
     const moved = header().checkpoint.replace(`\n${note.seq}\n`, `\n${note.seq - 1}\n`);
-    expect(verifyBundle(joined([withHeader({ checkpoint: moved }), ...lines.slice(0, -1).slice(1)])).breaks).toEqual([{ seq: note.seq - 1, kind: 'signature_invalid' }]);
+    expect(verifyBundle(joined([withHeader({ checkpoint: moved }), ...lines.slice(0, -1).slice(1)])).breaks).toEqual([
+      { seq: note.seq - 1, kind: 'signature_invalid' },
+    ]);
   });
 
-  it('keys: without this installation\'s keys the bundle is untrusted; --key with its public key or PEM verifies it (control)', () => {
+  it("keys: without this installation's keys the bundle is untrusted; --key with its public key or PEM verifies it (control)", () => {
     const elsewhere = { TURNKEEPER_HOME: join(world.root, 'other-home') };
     const untrusted = verifyBundle(bundleText, [], elsewhere);
     expect(untrusted.ok).toBe(false);

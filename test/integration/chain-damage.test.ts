@@ -137,7 +137,9 @@ describe('finding 10: chain damage verify must name', () => {
   it("the store's own -wal left by a writer killed before it moved the anchor is replayed as usual", () => {
     claimed();
     // A Turnkeeper writer killed between its commit and the anchor: the log is newer than the anchor.
-    expect(world.cli(['todo', 'add', 'Written in the log', '--id', 'in-the-log'], { env: { TURNKEEPER_TEST_FAULT: 'store.after_commit=kill' } }).signal).toBe('SIGKILL');
+    expect(world.cli(['todo', 'add', 'Written in the log', '--id', 'in-the-log'], { env: { TURNKEEPER_TEST_FAULT: 'store.after_commit=kill' } }).signal).toBe(
+      'SIGKILL',
+    );
     expect(statSync(`${world.db}-wal`).size).toBeGreaterThan(0);
     const listed = world.cli(['todo', 'list', '--json']);
     expect(listed.code, listed.stderr).toBe(0);

@@ -13,7 +13,6 @@ afterEach(() => world.cleanup());
 const addTodo = (id: string) => expect(world.cli(['todo', 'add', `Title of ${id}`, '--id', id]).code).toBe(0);
 const hook = (input: string) => world.cli(['hook'], { input });
 
-
 describe('doctor on a store that stays locked', () => {
   it('says the store is busy and what that means for hooks, instead of "no problems found"', async () => {
     addTodo('fix-login');
@@ -42,7 +41,10 @@ describe('show <captureId> of a refused claim', () => {
     addTodo('fix-login');
     expect(contextOf(hook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login')).stdout)).toMatch(/^Turnkeeper: Todo fix-login/);
     expect(contextOf(hook(payload.codexPrompt(world, 'sess-b', 'turn-1', '#todo:fix-login')).stdout)).toContain('[lease_held]');
-    const receipts = JSON.parse(world.cli(['receipts', '--json']).stdout) as { seq: number; doc: { kind: string; capture?: string; detail?: { reason?: string } } }[];
+    const receipts = JSON.parse(world.cli(['receipts', '--json']).stdout) as {
+      seq: number;
+      doc: { kind: string; capture?: string; detail?: { reason?: string } };
+    }[];
     const refused = receipts.find((row) => row.doc.kind === 'claim_refused')!;
     expect(refused.doc.detail?.reason).toBe('lease_held');
     const id = refused.doc.capture!;
@@ -57,7 +59,12 @@ describe('show <captureId> of a refused claim', () => {
     expect(text.stderr).toContain('held by codex:sess-a (epoch 1)');
     expect(text.stderr).toContain('docs/recovery.md#lease_held');
     const json = JSON.parse(world.cli(['show', id, '--json']).stdout) as Record<string, unknown>;
-    expect(json).toMatchObject({ ok: false, reason: 'capture_refused', capture: id, receipt: { seq: refused.seq, kind: 'claim_refused', reason: 'lease_held', todo: 'fix-login', owner: 'codex:sess-b' } });
+    expect(json).toMatchObject({
+      ok: false,
+      reason: 'capture_refused',
+      capture: id,
+      receipt: { seq: refused.seq, kind: 'claim_refused', reason: 'lease_held', todo: 'fix-login', owner: 'codex:sess-b' },
+    });
 
     // Control: an id no receipt names is still "no capture".
     const unknown = world.cli(['show', 'cap_000000000000000000000000']);

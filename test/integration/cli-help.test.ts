@@ -32,7 +32,7 @@ describe('turnkeeper --help and --version', () => {
     expect(none.stderr).toMatch(/^usage: turnkeeper/);
   });
 
-  it('answers --help on every command form with exit 0 and that command\'s usage, without touching a store', () => {
+  it("answers --help on every command form with exit 0 and that command's usage, without touching a store", () => {
     for (const form of forms) {
       const result = world.cli([...form, '--help']);
       expect(result.code, `${form.join(' ')} --help: ${result.stderr}`).toBe(0);
@@ -102,8 +102,7 @@ const oldVersion = existsSync(OLD_NODE) ? spawnSync(OLD_NODE, ['--version'], { e
 const isOld = /^v(\d+)\./.test(oldVersion) && Number(/^v(\d+)\./.exec(oldVersion)![1]) < 22;
 
 describe.skipIf(!isOld)(`an old Node (${OLD_NODE} ${oldVersion})`, () => {
-  const run = (args: string[], input = '') =>
-    spawnSync(OLD_NODE, [CLI, ...args], { cwd: world.repo, env: { ...world.env }, input, encoding: 'utf8' });
+  const run = (args: string[], input = '') => spawnSync(OLD_NODE, [CLI, ...args], { cwd: world.repo, env: { ...world.env }, input, encoding: 'utf8' });
 
   it('is told which Node is needed, exit 2, for every command', () => {
     for (const args of [['status'], ['doctor'], ['--version'], ['todo', 'list', '--json']]) {
@@ -117,7 +116,15 @@ describe.skipIf(!isOld)(`an old Node (${OLD_NODE} ${oldVersion})`, () => {
   });
 
   it('fails open in a hook: one stderr line, nothing on stdout, exit 0', () => {
-    const payload = JSON.stringify({ session_id: 's1', turn_id: 't1', cwd: world.repo, hook_event_name: 'UserPromptSubmit', model: 'm', permission_mode: 'default', prompt: 'work on #todo:fix-login' });
+    const payload = JSON.stringify({
+      session_id: 's1',
+      turn_id: 't1',
+      cwd: world.repo,
+      hook_event_name: 'UserPromptSubmit',
+      model: 'm',
+      permission_mode: 'default',
+      prompt: 'work on #todo:fix-login',
+    });
     const result = run(['hook', '--agent', 'codex'], payload);
     expect(result.status).toBe(0);
     expect(result.stdout).toBe('');
@@ -147,7 +154,11 @@ describe('status and receipts name the Goal and checkout, and receipts pages', (
       const name = basename(fresh.repo);
       const listed = fresh.cli(['status']).stdout;
       expect(listed).toContain(`here: Goal ${name} (${fresh.goal}) · checkout ${fresh.repo}\n`);
-      expect(listed).toMatch(new RegExp(`active leases:\\n  Goal ${name} \\(${fresh.goal}\\) · checkout ${fresh.repo.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\n    fix-login +codex:sess-a  epoch 1`));
+      expect(listed).toMatch(
+        new RegExp(
+          `active leases:\\n  Goal ${name} \\(${fresh.goal}\\) · checkout ${fresh.repo.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\n    fix-login +codex:sess-a  epoch 1`,
+        ),
+      );
 
       // Four receipts (todo_added, capture_bound, lease_acquired, ready_written): two per page.
       const first = fresh.cli(['receipts', '--limit', '2']).stdout;

@@ -5,7 +5,20 @@
 // children touched: the strongest evidence, in tests of their own, skipped (and so seen) without strace.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CLI, contextOf, makeWorld, payload, type World } from '../support/world';
@@ -79,13 +92,23 @@ const cacheDir = () => join(world.home, 'compile-cache');
 describe.skipIf(!asRoot)('compile cache: never in a shared TMPDIR', () => {
   /** The other user plants the folder Node would use by default, open to everyone; our home is private. */
   function plantOthersCache(): void {
-    execFileSync('setpriv', ['--reuid', String(OTHER), '--regid', String(OTHER), '--clear-groups', 'mkdir', '-m', '0777', join(sharedTmp, 'node-compile-cache')]);
+    execFileSync('setpriv', [
+      '--reuid',
+      String(OTHER),
+      '--regid',
+      String(OTHER),
+      '--clear-groups',
+      'mkdir',
+      '-m',
+      '0777',
+      join(sharedTmp, 'node-compile-cache'),
+    ]);
     expect(lstatSync(join(sharedTmp, 'node-compile-cache')).uid).toBe(OTHER);
     mkdirSync(world.home, { mode: 0o700 });
     addTodo('fix-login');
   }
 
-  it("a TMPDIR/node-compile-cache another user created first is neither read nor written; the cache is a 0700 dir in TURNKEEPER_HOME", () => {
+  it('a TMPDIR/node-compile-cache another user created first is neither read nor written; the cache is a 0700 dir in TURNKEEPER_HOME', () => {
     plantOthersCache();
     const before = listing(sharedTmp);
 
@@ -169,22 +192,25 @@ describe.skipIf(!asRoot)('rule 1: an off hook opens and creates nothing', () => 
       expect(existsSync(cacheDir())).toBe(true);
     });
 
-    it.skipIf(!STRACE)(`${name}, under strace: the bundle is not even loaded, no path under the three directories touched but the off file${NEEDS_STRACE}`, () => {
-      setup();
-      const trace = join(world.root, 'trace.txt');
-      const result = hook(bigInput(), { ...dirs(), ...env }, trace);
-      expect(result).toMatchObject({ code: 0, stdout: '', stderr: '' });
-      const seen = touched(trace);
-      expect(seen.bundle).toBe(false);
-      // At most the check for the `off` file itself.
-      expect(seen.paths.filter((path) => path !== join(world.home, 'off'))).toEqual([]);
+    it.skipIf(!STRACE)(
+      `${name}, under strace: the bundle is not even loaded, no path under the three directories touched but the off file${NEEDS_STRACE}`,
+      () => {
+        setup();
+        const trace = join(world.root, 'trace.txt');
+        const result = hook(bigInput(), { ...dirs(), ...env }, trace);
+        expect(result).toMatchObject({ code: 0, stdout: '', stderr: '' });
+        const seen = touched(trace);
+        expect(seen.bundle).toBe(false);
+        // At most the check for the `off` file itself.
+        expect(seen.paths.filter((path) => path !== join(world.home, 'off'))).toEqual([]);
 
-      // Control: with Turnkeeper on, the same trace sees the bundle loaded.
-      rmSync(join(world.home, 'off'), { force: true });
-      const on = hook(claimInput('sess-a', 'fix-login'), dirs(), trace);
-      expect(on.code).toBe(0);
-      expect(touched(trace).bundle).toBe(true);
-    });
+        // Control: with Turnkeeper on, the same trace sees the bundle loaded.
+        rmSync(join(world.home, 'off'), { force: true });
+        const on = hook(claimInput('sess-a', 'fix-login'), dirs(), trace);
+        expect(on.code).toBe(0);
+        expect(touched(trace).bundle).toBe(true);
+      },
+    );
   }
 });
 

@@ -28,11 +28,27 @@ describe('the Copilot payload adapter', () => {
 
   it('maps the five camelCase events, named by --event, to their kinds', () => {
     const kinds = Object.fromEntries(
-      ['sessionStart', 'userPromptSubmitted', 'preToolUse', 'postToolUse', 'agentStop'].map((event) => [event, parseHookInput(camel(world.repo), 'copilot', { event }).kind]),
+      ['sessionStart', 'userPromptSubmitted', 'preToolUse', 'postToolUse', 'agentStop'].map((event) => [
+        event,
+        parseHookInput(camel(world.repo), 'copilot', { event }).kind,
+      ]),
     );
-    expect(kinds).toEqual({ sessionStart: 'session_start', userPromptSubmitted: 'prompt', preToolUse: 'pre_tool', postToolUse: 'post_tool', agentStop: 'stop' });
+    expect(kinds).toEqual({
+      sessionStart: 'session_start',
+      userPromptSubmitted: 'prompt',
+      preToolUse: 'pre_tool',
+      postToolUse: 'post_tool',
+      agentStop: 'stop',
+    });
     const event = parseHookInput(prompt(world.repo, 'fix #todo:fix-login'), 'copilot', { event: 'userPromptSubmitted' });
-    expect(event).toMatchObject({ agent: 'copilot', eventName: 'userPromptSubmitted', session: SESSION, cwd: world.repo, prompt: 'fix #todo:fix-login', turn: undefined });
+    expect(event).toMatchObject({
+      agent: 'copilot',
+      eventName: 'userPromptSubmitted',
+      session: SESSION,
+      cwd: world.repo,
+      prompt: 'fix #todo:fix-login',
+      turn: undefined,
+    });
     expect(parseHookInput(tool(world.repo, 'bash'), 'copilot', { event: 'preToolUse' }).toolName).toBe('bash');
   });
 
@@ -44,7 +60,14 @@ describe('the Copilot payload adapter', () => {
   });
 
   it('accepts the Claude-style names Copilot also sends (snake_case, hook_event_name, Claude tool names)', () => {
-    const snake = JSON.stringify({ hook_event_name: 'PreToolUse', session_id: SESSION, timestamp: '2026-11-30T17:46:53.191Z', cwd: world.repo, tool_name: 'Bash', tool_input: { command: 'true' } });
+    const snake = JSON.stringify({
+      hook_event_name: 'PreToolUse',
+      session_id: SESSION,
+      timestamp: '2026-11-30T17:46:53.191Z',
+      cwd: world.repo,
+      tool_name: 'Bash',
+      tool_input: { command: 'true' },
+    });
     const event = parseHookInput(snake, 'copilot');
     expect(event).toMatchObject({ agent: 'copilot', eventName: 'PreToolUse', kind: 'pre_tool', toolName: 'Bash' });
     expect(isWriteTool('copilot', event.toolName)).toBe(true);
@@ -60,10 +83,16 @@ describe('the Copilot payload adapter', () => {
     const withIds = camel(world.repo, { prompt: '#todo:fix-login', turn_id: 'turn-x', prompt_id: 'p-1', turnId: 't-2' });
     expect(parseHookInput(withIds, 'copilot', { event: 'userPromptSubmitted' }).turn).toBeUndefined();
     const reported = join(world.root, 'cop', 'session-state', SESSION, 'events.jsonl');
-    expect(parseHookInput(camel(world.repo, { transcriptPath: reported, stopReason: 'end_turn' }), 'copilot', { event: 'agentStop' }).transcriptPath).toBe(reported);
+    expect(parseHookInput(camel(world.repo, { transcriptPath: reported, stopReason: 'end_turn' }), 'copilot', { event: 'agentStop' }).transcriptPath).toBe(
+      reported,
+    );
     const env = { HOME: '/home/u', COPILOT_HOME: '/srv/cop' };
-    expect(parseHookInput(prompt(world.repo, 'hi'), 'copilot', { event: 'userPromptSubmitted', env }).transcriptPath).toBe(`/srv/cop/session-state/${SESSION}/events.jsonl`);
-    expect(parseHookInput(prompt(world.repo, 'hi'), 'copilot', { event: 'userPromptSubmitted', env: { HOME: '/home/u' } }).transcriptPath).toBe(`/home/u/.copilot/session-state/${SESSION}/events.jsonl`);
+    expect(parseHookInput(prompt(world.repo, 'hi'), 'copilot', { event: 'userPromptSubmitted', env }).transcriptPath).toBe(
+      `/srv/cop/session-state/${SESSION}/events.jsonl`,
+    );
+    expect(parseHookInput(prompt(world.repo, 'hi'), 'copilot', { event: 'userPromptSubmitted', env: { HOME: '/home/u' } }).transcriptPath).toBe(
+      `/home/u/.copilot/session-state/${SESSION}/events.jsonl`,
+    );
     // Control: Claude reports none of its own and gets none made up.
     const claude = JSON.stringify({ hook_event_name: 'UserPromptSubmit', session_id: 's-1', cwd: world.repo, prompt: 'hi' });
     expect(parseHookInput(claude, 'claude', { env }).transcriptPath).toBeUndefined();
@@ -102,12 +131,15 @@ describe('the Copilot payload adapter', () => {
     expect(() => parseHookInput(JSON.stringify(valid).replace('#todo', '\\ud800#todo'), 'copilot', { event: 'userPromptSubmitted' })).toThrow(/lone surrogate/);
     expect(() => parseHookInput('[]', 'copilot', { event: 'userPromptSubmitted' })).toThrow(/not a JSON object/);
     expect(() => parseHookInput('null', undefined, { event: 'userPromptSubmitted' })).toThrow(/not a JSON object/);
-    expect(() => parseHookInput(JSON.stringify({ ...valid, prompt: 'x'.repeat(1024 * 1024) }), 'copilot', { event: 'userPromptSubmitted' })).toThrow(/over the 1048576-byte limit/);
+    expect(() => parseHookInput(JSON.stringify({ ...valid, prompt: 'x'.repeat(1024 * 1024) }), 'copilot', { event: 'userPromptSubmitted' })).toThrow(
+      /over the 1048576-byte limit/,
+    );
   });
 
   it('fences its shells and file writers, not its readers', () => {
     for (const name of ['bash', 'write_bash', 'create', 'edit', 'Bash', 'Write', 'Edit']) expect(isWriteTool('copilot', name), name).toBe(true);
-    for (const name of ['view', 'grep', 'glob', 'read_bash', 'list_bash', 'report_intent', 'run_shell_command', undefined]) expect(isWriteTool('copilot', name), String(name)).toBe(false);
+    for (const name of ['view', 'grep', 'glob', 'read_bash', 'list_bash', 'report_intent', 'run_shell_command', undefined])
+      expect(isWriteTool('copilot', name), String(name)).toBe(false);
   });
 
   it("its tools' COPILOT_AGENT_SESSION_ID identifies the Owner (release without --force); controls: none set, and an id outside the grammar", () => {
@@ -175,7 +207,10 @@ describe('`turnkeeper hook --agent copilot --event <name>`: the decision table',
     // Control: no transcript yet, so the full bytes.
     expect(contextText(hook('sessionStart', camel(world.repo, { source: 'resume' })).stdout)).toBe(text);
     // What Copilot writes: the prompt's message with the hook context in it.
-    writeFileSync(transcript, `${JSON.stringify({ type: 'user.message', data: { content: '#todo:fix-login', transformedContent: `#todo:fix-login\n\n<system_reminder>\n${text}\n</system_reminder>` } })}\n`);
+    writeFileSync(
+      transcript,
+      `${JSON.stringify({ type: 'user.message', data: { content: '#todo:fix-login', transformedContent: `#todo:fix-login\n\n<system_reminder>\n${text}\n</system_reminder>` } })}\n`,
+    );
     const reminder = contextText(hook('sessionStart', camel(world.repo, { source: 'resume' })).stdout) ?? '';
     expect(reminder).toMatch(new RegExp(`^Turnkeeper: Todo fix-login · capture ${capture} · epoch 1\n`));
     expect(reminder).toContain(`turnkeeper show ${capture}`);
@@ -190,7 +225,9 @@ describe('`turnkeeper hook --agent copilot --event <name>`: the decision table',
     const held = hook('userPromptSubmitted', prompt(world.repo, 'me too #todo:fix-login', other), { TURNKEEPER_TURN: 'turn-c-2' });
     expect(contextText(held.stdout)).toContain('[lease_held]');
     expect(contextText(held.stdout)).toContain(`copilot:${SESSION}`);
-    const blocked = parseHookStdout(hook('userPromptSubmitted', prompt(world.repo, 'me too #todo:fix-login', other), { TURNKEEPER_TURN: 'turn-c-2', TURNKEEPER_ON_CONFLICT: 'block' }).stdout);
+    const blocked = parseHookStdout(
+      hook('userPromptSubmitted', prompt(world.repo, 'me too #todo:fix-login', other), { TURNKEEPER_TURN: 'turn-c-2', TURNKEEPER_ON_CONFLICT: 'block' }).stdout,
+    );
     expect(Object.keys(blocked ?? {})).toEqual(['decision', 'reason']);
     expect(blocked).toMatchObject({ decision: 'block', reason: expect.stringContaining('[lease_held]') });
   });

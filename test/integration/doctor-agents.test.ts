@@ -41,7 +41,8 @@ function doctor(extra: Record<string, string> = {}): { code: number | null; rows
   return { code: run.code, rows: report.checks, problems: report.problems, text };
 }
 const row = (rows: Row[], check: string, scope?: string): Row | undefined => rows.find((r) => r.check === check && (scope === undefined || r.scope === scope));
-const install = (agent: string, scope = 'user', extra: Record<string, string> = {}) => world.cli(['hooks', 'install', '--agent', agent, '--scope', scope], { env: { ...env, ...extra } });
+const install = (agent: string, scope = 'user', extra: Record<string, string> = {}) =>
+  world.cli(['hooks', 'install', '--agent', agent, '--scope', scope], { env: { ...env, ...extra } });
 
 describe('codex_trust: asked of the real Codex', () => {
   it('untrusted hooks are a problem with the /hooks fix; trusted the way /hooks does it, the row is clean', async () => {
@@ -71,9 +72,15 @@ describe('codex_trust: asked of the real Codex', () => {
   it("a project's .codex is not loaded until the project is trusted, then its hooks need trust too; trusted, it is clean", async () => {
     expect(install('codex', 'project').code).toBe(0);
     const shimDir = { PATH: `${world.home}/bin:/usr/bin:/bin` };
-    expect(row(doctor(shimDir).rows, 'codex_trust', 'project')).toMatchObject({ status: 'problem', detail: expect.stringMatching(/only once the project is trusted/) });
+    expect(row(doctor(shimDir).rows, 'codex_trust', 'project')).toMatchObject({
+      status: 'problem',
+      detail: expect.stringMatching(/only once the project is trusted/),
+    });
     appendFileSync(join(codex.codexHome, 'config.toml'), `\n[projects.${JSON.stringify(world.repo)}]\ntrust_level = "trusted"\n`);
-    expect(row(doctor(shimDir).rows, 'codex_trust', 'project')).toMatchObject({ status: 'problem', detail: expect.stringMatching(/skips 5 of Turnkeeper's 5 hooks/) });
+    expect(row(doctor(shimDir).rows, 'codex_trust', 'project')).toMatchObject({
+      status: 'problem',
+      detail: expect.stringMatching(/skips 5 of Turnkeeper's 5 hooks/),
+    });
     await trustAllHooks(codex.codexHome, { ...codex.env, ...env }, world.repo);
     expect(row(doctor(shimDir).rows, 'codex_trust', 'project')).toMatchObject({ status: 'ok' });
   });
@@ -96,7 +103,10 @@ describe('codex_trust: asked of the real Codex', () => {
     expect(row(doctor().rows, 'codex_trust', 'user')!.status).toBe('problem');
     appendFileSync(join(codex.codexHome, 'config.toml'), '\n[features]\nhooks = false\n');
     const off = row(doctor().rows, 'codex_trust', 'user')!;
-    expect(off).toMatchObject({ status: 'unknown', detail: expect.stringMatching(/Codex lists none of Turnkeeper's hooks in .*hooks\.json, and no warning about it; the hooks it lists come from /) });
+    expect(off).toMatchObject({
+      status: 'unknown',
+      detail: expect.stringMatching(/Codex lists none of Turnkeeper's hooks in .*hooks\.json, and no warning about it; the hooks it lists come from /),
+    });
     expect(off.fix).toContain('hooks = false');
   });
 
@@ -118,16 +128,22 @@ describe('which codex doctor runs', () => {
     writeFileSync(join(dir, 'codex'), `#!/bin/sh\necho ran > ${JSON.stringify(marker)}\nexit 3\n`, { mode: 0o755 });
   };
 
-  it("a codex reached through a relative PATH entry or a relative TURNKEEPER_CODEX_BIN is never run (control: one in an absolute PATH entry is)", () => {
+  it('a codex reached through a relative PATH entry or a relative TURNKEEPER_CODEX_BIN is never run (control: one in an absolute PATH entry is)', () => {
     expect(install('codex').code).toBe(0);
     const marker = join(world.root, 'repository-codex-ran');
     plantCodex(join(world.repo, 'node_modules', '.bin'), marker);
     const relativePath = doctor({ TURNKEEPER_CODEX_BIN: '', PATH: 'node_modules/.bin:/usr/bin:/bin' });
     expect(existsSync(marker)).toBe(false);
-    expect(row(relativePath.rows, 'codex_trust', 'user')).toMatchObject({ status: 'unknown', detail: expect.stringContaining('not in an absolute PATH directory') });
+    expect(row(relativePath.rows, 'codex_trust', 'user')).toMatchObject({
+      status: 'unknown',
+      detail: expect.stringContaining('not in an absolute PATH directory'),
+    });
     const relativeBin = doctor({ TURNKEEPER_CODEX_BIN: 'node_modules/.bin/codex' });
     expect(existsSync(marker)).toBe(false);
-    expect(row(relativeBin.rows, 'codex_trust', 'user')).toMatchObject({ status: 'unknown', detail: expect.stringContaining('TURNKEEPER_CODEX_BIN is not an absolute path') });
+    expect(row(relativeBin.rows, 'codex_trust', 'user')).toMatchObject({
+      status: 'unknown',
+      detail: expect.stringContaining('TURNKEEPER_CODEX_BIN is not an absolute path'),
+    });
 
     // Control: the same PATH entry given as an absolute path is found, and asked.
     doctor({ TURNKEEPER_CODEX_BIN: '', PATH: `${join(world.repo, 'node_modules', '.bin')}:/usr/bin:/bin` });
@@ -135,15 +151,21 @@ describe('which codex doctor runs', () => {
   });
 });
 
-describe('config_syntax: the agent\'s own parser', () => {
-  it('a comment in Codex\'s hooks.json makes Codex ignore the file: flagged by doctor and by Codex itself (control: the same file without it)', () => {
+describe("config_syntax: the agent's own parser", () => {
+  it("a comment in Codex's hooks.json makes Codex ignore the file: flagged by doctor and by Codex itself (control: the same file without it)", () => {
     expect(install('codex').code).toBe(0);
     const path = join(codex.codexHome, 'hooks.json');
     expect(row(doctor().rows, 'config_syntax', 'user')).toMatchObject({ status: 'ok', path });
     writeFileSync(path, `// my hooks\n${readFileSync(path, 'utf8')}`);
     const rows = doctor().rows;
-    expect(row(rows, 'config_syntax', 'user')).toMatchObject({ status: 'problem', detail: expect.stringMatching(/reads it as strict JSON, and .* has a comment at line 1/) });
-    expect(row(rows, 'codex_trust', 'user')).toMatchObject({ status: 'problem', detail: expect.stringMatching(/does not load .*failed to parse hooks config/) });
+    expect(row(rows, 'config_syntax', 'user')).toMatchObject({
+      status: 'problem',
+      detail: expect.stringMatching(/reads it as strict JSON, and .* has a comment at line 1/),
+    });
+    expect(row(rows, 'codex_trust', 'user')).toMatchObject({
+      status: 'problem',
+      detail: expect.stringMatching(/does not load .*failed to parse hooks config/),
+    });
   });
 
   it('hooks install refuses to merge into a Claude settings.json with a comment, and leaves it as it was (control: Gemini allows comments)', () => {
@@ -162,10 +184,22 @@ describe('config_syntax: the agent\'s own parser', () => {
     const geminiSettings = join(geminiHome, '.gemini', 'settings.json');
     writeFileSync(geminiSettings, original);
     expect(install('gemini', 'user', { GEMINI_CLI_HOME: geminiHome }).code).toBe(0);
-    expect(row(doctor({ GEMINI_CLI_HOME: geminiHome }).rows.filter((r) => r.agent === 'gemini'), 'config_syntax', 'user')).toMatchObject({ status: 'ok' });
+    expect(
+      row(
+        doctor({ GEMINI_CLI_HOME: geminiHome }).rows.filter((r) => r.agent === 'gemini'),
+        'config_syntax',
+        'user',
+      ),
+    ).toMatchObject({ status: 'ok' });
     // A trailing comma is another matter: Gemini strips comments, not commas.
     writeFileSync(geminiSettings, readFileSync(geminiSettings, 'utf8').replace(/\n}\n$/, ',\n}\n'));
-    expect(row(doctor({ GEMINI_CLI_HOME: geminiHome }).rows.filter((r) => r.agent === 'gemini'), 'config_syntax', 'user')).toMatchObject({
+    expect(
+      row(
+        doctor({ GEMINI_CLI_HOME: geminiHome }).rows.filter((r) => r.agent === 'gemini'),
+        'config_syntax',
+        'user',
+      ),
+    ).toMatchObject({
       status: 'problem',
       detail: expect.stringMatching(/has a trailing comma/),
     });
@@ -178,7 +212,10 @@ describe('both_scopes and on_path', () => {
     expect(row(doctor().rows, 'both_scopes')).toMatchObject({ status: 'ok', agent: 'codex' });
     const second = install('codex', 'project');
     expect(second.stdout).toMatch(/warning: Turnkeeper's codex hooks are also installed in .*: codex will run every hook twice/);
-    expect(row(doctor().rows, 'both_scopes')).toMatchObject({ status: 'problem', fix: expect.stringContaining('turnkeeper hooks uninstall --agent codex --scope user') });
+    expect(row(doctor().rows, 'both_scopes')).toMatchObject({
+      status: 'problem',
+      fix: expect.stringContaining('turnkeeper hooks uninstall --agent codex --scope user'),
+    });
     expect(world.cli(['hooks', 'uninstall', '--agent', 'codex', '--scope', 'user'], { env }).code).toBe(0);
     expect(row(doctor().rows, 'both_scopes')).toMatchObject({ status: 'ok' });
   });
@@ -189,7 +226,10 @@ describe('both_scopes and on_path', () => {
     expect(config).toContain('"command": "turnkeeper hook --agent codex"');
     expect(config).not.toContain(world.root);
     expect(row(doctor().rows, 'on_path')).toMatchObject({ status: 'problem', fix: expect.stringContaining('VS Code terminal') });
-    expect(row(doctor({ PATH: `${world.home}/bin:/usr/bin:/bin` }).rows, 'on_path')).toMatchObject({ status: 'ok', detail: expect.stringContaining(`${world.home}/bin/turnkeeper`) });
+    expect(row(doctor({ PATH: `${world.home}/bin:/usr/bin:/bin` }).rows, 'on_path')).toMatchObject({
+      status: 'ok',
+      detail: expect.stringContaining(`${world.home}/bin/turnkeeper`),
+    });
   });
 
   it('a project config an earlier Turnkeeper wrote with an absolute shim path is replaced by the PATH form, not kept beside it', () => {

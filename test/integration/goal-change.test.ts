@@ -39,7 +39,11 @@ function goalJson(cwd = world.repo) {
 function statusLeases() {
   const run = world.cli(['status', '--json']);
   expect(run.code, run.stderr).toBe(0);
-  return (JSON.parse(run.stdout) as { leases: { goal: string; todo: string; owner: string; capture: string; epoch: number; version: number; status: string; checkout?: string }[] }).leases;
+  return (
+    JSON.parse(run.stdout) as {
+      leases: { goal: string; todo: string; owner: string; capture: string; epoch: number; version: number; status: string; checkout?: string }[];
+    }
+  ).leases;
 }
 function allTodos() {
   const run = world.cli(['todo', 'list', '--all', '--json']);
@@ -87,7 +91,13 @@ describe('an origin added to a repository in use', () => {
     expect(text).toContain(newGoal);
     expect(statusLeases()).toStrictEqual(before);
     const last = (await receipts()).at(-1)!;
-    expect(last).toMatchObject({ kind: 'claim_refused', goal: newGoal, todo: 'fix-login', owner: 'codex:sess-b', detail: { reason: 'goal_changed', previous: oldGoal } });
+    expect(last).toMatchObject({
+      kind: 'claim_refused',
+      goal: newGoal,
+      todo: 'fix-login',
+      owner: 'codex:sess-b',
+      detail: { reason: 'goal_changed', previous: oldGoal },
+    });
     // A Todo that does not exist anywhere is refused the same way: the key change is decided first.
     expect(contextOf(hook('sess-c', 'turn-1', '#todo:brand-new').stdout)).toContain('[goal_changed]');
     expect(statusLeases()).toStrictEqual(before);
@@ -107,11 +117,23 @@ describe('an origin added to a repository in use', () => {
     // The same lease, now under the new Goal: still active, same epoch, same holder and capture.
     const after = statusLeases();
     expect(after).toHaveLength(1);
-    expect(after[0]).toMatchObject({ goal: newGoal, todo: 'fix-login', owner: 'codex:sess-a', capture, epoch: before[0]!.epoch, version: before[0]!.version, status: 'active', checkout: world.repo });
+    expect(after[0]).toMatchObject({
+      goal: newGoal,
+      todo: 'fix-login',
+      owner: 'codex:sess-a',
+      capture,
+      epoch: before[0]!.epoch,
+      version: before[0]!.version,
+      status: 'active',
+      checkout: world.repo,
+    });
     expect(allTodos()).toStrictEqual([expect.objectContaining({ goal: newGoal, id: 'fix-login', status: 'open' })]);
     expect(allTodos().filter((todo) => todo.goal === oldGoal)).toStrictEqual([]);
     expect((await receipts()).filter((r) => r.kind === 'goal_moved')).toStrictEqual([
-      expect.objectContaining({ goal: newGoal, detail: expect.objectContaining({ from: oldGoal, key: 'example.invalid/x/y', todos: 1, leases: 1, captures: 1 }) }),
+      expect.objectContaining({
+        goal: newGoal,
+        detail: expect.objectContaining({ from: oldGoal, key: 'example.invalid/x/y', todos: 1, leases: 1, captures: 1 }),
+      }),
     ]);
     expect(goalJson().changedFrom).toBeNull();
 
@@ -162,7 +184,11 @@ describe('an origin added to a repository in use', () => {
     expect(refused.stderr).toContain('both Goals');
     // Nothing moved: the lease is still under the old Goal, and the repository still refuses claims.
     expect(statusLeases()[0]).toMatchObject({ goal: oldGoal, todo: 'fix-login', status: 'active' });
-    expect(allTodos().map((todo) => `${todo.goal}/${todo.id}`).sort()).toStrictEqual([`${newGoal}/fix-login`, `${oldGoal}/fix-login`].sort());
+    expect(
+      allTodos()
+        .map((todo) => `${todo.goal}/${todo.id}`)
+        .sort(),
+    ).toStrictEqual([`${newGoal}/fix-login`, `${oldGoal}/fix-login`].sort());
     expect((await receipts()).some((r) => r.kind === 'goal_moved')).toBe(false);
     expect(contextOf(hook('sess-b', 'turn-1', '#todo:fix-login').stdout)).toContain('[goal_changed]');
 

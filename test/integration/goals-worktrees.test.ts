@@ -47,7 +47,10 @@ function promptIn(cwd: string, session: string, turn: string, prompt: string): s
 }
 /** A Codex PreToolUse of a writing tool (apply_patch) whose `cwd` is `cwd`. */
 function writeIn(cwd: string, session: string): string {
-  const input = JSON.parse(payload.codex(world, 'PreToolUse', session, 'turn-x', { tool_name: 'apply_patch', tool_input: { command: 'x' } })) as Record<string, unknown>;
+  const input = JSON.parse(payload.codex(world, 'PreToolUse', session, 'turn-x', { tool_name: 'apply_patch', tool_input: { command: 'x' } })) as Record<
+    string,
+    unknown
+  >;
   input.cwd = cwd;
   return JSON.stringify(input);
 }
@@ -114,7 +117,9 @@ describe('one repository, five checkouts, one Goal', () => {
     setCloneOrigin();
     addTodo(checkouts[3]!, 'fix-login');
     const racers = Array.from({ length: 32 }, (_, i) => ({ session: `racer-${i}`, cwd: checkouts[i % 5]! }));
-    const runs = await Promise.all(racers.map((racer, i) => world.cliAsync(['hook'], { input: promptIn(racer.cwd, racer.session, `turn-${i}`, 'work on #todo:fix-login') })));
+    const runs = await Promise.all(
+      racers.map((racer, i) => world.cliAsync(['hook'], { input: promptIn(racer.cwd, racer.session, `turn-${i}`, 'work on #todo:fix-login') })),
+    );
     expect(runs.map((run) => run.code)).toStrictEqual(Array(32).fill(0));
     for (const run of runs) expect(run.stderr).not.toMatch(/SQLITE_BUSY|locked|internal error/i);
     const contexts = runs.map((run) => contextOf(run.stdout) ?? '');

@@ -106,7 +106,10 @@ describe('rule 3: TURNKEEPER_CAPTURE', () => {
     const claim = hook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login'));
     const captureId = /capture (cap_[0-9a-f]{24})/.exec(contextOf(claim.stdout)!)![1]!;
     const store = await world.store();
-    await store.appendReceipt({ kind: 'launch_committed', goal: world.goal, todo: 'fix-login', capture: captureId, detail: { launch: 'launch_0123456789abcdef' } }, Date.now());
+    await store.appendReceipt(
+      { kind: 'launch_committed', goal: world.goal, todo: 'fix-login', capture: captureId, detail: { launch: 'launch_0123456789abcdef' } },
+      Date.now(),
+    );
     store.close();
     const launchEnv = { TURNKEEPER_CAPTURE: captureId, TURNKEEPER_LAUNCH: 'launch_0123456789abcdef' };
     expect(contextOf(hook(payload.codex(world, 'SessionStart', 'sess-a', undefined, { source: 'resume' }), launchEnv).stdout)).toBe(contextOf(claim.stdout));
@@ -350,7 +353,8 @@ describe('rule 7 and the rest', () => {
     hook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login'));
     expect(world.cli(['release', 'fix-login', '--force', '--reason', 'reassign']).code).toBe(0);
     const edit = () => hook(payload.codex(world, 'PreToolUse', 'sess-a', 'turn-1', { tool_name: 'apply_patch', tool_input: { input: '*** Begin Patch' } }));
-    const deniedWith = (run: ReturnType<typeof edit>) => (parseHookStdout(run.stdout)?.hookSpecificOutput as { permissionDecision?: string; permissionDecisionReason?: string } | undefined);
+    const deniedWith = (run: ReturnType<typeof edit>) =>
+      parseHookStdout(run.stdout)?.hookSpecificOutput as { permissionDecision?: string; permissionDecisionReason?: string } | undefined;
     // Control: a valid file (it names another Goal key, which fencing does not depend on).
     writeFileSync(join(world.repo, '.turnkeeper.json'), '{"goal": "example.org/team/project"}\n');
     expect(deniedWith(edit())).toMatchObject({ permissionDecision: 'deny', permissionDecisionReason: expect.stringContaining('[lease_fenced]') });
@@ -411,7 +415,7 @@ describe("what an agent's environment can do (a repository's .env reaches Gemini
     expect(existsSync(join(world.repo, 'chosen.jsonl'))).toBe(false);
   });
 
-  it('a relative sqlite: selection is under TURNKEEPER_HOME, never the agent\'s checkout (control: the default file)', () => {
+  it("a relative sqlite: selection is under TURNKEEPER_HOME, never the agent's checkout (control: the default file)", () => {
     const selected = { TURNKEEPER_STORE: 'sqlite:team.db' };
     expect(world.cli(['todo', 'add', 'Fix login', '--id', 'fix-login'], { env: selected }).code).toBe(0);
     expect(contextOf(hook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login'), selected).stdout)).toMatch(/· epoch 1$/m);

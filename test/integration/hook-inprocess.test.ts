@@ -99,7 +99,10 @@ describe('reads a held context event makes', () => {
     const run = async (input: string) => {
       calls.length = 0;
       const result = await runHook(input, { env: world.env, openStore: () => Promise.resolve(counted) });
-      return { text: (JSON.parse(result.stdout) as { hookSpecificOutput: { additionalContext: string } }).hookSpecificOutput.additionalContext, calls: [...calls] };
+      return {
+        text: (JSON.parse(result.stdout) as { hookSpecificOutput: { additionalContext: string } }).hookSpecificOutput.additionalContext,
+        calls: [...calls],
+      };
     };
     try {
       const claimed = await run(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login'));
@@ -132,7 +135,8 @@ describe('hostile input corpus (in-process, real store)', () => {
     expect(corpus.length).toBeGreaterThanOrEqual(10_000);
     for (const input of corpus) {
       const result = await runHook(input, { env: world.env });
-      if (result.stdout !== '' || result.stderr.length !== 1) throw new Error(`accepted hostile input ${JSON.stringify(input.slice(0, 300))}: ${JSON.stringify(result)}`);
+      if (result.stdout !== '' || result.stderr.length !== 1)
+        throw new Error(`accepted hostile input ${JSON.stringify(input.slice(0, 300))}: ${JSON.stringify(result)}`);
     }
     expect(await counts()).toStrictEqual(before);
 

@@ -25,7 +25,13 @@ function hookTo(out: string, err: string, input: string) {
     return fd;
   };
   try {
-    const result = spawnSync(process.execPath, [CLI, 'hook'], { input, env: world.env, cwd: world.repo, encoding: 'utf8', stdio: ['pipe', target(out), target(err)] });
+    const result = spawnSync(process.execPath, [CLI, 'hook'], {
+      input,
+      env: world.env,
+      cwd: world.repo,
+      encoding: 'utf8',
+      stdio: ['pipe', target(out), target(err)],
+    });
     return { code: result.status, signal: result.signal, stdout: result.stdout ?? '', stderr: result.stderr ?? '', error: result.error };
   } finally {
     for (const fd of fds) closeSync(fd);

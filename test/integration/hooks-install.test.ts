@@ -3,7 +3,20 @@
 import { describe, it, expect, afterAll } from 'vitest';
 import fc from 'fast-check';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { parse as parseJsonc, type ParseError } from 'jsonc-parser';
@@ -67,7 +80,8 @@ const backupsOf = (target: HookTarget): string[] => {
   return [...beside, ...home];
 };
 /** Bytes from UTF-8 text and raw byte values, in order. */
-const bytes = (...parts: (string | number[])[]): Buffer => Buffer.concat(parts.map((part) => (typeof part === 'string' ? Buffer.from(part, 'utf8') : Buffer.from(part))));
+const bytes = (...parts: (string | number[])[]): Buffer =>
+  Buffer.concat(parts.map((part) => (typeof part === 'string' ? Buffer.from(part, 'utf8') : Buffer.from(part))));
 const hex = (path: string): string => readFileSync(path).toString('hex');
 const strictParse = (text: string): unknown => JSON.parse(text.replace(/^\uFEFF/, '')) as unknown;
 function jsoncParse(text: string): unknown {
@@ -108,7 +122,13 @@ describe('hook command and config paths', () => {
 
   it('installs at the overridden user paths, and only there', () => {
     const root = tempDir();
-    const env = { HOME: join(root, 'home'), CODEX_HOME: join(root, 'codex'), CLAUDE_CONFIG_DIR: join(root, 'claude'), GEMINI_CLI_HOME: join(root, 'gem'), COPILOT_HOME: join(root, 'cop') };
+    const env = {
+      HOME: join(root, 'home'),
+      CODEX_HOME: join(root, 'codex'),
+      CLAUDE_CONFIG_DIR: join(root, 'claude'),
+      GEMINI_CLI_HOME: join(root, 'gem'),
+      COPILOT_HOME: join(root, 'cop'),
+    };
     for (const agent of AGENTS) installHooks({ agent, scope: 'user', env }, commandFor(agent));
     expect(existsSync(join(root, 'codex', 'hooks.json'))).toBe(true);
     expect(existsSync(join(root, 'claude', 'settings.json'))).toBe(true);
@@ -138,7 +158,8 @@ describe('installHooks', () => {
         : { type: 'command', command: commandFor(agent), timeout: 15 };
     // Copilot: flat entries (no matcher groups), each command naming its event, timeoutSec in seconds.
     if (agent === 'copilot') {
-      for (const event of HOOK_EVENTS[agent]) expect(hooks[event]).toEqual([{ type: 'command', command: `${commandFor(agent)} --event ${event}`, timeoutSec: 15 }]);
+      for (const event of HOOK_EVENTS[agent])
+        expect(hooks[event]).toEqual([{ type: 'command', command: `${commandFor(agent)} --event ${event}`, timeoutSec: 15 }]);
       return;
     }
     for (const event of HOOK_EVENTS[agent]) expect(hooks[event]).toEqual([{ hooks: [entry] }]);
@@ -255,7 +276,15 @@ describe('installHooks', () => {
     const comment = bytes('// café ', [0xff], '\r\n');
     const value = bytes('"café ', [0xff, 0xc3], '"');
     const block = bytes('/* ', [0xe9, 0x80], ' */');
-    const original = Buffer.concat([bytes('\uFEFF'), comment, bytes('{\r\n  "note": '), value, bytes(', '), block, bytes('\r\n  "hooks": {\r\n    "Stop": []\r\n  }\r\n}\r\n')]);
+    const original = Buffer.concat([
+      bytes('\uFEFF'),
+      comment,
+      bytes('{\r\n  "note": '),
+      value,
+      bytes(', '),
+      block,
+      bytes('\r\n  "hooks": {\r\n    "Stop": []\r\n  }\r\n}\r\n'),
+    ]);
     // Control: a UTF-8 decode and encode would damage this file, which is what used to happen.
     expect(Buffer.from(original.toString('utf8'), 'utf8').equals(original)).toBe(false);
     writeFileSync(path, original);
@@ -271,7 +300,10 @@ describe('installHooks', () => {
 
   it('the CLI and the extension back up under $TURNKEEPER_HOME/backups, by default ~/.turnkeeper/backups', () => {
     const runtime = { runtime: process.execPath, script: '/opt/turnkeeper/dist/cli.js', electronRunAsNode: false };
-    for (const [name, withHome] of [['TURNKEEPER_HOME', true], ['default', false]] as const) {
+    for (const [name, withHome] of [
+      ['TURNKEEPER_HOME', true],
+      ['default', false],
+    ] as const) {
       const root = tempDir();
       const home = join(tempDir(), name);
       const env: Env = withHome ? { HOME: join(root, 'nohome'), TURNKEEPER_HOME: home } : { HOME: home };
@@ -289,7 +321,7 @@ describe('installHooks', () => {
     }
   });
 
-  it('writes through a symlinked config instead of replacing the link, keeping the target\'s mode', () => {
+  it("writes through a symlinked config instead of replacing the link, keeping the target's mode", () => {
     const root = tempDir();
     const real = join(root, 'dotfiles', 'claude-settings.json');
     mkdirSync(dirname(real), { recursive: true });
@@ -311,7 +343,7 @@ describe('installHooks', () => {
     expect(read(real)).toBe(original);
   });
 
-  it('writes through a dangling symlink (a dotfile manager\'s link to a file not yet there)', () => {
+  it("writes through a dangling symlink (a dotfile manager's link to a file not yet there)", () => {
     const root = tempDir();
     const real = join(root, 'dotfiles', 'claude-settings.json');
     mkdirSync(dirname(real), { recursive: true });
@@ -433,7 +465,13 @@ describe('uninstallHooks', () => {
           hooks: {
             Stop: [
               { hooks: [{ type: 'command', command: stale }] },
-              { matcher: '', hooks: [{ type: 'command', command: 'say done' }, { type: 'command', command: '"/x/bin/turnkeeper" hook --agent codex' }] },
+              {
+                matcher: '',
+                hooks: [
+                  { type: 'command', command: 'say done' },
+                  { type: 'command', command: '"/x/bin/turnkeeper" hook --agent codex' },
+                ],
+              },
             ],
             PreToolUse: [{ hooks: [{ type: 'command', command: 'turnkeeper-lint hook --agent claude' }] }],
           },
@@ -546,7 +584,13 @@ describe('hooksStatus', () => {
     const root = tempDir();
     const target = projectTarget('gemini', root);
     const none = Object.fromEntries(HOOK_EVENTS.gemini.map((event) => [event, false]));
-    expect(hooksStatus(target, commandFor('gemini'))).toEqual({ path: hookConfigPath(target), exists: false, installed: false, events: none, staleCommands: [] });
+    expect(hooksStatus(target, commandFor('gemini'))).toEqual({
+      path: hookConfigPath(target),
+      exists: false,
+      installed: false,
+      events: none,
+      staleCommands: [],
+    });
     const path = hookConfigPath(target);
     mkdirSync(dirname(path), { recursive: true });
     writeFileSync(path, JSON.stringify({ hooks: { BeforeAgent: [{ hooks: [{ type: 'command', command: commandFor('gemini') }] }] } }));
@@ -587,13 +631,15 @@ function printer(layout: Layout): (value: Json) => string {
     return choice % n;
   };
   const { unit, eol } = layout;
-  const emptyInterior = (indent: string): string => ['', '', ' ', `${eol}${indent}`, ' /* empty */ ', `${eol}${indent}${unit}// nothing yet${eol}${indent}`][pick(6)] ?? '';
+  const emptyInterior = (indent: string): string =>
+    ['', '', ' ', `${eol}${indent}`, ' /* empty */ ', `${eol}${indent}${unit}// nothing yet${eol}${indent}`][pick(6)] ?? '';
   const print = (value: Json, indent: string): string => {
     if (value === null || typeof value !== 'object') return JSON.stringify(value);
     const entries: [string | undefined, Json][] = Array.isArray(value) ? value.map((item) => [undefined, item]) : Object.entries(value);
     const [open, close] = Array.isArray(value) ? ['[', ']'] : ['{', '}'];
     if (entries.length === 0) return open + emptyInterior(indent) + close;
-    const member = ([key, item]: [string | undefined, Json], inner: string): string => (key === undefined ? '' : `${JSON.stringify(key)}: `) + print(item, inner);
+    const member = ([key, item]: [string | undefined, Json], inner: string): string =>
+      (key === undefined ? '' : `${JSON.stringify(key)}: `) + print(item, inner);
     if (pick(4) === 0) {
       // inline
       return `${open}${entries.map((entry) => member(entry, indent)).join(', ')}${pick(5) === 0 ? ',' : ''}${close}`;
@@ -623,14 +669,24 @@ const userValue: fc.Arbitrary<Json> = fc.letrec<{ value: Json }>((tie) => ({
 const userGroup: fc.Arbitrary<Json> = fc.record(
   {
     matcher: fc.constantFrom('Bash', 'Edit|Write', '*', ''),
-    hooks: fc.array(fc.record({ type: fc.constant('command'), command: fc.constantFrom('npm run lint', 'say done', "echo 'hi'", '/usr/bin/notify'), timeout: fc.nat(600) }, { requiredKeys: ['type', 'command'] }), { maxLength: 2 }),
+    hooks: fc.array(
+      fc.record(
+        { type: fc.constant('command'), command: fc.constantFrom('npm run lint', 'say done', "echo 'hi'", '/usr/bin/notify'), timeout: fc.nat(600) },
+        { requiredKeys: ['type', 'command'] },
+      ),
+      { maxLength: 2 },
+    ),
   },
   { requiredKeys: ['hooks'] },
 );
 const userHooks: fc.Arbitrary<Json> = fc.dictionary(fc.constantFrom(...ALL_EVENTS), fc.array(userGroup, { maxLength: 2 }), { maxKeys: 4 });
 const userConfig = fc
   .record({
-    settings: fc.dictionary(fc.string({ minLength: 1, maxLength: 10 }).filter((key) => key !== 'hooks'), userValue, { maxKeys: 4 }),
+    settings: fc.dictionary(
+      fc.string({ minLength: 1, maxLength: 10 }).filter((key) => key !== 'hooks'),
+      userValue,
+      { maxKeys: 4 },
+    ),
     hooks: fc.option(userHooks, { nil: undefined }),
     hooksAt: fc.nat(),
   })
@@ -737,7 +793,13 @@ describe('install then uninstall round-trips any user file', () => {
       { numRuns: 2000 },
     );
     // Overlong forms, encoded surrogates and code points past U+10FFFF are bytes, not characters.
-    for (const sequence of [[0xc0, 0x80], [0xe0, 0x80, 0x80], [0xed, 0xa0, 0x80], [0xf4, 0x90, 0x80, 0x80], [0xf0, 0x9f, 0x98]]) {
+    for (const sequence of [
+      [0xc0, 0x80],
+      [0xe0, 0x80, 0x80],
+      [0xed, 0xa0, 0x80],
+      [0xf4, 0x90, 0x80, 0x80],
+      [0xf0, 0x9f, 0x98],
+    ]) {
       expect(decodeBytes(Buffer.from(sequence))).toBe(String.fromCharCode(...sequence.map((b) => 0xdc00 + b)));
     }
     expect(decodeBytes(Buffer.from('é😀', 'utf8'))).toBe('é😀'); // control: well-formed sequences stay characters
@@ -918,7 +980,17 @@ describe('Copilot CLI hooks', () => {
     mkdirSync(dirname(path), { recursive: true });
     writeFileSync(
       path,
-      JSON.stringify({ version: 1, hooks: { userPromptSubmitted: [{ type: 'command', command: eventCmd('userPromptSubmitted') }], agentStop: [{ type: 'command', command: eventCmd('preToolUse') }] } }, null, 2),
+      JSON.stringify(
+        {
+          version: 1,
+          hooks: {
+            userPromptSubmitted: [{ type: 'command', command: eventCmd('userPromptSubmitted') }],
+            agentStop: [{ type: 'command', command: eventCmd('preToolUse') }],
+          },
+        },
+        null,
+        2,
+      ),
     );
     const status = hooksStatus(target, commandFor('copilot'));
     expect(status.installed).toBe(false);
@@ -969,18 +1041,25 @@ describe('Copilot CLI hooks', () => {
     }
   });
 
-  it("doctor: project hooks in a folder Copilot does not trust are a problem; trustedFolders (or COPILOT_ALLOW_ALL=true) clears it", async () => {
+  it('doctor: project hooks in a folder Copilot does not trust are a problem; trustedFolders (or COPILOT_ALLOW_ALL=true) clears it', async () => {
     const root = tempDir();
     const copilotHome = join(root, 'cop');
     const repo = join(root, 'work', 'repo');
     mkdirSync(repo, { recursive: true });
     const env = { HOME: join(root, 'home'), TURNKEEPER_HOME: join(root, 'tk'), COPILOT_HOME: copilotHome };
-    installAgentHooks({ agent: 'copilot', scope: 'project', env, projectRoot: repo }, { runtime: process.execPath, script: '/opt/turnkeeper/dist/cli.js', electronRunAsNode: false });
-    const problems = async (extra: Record<string, string> = {}) => (await doctorReport({ ...env, ...extra }, repo, async () => undefined)).problems.filter((p) => p.startsWith('Copilot CLI'));
+    installAgentHooks(
+      { agent: 'copilot', scope: 'project', env, projectRoot: repo },
+      { runtime: process.execPath, script: '/opt/turnkeeper/dist/cli.js', electronRunAsNode: false },
+    );
+    const problems = async (extra: Record<string, string> = {}) =>
+      (await doctorReport({ ...env, ...extra }, repo, async () => undefined)).problems.filter((p) => p.startsWith('Copilot CLI'));
     expect(await problems()).toEqual([expect.stringContaining(`Copilot CLI skips ${join(repo, '.github', 'hooks')} until the folder is trusted`)]);
     // Copilot's own config.json (comments and all) with a parent folder trusted: trust covers the folders under it.
     mkdirSync(copilotHome, { recursive: true });
-    writeFileSync(join(copilotHome, 'config.json'), `// User settings belong in settings.json.\n// This file is managed automatically.\n{\n  "trustedFolders": [\n    "${join(root, 'work')}"\n  ]\n}\n`);
+    writeFileSync(
+      join(copilotHome, 'config.json'),
+      `// User settings belong in settings.json.\n// This file is managed automatically.\n{\n  "trustedFolders": [\n    "${join(root, 'work')}"\n  ]\n}\n`,
+    );
     expect(await problems()).toEqual([]);
     // A sibling that only shares a prefix is not under it.
     writeFileSync(join(copilotHome, 'config.json'), JSON.stringify({ trustedFolders: [join(root, 'work', 're')] }));
@@ -991,7 +1070,10 @@ describe('Copilot CLI hooks', () => {
     expect(await problems()).toEqual([]);
     // User-scope hooks run in any folder: no trust problem for them.
     uninstallAgentHooks({ agent: 'copilot', scope: 'project', env, projectRoot: repo });
-    installAgentHooks({ agent: 'copilot', scope: 'user', env, projectRoot: repo }, { runtime: process.execPath, script: '/opt/turnkeeper/dist/cli.js', electronRunAsNode: false });
+    installAgentHooks(
+      { agent: 'copilot', scope: 'user', env, projectRoot: repo },
+      { runtime: process.execPath, script: '/opt/turnkeeper/dist/cli.js', electronRunAsNode: false },
+    );
     expect(await problems()).toEqual([]);
   });
 });
@@ -1003,8 +1085,12 @@ describe("doctor's on_path check for the editor", () => {
     mkdirSync(repo);
     const tkHome = join(root, 'tk');
     const env = { HOME: join(root, 'home'), TURNKEEPER_HOME: tkHome, PATH: '/usr/bin:/bin' };
-    installAgentHooks({ agent: 'claude', scope: 'project', env, projectRoot: repo }, { runtime: process.execPath, script: '/opt/turnkeeper/dist/cli.js', electronRunAsNode: false });
-    const onPath = async (options?: { shimOnTerminalPath?: boolean }) => (await doctorReport(env, repo, async () => undefined, options)).checks.find((check) => check.check === 'on_path');
+    installAgentHooks(
+      { agent: 'claude', scope: 'project', env, projectRoot: repo },
+      { runtime: process.execPath, script: '/opt/turnkeeper/dist/cli.js', electronRunAsNode: false },
+    );
+    const onPath = async (options?: { shimOnTerminalPath?: boolean }) =>
+      (await doctorReport(env, repo, async () => undefined, options)).checks.find((check) => check.check === 'on_path');
     expect(await onPath()).toMatchObject({ status: 'problem' });
     expect(await onPath({ shimOnTerminalPath: true })).toMatchObject({ status: 'ok', detail: expect.stringContaining(shimPath(tkHome)) });
     rmSync(shimPath(tkHome));
@@ -1017,7 +1103,13 @@ describe('a repository whose config is not a regular file', () => {
   // checkout script, leave a FIFO there. Every config read is bounded: a regular file of at most a few
   // MiB, or a problem named in the answer; nothing reads without end or blocks on an open.
   const run = (world: ReturnType<typeof makeWorld>, args: string[]) =>
-    spawnSync(process.execPath, [join(__dirname, '../../dist/cli.js'), ...args], { cwd: world.repo, env: world.env, encoding: 'utf8', timeout: 20_000, input: '' });
+    spawnSync(process.execPath, [join(__dirname, '../../dist/cli.js'), ...args], {
+      cwd: world.repo,
+      env: world.env,
+      encoding: 'utf8',
+      timeout: 20_000,
+      input: '',
+    });
 
   it.each([
     ['a symlink to /dev/zero', (path: string) => symlinkSync('/dev/zero', path), /character device, not a regular file/],
@@ -1048,7 +1140,10 @@ describe('a repository whose config is not a regular file', () => {
       rmSync(path);
       writeFileSync(path, '{ "model": "opus" }\n');
       expect(run(world, ['hooks', 'install', '--agent', 'claude', '--scope', 'project']).status).toBe(0);
-      const after = JSON.parse(run(world, ['hooks', 'status', '--agent', 'claude', '--scope', 'project', '--json']).stdout) as { installed: boolean; error?: string }[];
+      const after = JSON.parse(run(world, ['hooks', 'status', '--agent', 'claude', '--scope', 'project', '--json']).stdout) as {
+        installed: boolean;
+        error?: string;
+      }[];
       expect(after[0]).toMatchObject({ installed: true });
       expect(after[0]!.error).toBeUndefined();
       expect(readJsonConfig(path)).toMatchObject({ model: 'opus' });

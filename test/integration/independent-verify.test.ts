@@ -11,7 +11,7 @@ import { contextOf, makeWorld, payload, type World } from '../support/world';
 /** The bash block that follows `<!-- recipe: name -->` in docs/receipts.md. */
 function recipe(name: string): string {
   const docs = readFileSync(resolve(__dirname, '../../docs/receipts.md'), 'utf8');
-  const match = new RegExp(`<!-- recipe: ${name} -->\\n\`\`\`bash\\n([\\s\\S]*?)\\n\`\`\``).exec(docs);
+  const match = new RegExp(`<!-- recipe: ${name} -->\\n+\`\`\`bash\\n([\\s\\S]*?)\\n\`\`\``).exec(docs);
   if (!match) throw new Error(`no recipe ${name} in docs/receipts.md`);
   return match[1]!;
 }
@@ -55,7 +55,11 @@ beforeAll(() => {
   // The public key from the verifier key alone, with the docs' recipe.
   const vkey = (JSON.parse(world.cli(['keys', 'show', '--json']).stdout) as { publicKey: string }).publicKey;
   pem = join(world.root, 'key.pem');
-  const derived = spawnSync('bash', ['-c', `set -euo pipefail\nvkey=${JSON.stringify(vkey)}\ncd ${JSON.stringify(world.root)}\n${recipe('pem-from-verifier-key')}`], { encoding: 'utf8' });
+  const derived = spawnSync(
+    'bash',
+    ['-c', `set -euo pipefail\nvkey=${JSON.stringify(vkey)}\ncd ${JSON.stringify(world.root)}\n${recipe('pem-from-verifier-key')}`],
+    { encoding: 'utf8' },
+  );
   expect(derived.status, derived.stderr).toBe(0);
   expect(readFileSync(pem, 'utf8')).toBe(world.cli(['keys', 'show', '--pem']).stdout);
 });
@@ -85,7 +89,16 @@ describe('the independent recipe (bash, sha256sum, openssl, jq) from docs/receip
       ['a document deleted', joined(lines.filter((_, i) => i !== 3))],
       ['two documents swapped', joined(lines.map((line, i) => (i === 3 ? lines[4]! : i === 4 ? lines[3]! : line)))],
       ['cut before its checkpoint', joined(lines.slice(0, -2))],
-      ['a signature byte changed', joined([JSON.stringify({ ...header, checkpoint: header.checkpoint.slice(0, at) + (header.checkpoint[at] === 'A' ? 'B' : 'A') + header.checkpoint.slice(at + 1) }), ...lines.slice(1)])],
+      [
+        'a signature byte changed',
+        joined([
+          JSON.stringify({
+            ...header,
+            checkpoint: header.checkpoint.slice(0, at) + (header.checkpoint[at] === 'A' ? 'B' : 'A') + header.checkpoint.slice(at + 1),
+          }),
+          ...lines.slice(1),
+        ]),
+      ],
     ];
     for (const [what, text] of cases) {
       const result = runRecipe(text);

@@ -101,15 +101,28 @@ describe('finding 7: the same Turn never revives a released lease', () => {
   it('a v1 capture of the Turn (cwd and binding in its identity) is the same claim after the upgrade', async () => {
     await addTodos('fix-login');
     // A capture written by the previous release: its document and id are v1 and must stay as they are.
-    const v1Doc = JSON.stringify({ agent: 'codex', binding: 'prompt', cwd: world.repo, goal: world.goal, schema: 'turnkeeper.capture/v1', session: 'sess-a', todo: 'fix-login', turn: 'turn-1' });
+    const v1Doc = JSON.stringify({
+      agent: 'codex',
+      binding: 'prompt',
+      cwd: world.repo,
+      goal: world.goal,
+      schema: 'turnkeeper.capture/v1',
+      session: 'sess-a',
+      todo: 'fix-login',
+      turn: 'turn-1',
+    });
     const v1Id = 'cap_' + digestText(v1Doc).slice(7, 31);
     await withStore(async (s) => {
       s.connection
-        .prepare('INSERT INTO captures (id, goal, todo, agent, session, turn, cwd, binding, doc, original_digest, op, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+        .prepare(
+          'INSERT INTO captures (id, goal, todo, agent, session, turn, cwd, binding, doc, original_digest, op, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        )
         // The row's Goal as the upgrade maps it (adoptLegacyGoals); the v1 document keeps its path.
         .run(v1Id, world.goal, 'fix-login', 'codex', 'sess-a', 'turn-1', world.repo, 'prompt', v1Doc, digestText(v1Doc), 'op_legacy', 1);
       s.connection
-        .prepare(`INSERT INTO leases (goal, todo, epoch, owner, capture, version, status, acquired_at, renewed_at, expires_at) VALUES (?, ?, 1, 'codex:sess-a', ?, 1, 'released', 1, 1, 2)`)
+        .prepare(
+          `INSERT INTO leases (goal, todo, epoch, owner, capture, version, status, acquired_at, renewed_at, expires_at) VALUES (?, ?, 1, 'codex:sess-a', ?, 1, 'released', 1, 1, 2)`,
+        )
         .run(world.goal, 'fix-login', v1Id);
     });
     const result = await runHook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login'), { env: world.env });
@@ -141,23 +154,45 @@ describe('finding 8: concurrent prompts of one session for different Todos', () 
       const last = parseReceipt((await s.receipts({ limit: 1 }))[0]!.doc);
       expect(last).toMatchObject({ kind: 'claim_refused', todo: 'task-b', detail: { reason: 'session_holds_other', held: 'task-a' } });
       // Control: another Owner claims task-b.
-      expect((await s.claim({ ...input('task-b', 't2'), capture: buildCapture({ goal: world.goal, todo: 'task-b', agent: 'codex', session: 'sess-b', turn: 't2' }), owner: 'codex:sess-b' }, 3)).kind).toBe('acquired');
+      expect(
+        (
+          await s.claim(
+            {
+              ...input('task-b', 't2'),
+              capture: buildCapture({ goal: world.goal, todo: 'task-b', agent: 'codex', session: 'sess-b', turn: 't2' }),
+              owner: 'codex:sess-b',
+            },
+            3,
+          )
+        ).kind,
+      ).toBe('acquired');
     });
   });
 
   it('8 concurrent hook processes of one session for 8 Todos: one claims, 7 get [session_holds_other], no internal error', async () => {
     const ids = Array.from({ length: 8 }, (_, i) => `task-${i}`);
     await addTodos(...ids);
-    const results = await Promise.all(ids.map((id, i) => world.cliAsync(['hook'], { input: payload.codexPrompt(world, 'sess-a', `turn-${i}`, `#todo:${id}`) })));
+    const results = await Promise.all(
+      ids.map((id, i) => world.cliAsync(['hook'], { input: payload.codexPrompt(world, 'sess-a', `turn-${i}`, `#todo:${id}`) })),
+    );
     for (const result of results) {
       expect(result.code).toBe(0);
       expect(result.stderr).not.toContain('internal error');
     }
     const contexts = results.map((r) => contextOf(r.stdout) ?? '');
     const refused = contexts.filter((c) => c.includes('[session_holds_other]'));
-    expect(refused, JSON.stringify(results.map((r) => [r.stdout.slice(0, 160), r.stderr.slice(0, 300)]), null, 1)).toHaveLength(7);
+    expect(
+      refused,
+      JSON.stringify(
+        results.map((r) => [r.stdout.slice(0, 160), r.stderr.slice(0, 300)]),
+        null,
+        1,
+      ),
+    ).toHaveLength(7);
     expect(contexts.filter((c) => !refused.includes(c) && /^Turnkeeper: Todo task-\d+ .* epoch 1/.test(c))).toHaveLength(1);
-    const refusals = await withStore(async (s) => (await s.receipts({ limit: 100 })).map((r) => parseReceipt(r.doc)!).filter((d) => d.kind === 'claim_refused'));
+    const refusals = await withStore(async (s) =>
+      (await s.receipts({ limit: 100 })).map((r) => parseReceipt(r.doc)!).filter((d) => d.kind === 'claim_refused'),
+    );
     expect(refusals.filter((d) => d.detail?.reason === 'session_holds_other')).toHaveLength(7);
     expect((await withStore((s) => s.verifyChain())).ok).toBe(true);
   });

@@ -23,20 +23,26 @@ const todo = fc.constantFrom(...TODOS);
 // write tool. So clock steps go back three times in four, and a prompt is often followed at once by a
 // write tool of the same session (the check runs right where a new lease was just taken).
 const action = fc.oneof(
-  { weight: 4, arbitrary: fc.record({
-    type: fc.constant('prompt' as const),
-    session,
-    turn: fc.nat(1),
-    todo,
-    subdirectory: fc.boolean(),
-    viaEnv: fc.boolean(),
-    thenWrite: fc.boolean(),
-  }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      type: fc.constant('prompt' as const),
+      session,
+      turn: fc.nat(1),
+      todo,
+      subdirectory: fc.boolean(),
+      viaEnv: fc.boolean(),
+      thenWrite: fc.boolean(),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ type: fc.constant('release' as const), todo, byHolder: fc.boolean() }) },
-  { weight: 2, arbitrary: fc.record({
-    type: fc.constant('clock' as const),
-    delta: fc.oneof({ weight: 3, arbitrary: fc.integer({ min: -48 * HOUR, max: -1 }) }, { weight: 1, arbitrary: fc.integer({ min: 0, max: 48 * HOUR }) }),
-  }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      type: fc.constant('clock' as const),
+      delta: fc.oneof({ weight: 3, arbitrary: fc.integer({ min: -48 * HOUR, max: -1 }) }, { weight: 1, arbitrary: fc.integer({ min: 0, max: 48 * HOUR }) }),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ type: fc.constant('write_tool' as const), session }) },
   { weight: 1, arbitrary: fc.record({ type: fc.constant('stop' as const), session }) },
 );
@@ -76,7 +82,10 @@ describe('lease properties over real hooks', () => {
           for (const step of actions) {
             switch (step.type) {
               case 'prompt': {
-                const input = JSON.parse(payload.codexPrompt(world, step.session, `turn-${step.turn}`, step.viaEnv ? 'go on' : `#todo:${step.todo}`)) as Record<string, unknown>;
+                const input = JSON.parse(payload.codexPrompt(world, step.session, `turn-${step.turn}`, step.viaEnv ? 'go on' : `#todo:${step.todo}`)) as Record<
+                  string,
+                  unknown
+                >;
                 if (step.subdirectory) input.cwd = join(world.repo, 'sub', 'deeper');
                 const result = await hook(JSON.stringify(input), step.viaEnv ? { TURNKEEPER_TODO: step.todo } : {});
                 expect(result.stderr.join('\n')).not.toContain('internal error');

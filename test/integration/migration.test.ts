@@ -57,16 +57,31 @@ function writeLegacyStore(claims: readonly LegacyClaim[], userVersion = 1): Map<
   const append = (fields: ReceiptFields) => {
     const receipt = buildReceipt(head, fields, (clock += 10));
     db.prepare('INSERT INTO receipts (seq, doc, hash) VALUES (?, ?, ?)').run(receipt.document.seq, receipt.text, receipt.hash);
-    db.prepare('INSERT INTO receipt_index (seq, goal, todo, capture, kind) VALUES (?, ?, ?, ?, ?)').run(receipt.document.seq, fields.goal, fields.todo ?? null, fields.capture ?? null, fields.kind);
+    db.prepare('INSERT INTO receipt_index (seq, goal, todo, capture, kind) VALUES (?, ?, ?, ?, ?)').run(
+      receipt.document.seq,
+      fields.goal,
+      fields.todo ?? null,
+      fields.capture ?? null,
+      fields.kind,
+    );
     head = { seq: receipt.document.seq, hash: receipt.hash };
-    db.prepare('INSERT INTO receipt_head (id, seq, hash) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash').run(head.seq, head.hash);
+    db.prepare('INSERT INTO receipt_head (id, seq, hash) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash').run(
+      head.seq,
+      head.hash,
+    );
     return receipt.document;
   };
   const captures = new Map<string, LegacyCapture>();
   for (const claim of claims) {
     const { path, todo, session } = claim;
     const title = `Title of ${todo}`;
-    db.prepare("INSERT INTO todos (goal, id, title, body, status, created_at, updated_at) VALUES (?, ?, ?, '', 'open', ?, ?)").run(path, todo, title, clock, clock);
+    db.prepare("INSERT INTO todos (goal, id, title, body, status, created_at, updated_at) VALUES (?, ?, ?, '', 'open', ?, ?)").run(
+      path,
+      todo,
+      title,
+      clock,
+      clock,
+    );
     const added = append({ kind: 'todo_added', goal: path, todo });
     if (!claim.claimed) continue;
 
@@ -77,19 +92,39 @@ function writeLegacyStore(claims: readonly LegacyClaim[], userVersion = 1): Map<
     const op = claimOperationId(originalDigest);
     const owner = `codex:${session}` as const;
     const acquiredAt = clock + 5;
-    db.prepare('INSERT INTO captures (id, goal, todo, agent, session, turn, cwd, binding, doc, original_digest, op, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').run(
-      id, path, todo, 'codex', session, 'turn-1', path, 'prompt', doc, originalDigest, op, acquiredAt,
-    );
-    db.prepare("INSERT INTO leases (goal, todo, epoch, owner, capture, version, status, acquired_at, renewed_at, expires_at) VALUES (?, ?, 1, ?, ?, 1, 'active', ?, ?, ?)").run(
-      path, todo, owner, id, acquiredAt, acquiredAt, acquiredAt + TTL_MS,
-    );
+    db.prepare(
+      'INSERT INTO captures (id, goal, todo, agent, session, turn, cwd, binding, doc, original_digest, op, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    ).run(id, path, todo, 'codex', session, 'turn-1', path, 'prompt', doc, originalDigest, op, acquiredAt);
+    db.prepare(
+      "INSERT INTO leases (goal, todo, epoch, owner, capture, version, status, acquired_at, renewed_at, expires_at) VALUES (?, ?, 1, ?, ?, 1, 'active', ?, ?, ?)",
+    ).run(path, todo, owner, id, acquiredAt, acquiredAt, acquiredAt + TTL_MS);
     const history: HistoryEntry[] = [{ seq: added.seq, kind: added.kind, at: added.at, owner: added.owner, epoch: added.lease?.epoch }];
-    const ready = buildReadyCapture({ capture: id, originalDigest, lease: { owner, epoch: 1 }, todo: { id: todo, title, body: '' }, goal: path, history, preconditions: preconditionsOf(path) });
-    db.prepare('INSERT INTO ready_captures (capture, doc, presentation, ready_digest) VALUES (?, ?, ?, ?)').run(id, ready.canonical, ready.presentation, ready.readyDigest);
+    const ready = buildReadyCapture({
+      capture: id,
+      originalDigest,
+      lease: { owner, epoch: 1 },
+      todo: { id: todo, title, body: '' },
+      goal: path,
+      history,
+      preconditions: preconditionsOf(path),
+    });
+    db.prepare('INSERT INTO ready_captures (capture, doc, presentation, ready_digest) VALUES (?, ?, ?, ?)').run(
+      id,
+      ready.canonical,
+      ready.presentation,
+      ready.readyDigest,
+    );
     const transcript = join(world.root, `${session}.jsonl`);
     writeFileSync(transcript, '{"type":"session"}\n');
     db.prepare('INSERT INTO sessions (owner, agent, session, goal, cwd, transcript_path, first_hook_at, last_hook_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(
-      owner, 'codex', session, path, path, transcript, acquiredAt, acquiredAt,
+      owner,
+      'codex',
+      session,
+      path,
+      path,
+      transcript,
+      acquiredAt,
+      acquiredAt,
     );
     const common = { goal: path, todo, capture: id, owner, op };
     const leaseRef = { epoch: 1, version: 1 };
@@ -122,7 +157,9 @@ function prompt(session: string, turn: string, text: string, cwd = world.repo): 
 function statusLeases() {
   const run = world.cli(['status', '--json']);
   expect(run.code, run.stderr).toBe(0);
-  return (JSON.parse(run.stdout) as { leases: { goal: string; todo: string; owner: string; capture: string; epoch: number; status: string; checkout?: string }[] }).leases;
+  return (
+    JSON.parse(run.stdout) as { leases: { goal: string; todo: string; owner: string; capture: string; epoch: number; status: string; checkout?: string }[] }
+  ).leases;
 }
 const dryRun = (capture: string) => {
   const run = world.cli(['resume', capture, '--dry-run', '--json', '--agent-bin', '/bin/true']);
@@ -138,7 +175,15 @@ describe('a store of the previous release (user_version 1, Goals keyed by path)'
 
     // The first process after the upgrade.
     expect(statusLeases()).toStrictEqual([
-      expect.objectContaining({ goal: world.goal, todo: 'fix-login', owner: 'codex:sess-m', capture: capture.id, epoch: 1, status: 'active', checkout: world.repo }),
+      expect.objectContaining({
+        goal: world.goal,
+        todo: 'fix-login',
+        owner: 'codex:sess-m',
+        capture: capture.id,
+        epoch: 1,
+        status: 'active',
+        checkout: world.repo,
+      }),
     ]);
     expect(rawRead((db) => db.pragma('user_version', { simple: true }))).toBe(SCHEMA_VERSION);
     expect(SCHEMA_VERSION).toBe(2);
@@ -153,7 +198,11 @@ describe('a store of the previous release (user_version 1, Goals keyed by path)'
     const verify = world.cli(['verify', '--json']);
     expect(JSON.parse(verify.stdout)).toStrictEqual({ ok: true, verified: 5, breaks: [] });
     // The old receipts still name the path: history is not rewritten.
-    expect(receiptDocs().slice(0, 4).every((doc) => doc.goal === world.repo)).toBe(true);
+    expect(
+      receiptDocs()
+        .slice(0, 4)
+        .every((doc) => doc.goal === world.repo),
+    ).toBe(true);
 
     // The v1 capture keeps its id and its document (the path inside it included).
     const show = world.cli(['show', capture.id, '--json']);
@@ -163,7 +212,9 @@ describe('a store of the previous release (user_version 1, Goals keyed by path)'
     expect(shown.capture).toStrictEqual(JSON.parse(capture.doc));
     expect(rawRead((db) => (db.prepare('SELECT doc FROM captures WHERE id = ?').get(capture.id) as { doc: string }).doc)).toBe(capture.doc);
     // Its Todo is listed in the repository.
-    expect((JSON.parse(world.cli(['todo', 'list', '--json']).stdout) as { id: string; goal: string }[]).map((t) => [t.goal, t.id])).toStrictEqual([[world.goal, 'fix-login']]);
+    expect((JSON.parse(world.cli(['todo', 'list', '--json']).stdout) as { id: string; goal: string }[]).map((t) => [t.goal, t.id])).toStrictEqual([
+      [world.goal, 'fix-login'],
+    ]);
 
     // Rule 4: the holder's next hooks present the ready capture stored by the previous release, byte for byte.
     expect(contextOf(world.cli(['hook'], { input: prompt('sess-m', 'turn-2', 'carry on') }).stdout)).toBe(capture.presentation);
@@ -178,7 +229,9 @@ describe('a store of the previous release (user_version 1, Goals keyed by path)'
 
     // Control that the epoch history came along too: after a release the next claim is epoch 2, not 1.
     expect(world.cli(['release', 'fix-login', '--force', '--reason', 'after the upgrade']).code).toBe(0);
-    expect(contextOf(world.cli(['hook'], { input: prompt('sess-x', 'turn-2', '#todo:fix-login') }).stdout)).toMatch(/^Turnkeeper: Todo fix-login · capture cap_[0-9a-f]{24} · epoch 2$/m);
+    expect(contextOf(world.cli(['hook'], { input: prompt('sess-x', 'turn-2', '#todo:fix-login') }).stdout)).toMatch(
+      /^Turnkeeper: Todo fix-login · capture cap_[0-9a-f]{24} · epoch 2$/m,
+    );
     expect(receiptDocs().filter((doc) => doc.kind === 'goal_migrated')).toHaveLength(1);
     expect(JSON.parse(world.cli(['verify', '--json']).stdout)).toMatchObject({ ok: true, breaks: [] });
   });
@@ -186,7 +239,9 @@ describe('a store of the previous release (user_version 1, Goals keyed by path)'
   it('8 hooks racing to be the first process after the upgrade: one migration, one goal_migrated receipt, the holder presented', async () => {
     const capture = writeLegacyStore([{ path: world.repo, todo: 'fix-login', session: 'sess-m', claimed: true }]).get('fix-login')!;
     const runs = await Promise.all(
-      Array.from({ length: 8 }, (_, i) => world.cliAsync(['hook'], { input: i === 0 ? prompt('sess-m', 'turn-2', 'carry on') : prompt(`sess-${i}`, 'turn-1', '#todo:fix-login') })),
+      Array.from({ length: 8 }, (_, i) =>
+        world.cliAsync(['hook'], { input: i === 0 ? prompt('sess-m', 'turn-2', 'carry on') : prompt(`sess-${i}`, 'turn-1', '#todo:fix-login') }),
+      ),
     );
     for (const run of runs) expect(run.stderr).not.toMatch(/internal error|SQLITE/);
     expect(contextOf(runs[0]!.stdout)).toBe(capture.presentation);
@@ -206,7 +261,8 @@ describe('a store of the previous release (user_version 1, Goals keyed by path)'
       { path: world.repo, todo: 'write-docs', session: 'sess-c', claimed: false },
       { path: wt, todo: 'write-docs', session: 'sess-d', claimed: false },
     ]);
-    const todos = () => (JSON.parse(world.cli(['todo', 'list', '--all', '--json']).stdout) as { goal: string; id: string }[]).map((t) => `${t.goal} ${t.id}`).sort();
+    const todos = () =>
+      (JSON.parse(world.cli(['todo', 'list', '--all', '--json']).stdout) as { goal: string; id: string }[]).map((t) => `${t.goal} ${t.id}`).sort();
     const list = todos();
     // One path was adopted (every Todo of it); the other collides on write-docs and stays as it was.
     const adopted = receiptDocs().filter((doc) => doc.kind === 'goal_migrated');
@@ -216,20 +272,32 @@ describe('a store of the previous release (user_version 1, Goals keyed by path)'
     const leftTodo = movedPath === world.repo ? 'add-search' : 'fix-login';
     expect(list).toStrictEqual([`${world.goal} ${movedTodo}`, `${world.goal} write-docs`, `${leftPath} ${leftTodo}`, `${leftPath} write-docs`].sort());
     // Nothing was lost or broken: both leases are still active, the chain verifies.
-    expect(statusLeases().map((lease) => `${lease.goal} ${lease.todo} ${lease.status}`).sort()).toStrictEqual([`${world.goal} ${movedTodo} active`, `${leftPath} ${leftTodo} active`].sort());
+    expect(
+      statusLeases()
+        .map((lease) => `${lease.goal} ${lease.todo} ${lease.status}`)
+        .sort(),
+    ).toStrictEqual([`${world.goal} ${movedTodo} active`, `${leftPath} ${leftTodo} active`].sort());
     expect(JSON.parse(world.cli(['verify', '--json']).stdout)).toMatchObject({ ok: true, breaks: [] });
 
     // The way through: doctor names the path left behind and the command; goal move without --rename
     // is refused on the collision (control), with --rename it carries everything over.
-    const problems = () => (JSON.parse(world.cli(['doctor', '--json']).stdout) as { problems: string[] }).problems.filter((p) => p.includes('still use that path'));
+    const problems = () =>
+      (JSON.parse(world.cli(['doctor', '--json']).stdout) as { problems: string[] }).problems.filter((p) => p.includes('still use that path'));
     expect(problems()).toHaveLength(1);
     expect(problems()[0]).toContain(`goal move --from ${leftPath} --rename moved`);
     expect(world.cli(['goal', 'move', '--from', leftPath, '--dir', leftPath]).code).toBe(1);
     const moved = world.cli(['goal', 'move', '--from', leftPath, '--rename', 'moved', '--dir', leftPath, '--json']);
     expect(moved.code, moved.stderr).toBe(0);
     expect(JSON.parse(moved.stdout)).toMatchObject({ ok: true, renamed: [{ from: 'write-docs', to: 'write-docs-moved' }] });
-    expect(todos()).toStrictEqual([`${world.goal} ${movedTodo}`, `${world.goal} ${leftTodo}`, `${world.goal} write-docs`, `${world.goal} write-docs-moved`].sort());
-    expect(statusLeases().filter((lease) => lease.status === 'active').map((lease) => `${lease.goal} ${lease.todo}`).sort()).toStrictEqual([`${world.goal} ${movedTodo}`, `${world.goal} ${leftTodo}`].sort());
+    expect(todos()).toStrictEqual(
+      [`${world.goal} ${movedTodo}`, `${world.goal} ${leftTodo}`, `${world.goal} write-docs`, `${world.goal} write-docs-moved`].sort(),
+    );
+    expect(
+      statusLeases()
+        .filter((lease) => lease.status === 'active')
+        .map((lease) => `${lease.goal} ${lease.todo}`)
+        .sort(),
+    ).toStrictEqual([`${world.goal} ${movedTodo}`, `${world.goal} ${leftTodo}`].sort());
     expect(problems()).toHaveLength(0);
     expect(JSON.parse(world.cli(['verify', '--json']).stdout)).toMatchObject({ ok: true, breaks: [] });
   });
@@ -248,10 +316,18 @@ describe('a store of the previous release (user_version 1, Goals keyed by path)'
         [world.goal, 'fix-login', 'active', world.repo],
       ].sort(),
     );
-    expect(receiptDocs().filter((doc) => doc.kind === 'goal_migrated').map((doc) => doc.detail!.from).sort()).toStrictEqual([world.repo, wt].sort());
+    expect(
+      receiptDocs()
+        .filter((doc) => doc.kind === 'goal_migrated')
+        .map((doc) => doc.detail!.from)
+        .sort(),
+    ).toStrictEqual([world.repo, wt].sort());
     // Both worktrees now see both Todos; one session per Todo still holds it.
     for (const cwd of [world.repo, wt]) {
-      expect((JSON.parse(world.cli(['todo', 'list', '--json'], { cwd }).stdout) as { id: string }[]).map((t) => t.id).sort()).toStrictEqual(['add-search', 'fix-login']);
+      expect((JSON.parse(world.cli(['todo', 'list', '--json'], { cwd }).stdout) as { id: string }[]).map((t) => t.id).sort()).toStrictEqual([
+        'add-search',
+        'fix-login',
+      ]);
     }
     expect(contextOf(world.cli(['hook'], { input: prompt('sess-x', 'turn-1', '#todo:add-search', world.repo) }).stdout)).toContain(`in ${wt} until`);
   });

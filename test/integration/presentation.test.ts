@@ -25,7 +25,11 @@ const hook = (input: string) => {
 };
 const prompt = (turn: string, text = 'go on') => hook(payload.codexPrompt(world, SESSION, turn, text));
 /** What Codex writes to its rollout for a context it received: the text inside a JSON line. */
-const record = (text: string) => appendFileSync(transcript(), JSON.stringify({ type: 'response_item', payload: { type: 'message', role: 'developer', content: [{ type: 'input_text', text }] } }) + '\n');
+const record = (text: string) =>
+  appendFileSync(
+    transcript(),
+    JSON.stringify({ type: 'response_item', payload: { type: 'message', role: 'developer', content: [{ type: 'input_text', text }] } }) + '\n',
+  );
 
 function claim(): string {
   writeFileSync(transcript(), '');

@@ -14,7 +14,9 @@ afterEach(() => world.cleanup());
 describe('64 concurrent hook processes on one Todo', () => {
   it('exactly one lease, 63 [lease_held], all exit 0, no SQLITE_BUSY surfaced', async () => {
     const runs = await Promise.all(
-      Array.from({ length: 64 }, (_, i) => world.cliAsync(['hook'], { input: payload.codexPrompt(world, `racer-${i}`, 'turn-1', '#todo:fix-login'), env: { TURNKEEPER_DEBUG: '1' } })),
+      Array.from({ length: 64 }, (_, i) =>
+        world.cliAsync(['hook'], { input: payload.codexPrompt(world, `racer-${i}`, 'turn-1', '#todo:fix-login'), env: { TURNKEEPER_DEBUG: '1' } }),
+      ),
     );
     expect(runs.map((run) => run.code)).toStrictEqual(Array(64).fill(0));
     const contexts = runs.map((run) => contextOf(run.stdout) ?? '');

@@ -13,11 +13,21 @@ const clients: pg.Client[] = [];
 afterEach(async () => {
   await proxy?.close();
   // Clients of a closed proxy end with an error or never hear back; none may keep the file alive.
-  await Promise.all(clients.splice(0).map((client) => Promise.race([client.end().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 1000))])));
+  await Promise.all(
+    clients.splice(0).map((client) => Promise.race([client.end().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 1000))])),
+  );
 });
 
 async function connect(port: number, config: Partial<pg.ClientConfig> = {}): Promise<pg.Client> {
-  const client = new pg.Client({ host: '127.0.0.1', port, user: 'tk_admin', password: server().adminPassword, database: 'postgres', connectionTimeoutMillis: 5000, ...config });
+  const client = new pg.Client({
+    host: '127.0.0.1',
+    port,
+    user: 'tk_admin',
+    password: server().adminPassword,
+    database: 'postgres',
+    connectionTimeoutMillis: 5000,
+    ...config,
+  });
   const errors: Error[] = [];
   client.on('error', (error) => errors.push(error));
   clients.push(client);
@@ -25,7 +35,11 @@ async function connect(port: number, config: Partial<pg.ClientConfig> = {}): Pro
   return client;
 }
 
-const settle = <T>(promise: Promise<T>) => promise.then((value) => ({ ok: true as const, value }), (error: Error) => ({ ok: false as const, error }));
+const settle = <T>(promise: Promise<T>) =>
+  promise.then(
+    (value) => ({ ok: true as const, value }),
+    (error: Error) => ({ ok: false as const, error }),
+  );
 
 describe('forward', () => {
   it('carries a session to the real server and back', async () => {
@@ -44,7 +58,14 @@ describe('forward', () => {
     proxy = await startProxy(server().port);
     const { port } = proxy;
     await proxy.close();
-    const client = new pg.Client({ host: '127.0.0.1', port, user: 'tk_admin', password: server().adminPassword, database: 'postgres', connectionTimeoutMillis: 2000 });
+    const client = new pg.Client({
+      host: '127.0.0.1',
+      port,
+      user: 'tk_admin',
+      password: server().adminPassword,
+      database: 'postgres',
+      connectionTimeoutMillis: 2000,
+    });
     await expect(client.connect()).rejects.toThrow(/ECONNREFUSED/);
   });
 });
@@ -80,7 +101,14 @@ describe('stall', () => {
     await expect(client.query('SELECT 1 AS one')).rejects.toThrow(/timeout/i);
     expect(Date.now() - started).toBeGreaterThanOrEqual(900);
     // A new connection during a stall is accepted by the proxy but never reaches the server.
-    const late = new pg.Client({ host: '127.0.0.1', port: proxy.port, user: 'tk_admin', password: server().adminPassword, database: 'postgres', connectionTimeoutMillis: 1000 });
+    const late = new pg.Client({
+      host: '127.0.0.1',
+      port: proxy.port,
+      user: 'tk_admin',
+      password: server().adminPassword,
+      database: 'postgres',
+      connectionTimeoutMillis: 1000,
+    });
     late.on('error', () => undefined);
     await expect(late.connect()).rejects.toThrow(/timeout/i);
   });

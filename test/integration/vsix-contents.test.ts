@@ -113,7 +113,13 @@ beforeAll(() => {
     const zip = readFileSync(buildVsix(target));
     const extracted = mkdtempSync(join(tmpdir(), `tk-vsix-${target}-`));
     extractZip(zip, extracted);
-    built.set(target, { zip, names: zipEntries(zip).map((entry) => entry.name).sort(), extracted });
+    built.set(target, {
+      zip,
+      names: zipEntries(zip)
+        .map((entry) => entry.name)
+        .sort(),
+      extracted,
+    });
   }
 }, 300_000);
 afterAll(() => {
@@ -135,7 +141,10 @@ for (const target of TARGETS) {
         .map((name) => ({ name, platform: binaryPlatform(readFileSync(join(extracted, name))) }))
         .filter((file) => file.platform !== undefined);
       expect(binaries).toStrictEqual(
-        [`extension/node_modules/better-sqlite3/prebuilds/${target}.node`, ...(hasLauncher(target) ? [`extension/dist/prebuilds/${target}/turnkeeper-launcher.node`] : [])]
+        [
+          `extension/node_modules/better-sqlite3/prebuilds/${target}.node`,
+          ...(hasLauncher(target) ? [`extension/dist/prebuilds/${target}/turnkeeper-launcher.node`] : []),
+        ]
           .sort()
           .map((name) => ({ name, platform: target })),
       );
@@ -144,7 +153,7 @@ for (const target of TARGETS) {
       expect(others).toStrictEqual([]);
     });
 
-    it("ships no build output, sources, maps or tests", () => {
+    it('ships no build output, sources, maps or tests', () => {
       const forbidden = get().names.filter((name) => /(^|\/)(build|src|test|tests|deps|notes|\.git)\//.test(name) || /\.(map|ts|cc|cpp|h|gyp|mjs)$/.test(name));
       expect(forbidden).toStrictEqual([]);
     });
@@ -184,7 +193,7 @@ for (const target of TARGETS) {
       expect(existsSync(join(get().extracted, 'extension', String(shipped.main)))).toBe(true);
     });
 
-    it('has a CLI that loads without any launcher addon (only --help: the SQLite binary is not this machine\'s)', () => {
+    it("has a CLI that loads without any launcher addon (only --help: the SQLite binary is not this machine's)", () => {
       const run = spawnSync(process.execPath, [join(get().extracted, 'extension/dist/cli.js'), '--help'], {
         cwd: get().extracted,
         env: { PATH: process.env.PATH, HOME: get().extracted, TURNKEEPER_HOME: join(get().extracted, 'tkhome'), NODE_PATH: '' },
@@ -224,7 +233,11 @@ describe('the linux-x64 vsix at work', () => {
 
 describe('targets not packaged yet', () => {
   it('win32-x64 is refused with the reason, not packaged half-working', () => {
-    const run = spawnSync(process.execPath, [join(ROOT, 'scripts/package-vsix.mjs'), '--no-build', '--target', 'win32-x64'], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+    const run = spawnSync(process.execPath, [join(ROOT, 'scripts/package-vsix.mjs'), '--no-build', '--target', 'win32-x64'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     expect(run.status).toBe(1);
     expect(run.stderr).toContain('win32-x64 is not packaged yet');
     expect(run.stderr).toContain('/bin/sh');

@@ -46,7 +46,10 @@ describe('launch backends', () => {
     const opened = native.openExecutable('/bin/sleep');
     if (!opened.ok) throw new Error(opened.detail);
     const events: NativeEvent[] = [];
-    const main = native.spawnParked({ fd: opened.fd, argv: ['/bin/sleep', '30'], env: [], cwd: '/', stdio: 'inherit', cols: 80, rows: 24, timeoutMs: 30_000 }, (event) => events.push(event));
+    const main = native.spawnParked(
+      { fd: opened.fd, argv: ['/bin/sleep', '30'], env: [], cwd: '/', stdio: 'inherit', cols: 80, rows: 24, timeoutMs: 30_000 },
+      (event) => events.push(event),
+    );
     expect(await until(() => events.some((event) => event.type === 'parked')), JSON.stringify(events)).toBe(true);
     // The descriptor is exec'd by the launch thread: it may be closed only once the child is parked.
     native.closeFd(opened.fd);

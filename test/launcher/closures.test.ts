@@ -28,7 +28,16 @@ import {
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { attest, releaseAttestation, type Attestation } from '../../src/launcher/attest';
-import { clearClosureCache, closureBarriers, closureGuard, closureOf, closureEntryPath, listClosures, pruneClosures, verifySnapshot } from '../../src/launcher/closure';
+import {
+  clearClosureCache,
+  closureBarriers,
+  closureGuard,
+  closureOf,
+  closureEntryPath,
+  listClosures,
+  pruneClosures,
+  verifySnapshot,
+} from '../../src/launcher/closure';
 import { launchAttested, type LaunchFacts } from '../../src/launcher/launch';
 import { LaunchRefused } from '../../src/launcher/refusals';
 import { openSqliteAuthority, type SqliteAuthority } from '../../src/lifecycle/open';
@@ -88,11 +97,28 @@ async function runVersion(attestation: Attestation, barriers: Parameters<typeof 
     timeoutMs: 30_000,
     commit: (facts) =>
       store.appendReceipt(
-        { kind: 'launch_committed', goal: GOAL, detail: { pid: facts.pid, digest: facts.digest, closure: facts.closure?.digest ?? null, entry: facts.closure?.entry ?? null, argvDigest: facts.argvDigest } },
+        {
+          kind: 'launch_committed',
+          goal: GOAL,
+          detail: {
+            pid: facts.pid,
+            digest: facts.digest,
+            closure: facts.closure?.digest ?? null,
+            entry: facts.closure?.entry ?? null,
+            argvDigest: facts.argvDigest,
+          },
+        },
         Date.now(),
       ),
     recordRefusal: async (reason, detail, facts) => {
-      await store.appendReceipt({ kind: 'launch_refused', goal: GOAL, detail: { reason, why: detail.slice(0, 300), digest: facts.digest ?? null, closure: facts.closure?.digest ?? null } }, Date.now());
+      await store.appendReceipt(
+        {
+          kind: 'launch_refused',
+          goal: GOAL,
+          detail: { reason, why: detail.slice(0, 300), digest: facts.digest ?? null, closure: facts.closure?.digest ?? null },
+        },
+        Date.now(),
+      );
     },
   });
   launch.stdin?.destroy();
@@ -279,7 +305,9 @@ describe('Gemini CLI runs from its attested closure', () => {
         }),
       );
       expect(refusal.reason).toBe('object_changed');
-      expect(refusal.detail).toContain({ add: 'bundle/planted.js is not in the manifest', beside: 'node_modules is not part of a snapshot', mode: 'has mode 644' }[damage]);
+      expect(refusal.detail).toContain(
+        { add: 'bundle/planted.js is not in the manifest', beside: 'node_modules is not part of a snapshot', mode: 'has mode 644' }[damage],
+      );
       clearClosureCache();
     }
   });
@@ -309,7 +337,7 @@ describe('Gemini CLI runs from its attested closure', () => {
     expect(foreign.detail).toContain('uid 12345');
   });
 
-  it('Copilot CLI\'s npm loader stays unsupported_entrypoint: it is a script of no known closure shape', async () => {
+  it("Copilot CLI's npm loader stays unsupported_entrypoint: it is a script of no known closure shape", async () => {
     const loader = join(REPO, 'node_modules/@github/copilot/npm-loader.js');
     expect((await refusalOf(attest(loader, { env }))).reason).toBe('unsupported_entrypoint');
   });
@@ -343,7 +371,15 @@ describe('the load guard', () => {
     writeFileSync(join(pkg, 'main.js'), main);
     writeFileSync(join(pkg, 'helper.js'), 'export const helper = "attested helper";\n');
     const closure = closureOf(pkg, 'main.js', { TURNKEEPER_HOME: closureHome });
-    return { pkg, closure, run: (guarded = true) => spawnSync(process.execPath, [...(guarded ? ['--import', closureGuard(closure)] : []), closureEntryPath(closure)], { encoding: 'utf8', env: { PATH: env.PATH } }) };
+    return {
+      pkg,
+      closure,
+      run: (guarded = true) =>
+        spawnSync(process.execPath, [...(guarded ? ['--import', closureGuard(closure)] : []), closureEntryPath(closure)], {
+          encoding: 'utf8',
+          env: { PATH: env.PATH },
+        }),
+    };
   }
 
   it('a module planted in a node_modules above the snapshot is not loaded (it is without the guard)', () => {
@@ -351,7 +387,10 @@ describe('the load guard', () => {
     mkdirSync(planted, { recursive: true });
     writeFileSync(join(planted, 'package.json'), '{"name":"planted","type":"module","main":"index.js"}\n');
     writeFileSync(join(planted, 'index.js'), 'console.log("PLANTED RAN");\n');
-    const { run } = tinyClosure('tiny-planted', 'try { await import("planted"); } catch (e) { console.log("refused", e.code); }\nconsole.log((await import("./helper.js")).helper);\n');
+    const { run } = tinyClosure(
+      'tiny-planted',
+      'try { await import("planted"); } catch (e) { console.log("refused", e.code); }\nconsole.log((await import("./helper.js")).helper);\n',
+    );
     const unguarded = run(false);
     expect(unguarded.stdout).toContain('PLANTED RAN');
     const guarded = run(true);
@@ -366,7 +405,11 @@ describe('the load guard', () => {
     mkdirSync(join(root, 'real-home'), { recursive: true });
     symlinkSync(join(root, 'real-home'), join(root, 'linked'));
     const linkedHome = join(root, 'linked', 'home');
-    const { closure, run } = tinyClosure('tiny-linked', 'console.log((await import("./helper.js")).helper);\ntry { await import("planted"); } catch (e) { console.log("refused", e.code); }\n', linkedHome);
+    const { closure, run } = tinyClosure(
+      'tiny-linked',
+      'console.log((await import("./helper.js")).helper);\ntry { await import("planted"); } catch (e) { console.log("refused", e.code); }\n',
+      linkedHome,
+    );
     const planted = join(root, 'real-home', 'home', 'node_modules', 'planted');
     mkdirSync(planted, { recursive: true });
     writeFileSync(join(planted, 'package.json'), '{"name":"planted","type":"module","main":"index.js"}\n');
@@ -383,7 +426,10 @@ describe('the load guard', () => {
   });
 
   it('a snapshot file rewritten after verification is refused when Node loads it', () => {
-    const { closure, run } = tinyClosure('tiny-late', 'try { const { helper } = await import("./helper.js"); console.log(helper); } catch (e) { console.log("refused", e.code); }\n');
+    const { closure, run } = tinyClosure(
+      'tiny-late',
+      'try { const { helper } = await import("./helper.js"); console.log(helper); } catch (e) { console.log("refused", e.code); }\n',
+    );
     expect(run().stdout).toContain('attested helper');
     verifySnapshot(closure.root, closure.digest);
     const helper = join(closure.root, 'files/helper.js');
@@ -455,7 +501,6 @@ describe('turnkeeper closures prune', () => {
     pruneClosures({ TURNKEEPER_HOME: pruneHome });
     expect(readdirSync(dir).sort()).toEqual([live, liveIndex, join(dir, 'index.json')].map((path) => path.slice(dir.length + 1)).sort());
   });
-
 
   it('removes snapshots no installation uses now, keeps the current ones, and reports the disk freed', async () => {
     // Its own TURNKEEPER_HOME and installation: an old snapshot (before the installation changed) and

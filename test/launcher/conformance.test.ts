@@ -7,7 +7,20 @@
 // the pid that actually ran. A refusal must carry its typed reason, leave no `launch_committed`
 // receipt and no victim marker. Every attack has a control (same setup, no attack: the victim runs).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { openSync, closeSync, writeSync, ftruncateSync, readFileSync, renameSync, symlinkSync, unlinkSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import {
+  openSync,
+  closeSync,
+  writeSync,
+  ftruncateSync,
+  readFileSync,
+  renameSync,
+  symlinkSync,
+  unlinkSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  writeFileSync,
+} from 'node:fs';
 import { join, resolve } from 'node:path';
 import { buildSync } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,7 +31,19 @@ import { nativeLauncher, type NativeEvent } from '../../src/launcher/native';
 import { LaunchRefused, type LaunchRefusal } from '../../src/launcher/refusals';
 import { cleanupCodexHome, makeCodexHome, writeCodexConfig } from '../support/codexHarness';
 import { shellThenText, startMockModelServer } from '../support/mockModelServer';
-import { alive, buildFixtures, preloadRan, ranDigest, readMarker, receiptStore, scene, waitFor, type Fixtures, type ReceiptStore, type Scene } from './fixtures';
+import {
+  alive,
+  buildFixtures,
+  preloadRan,
+  ranDigest,
+  readMarker,
+  receiptStore,
+  scene,
+  waitFor,
+  type Fixtures,
+  type ReceiptStore,
+  type Scene,
+} from './fixtures';
 
 process.env.TURNKEEPER_TEST_BARRIERS = '1';
 
@@ -45,9 +70,30 @@ const refused = (reason: LaunchRefusal): Outcome => ({ refused: reason });
  * parked barrier and attacks inside the cancel barrier.
  */
 const EXPECTED: Record<BarrierName, Record<Attack, Outcome>> = {
-  after_attestation: { none: RAN, replace: refused('object_changed'), rewrite: refused('object_changed'), symlink: refused('resolution_changed'), loader: refused('loader_environment_rejected'), delete: refused('object_changed') },
-  after_argv_env: { none: RAN, replace: refused('object_changed'), rewrite: refused('object_changed'), symlink: RAN, loader: RAN, delete: refused('object_changed') },
-  before_fork: { none: RAN, replace: refused('object_changed'), rewrite: refused('object_changed'), symlink: RAN, loader: RAN, delete: refused('object_changed') },
+  after_attestation: {
+    none: RAN,
+    replace: refused('object_changed'),
+    rewrite: refused('object_changed'),
+    symlink: refused('resolution_changed'),
+    loader: refused('loader_environment_rejected'),
+    delete: refused('object_changed'),
+  },
+  after_argv_env: {
+    none: RAN,
+    replace: refused('object_changed'),
+    rewrite: refused('object_changed'),
+    symlink: RAN,
+    loader: RAN,
+    delete: refused('object_changed'),
+  },
+  before_fork: {
+    none: RAN,
+    replace: refused('object_changed'),
+    rewrite: refused('object_changed'),
+    symlink: RAN,
+    loader: RAN,
+    delete: refused('object_changed'),
+  },
   parked: { none: RAN, replace: refused('object_changed'), rewrite: RAN, symlink: RAN, loader: RAN, delete: refused('object_changed') },
   cancel: {
     none: refused('launch_verification_failed'),
@@ -73,7 +119,15 @@ async function launch(
   s: Scene,
   store: ReceiptStore,
   attestation: Attestation,
-  options: { args?: string[]; env?: Record<string, string>; barriers?: Barriers; signal?: AbortSignal; allow?: string[]; timeoutMs?: number; stdio?: 'pipe' | 'inherit' } = {},
+  options: {
+    args?: string[];
+    env?: Record<string, string>;
+    barriers?: Barriers;
+    signal?: AbortSignal;
+    allow?: string[];
+    timeoutMs?: number;
+    stdio?: 'pipe' | 'inherit';
+  } = {},
 ): Promise<Result & { sawMarkerAtBarrier: boolean }> {
   try {
     const run = await launchAttested({
@@ -143,7 +197,12 @@ async function expectRefused(s: Scene, store: ReceiptStore, result: Result, reas
 }
 
 describe('barriers × attacks', () => {
-  const cases = BARRIERS.flatMap((barrier) => ATTACKS.map((attack) => { const expected = EXPECTED[barrier][attack]; return { barrier, attack, expected, label: 'ran' in expected ? 'attested bytes run' : expected.refused }; }));
+  const cases = BARRIERS.flatMap((barrier) =>
+    ATTACKS.map((attack) => {
+      const expected = EXPECTED[barrier][attack];
+      return { barrier, attack, expected, label: 'ran' in expected ? 'attested bytes run' : expected.refused };
+    }),
+  );
 
   it.each(cases)('$barrier × $attack → $label', async ({ barrier, attack, expected }) => {
     const s = await scene(fx);
@@ -246,7 +305,9 @@ describe('barriers × attacks', () => {
       const s = await scene(fx);
       const store = await receiptStore(join(s.dir, 'receipts.db'));
       try {
-        const result = await launch(s, store, await attest(s.victim), { env: { TK_MARKER_DIR: s.markers, [variable]: variable === 'LD_PRELOAD' ? fx.preload : '/nonexistent' } });
+        const result = await launch(s, store, await attest(s.victim), {
+          env: { TK_MARKER_DIR: s.markers, [variable]: variable === 'LD_PRELOAD' ? fx.preload : '/nonexistent' },
+        });
         await expectRefused(s, store, result, 'loader_environment_rejected');
         expect(result.error!.detail).toContain(variable);
       } finally {
@@ -271,7 +332,10 @@ describe('barriers × attacks', () => {
       const s2 = await scene(fx);
       const store2 = await receiptStore(join(s2.dir, 'receipts.db'));
       try {
-        const second = await launch(s2, store2, await attest(s2.victim), { env: { TK_MARKER_DIR: s2.markers, LD_PRELOAD: fx.preload, LD_LIBRARY_PATH: '/tmp' }, allow: ['LD_PRELOAD'] });
+        const second = await launch(s2, store2, await attest(s2.victim), {
+          env: { TK_MARKER_DIR: s2.markers, LD_PRELOAD: fx.preload, LD_LIBRARY_PATH: '/tmp' },
+          allow: ['LD_PRELOAD'],
+        });
         await expectRefused(s2, store2, second, 'loader_environment_rejected');
       } finally {
         store2.close();
@@ -432,8 +496,13 @@ describe('lifecycle', () => {
         const result = await launch(s, store, attestation, {
           barriers: {
             parked: async () => {
-              const children = readdirSync('/proc/self/task').flatMap((task) => readFileSync(`/proc/self/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number));
-              parkedPid = children.find((pid) => readMarker(s.markers, 'victim') === undefined && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(attestation.resolved)) ?? 0;
+              const children = readdirSync('/proc/self/task').flatMap((task) =>
+                readFileSync(`/proc/self/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number),
+              );
+              parkedPid =
+                children.find(
+                  (pid) => readMarker(s.markers, 'victim') === undefined && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(attestation.resolved),
+                ) ?? 0;
               expect(parkedPid).toBeGreaterThan(0);
               expect(stateOf(parkedPid)).toBe('t'); // tracing stop, before its first instruction
               expect(tracerOf(parkedPid)).toBe(process.pid);
@@ -464,7 +533,10 @@ describe('lifecycle', () => {
           timeoutMs: 20_000,
           barriers: {
             parked: () => {
-              child = readdirSync('/proc/self/task').flatMap((task) => readFileSync(`/proc/self/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)).find((pid) => stateOf(pid) === 't') ?? 0;
+              child =
+                readdirSync('/proc/self/task')
+                  .flatMap((task) => readFileSync(`/proc/self/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number))
+                  .find((pid) => stateOf(pid) === 't') ?? 0;
               if (fail) throw new Error('caller bug');
             },
           },
@@ -518,35 +590,35 @@ describe('lifecycle', () => {
       mkdirSync(markers);
       const parent = spawn(process.execPath, [out, s.victim, markers, s.dir], { stdio: ['ignore', 'pipe', 'inherit'] });
       try {
-      const pids = await new Promise<number[]>((resolveParked, reject) => {
-        let buffer = '';
-        parent.stdout!.on('data', (data: Buffer) => {
-          buffer += data.toString();
-          const line = /\{"parked".*\}/.exec(buffer);
-          if (line) resolveParked((JSON.parse(line[0]) as { parked: number[] }).parked);
+        const pids = await new Promise<number[]>((resolveParked, reject) => {
+          let buffer = '';
+          parent.stdout!.on('data', (data: Buffer) => {
+            buffer += data.toString();
+            const line = /\{"parked".*\}/.exec(buffer);
+            if (line) resolveParked((JSON.parse(line[0]) as { parked: number[] }).parked);
+          });
+          parent.on('exit', (code) => reject(new Error(`launcher script exited early (${code})`)));
         });
-        parent.on('exit', (code) => reject(new Error(`launcher script exited early (${code})`)));
-      });
-      expect(pids).toHaveLength(1);
-      const child = pids[0]!;
-      expect(stateOf(child)).toBe('t');
-      expect(tracerOf(child)).toBe(parent.pid);
-      if (killParent) {
-        process.kill(parent.pid!, 'SIGKILL');
-        await new Promise((r) => parent.once('exit', r));
-        expect(await waitFor(() => !alive(child), 5000)).toBe(true);
-        await new Promise((r) => setTimeout(r, 50));
-        expect(readMarker(markers, 'victim')).toBeUndefined();
-      } else {
-        // Control: the same child stays parked (alive, not running) while its launcher lives.
-        await new Promise((r) => setTimeout(r, 300));
-        expect(alive(child)).toBe(true);
+        expect(pids).toHaveLength(1);
+        const child = pids[0]!;
         expect(stateOf(child)).toBe('t');
-        expect(readMarker(markers, 'victim')).toBeUndefined();
-        process.kill(parent.pid!, 'SIGTERM');
-        await new Promise((r) => parent.once('exit', r));
-        expect(await waitFor(() => !alive(child), 5000)).toBe(true);
-      }
+        expect(tracerOf(child)).toBe(parent.pid);
+        if (killParent) {
+          process.kill(parent.pid!, 'SIGKILL');
+          await new Promise((r) => parent.once('exit', r));
+          expect(await waitFor(() => !alive(child), 5000)).toBe(true);
+          await new Promise((r) => setTimeout(r, 50));
+          expect(readMarker(markers, 'victim')).toBeUndefined();
+        } else {
+          // Control: the same child stays parked (alive, not running) while its launcher lives.
+          await new Promise((r) => setTimeout(r, 300));
+          expect(alive(child)).toBe(true);
+          expect(stateOf(child)).toBe('t');
+          expect(readMarker(markers, 'victim')).toBeUndefined();
+          process.kill(parent.pid!, 'SIGTERM');
+          await new Promise((r) => parent.once('exit', r));
+          expect(await waitFor(() => !alive(child), 5000)).toBe(true);
+        }
       } finally {
         if (parent.exitCode === null && parent.signalCode === null) parent.kill('SIGKILL');
       }
@@ -564,7 +636,16 @@ describe('lifecycle', () => {
         return events.find((event) => event.type === type)!;
       };
       const handles = native.spawnParked(
-        { fd: attestation.fd, argv: [attestation.resolved, 'exit', '0'], env: [`TK_MARKER_DIR=${s.markers}`], cwd: s.dir, stdio: 'inherit', cols: 80, rows: 24, timeoutMs: 10_000 },
+        {
+          fd: attestation.fd,
+          argv: [attestation.resolved, 'exit', '0'],
+          env: [`TK_MARKER_DIR=${s.markers}`],
+          cwd: s.dir,
+          stdio: 'inherit',
+          cols: 80,
+          rows: 24,
+          timeoutMs: 10_000,
+        },
         (event) => {
           events.push(event);
           wake();
@@ -634,7 +715,11 @@ describe('lifecycle', () => {
       const results: { i: number; pid: number; seq: number }[] = [];
       for (let i = 0; i < 200; i += 1) results.push(await one(i));
       // Concurrent launches whose parked phases overlap in random order.
-      results.push(...(await Promise.all(Array.from({ length: 24 }, (_, k) => one(200 + k, { parked: () => new Promise((r) => setTimeout(r, Math.floor(Math.random() * 40))) })))));
+      results.push(
+        ...(await Promise.all(
+          Array.from({ length: 24 }, (_, k) => one(200 + k, { parked: () => new Promise((r) => setTimeout(r, Math.floor(Math.random() * 40))) })),
+        )),
+      );
       const committed = await store.committed();
       expect(committed).toHaveLength(224);
       const bySeq = new Map(committed.map((receipt) => [receipt.seq, receipt]));
@@ -684,18 +769,39 @@ describe('stdio and exit status', () => {
     const s = await scene(fx);
     const store = await receiptStore(join(s.dir, 'receipts.db'));
     try {
-      const run = await launchAttested({ attestation: await attest(s.victim), args: ['exit', '3'], cwd: s.dir, env: { TK_MARKER_DIR: s.markers }, stdio: 'inherit', commit: store.commit });
+      const run = await launchAttested({
+        attestation: await attest(s.victim),
+        args: ['exit', '3'],
+        cwd: s.dir,
+        env: { TK_MARKER_DIR: s.markers },
+        stdio: 'inherit',
+        commit: store.commit,
+      });
       expect(run.stdout).toBeUndefined();
       expect(await run.exited).toEqual({ code: 3, signal: null });
       const { readlinkSync } = await import('node:fs');
       expect(readMarker(s.markers, 'victim')!.stdout).toBe(readlinkSync('/proc/self/fd/1'));
       const s2 = await scene(fx);
-      const sleeper = await launchAttested({ attestation: await attest(s2.victim), args: ['sleep'], cwd: s2.dir, env: { TK_MARKER_DIR: s2.markers }, stdio: 'inherit', commit: store.commit });
+      const sleeper = await launchAttested({
+        attestation: await attest(s2.victim),
+        args: ['sleep'],
+        cwd: s2.dir,
+        env: { TK_MARKER_DIR: s2.markers },
+        stdio: 'inherit',
+        commit: store.commit,
+      });
       expect(await waitFor(() => readMarker(s2.markers, 'victim') !== undefined)).toBe(true);
       sleeper.kill('SIGTERM');
       expect(await sleeper.exited).toEqual({ code: null, signal: 15 });
       const s3 = await scene(fx);
-      const killed = await launchAttested({ attestation: await attest(s3.victim), args: ['sleep'], cwd: s3.dir, env: { TK_MARKER_DIR: s3.markers }, stdio: 'pipe', commit: store.commit });
+      const killed = await launchAttested({
+        attestation: await attest(s3.victim),
+        args: ['sleep'],
+        cwd: s3.dir,
+        env: { TK_MARKER_DIR: s3.markers },
+        stdio: 'pipe',
+        commit: store.commit,
+      });
       expect(await waitFor(() => readMarker(s3.markers, 'victim') !== undefined)).toBe(true);
       killed.kill('SIGKILL');
       expect(await killed.exited).toEqual({ code: null, signal: 9 });
@@ -772,7 +878,9 @@ describe('the real Codex through the launcher', () => {
       expect(receipt!.detail.argv).toBe(JSON.stringify([attestation.resolved, ...args]));
       expect(receipt!.detail.cwd).toBe(s.dir);
       // The shim's variables reached the agent (and are covered by the receipt's env digest).
-      expect(receipt!.detail.envDigest).toBe(digestDocument(Object.fromEntries(Object.entries({ ...env, ...attestation.environment }).sort(([a], [b]) => (a < b ? -1 : 1)))));
+      expect(receipt!.detail.envDigest).toBe(
+        digestDocument(Object.fromEntries(Object.entries({ ...env, ...attestation.environment }).sort(([a], [b]) => (a < b ? -1 : 1)))),
+      );
     } finally {
       await mock.close();
       cleanupCodexHome(home);

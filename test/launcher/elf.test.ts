@@ -98,7 +98,8 @@ describe('entryShape', () => {
       if (length < 64) expect(shape, `length ${length}`).toEqual({ kind: 'unknown' });
       else expect([full.kind, 'unknown', 'elf-static'], `length ${length}`).toContain(shape.kind);
       // A truncated PT_INTERP must never produce a different loader path than the real one.
-      if (shape.kind === 'elf-dynamic') expect(full).toMatchObject({ interpreter: expect.stringMatching(new RegExp(`^${shape.interpreter.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`)) });
+      if (shape.kind === 'elf-dynamic')
+        expect(full).toMatchObject({ interpreter: expect.stringMatching(new RegExp(`^${shape.interpreter.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`)) });
     }
   });
 

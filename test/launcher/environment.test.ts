@@ -21,7 +21,16 @@ afterAll(() => fx?.cleanup());
 /** Launches `path` with `env`; 'ran' (after it exited) or the refusal reason. */
 async function launch(path: string, cwd: string, store: ReceiptStore, env: Record<string, string>, extra: Partial<LaunchRequest> = {}): Promise<string> {
   try {
-    const run = await launchAttested({ attestation: await attest(path), args: ['exit', '0'], cwd, env, stdio: 'pipe', commit: store.commit, recordRefusal: store.recordRefusal, ...extra });
+    const run = await launchAttested({
+      attestation: await attest(path),
+      args: ['exit', '0'],
+      cwd,
+      env,
+      stdio: 'pipe',
+      commit: store.commit,
+      recordRefusal: store.recordRefusal,
+      ...extra,
+    });
     run.stdin?.end();
     run.stdout?.resume();
     run.stderr?.resume();
@@ -34,12 +43,28 @@ async function launch(path: string, cwd: string, store: ReceiptStore, env: Recor
 }
 
 /** Every exact name of a group, and one example name for each of its prefixes. */
-const namesOf = (group: (typeof INJECTION_VARIABLES)[number]) => [...group.names, ...group.prefixes.map((prefix) => `${prefix}${prefix === 'LD_' ? 'AUDIT' : prefix === 'DYLD_' ? 'INSERT_LIBRARIES' : 'DIR'}`)];
+const namesOf = (group: (typeof INJECTION_VARIABLES)[number]) => [
+  ...group.names,
+  ...group.prefixes.map((prefix) => `${prefix}${prefix === 'LD_' ? 'AUDIT' : prefix === 'DYLD_' ? 'INSERT_LIBRARIES' : 'DIR'}`),
+];
 
 describe('code-injection variables, by runtime', () => {
   it('the table covers the runtimes of every supported agent and their tools', () => {
     expect(INJECTION_VARIABLES.map((group) => group.runtime)).toEqual(['dynamic loader', 'node', 'bun', 'deno', 'python', 'ruby', 'perl', 'java']);
-    for (const name of ['LD_PRELOAD', 'LD_LIBRARY_PATH', 'GLIBC_TUNABLES', 'NODE_OPTIONS', 'BUN_OPTIONS', 'BUN_INSPECT_PRELOAD', 'DENO_DIR', 'PYTHONPATH', 'PYTHONSTARTUP', 'RUBYOPT', 'PERL5OPT', 'JAVA_TOOL_OPTIONS']) {
+    for (const name of [
+      'LD_PRELOAD',
+      'LD_LIBRARY_PATH',
+      'GLIBC_TUNABLES',
+      'NODE_OPTIONS',
+      'BUN_OPTIONS',
+      'BUN_INSPECT_PRELOAD',
+      'DENO_DIR',
+      'PYTHONPATH',
+      'PYTHONSTARTUP',
+      'RUBYOPT',
+      'PERL5OPT',
+      'JAVA_TOOL_OPTIONS',
+    ]) {
       expect(decideInjection({ [name]: 'x' }).refused, name).toEqual([name]);
     }
   });
@@ -55,7 +80,9 @@ describe('code-injection variables, by runtime', () => {
         expect(readMarker(s.markers, 'victim')).toBeUndefined();
         expect(await store.committed()).toEqual([]);
         const refusals = (await store.receipts()).filter((receipt) => receipt.kind === 'launch_refused');
-        expect(refusals.map((receipt) => [receipt.detail.reason, receipt.detail.loaderEnvironment])).toEqual(namesOf(group).map((name) => ['loader_environment_rejected', `refused: ${name}`]));
+        expect(refusals.map((receipt) => [receipt.detail.reason, receipt.detail.loaderEnvironment])).toEqual(
+          namesOf(group).map((name) => ['loader_environment_rejected', `refused: ${name}`]),
+        );
         expect(String(refusals[0]!.detail.why)).toContain(`${namesOf(group)[0]} (${group.runtime})`);
 
         // Control: the same launch without the variable runs, and records `none`.
@@ -67,7 +94,15 @@ describe('code-injection variables, by runtime', () => {
         const name = namesOf(group)[0]!;
         expect(await launch(s.victim, s.dir, store, { TK_MARKER_DIR: s.markers, [name]: '/nonexistent/evil' }, { allowLoaderVariables: [name] })).toBe('ran');
         expect((await store.committed()).map((receipt) => receipt.detail.loaderEnvironment)).toEqual(['none', `allowed: ${name}`]);
-        expect(await launch(s.victim, s.dir, store, { TK_MARKER_DIR: s.markers, [name]: 'x', RUBYOPT: '-revil' }, { allowLoaderVariables: group.runtime === 'ruby' ? ['RUBYLIB'] : [name] })).toBe('loader_environment_rejected');
+        expect(
+          await launch(
+            s.victim,
+            s.dir,
+            store,
+            { TK_MARKER_DIR: s.markers, [name]: 'x', RUBYOPT: '-revil' },
+            { allowLoaderVariables: group.runtime === 'ruby' ? ['RUBYLIB'] : [name] },
+          ),
+        ).toBe('loader_environment_rejected');
         expect((await store.receipts()).at(-1)!.detail.loaderEnvironment).toMatch(/^refused: RUBYOPT/);
       } finally {
         store.close();
@@ -79,7 +114,15 @@ describe('code-injection variables, by runtime', () => {
     const s = await scene(fx);
     const store = await receiptStore(join(s.dir, 'receipts.db'));
     try {
-      const env = { TK_MARKER_DIR: s.markers, NODE_EXTRA_CA_CERTS: '/etc/ssl/certs/ca.pem', ELECTRON_RUN_AS_NODE: '1', MALLOC_ARENA_MAX: '2', PYTHONDONTWRITEBYTECODE: '1', ld_preload: '/x', LD_: 'x' };
+      const env = {
+        TK_MARKER_DIR: s.markers,
+        NODE_EXTRA_CA_CERTS: '/etc/ssl/certs/ca.pem',
+        ELECTRON_RUN_AS_NODE: '1',
+        MALLOC_ARENA_MAX: '2',
+        PYTHONDONTWRITEBYTECODE: '1',
+        ld_preload: '/x',
+        LD_: 'x',
+      };
       expect(await launch(s.victim, s.dir, store, env)).toBe('ran');
       expect((await store.committed()).map((receipt) => receipt.detail.loaderEnvironment)).toEqual(['none']);
     } finally {
@@ -116,7 +159,13 @@ describe.runIf(existsSync(CLAUDE))('the real Claude Code binary (Bun)', () => {
       }
       expect(await store.committed()).toEqual([]);
       // Allowed by name: the launcher runs it (the preload with it), and the receipt says so.
-      const allowed = await launch(CLAUDE, s.dir, store, { ...base, BUN_OPTIONS: variables.BUN_OPTIONS }, { args: ['--version'], allowLoaderVariables: ['BUN_OPTIONS'] });
+      const allowed = await launch(
+        CLAUDE,
+        s.dir,
+        store,
+        { ...base, BUN_OPTIONS: variables.BUN_OPTIONS },
+        { args: ['--version'], allowLoaderVariables: ['BUN_OPTIONS'] },
+      );
       expect(allowed).toBe('ran');
       expect(existsSync(marker)).toBe(true);
       const [receipt] = await store.committed();

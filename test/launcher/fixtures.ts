@@ -237,10 +237,7 @@ export interface ReceiptStore {
 
 export const GOAL = '/turnkeeper/launcher-tests';
 
-export async function receiptStore(
-  path: string,
-  options: { busyTimeoutMs?: number; open?: typeof openSqliteAuthority } = {},
-): Promise<ReceiptStore> {
+export async function receiptStore(path: string, options: { busyTimeoutMs?: number; open?: typeof openSqliteAuthority } = {}): Promise<ReceiptStore> {
   const open = options.open ?? openSqliteAuthority;
   const store = (await open({ path, create: true, busyTimeoutMs: options.busyTimeoutMs ?? 5000 }))!;
   const receipts = async (): Promise<LaunchReceipt[]> => {
@@ -280,7 +277,20 @@ export async function receiptStore(
         Date.now(),
       ),
     recordRefusal: async (reason, detail, facts) => {
-      await store.appendReceipt({ kind: 'launch_refused', goal: GOAL, detail: { reason, why: detail.slice(0, 300), digest: facts.digest ?? null, pid: facts.pid ?? null, loaderEnvironment: facts.loaderEnvironment ?? null } }, Date.now());
+      await store.appendReceipt(
+        {
+          kind: 'launch_refused',
+          goal: GOAL,
+          detail: {
+            reason,
+            why: detail.slice(0, 300),
+            digest: facts.digest ?? null,
+            pid: facts.pid ?? null,
+            loaderEnvironment: facts.loaderEnvironment ?? null,
+          },
+        },
+        Date.now(),
+      );
     },
     receipts,
     committed: async () => (await receipts()).filter((receipt) => receipt.kind === 'launch_committed'),

@@ -115,7 +115,10 @@ describe('the npm Codex shim', () => {
       expect(attestation.launchPath).toBe(realpathSync(CODEX_BINARY));
       expect(attestation.entrypoint).toBe('elf-static');
       expect(attestation.interpreter).toBeUndefined();
-      expect(attestation.environment).toEqual({ CODEX_MANAGED_PACKAGE_ROOT: realpathSync(join(REPO, 'node_modules/@openai/codex')), CODEX_MANAGED_BY_NPM: '1' });
+      expect(attestation.environment).toEqual({
+        CODEX_MANAGED_PACKAGE_ROOT: realpathSync(join(REPO, 'node_modules/@openai/codex')),
+        CODEX_MANAGED_BY_NPM: '1',
+      });
       expect(attestation.chain[0]).toEqual({ path: CODEX_SHIM, target: '../@openai/codex/bin/codex.js' });
       expect(attestation.chain.at(-1)).toEqual({ path: realpathSync(CODEX_BINARY) });
       expect(attestation.digest).toBe(sha256File(CODEX_BINARY));

@@ -58,7 +58,10 @@ interface Doc {
 async function receipts(kind: string): Promise<Doc[]> {
   const store = await openStore();
   const rows = await store.receipts({ limit: 10_000 });
-  return rows.map((row) => JSON.parse(row.doc) as Doc).filter((doc) => doc.kind === kind && doc.capture === captureId).sort((a, b) => a.seq - b.seq);
+  return rows
+    .map((row) => JSON.parse(row.doc) as Doc)
+    .filter((doc) => doc.kind === kind && doc.capture === captureId)
+    .sort((a, b) => a.seq - b.seq);
 }
 
 const markerDir = (name: string) => join(s.dir, name);
@@ -195,7 +198,18 @@ describe('one live launch per capture', () => {
     const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
     const lease = (await store.leaseOfCapture(captureId))!;
     const forge = (detail: Record<string, string | number>) =>
-      store.appendReceipt({ kind: 'launch_committed', goal: lease.goal, todo: lease.todo, capture: captureId, owner: lease.owner, lease: { epoch: lease.epoch, version: lease.version }, detail }, Date.now());
+      store.appendReceipt(
+        {
+          kind: 'launch_committed',
+          goal: lease.goal,
+          todo: lease.todo,
+          capture: captureId,
+          owner: lease.owner,
+          lease: { epoch: lease.epoch, version: lease.version },
+          detail,
+        },
+        Date.now(),
+      );
 
     // This test process is alive: a record naming it (same host, boot and start time) is a live launch.
     await forge({ pid: process.pid, host: hostname(), boot, pidStart: ownStart });
@@ -222,7 +236,18 @@ describe('one live launch per capture', () => {
     const machine = readFileSync('/etc/machine-id', 'utf8').trim();
     const lease = (await store.leaseOfCapture(captureId))!;
     const forge = (detail: Record<string, string | number>) =>
-      store.appendReceipt({ kind: 'launch_committed', goal: lease.goal, todo: lease.todo, capture: captureId, owner: lease.owner, lease: { epoch: lease.epoch, version: lease.version }, detail }, Date.now());
+      store.appendReceipt(
+        {
+          kind: 'launch_committed',
+          goal: lease.goal,
+          todo: lease.todo,
+          capture: captureId,
+          owner: lease.owner,
+          lease: { epoch: lease.epoch, version: lease.version },
+          detail,
+        },
+        Date.now(),
+      );
     const otherBoot = '00000000-0000-0000-0000-000000000000';
     // The clone: the same host name, its own machine id and boot. Its agent is not visible from here.
     await forge({ pid: process.pid, host: hostname(), machine: 'f'.repeat(32), boot: otherBoot, pidStart: ownStart });

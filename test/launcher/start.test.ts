@@ -72,7 +72,11 @@ async function receipts(kind?: string): Promise<Doc[]> {
     .sort((a, b) => a.seq - b.seq);
 }
 
-const launchVariables = (env: Record<string, string>) => ({ TURNKEEPER_TODO: env.TURNKEEPER_TODO, TURNKEEPER_TURN: env.TURNKEEPER_TURN, TURNKEEPER_LAUNCH: env.TURNKEEPER_LAUNCH });
+const launchVariables = (env: Record<string, string>) => ({
+  TURNKEEPER_TODO: env.TURNKEEPER_TODO,
+  TURNKEEPER_TURN: env.TURNKEEPER_TURN,
+  TURNKEEPER_LAUNCH: env.TURNKEEPER_LAUNCH,
+});
 const hook = (input: string, env: Record<string, string | undefined>) => world.cli(['hook'], { input, env });
 const markerDir = (name: string) => join(s.dir, name);
 
@@ -95,7 +99,15 @@ describe('turnkeeper start', () => {
     expect(committed).toMatchObject({ seq: result.launch.receipt.seq, todo: 'fix-login' });
     expect(committed!.capture).toBeUndefined();
     expect(committed!.owner).toBeUndefined();
-    expect(committed!.detail).toMatchObject({ start: true, launch: result.launchId, turn: result.turn, agent: 'codex', pid: result.launch.pid, digest: sha256File(s.victim), checkout: world.repo });
+    expect(committed!.detail).toMatchObject({
+      start: true,
+      launch: result.launchId,
+      turn: result.turn,
+      agent: 'codex',
+      pid: result.launch.pid,
+      digest: sha256File(s.victim),
+      checkout: world.repo,
+    });
 
     // A second start (once the first agent is gone: one live start per Todo) gets another Turn and another nonce.
     result.launch.kill('SIGKILL');
@@ -118,7 +130,12 @@ describe('turnkeeper start', () => {
     expect(bound!.seq).toBeGreaterThan(committed!.seq);
     const hooked = await receipts('launch_hooked');
     expect(hooked).toHaveLength(1);
-    expect(hooked[0]).toMatchObject({ todo: 'fix-login', owner: 'codex:sess-s', capture: bound!.capture, detail: { launch: result.launchId, event: 'UserPromptSubmit' } });
+    expect(hooked[0]).toMatchObject({
+      todo: 'fix-login',
+      owner: 'codex:sess-s',
+      capture: bound!.capture,
+      detail: { launch: result.launchId, event: 'UserPromptSubmit' },
+    });
     expect(hooked[0]!.seq).toBeGreaterThan(committed!.seq);
 
     // Later prompts of the session present the same ready capture; no second claim, no second launch_hooked.
@@ -140,7 +157,10 @@ describe('turnkeeper start', () => {
         const head = await tx.chainHead();
         const fields = { kind: 'todo_added' as const, goal, todo: `busy-${i % 50}` };
         const built = buildReceipt(head, fields, Date.now());
-        await tx.appendReceipt({ seq: built.document.seq, doc: built.text, hash: built.hash, goal: fields.goal, todo: fields.todo, capture: null, kind: fields.kind }, head);
+        await tx.appendReceipt(
+          { seq: built.document.seq, doc: built.text, hash: built.hash, goal: fields.goal, todo: fields.todo, capture: null, kind: fields.kind },
+          head,
+        );
       }
     });
     const first = hook(payload.codexPrompt(world, 'sess-b', 'turn-1', 'fix the login form'), launchVariables(environOf(result.launch.pid)));
@@ -289,7 +309,10 @@ describe('turnkeeper start', () => {
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(readMarker(markerDir('second'), 'victim')).toBeUndefined();
     expect((await receipts('launch_committed')).map((doc) => doc.detail?.pid)).toEqual([first.launch.pid]);
-    expect((await receipts('launch_refused')).at(-1)).toMatchObject({ todo: 'fix-login', detail: { start: true, reason: 'launch_in_progress', agent: 'codex' } });
+    expect((await receipts('launch_refused')).at(-1)).toMatchObject({
+      todo: 'fix-login',
+      detail: { start: true, reason: 'launch_in_progress', agent: 'codex' },
+    });
 
     first.launch.kill('SIGKILL');
     await first.launch.exited;
@@ -412,7 +435,12 @@ describe('turnkeeper start (the command)', () => {
     expect(world.cli(['todo', 'done', 'fix-login']).code).toBe(0);
     const refused = cli('fix-login', '--agent', 'codex', '--agent-bin', s.victim, '--prompt', 'fix it', '--json');
     expect(refused.code).toBe(1);
-    expect(JSON.parse(refused.stdout)).toMatchObject({ ok: false, decision: 'refused', reason: 'todo_not_open', guidance: expect.stringContaining('[todo_not_open]') });
+    expect(JSON.parse(refused.stdout)).toMatchObject({
+      ok: false,
+      decision: 'refused',
+      reason: 'todo_not_open',
+      guidance: expect.stringContaining('[todo_not_open]'),
+    });
     expect(readMarker(s.markers, 'victim')).toBeUndefined();
     expect(cli('fix-login', '--agent', 'nobody', '--prompt', 'x').code).toBe(2);
     expect(cli('Fix-Login', '--agent', 'codex', '--prompt', 'x').code).toBe(2);

@@ -255,7 +255,10 @@ export function claudeResult(label: string, run: ProcResult): { session_id?: str
 export function claudeAfterPrompt(req: AnthropicRequest, prompt: string): string {
   const messages = req.body?.messages ?? [];
   const at = messages.findLastIndex((m) => m.role === 'user' && messageText(m).includes(prompt));
-  return messages.slice(at + 1).map(messageText).join('\n');
+  return messages
+    .slice(at + 1)
+    .map(messageText)
+    .join('\n');
 }
 
 /**

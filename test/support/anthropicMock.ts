@@ -90,14 +90,31 @@ function renderStream(model: string, reply: Exclude<AnthropicReply, { status: nu
   const { block, stop } = contentOf(reply);
   let out = sse('message_start', {
     type: 'message_start',
-    message: { id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 10, output_tokens: 1 } },
+    message: {
+      id,
+      type: 'message',
+      role: 'assistant',
+      model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: { input_tokens: 10, output_tokens: 1 },
+    },
   });
   if (block.type === 'text') {
     out += sse('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } });
     out += sse('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: block.text } });
   } else {
-    out += sse('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: block.id, name: block.name, input: {} } });
-    out += sse('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: JSON.stringify(block.input) } });
+    out += sse('content_block_start', {
+      type: 'content_block_start',
+      index: 0,
+      content_block: { type: 'tool_use', id: block.id, name: block.name, input: {} },
+    });
+    out += sse('content_block_delta', {
+      type: 'content_block_delta',
+      index: 0,
+      delta: { type: 'input_json_delta', partial_json: JSON.stringify(block.input) },
+    });
   }
   out += sse('content_block_stop', { type: 'content_block_stop', index: 0 });
   out += sse('message_delta', { type: 'message_delta', delta: { stop_reason: stop, stop_sequence: null }, usage: { output_tokens: 5 } });
@@ -113,7 +130,9 @@ export async function startAnthropicMock(script: AnthropicScript = () => ({ text
     const pathname = path.split('?')[0] ?? path;
     if (req.method !== 'POST' || pathname !== '/v1/messages') {
       // HEAD /api/hello and any other probe: harmless, not recorded.
-      res.writeHead(pathname.endsWith('/count_tokens') ? 200 : req.method === 'HEAD' || req.method === 'GET' ? 200 : 404, { 'content-type': 'application/json' });
+      res.writeHead(pathname.endsWith('/count_tokens') ? 200 : req.method === 'HEAD' || req.method === 'GET' ? 200 : 404, {
+        'content-type': 'application/json',
+      });
       res.end(pathname.endsWith('/count_tokens') ? JSON.stringify({ input_tokens: 10 }) : '{}');
       return;
     }

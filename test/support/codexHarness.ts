@@ -1,11 +1,11 @@
 // Helpers to run the real Codex CLI hermetically against the mock model server:
 // a throwaway HOME/CODEX_HOME/TMPDIR so nothing leaks from (or into) the user's ~/.codex.
-import { spawn } from "node:child_process";
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { listCodexHooks, type CodexListedHook } from "../../src/lifecycle/agentChecks";
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { listCodexHooks, type CodexListedHook } from '../../src/lifecycle/agentChecks';
 
 export interface CodexHome {
   /** Root temp dir; remove with cleanupCodexHome(). */
@@ -18,7 +18,7 @@ export interface CodexHome {
 }
 
 export interface HookCommand {
-  type: "command";
+  type: 'command';
   command: string;
   /** Seconds (Codex's unit). */
   timeout?: number;
@@ -49,8 +49,8 @@ export interface RunResult {
 }
 
 /** Name of the env var holding the dummy key referenced by `env_key` in config.toml. */
-export const MOCK_API_KEY_ENV = "TURNKEEPER_MOCK_API_KEY";
-export const MOCK_PROVIDER_ID = "mock";
+export const MOCK_API_KEY_ENV = 'TURNKEEPER_MOCK_API_KEY';
+export const MOCK_PROVIDER_ID = 'mock';
 
 /**
  * The native codex binary (skipping the node shim, which only execs it anyway).
@@ -60,33 +60,33 @@ export const MOCK_PROVIDER_ID = "mock";
 export function codexBinaryPath(): string {
   const override = process.env.TURNKEEPER_CODEX_BIN;
   if (override) return override;
-  const triple = process.arch === "arm64" ? "aarch64-unknown-linux-musl" : "x86_64-unknown-linux-musl";
-  const pkg = process.arch === "arm64" ? "codex-linux-arm64" : "codex-linux-x64";
-  const rel = path.join("node_modules", "@openai", pkg, "vendor", triple, "bin", "codex");
-  const roots = [path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", ".."), process.cwd()];
+  const triple = process.arch === 'arm64' ? 'aarch64-unknown-linux-musl' : 'x86_64-unknown-linux-musl';
+  const pkg = process.arch === 'arm64' ? 'codex-linux-arm64' : 'codex-linux-x64';
+  const rel = path.join('node_modules', '@openai', pkg, 'vendor', triple, 'bin', 'codex');
+  const roots = [path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..'), process.cwd()];
   const found = roots.map((r) => path.join(r, rel)).find((p) => fs.existsSync(p));
-  return found ?? path.join(roots[0] ?? ".", rel);
+  return found ?? path.join(roots[0] ?? '.', rel);
 }
 
 /** Create an isolated HOME with CODEX_HOME=$HOME/.codex and TMPDIR=$HOME/tmp. */
 export function makeCodexHome(opts: { prefix?: string; extraEnv?: NodeJS.ProcessEnv } = {}): CodexHome {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), opts.prefix ?? "tk-codex-"));
-  const home = path.join(root, "home");
-  const codexHome = path.join(home, ".codex");
-  const tmp = path.join(root, "tmp");
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), opts.prefix ?? 'tk-codex-'));
+  const home = path.join(root, 'home');
+  const codexHome = path.join(home, '.codex');
+  const tmp = path.join(root, 'tmp');
   for (const d of [home, codexHome, tmp]) fs.mkdirSync(d, { recursive: true });
   const env: NodeJS.ProcessEnv = {};
   // Keep only what a shell needs; drop anything that could point Codex elsewhere.
-  for (const k of ["PATH", "LANG", "LC_ALL", "TERM", "USER", "LOGNAME", "SHELL"]) {
+  for (const k of ['PATH', 'LANG', 'LC_ALL', 'TERM', 'USER', 'LOGNAME', 'SHELL']) {
     if (process.env[k] !== undefined) env[k] = process.env[k];
   }
   Object.assign(env, {
     HOME: home,
     CODEX_HOME: codexHome,
     TMPDIR: tmp,
-    [MOCK_API_KEY_ENV]: "sk-mock-not-a-real-key",
-    NO_COLOR: "1",
-    RUST_LOG: "error",
+    [MOCK_API_KEY_ENV]: 'sk-mock-not-a-real-key',
+    NO_COLOR: '1',
+    RUST_LOG: 'error',
     ...opts.extraEnv,
   });
   return { root, home, codexHome, tmp, env };
@@ -102,8 +102,8 @@ export function cleanupCodexHome(h: CodexHome): void {
  * it is written anyway so the file documents itself. Retries are off so a broken mock
  * fails fast; analytics/update checks are off because there is no internet.
  */
-export function writeCodexConfig(codexHome: string, mockUrl: string, extra = ""): string {
-  const file = path.join(codexHome, "config.toml");
+export function writeCodexConfig(codexHome: string, mockUrl: string, extra = ''): string {
+  const file = path.join(codexHome, 'config.toml');
   const toml = `model = "mock-model"
 model_provider = "${MOCK_PROVIDER_ID}"
 approval_policy = "never"
@@ -132,7 +132,7 @@ ${extra}
 
 /** Write $CODEX_HOME/hooks.json in Codex's {"hooks": {...}} shape. */
 export function writeHooksJson(codexHome: string, hooks: HooksConfig): string {
-  const file = path.join(codexHome, "hooks.json");
+  const file = path.join(codexHome, 'hooks.json');
   fs.writeFileSync(file, JSON.stringify({ hooks }, null, 2));
   return file;
 }
@@ -143,22 +143,22 @@ export function runCodex(opts: RunOptions): Promise<RunResult> {
     const child = spawn(codexBinaryPath(), opts.args, {
       cwd: opts.cwd ?? process.cwd(),
       env: opts.env,
-      stdio: ["ignore", "pipe", "pipe"],
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
-    let stdout = "";
-    let stderr = "";
+    let stdout = '';
+    let stderr = '';
     let timedOut = false;
-    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
-    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     const timer = setTimeout(() => {
       timedOut = true;
-      child.kill("SIGKILL");
+      child.kill('SIGKILL');
     }, opts.timeoutMs ?? 60_000);
-    child.on("error", (e) => {
+    child.on('error', (e) => {
       clearTimeout(timer);
       reject(e);
     });
-    child.on("close", (code, signal) => {
+    child.on('close', (code, signal) => {
       clearTimeout(timer);
       resolve({ code, signal, stdout, stderr, timedOut });
     });
@@ -166,18 +166,18 @@ export function runCodex(opts: RunOptions): Promise<RunResult> {
 }
 
 /** Base flags for hermetic non-interactive runs. */
-export const EXEC_FLAGS = ["--skip-git-repo-check", "--dangerously-bypass-hook-trust"] as const;
+export const EXEC_FLAGS = ['--skip-git-repo-check', '--dangerously-bypass-hook-trust'] as const;
 
 /** `codex exec <flags> <prompt>`. Pass `flags` to override EXEC_FLAGS (e.g. to test hook trust). */
-export function runCodexExec(o: Omit<RunOptions, "args"> & { prompt: string; flags?: readonly string[]; extraArgs?: string[] }): Promise<RunResult> {
-  return runCodex({ ...o, args: ["exec", ...(o.flags ?? EXEC_FLAGS), ...(o.extraArgs ?? []), o.prompt] });
+export function runCodexExec(o: Omit<RunOptions, 'args'> & { prompt: string; flags?: readonly string[]; extraArgs?: string[] }): Promise<RunResult> {
+  return runCodex({ ...o, args: ['exec', ...(o.flags ?? EXEC_FLAGS), ...(o.extraArgs ?? []), o.prompt] });
 }
 
 /** `codex exec resume <flags> <sessionId> <prompt>`. */
 export function runCodexResume(
-  o: Omit<RunOptions, "args"> & { sessionId: string; prompt: string; flags?: readonly string[]; extraArgs?: string[] },
+  o: Omit<RunOptions, 'args'> & { sessionId: string; prompt: string; flags?: readonly string[]; extraArgs?: string[] },
 ): Promise<RunResult> {
-  return runCodex({ ...o, args: ["exec", "resume", ...(o.flags ?? EXEC_FLAGS), ...(o.extraArgs ?? []), o.sessionId, o.prompt] });
+  return runCodex({ ...o, args: ['exec', 'resume', ...(o.flags ?? EXEC_FLAGS), ...(o.extraArgs ?? []), o.sessionId, o.prompt] });
 }
 
 /** One entry of the app-server's `hooks/list` answer. */
@@ -199,8 +199,8 @@ export async function listHooks(env: NodeJS.ProcessEnv, cwd: string, timeoutMs =
  */
 export async function trustAllHooks(codexHome: string, env: NodeJS.ProcessEnv, cwd: string): Promise<ListedHook[]> {
   const hooks = await listHooks(env, cwd);
-  const toml = hooks.map((h) => `\n[hooks.state.${JSON.stringify(h.key)}]\ntrusted_hash = ${JSON.stringify(h.currentHash)}\n`).join("");
-  fs.appendFileSync(path.join(codexHome, "config.toml"), toml);
+  const toml = hooks.map((h) => `\n[hooks.state.${JSON.stringify(h.key)}]\ntrusted_hash = ${JSON.stringify(h.currentHash)}\n`).join('');
+  fs.appendFileSync(path.join(codexHome, 'config.toml'), toml);
   return hooks;
 }
 

@@ -37,7 +37,10 @@ function hostileInput(w: World): fc.Arbitrary<string> {
         return true;
       }
     }),
-    fc.uint8Array({ maxLength: 300 }).map((bytes) => Buffer.from(bytes).toString('latin1')).filter((s) => !s.trim().startsWith('{')),
+    fc
+      .uint8Array({ maxLength: 300 })
+      .map((bytes) => Buffer.from(bytes).toString('latin1'))
+      .filter((s) => !s.trim().startsWith('{')),
     // A field of the wrong type.
     fc
       .tuple(fc.constantFrom(...fields), wrongTypes)
@@ -47,11 +50,14 @@ function hostileInput(w: World): fc.Arbitrary<string> {
     // Ids outside their grammar (path traversal, NUL, shell metacharacters, too long).
     fc.tuple(fc.constantFrom('session_id', 'turn_id'), hostileStrings).map(([field, value]) => JSON.stringify({ ...base, [field]: value })),
     // Unknown events.
-    fc.string({ maxLength: 30 }).filter((name) => !['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop'].includes(name)).map((name) => JSON.stringify({ ...base, hook_event_name: name })),
+    fc
+      .string({ maxLength: 30 })
+      .filter((name) => !['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop'].includes(name))
+      .map((name) => JSON.stringify({ ...base, hook_event_name: name })),
     // Lone surrogates, written as JSON escapes so they survive to the parser.
-    fc.tuple(fc.constantFrom('prompt', 'cwd', 'tool_name', 'model'), fc.constantFrom('\\ud800', '\\udfff', 'a\\udc00b')).map(([field, bad]) =>
-      JSON.stringify({ ...base, [field]: `${field === 'cwd' ? w.repo : ''}@@` }).replace('@@', bad),
-    ),
+    fc
+      .tuple(fc.constantFrom('prompt', 'cwd', 'tool_name', 'model'), fc.constantFrom('\\ud800', '\\udfff', 'a\\udc00b'))
+      .map(([field, bad]) => JSON.stringify({ ...base, [field]: `${field === 'cwd' ? w.repo : ''}@@` }).replace('@@', bad)),
     // Paths that are not absolute, carry NUL, or do not exist.
     fc.constantFrom('relative/dir', 'a\u0000b', '/definitely/not/here', '').map((cwd) => JSON.stringify({ ...base, cwd })),
     // Required fields missing.

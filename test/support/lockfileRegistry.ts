@@ -49,7 +49,9 @@ const compareVersions = (a: string, b: string): number => {
  * cache directory (`npm config get cache`).
  */
 export async function startLockfileRegistry(checkout: string, npmCache: string): Promise<LockfileRegistry> {
-  const lock = JSON.parse(readFileSync(join(checkout, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string; integrity?: string; name?: string }> };
+  const lock = JSON.parse(readFileSync(join(checkout, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { version?: string; integrity?: string; name?: string }>;
+  };
   const pinned = new Map<string, Map<string, Pinned>>();
   for (const [key, entry] of Object.entries(lock.packages)) {
     const name = entry.name ?? /(?:^|\/)node_modules\/((?:@[^/]+\/)?[^/]+)$/.exec(key)?.[1];
@@ -84,7 +86,10 @@ export async function startLockfileRegistry(checkout: string, npmCache: string):
     if (!versions) return notFound();
     const name = decodeURIComponent(path.slice(1));
     const documents = Object.fromEntries(
-      [...versions].map(([version, pin]) => [version, { ...pin.manifest, dist: { integrity: pin.integrity, tarball: `${base}-/tarball/${encodeURIComponent(name)}/${version}.tgz` } }]),
+      [...versions].map(([version, pin]) => [
+        version,
+        { ...pin.manifest, dist: { integrity: pin.integrity, tarball: `${base}-/tarball/${encodeURIComponent(name)}/${version}.tgz` } },
+      ]),
     );
     const latest = [...versions.keys()].sort(compareVersions).at(-1)!;
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ name, 'dist-tags': { latest }, versions: documents }));

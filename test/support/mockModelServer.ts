@@ -1,8 +1,8 @@
 // Minimal OpenAI "Responses API" mock for driving the real Codex CLI in tests.
 // Codex (wire_api = "responses") POSTs to `${base_url}/responses` and reads an SSE
 // stream; it only needs `response.output_item.done` items plus `response.completed`.
-import type { IncomingHttpHeaders } from "node:http";
-import { startLoopbackServer } from "./loopbackServer";
+import type { IncomingHttpHeaders } from 'node:http';
+import { startLoopbackServer } from './loopbackServer';
 
 /** An item of the request's `input` array (message, function_call, function_call_output, ...). */
 export interface InputItem {
@@ -38,9 +38,7 @@ export interface RecordedRequest {
 export type OutputItem = Record<string, unknown>;
 
 /** What the mock sends back: a list of output items, or a raw HTTP error. */
-export type Reply =
-  | { items: OutputItem[] }
-  | { status: number; body: string };
+export type Reply = { items: OutputItem[] } | { status: number; body: string };
 
 export type Script = (request: RecordedRequest, index: number) => Reply;
 
@@ -63,16 +61,16 @@ const nextId = (prefix: string): string => `${prefix}_${Date.now().toString(36)}
 /** An assistant text message item. */
 export function textItem(text: string): OutputItem {
   return {
-    type: "message",
-    role: "assistant",
-    id: nextId("msg"),
-    content: [{ type: "output_text", text, annotations: [] }],
+    type: 'message',
+    role: 'assistant',
+    id: nextId('msg'),
+    content: [{ type: 'output_text', text, annotations: [] }],
   };
 }
 
 /** A function_call item; `args` is JSON-encoded because the API sends arguments as a string. */
-export function functionCallItem(name: string, args: unknown, callId = nextId("call")): OutputItem {
-  return { type: "function_call", id: nextId("fc"), call_id: callId, name, arguments: JSON.stringify(args) };
+export function functionCallItem(name: string, args: unknown, callId = nextId('call')): OutputItem {
+  return { type: 'function_call', id: nextId('fc'), call_id: callId, name, arguments: JSON.stringify(args) };
 }
 
 /** Reply with a single assistant message. */
@@ -84,7 +82,7 @@ export function textReply(text: string): Reply {
  * Codex 0.171 exposes its shell as the `exec_command` function
  * (arguments: {"cmd": string, "workdir"?: string, "yield_time_ms"?: number, ...}).
  */
-export const SHELL_TOOL_NAME = "exec_command";
+export const SHELL_TOOL_NAME = 'exec_command';
 
 /** Reply that asks Codex to run `cmd` through its shell tool. */
 export function shellCallReply(cmd: string, callId?: string): Reply {
@@ -93,7 +91,7 @@ export function shellCallReply(cmd: string, callId?: string): Reply {
 
 /** True when the request carries a function_call_output (i.e. it is a tool follow-up). */
 export function hasFunctionCallOutput(req: RecordedRequest): boolean {
-  return (req.body?.input ?? []).some((i) => i.type === "function_call_output");
+  return (req.body?.input ?? []).some((i) => i.type === 'function_call_output');
 }
 
 /**
@@ -101,16 +99,14 @@ export function hasFunctionCallOutput(req: RecordedRequest): boolean {
  * stdout of SessionStart/UserPromptSubmit/PostToolUse hooks) arrives as one such message each.
  */
 export function developerTexts(req: RecordedRequest): string[] {
-  return (req.body?.input ?? [])
-    .filter((i) => i.type === "message" && i.role === "developer")
-    .flatMap((i) => (i.content ?? []).map((c) => c.text ?? ""));
+  return (req.body?.input ?? []).filter((i) => i.type === 'message' && i.role === 'developer').flatMap((i) => (i.content ?? []).map((c) => c.text ?? ''));
 }
 
 /**
  * Script: the first turn request gets a shell call for `cmd`; the follow-up
  * (carrying function_call_output) and anything else get `finalText`.
  */
-export function shellThenText(cmd: string, finalText = "done"): Script {
+export function shellThenText(cmd: string, finalText = 'done'): Script {
   let issued = false;
   return (req) => {
     if (!issued && !hasFunctionCallOutput(req)) {
@@ -126,11 +122,11 @@ function sse(event: string, data: unknown): string {
 }
 
 function renderSse(items: OutputItem[]): string {
-  const id = nextId("resp");
-  let out = sse("response.created", { type: "response.created", response: { id } });
-  for (const item of items) out += sse("response.output_item.done", { type: "response.output_item.done", item });
-  out += sse("response.completed", {
-    type: "response.completed",
+  const id = nextId('resp');
+  let out = sse('response.created', { type: 'response.created', response: { id } });
+  for (const item of items) out += sse('response.output_item.done', { type: 'response.output_item.done', item });
+  out += sse('response.completed', {
+    type: 'response.completed',
     response: {
       id,
       usage: { input_tokens: 10, input_tokens_details: null, output_tokens: 5, output_tokens_details: null, total_tokens: 15 },
@@ -141,14 +137,14 @@ function renderSse(items: OutputItem[]): string {
 
 /** Start the mock on 127.0.0.1 with an ephemeral port. */
 export async function startMockModelServer(opts: MockOptions = {}): Promise<MockModelServer> {
-  const script: Script = opts.script ?? (() => textReply("ok"));
+  const script: Script = opts.script ?? (() => textReply('ok'));
   const requests: RecordedRequest[] = [];
 
   const server = await startLoopbackServer((req, raw, res) => {
-    const path = req.url ?? "/";
+    const path = req.url ?? '/';
     // Codex may probe e.g. GET /v1/models; answer harmlessly and don't record.
-    if (!path.endsWith("/responses")) {
-      res.writeHead(req.method === "GET" && path.includes("/models") ? 200 : 404, { "content-type": "application/json" });
+    if (!path.endsWith('/responses')) {
+      res.writeHead(req.method === 'GET' && path.includes('/models') ? 200 : 404, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ data: [], models: [] }));
       return;
     }
@@ -158,7 +154,7 @@ export async function startMockModelServer(opts: MockOptions = {}): Promise<Mock
     } catch {
       body = undefined;
     }
-    const rec: RecordedRequest = { method: req.method ?? "", path, headers: req.headers, raw, body };
+    const rec: RecordedRequest = { method: req.method ?? '', path, headers: req.headers, raw, body };
     const index = requests.push(rec) - 1;
     let reply: Reply;
     try {
@@ -166,12 +162,12 @@ export async function startMockModelServer(opts: MockOptions = {}): Promise<Mock
     } catch (err) {
       reply = { status: 500, body: String(err) };
     }
-    if ("status" in reply) {
-      res.writeHead(reply.status, { "content-type": "application/json" });
+    if ('status' in reply) {
+      res.writeHead(reply.status, { 'content-type': 'application/json' });
       res.end(reply.body);
       return;
     }
-    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     res.end(renderSse(reply.items));
   });
   const { port } = server;

@@ -70,7 +70,13 @@ export function lastToolResult(request: ChatRequest): string | undefined {
 }
 
 function chunk(id: string, delta: Record<string, unknown>, finishReason: string | null): string {
-  const body = { id, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: MOCK_MODEL, choices: [{ index: 0, delta, finish_reason: finishReason }] };
+  const body = {
+    id,
+    object: 'chat.completion.chunk',
+    created: Math.floor(Date.now() / 1000),
+    model: MOCK_MODEL,
+    choices: [{ index: 0, delta, finish_reason: finishReason }],
+  };
   return `data: ${JSON.stringify(body)}\n\n`;
 }
 
@@ -80,7 +86,12 @@ function streamOf(reply: Exclude<ChatReply, { status: number }>, index: number):
   const last = (finish: string) =>
     `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: MOCK_MODEL, choices: [{ index: 0, delta: {}, finish_reason: finish }], usage })}\n\n`;
   if ('text' in reply) return chunk(id, { role: 'assistant', content: reply.text }, null) + last('stop') + 'data: [DONE]\n\n';
-  const call = { index: 0, id: `call_mock_${index}`, type: 'function', function: { name: reply.toolCall.name, arguments: JSON.stringify(reply.toolCall.arguments) } };
+  const call = {
+    index: 0,
+    id: `call_mock_${index}`,
+    type: 'function',
+    function: { name: reply.toolCall.name, arguments: JSON.stringify(reply.toolCall.arguments) },
+  };
   return chunk(id, { role: 'assistant', content: null, tool_calls: [call] }, null) + last('tool_calls') + 'data: [DONE]\n\n';
 }
 
@@ -123,9 +134,16 @@ export async function startOpenAiMock(script: ChatScript = () => ({ text: 'ok' }
     }
     if (body?.stream === false) {
       // A non-streamed call (none observed): the same answer as one JSON completion.
-      const message = 'text' in reply
-        ? { role: 'assistant', content: reply.text }
-        : { role: 'assistant', content: null, tool_calls: [{ id: `call_mock_${index}`, type: 'function', function: { name: reply.toolCall.name, arguments: JSON.stringify(reply.toolCall.arguments) } }] };
+      const message =
+        'text' in reply
+          ? { role: 'assistant', content: reply.text }
+          : {
+              role: 'assistant',
+              content: null,
+              tool_calls: [
+                { id: `call_mock_${index}`, type: 'function', function: { name: reply.toolCall.name, arguments: JSON.stringify(reply.toolCall.arguments) } },
+              ],
+            };
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(
         JSON.stringify({

@@ -119,10 +119,21 @@ function cleanEnv(): NodeJS.ProcessEnv {
 
 function run(argv: string[], options: { cwd: string; input?: string; timeoutMs?: number }): Promise<{ stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = execFile(argv[0]!, argv.slice(1), { cwd: options.cwd, env: cleanEnv(), timeout: options.timeoutMs ?? 60_000, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      if (error) reject(Object.assign(new Error(`${path.basename(argv.find((a) => a.includes('/')) ?? argv[0]!)} failed: ${error.message}\n${stderr}${stdout}`), { stdout, stderr }));
-      else resolve({ stdout, stderr });
-    });
+    const child = execFile(
+      argv[0]!,
+      argv.slice(1),
+      { cwd: options.cwd, env: cleanEnv(), timeout: options.timeoutMs ?? 60_000, maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        if (error)
+          reject(
+            Object.assign(new Error(`${path.basename(argv.find((a) => a.includes('/')) ?? argv[0]!)} failed: ${error.message}\n${stderr}${stdout}`), {
+              stdout,
+              stderr,
+            }),
+          );
+        else resolve({ stdout, stderr });
+      },
+    );
     child.stdin?.end(options.input ?? '');
   });
 }
@@ -210,7 +221,24 @@ export async function startPostgres(options: StartOptions = {}): Promise<PgServe
     const pwfile = path.join(root, 'pwfile');
     writeFileSync(pwfile, `${adminPassword}\n`, { mode: 0o600 });
     chownSync(pwfile, as.uid, as.gid);
-    await run(tool('initdb', '-D', dataDir, '-U', PG_ADMIN_USER, `--pwfile=${pwfile}`, '--auth-host=scram-sha-256', '--auth-local=trust', '-E', 'UTF8', '--locale=C', '--no-sync', '--no-instructions'), { cwd: root });
+    await run(
+      tool(
+        'initdb',
+        '-D',
+        dataDir,
+        '-U',
+        PG_ADMIN_USER,
+        `--pwfile=${pwfile}`,
+        '--auth-host=scram-sha-256',
+        '--auth-local=trust',
+        '-E',
+        'UTF8',
+        '--locale=C',
+        '--no-sync',
+        '--no-instructions',
+      ),
+      { cwd: root },
+    );
     rmSync(pwfile);
 
     const settings: Record<string, string | number> = {
@@ -224,7 +252,9 @@ export async function startPostgres(options: StartOptions = {}): Promise<PgServe
       log_min_messages: 'warning',
       ...options.settings,
     };
-    const conf = Object.entries(settings).map(([name, value]) => `${name} = ${value}`).join('\n');
+    const conf = Object.entries(settings)
+      .map(([name, value]) => `${name} = ${value}`)
+      .join('\n');
     // Appended as root onto a file owned by postgres: ownership and mode stay as they were.
     writeFileSync(path.join(dataDir, 'postgresql.conf'), `\n# test/support/postgres.ts\n${conf}\n`, { flag: 'a' });
   } catch (error) {
@@ -269,12 +299,38 @@ export async function startPostgres(options: StartOptions = {}): Promise<PgServe
   }
 
   const url = (database = 'postgres', user?: string, password?: string): string => {
-    const who = user === undefined ? `${encodeURIComponent(PG_ADMIN_USER)}:${encodeURIComponent(adminPassword)}` : password === undefined ? encodeURIComponent(user) : `${encodeURIComponent(user)}:${encodeURIComponent(password)}`;
+    const who =
+      user === undefined
+        ? `${encodeURIComponent(PG_ADMIN_USER)}:${encodeURIComponent(adminPassword)}`
+        : password === undefined
+          ? encodeURIComponent(user)
+          : `${encodeURIComponent(user)}:${encodeURIComponent(password)}`;
     return `postgres://${who}@127.0.0.1:${port}/${encodeURIComponent(database)}`;
   };
 
   const psql = async (sql: string, database = 'postgres'): Promise<string> => {
-    const { stdout } = await run([path.join(bin, 'psql'), '-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-h', dataDir, '-p', String(port), '-U', PG_ADMIN_USER, '-d', database, '-f', '-'], { cwd: root, input: sql });
+    const { stdout } = await run(
+      [
+        path.join(bin, 'psql'),
+        '-X',
+        '-q',
+        '-A',
+        '-t',
+        '-v',
+        'ON_ERROR_STOP=1',
+        '-h',
+        dataDir,
+        '-p',
+        String(port),
+        '-U',
+        PG_ADMIN_USER,
+        '-d',
+        database,
+        '-f',
+        '-',
+      ],
+      { cwd: root, input: sql },
+    );
     return stdout.replace(/\n$/, '');
   };
 
@@ -339,7 +395,10 @@ export async function startPostgres(options: StartOptions = {}): Promise<PgServe
 }
 
 /** For a test file: one server, started in beforeAll and stopped in afterAll. */
-export function usePostgres(hooks: { beforeAll(fn: () => Promise<void>, timeout?: number): void; afterAll(fn: () => Promise<void>, timeout?: number): void }, options: StartOptions = {}): () => PgServer {
+export function usePostgres(
+  hooks: { beforeAll(fn: () => Promise<void>, timeout?: number): void; afterAll(fn: () => Promise<void>, timeout?: number): void },
+  options: StartOptions = {},
+): () => PgServer {
   let server: PgServer | undefined;
   hooks.beforeAll(async () => {
     server = await startPostgres(options);
@@ -352,7 +411,6 @@ export function usePostgres(hooks: { beforeAll(fn: () => Promise<void>, timeout?
     return server;
   };
 }
-
 
 // One scratch directory per test process for pgEnv(): beside globalSetup's private TURNKEEPER_HOME
 // (so its teardown removes it too), or under os.tmpdir() outside vitest; removed when the process exits.

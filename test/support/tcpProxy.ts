@@ -122,7 +122,8 @@ interface Pair {
 }
 
 export async function startProxy(targetPort: number, targetHost = '127.0.0.1'): Promise<TcpProxy> {
-  if (targetHost !== '127.0.0.1' && targetHost !== 'localhost' && targetHost !== '::1') throw new Error(`startProxy forwards to loopback only, not ${targetHost}`);
+  if (targetHost !== '127.0.0.1' && targetHost !== 'localhost' && targetHost !== '::1')
+    throw new Error(`startProxy forwards to loopback only, not ${targetHost}`);
   let current: ProxyMode = 'forward';
   let drops = 0;
   let accepted = 0;
@@ -217,7 +218,15 @@ export async function startProxy(targetPort: number, targetHost = '127.0.0.1'): 
   const listener = net.createServer({ pauseOnConnect: true }, (client) => {
     accepted++;
     client.setNoDelay(true);
-    const pair: Pair = { client, server: undefined, fromClient: new Framer(true), fromServer: new Framer(false), owedReady: 0, passBeforeDrop: undefined, closed: false };
+    const pair: Pair = {
+      client,
+      server: undefined,
+      fromClient: new Framer(true),
+      fromServer: new Framer(false),
+      owedReady: 0,
+      passBeforeDrop: undefined,
+      closed: false,
+    };
     pairs.add(pair);
     client.on('end', () => {
       if (!pair.closed) pair.server?.end();

@@ -57,7 +57,13 @@ export interface TeamMachine {
 export function makeMachine(base: string, options: { store: string; origin: string; upstream?: string; checkout?: string }): TeamMachine {
   const userHome = join(base, 'home');
   const checkout = options.checkout ?? join(base, 'src', 'app');
-  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: userHome, TURNKEEPER_HOME: join(base, 'tkhome'), TMPDIR: join(base, 'tmp'), TURNKEEPER_STORE: options.store };
+  const env = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: userHome,
+    TURNKEEPER_HOME: join(base, 'tkhome'),
+    TMPDIR: join(base, 'tmp'),
+    TURNKEEPER_STORE: options.store,
+  };
   for (const dir of [userHome, env.TMPDIR]) mkdirSync(dir, { recursive: true });
   if (options.upstream) {
     mkdirSync(join(checkout, '..'), { recursive: true });

@@ -15,7 +15,12 @@ export function signOnTwoMachines(w: World, machineA: Record<string, string>, ma
   expect(fromA.key).not.toBe(fromB.key);
   const out = join(w.root, 'team.tkb');
   expect(on(machineA, ['receipts', 'export', '--out', out]).code).toBe(0);
-  const check = (machine: Record<string, string>) => JSON.parse(on(machine, ['verify', '--bundle', out, '--json']).stdout) as { ok: boolean; breaks: { seq: number; kind: string }[]; signers?: { key: string | null; checkpoints: number[] }[] };
+  const check = (machine: Record<string, string>) =>
+    JSON.parse(on(machine, ['verify', '--bundle', out, '--json']).stdout) as {
+      ok: boolean;
+      breaks: { seq: number; kind: string }[];
+      signers?: { key: string | null; checkpoints: number[] }[];
+    };
   // Machine A does not trust B's key yet: B's checkpoint is named, A's verify.
   const before = check(machineA);
   expect(before.breaks).toEqual([{ seq: fromB.seq + 1, kind: 'untrusted_key' }]);

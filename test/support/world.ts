@@ -28,7 +28,10 @@ export interface CliRun extends CliResult {
  * in this process keeps running meanwhile): `env` exactly (nothing of process.env is added), `input`
  * on stdin, killed after `timeoutMs`.
  */
-export function runCli(args: readonly string[], options: { env: NodeJS.ProcessEnv; cwd: string; input?: string | Buffer; timeoutMs?: number }): Promise<CliRun> {
+export function runCli(
+  args: readonly string[],
+  options: { env: NodeJS.ProcessEnv; cwd: string; input?: string | Buffer; timeoutMs?: number },
+): Promise<CliRun> {
   return new Promise((resolvePromise, reject) => {
     const started = Date.now();
     const child = spawn(process.execPath, [CLI, ...args], { cwd: options.cwd, env: options.env });

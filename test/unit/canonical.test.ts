@@ -94,9 +94,7 @@ describe('capture ids', () => {
 
   it('derives capture id and op from the original digest, as the contract spells out', () => {
     const built = buildCapture(fields);
-    expect(built.canonical).toBe(
-      '{"agent":"codex","goal":"/repo","schema":"turnkeeper.capture/v2","session":"s1","todo":"fix-login","turn":"t1"}',
-    );
+    expect(built.canonical).toBe('{"agent":"codex","goal":"/repo","schema":"turnkeeper.capture/v2","session":"s1","todo":"fix-login","turn":"t1"}');
     expect(built.originalDigest).toBe(digestText(built.canonical));
     expect(built.captureId).toBe('cap_' + built.originalDigest.slice(7, 31));
     expect(built.captureId).toBe(captureIdOf(built.originalDigest));

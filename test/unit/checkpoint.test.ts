@@ -37,7 +37,10 @@ describe('signed notes, against golang.org/x/mod/sumdb/note', () => {
     const signatures = [{ name: 'PeterNeumann', keyHash: blob.subarray(0, 4), signature: blob.subarray(4) }];
     expect(noteVerifier([key])(asParsed(GO_TEXT, signatures))).toEqual({ ok: true, signer: 'PeterNeumann' });
     expect(noteVerifier([key])(asParsed(GO_TEXT.replace('cryptography', 'cryptographY'), signatures))).toEqual({ ok: false, kind: 'signature_invalid' });
-    expect(noteVerifier([parsePublicKey('EnochRoot+af0cfe78+ATtqJ7zOtqQtYqOo0CpvDXNlMhV3HeJDpjrASKGLWdop')!])(asParsed(GO_TEXT, signatures))).toEqual({ ok: false, kind: 'untrusted_key' });
+    expect(noteVerifier([parsePublicKey('EnochRoot+af0cfe78+ATtqJ7zOtqQtYqOo0CpvDXNlMhV3HeJDpjrASKGLWdop')!])(asParsed(GO_TEXT, signatures))).toEqual({
+      ok: false,
+      kind: 'untrusted_key',
+    });
   });
 });
 
@@ -62,6 +65,8 @@ describe('checkpoint text', () => {
 
 describe('DSSE pre-authentication encoding', () => {
   it('matches the example of the DSSE protocol', () => {
-    expect(preAuthEncoding('http://example.com/HelloWorld', Buffer.from('hello world')).toString()).toBe('DSSEv1 29 http://example.com/HelloWorld 11 hello world');
+    expect(preAuthEncoding('http://example.com/HelloWorld', Buffer.from('hello world')).toString()).toBe(
+      'DSSEv1 29 http://example.com/HelloWorld 11 hello world',
+    );
   });
 });

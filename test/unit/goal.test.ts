@@ -20,7 +20,7 @@ const host = fc
   .tuple(fc.array(label, { minLength: 1, maxLength: 3 }), fc.constantFrom('com', 'org', 'io', 'example'))
   .map(([labels, tld]) => [...labels, tld].join('.'))
   .filter((name) => name.length >= 2);
-const mixedCase = (text: string, seed: number) => [...text].map((c, i) => ((seed >> i % 16) & 1 ? c.toUpperCase() : c)).join('');
+const mixedCase = (text: string, seed: number) => [...text].map((c, i) => ((seed >> (i % 16)) & 1 ? c.toUpperCase() : c)).join('');
 // Owner and repository segments: path case matters, so they mix cases; never `.`/`..` and never ending in `.git`.
 const segment = fc
   .array(fc.constantFrom(...NAME_CHARS, 'A', 'B', 'Z', '-', '_', '.'), { minLength: 1, maxLength: 12 })
@@ -92,7 +92,7 @@ describe('normalizeRemoteUrl', () => {
 
   it('never puts credentials in a key', () => {
     const secret = fc
-      .string({ unit: fc.constantFrom(...'abcXYZ019-._~!$&\'()*+,;=:/@%'.split('')), minLength: 0, maxLength: 12 })
+      .string({ unit: fc.constantFrom(..."abcXYZ019-._~!$&'()*+,;=:/@%".split('')), minLength: 0, maxLength: 12 })
       .map((tail) => `secret${tail}`);
     fc.assert(
       fc.property(repository, fc.constantFrom('', 'user', 'git', 'x-access-token', 'secretuser'), secret, (repo, user, password) => {
@@ -292,7 +292,9 @@ describe('parseTurnkeeperJson', () => {
 
   it('reads the goal, with comments, trailing commas, other keys and a BOM', () => {
     expect(parseTurnkeeperJson('{"goal":"acme-app"}')).toEqual({ goal: 'acme-app' });
-    expect(parseTurnkeeperJson('\uFEFF{\n  // why: the repo moved twice\n  "goal": "github.com/acme/app",\n  "note": 1,\n}\n')).toEqual({ goal: 'github.com/acme/app' });
+    expect(parseTurnkeeperJson('\uFEFF{\n  // why: the repo moved twice\n  "goal": "github.com/acme/app",\n  "note": 1,\n}\n')).toEqual({
+      goal: 'github.com/acme/app',
+    });
   });
 
   it('refuses a broken goal file with a typed error, never falls back', () => {

@@ -6,7 +6,15 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { double } from '../support/vscode';
-import { HOME_CONFIG_DEFAULTS, LEASE_TTL_SECONDS, leaseTtlFrom, ON_CONFLICT_VALUES, parseHomeConfig, readHomeConfig, writeHookSettings } from '../../src/lifecycle/homeConfig';
+import {
+  HOME_CONFIG_DEFAULTS,
+  LEASE_TTL_SECONDS,
+  leaseTtlFrom,
+  ON_CONFLICT_VALUES,
+  parseHomeConfig,
+  readHomeConfig,
+  writeHookSettings,
+} from '../../src/lifecycle/homeConfig';
 import { leaseTtlSeconds, onConflict } from '../../src/lifecycle/settings';
 import * as config from '../../src/extension/config';
 import { RENEWAL_INTERVAL_MS } from '../../src/core/lease';
@@ -51,7 +59,10 @@ describe('the lease TTL rule', () => {
 
 describe('config.json', () => {
   it('is read field by field: a bad field does not discard the others', () => {
-    expect(parseHomeConfig({ onConflict: 'block', leaseTtlSeconds: 'long', store: ' postgres://db/tk ', extra: 1 })).toStrictEqual({ onConflict: 'block', store: 'postgres://db/tk' });
+    expect(parseHomeConfig({ onConflict: 'block', leaseTtlSeconds: 'long', store: ' postgres://db/tk ', extra: 1 })).toStrictEqual({
+      onConflict: 'block',
+      store: 'postgres://db/tk',
+    });
     expect(parseHomeConfig({ onConflict: 'shout', leaseTtlSeconds: 300, store: '' })).toStrictEqual({ leaseTtlSeconds: 300 });
     for (const junk of [null, [], 'x', 3]) expect(parseHomeConfig(junk)).toStrictEqual({});
     mkdirSync(home, { recursive: true });
@@ -133,7 +144,9 @@ describe('config.json', () => {
 
 describe('the editor settings', () => {
   const manifest = JSON.parse(readFileSync(resolve(__dirname, '../../package.json'), 'utf8')) as {
-    contributes: { configuration: { properties: Record<string, { default?: unknown; minimum?: number; enum?: string[]; scope?: string; markdownDescription?: string }> } };
+    contributes: {
+      configuration: { properties: Record<string, { default?: unknown; minimum?: number; enum?: string[]; scope?: string; markdownDescription?: string }> };
+    };
   };
   const nls = JSON.parse(readFileSync(resolve(__dirname, '../../package.nls.json'), 'utf8')) as Record<string, string>;
   const properties = manifest.contributes.configuration.properties;
@@ -152,10 +165,11 @@ describe('the editor settings', () => {
       expect(description, key).toMatch(/Machine-wide/);
     }
     // And the ones that name files and executables of the machine the extension host runs on.
-    for (const [key, value] of Object.entries(properties)) if (/^turnkeeper\.(store|storePath|agents\..*\.path)$/.test(key)) expect(value.scope, key).toBe('machine');
+    for (const [key, value] of Object.entries(properties))
+      if (/^turnkeeper\.(store|storePath|agents\..*\.path)$/.test(key)) expect(value.scope, key).toBe('machine');
   });
 
-  it('are read through typed getters that apply the hook\'s own rules', () => {
+  it("are read through typed getters that apply the hook's own rules", () => {
     expect(config.hookSettings()).toStrictEqual({ enabled: true, onConflict: 'context', leaseTtlSeconds: 2700 });
     double.configuration = { enabled: false, onConflict: 'shout', leaseTtlSeconds: '900', storePath: '  ', 'agents.codex.path': ' /opt/codex ' };
     expect(config.hookSettings()).toStrictEqual({ enabled: false, onConflict: 'context', leaseTtlSeconds: 900 });

@@ -57,7 +57,11 @@ describe('ready capture presentation', () => {
   it('says when the workspace has no git, and when git has no commit yet', () => {
     const noGit = buildReadyCapture({ ...base, preconditions: { gitHead: null, statusDigest: null }, todo: { id: 'fix-login', title: 't', body: '' } });
     expect(noGit.presentation).toContain('Git at capture: (not a git repository)');
-    const noCommit = buildReadyCapture({ ...base, preconditions: { gitHead: null, statusDigest: digestText('') }, todo: { id: 'fix-login', title: 't', body: '' } });
+    const noCommit = buildReadyCapture({
+      ...base,
+      preconditions: { gitHead: null, statusDigest: digestText('') },
+      todo: { id: 'fix-login', title: 't', body: '' },
+    });
     expect(noCommit.presentation).toContain('Git at capture: (no commit yet)');
   });
 });
@@ -123,11 +127,16 @@ describe('fenced Todo text (contract §10)', () => {
     expect(lines.filter((line) => line === END)).toHaveLength(1);
     expect(lines.filter((line) => /^[\s\u200b]*turnkeeper/i.test(line))).toStrictEqual([lines[0]]);
     // Line breaks are kept as they were; only the imitating lines gained the quote.
-    expect(neutraliseUserText(body)).toBe(body.split('\r\n').map((line, i) => (i < 5 ? `> ${line}` : line)).join('\r\n'));
+    expect(neutraliseUserText(body)).toBe(
+      body
+        .split('\r\n')
+        .map((line, i) => (i < 5 ? `> ${line}` : line))
+        .join('\r\n'),
+    );
   });
 
   it('leaves ordinary text alone (control: the quote is not added everywhere)', () => {
-    const text = 'Turnkeeper should accept longer passwords.\nRecovering from a crash: restart.\n- step 1\n---\nTurnkeeper\'s docs';
+    const text = "Turnkeeper should accept longer passwords.\nRecovering from a crash: restart.\n- step 1\n---\nTurnkeeper's docs";
     expect(neutraliseUserText(text)).toBe(text);
     expect(neutraliseUserText('Turnkeeper [x]')).toBe('> Turnkeeper [x]');
   });

@@ -18,9 +18,23 @@ describe('reason codes', () => {
     expect([...REASON_CODES, ...RESUME_REASON_CODES].sort()).toStrictEqual(Object.keys(REASONS).sort());
     // The contract's closed set (spec §2), every one of them implemented.
     const contract = [
-      'lease_held', 'lease_expired_hold', 'no_turn', 'unknown_todo', 'todo_not_open', 'session_holds_other', 'capture_released',
-      'not_live_bound', 'ready_corrupted', 'store_unavailable', 'precondition_changed', 'lease_fenced', 'transcript_missing',
-      'invalid_todo_mention', 'launch_in_progress', 'checkout_missing', 'goal_changed',
+      'lease_held',
+      'lease_expired_hold',
+      'no_turn',
+      'unknown_todo',
+      'todo_not_open',
+      'session_holds_other',
+      'capture_released',
+      'not_live_bound',
+      'ready_corrupted',
+      'store_unavailable',
+      'precondition_changed',
+      'lease_fenced',
+      'transcript_missing',
+      'invalid_todo_mention',
+      'launch_in_progress',
+      'checkout_missing',
+      'goal_changed',
     ];
     for (const code of contract) expect([...REASON_CODES, ...RESUME_REASON_CODES], code).toContain(code);
   });
@@ -28,7 +42,12 @@ describe('reason codes', () => {
   it('each have a section in docs/recovery.md', () => {
     const path = resolve(__dirname, '../../docs/recovery.md');
     expect(existsSync(path)).toBe(true);
-    const headings = new Set(readFileSync(path, 'utf8').split('\n').filter((line) => line.startsWith('## ')).map((line) => line.slice(3).trim()));
+    const headings = new Set(
+      readFileSync(path, 'utf8')
+        .split('\n')
+        .filter((line) => line.startsWith('## '))
+        .map((line) => line.slice(3).trim()),
+    );
     for (const code of [...REASON_CODES, ...RESUME_REASON_CODES]) expect(headings, code).toContain(code);
   });
 });

@@ -16,11 +16,46 @@ const hasForbidden = (text: string): boolean => [...text].some((char) => forbidd
 
 // Strings rich in the interesting characters: controls, bidi, surrogate halves, pairs, plain text.
 const interesting = fc.constantFrom(
-  '\u0000', '\u0007', '\b', '\t', '\n', '\u000b', '\r', '\u001b', '\u001f', '\u007f', '\u0080', '\u009b', '\u009f', '\u00a0',
-  '\u061c', '\u200b', '\u200e', '\u200f', '\u202a', '\u202e', '\u202f', '\u2066', '\u2069', '\u206a',
-  '\ud800', '\udfff', '😀', 'é', 'a', ' ', '\\', '[', ']', '2J', 'x1b',
+  '\u0000',
+  '\u0007',
+  '\b',
+  '\t',
+  '\n',
+  '\u000b',
+  '\r',
+  '\u001b',
+  '\u001f',
+  '\u007f',
+  '\u0080',
+  '\u009b',
+  '\u009f',
+  '\u00a0',
+  '\u061c',
+  '\u200b',
+  '\u200e',
+  '\u200f',
+  '\u202a',
+  '\u202e',
+  '\u202f',
+  '\u2066',
+  '\u2069',
+  '\u206a',
+  '\ud800',
+  '\udfff',
+  '😀',
+  'é',
+  'a',
+  ' ',
+  '\\',
+  '[',
+  ']',
+  '2J',
+  'x1b',
 );
-const hostile = fc.oneof(fc.string({ unit: 'binary', maxLength: 60 }), fc.array(interesting, { maxLength: 40 }).map((parts) => parts.join('')));
+const hostile = fc.oneof(
+  fc.string({ unit: 'binary', maxLength: 60 }),
+  fc.array(interesting, { maxLength: 40 }).map((parts) => parts.join('')),
+);
 
 describe('terminalSafe', () => {
   it('leaves no forbidden code point in its output, and changes nothing in text that had none', () => {

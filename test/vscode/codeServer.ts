@@ -80,7 +80,9 @@ export async function startCodeServer(options: CodeServerOptions): Promise<CodeS
     const install = spawnSync(NODE, [options.entry, ...common, '--install-extension', options.vsix], { env, encoding: 'utf8', timeout: 120_000 });
     if (install.status !== 0 || !/successfully installed/i.test(install.stdout)) {
       rmSync(base, { recursive: true, force: true });
-      throw new Error(`code-server --install-extension ${options.vsix} failed (exit ${install.status ?? install.signal}):\n${install.stdout}\n${install.stderr}`);
+      throw new Error(
+        `code-server --install-extension ${options.vsix} failed (exit ${install.status ?? install.signal}):\n${install.stdout}\n${install.stderr}`,
+      );
     }
   }
   mkdirSync(join(userDataDir, 'User'), { recursive: true });
@@ -95,8 +97,10 @@ export async function startCodeServer(options: CodeServerOptions): Promise<CodeS
   const args = [
     options.entry,
     ...common,
-    '--bind-addr', `127.0.0.1:${port}`,
-    '--auth', 'none',
+    '--bind-addr',
+    `127.0.0.1:${port}`,
+    '--auth',
+    'none',
     '--disable-telemetry',
     '--disable-update-check',
     ...(options.trusted ? ['--disable-workspace-trust'] : []),

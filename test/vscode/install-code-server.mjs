@@ -111,7 +111,8 @@ function install({ log = (line) => process.stderr.write(`${line}\n`) }) {
     env: installEnv(nodeBin, nodedir),
     timeout: 20 * 60_000,
   });
-  if (!codeServerInstalled()) throw new Error(`code-server@${CODE_SERVER_VERSION} installed but ${POSTINSTALL_DONE} is missing: its postinstall did not finish`);
+  if (!codeServerInstalled())
+    throw new Error(`code-server@${CODE_SERVER_VERSION} installed but ${POSTINSTALL_DONE} is missing: its postinstall did not finish`);
   log(`code-server installed in ${Math.round((Date.now() - started) / 1000)} s`);
   return CODE_SERVER_ENTRY;
 }

@@ -41,7 +41,10 @@ export class Workbench {
     const tab = this.activityTab(name);
     await tab.waitFor({ state: 'visible', timeout: 60_000 });
     if ((await tab.getAttribute('aria-selected')) !== 'true') await tab.click();
-    await this.page.locator('.part.sidebar .composite.title').filter({ hasText: new RegExp(name, 'i') }).waitFor({ timeout: 30_000 });
+    await this.page
+      .locator('.part.sidebar .composite.title')
+      .filter({ hasText: new RegExp(name, 'i') })
+      .waitFor({ timeout: 30_000 });
   }
 
   /** A view pane in the side bar, by its title ("Captures"). */
@@ -138,7 +141,12 @@ export class Workbench {
     const toasts = this.page.locator('.notifications-toasts .notification-toast');
     for (let i = await toasts.count(); i > 0; i--) {
       await toasts.first().hover();
-      await toasts.first().locator('.codicon-notifications-clear, .codicon-close').first().click().catch(() => undefined);
+      await toasts
+        .first()
+        .locator('.codicon-notifications-clear, .codicon-close')
+        .first()
+        .click()
+        .catch(() => undefined);
     }
   }
 

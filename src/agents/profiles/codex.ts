@@ -41,6 +41,7 @@ export const codex: AgentProfile = {
       note: 'the shim execs @openai/codex-<platform>-<arch>/vendor/<triple>/bin/codex with CODEX_MANAGED_PACKAGE_ROOT and CODEX_MANAGED_BY_NPM=1; the launcher leases that binary',
     },
     resume: (session, mode, prompt, extra) => (mode === 'headless' ? ['exec', ...extra, 'resume', session, prompt] : ['resume', ...extra, session]),
-    start: (mode, prompt, extra) => (mode === 'headless' ? ['exec', ...extra, ...(prompt === undefined ? [] : [prompt])] : [...extra, ...(prompt === undefined ? [] : [prompt])]),
+    start: (mode, prompt, extra) =>
+      mode === 'headless' ? ['exec', ...extra, ...(prompt === undefined ? [] : [prompt])] : [...extra, ...(prompt === undefined ? [] : [prompt])],
   },
 };

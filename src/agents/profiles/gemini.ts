@@ -57,6 +57,7 @@ export const gemini: AgentProfile = {
       note: 'run from an attested closure: the Node runtime plus bundle/gemini.js and the chunks it loads',
     },
     resume: (session, mode, prompt, extra) => (mode === 'headless' ? [...extra, '--resume', session, '-p', prompt] : [...extra, '--resume', session]),
-    start: (mode, prompt, extra) => (mode === 'headless' ? [...extra, '-p', ...(prompt === undefined ? [] : [prompt])] : [...extra, ...(prompt === undefined ? [] : ['-i', prompt])]),
+    start: (mode, prompt, extra) =>
+      mode === 'headless' ? [...extra, '-p', ...(prompt === undefined ? [] : [prompt])] : [...extra, ...(prompt === undefined ? [] : ['-i', prompt])],
   },
 };

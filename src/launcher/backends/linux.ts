@@ -27,7 +27,8 @@ export const linuxBackend: LaunchBackend = {
     // Checked now, not only when it parked: a child that died meanwhile (a zombie has no exe) gets no receipt.
     const exeNow = nativeLauncher().statPath(`/proc/${pid}/exe`);
     for (const exe of [parkedExe, exeNow]) {
-      if (!exe || exe.dev !== attestation.identity.dev || exe.ino !== attestation.identity.ino) return `/proc/${pid}/exe is not the attested object (or the child is gone)`;
+      if (!exe || exe.dev !== attestation.identity.dev || exe.ino !== attestation.identity.ino)
+        return `/proc/${pid}/exe is not the attested object (or the child is gone)`;
     }
     return undefined;
   },

@@ -4,7 +4,10 @@ import type { LaunchBackend } from './index';
 import { LaunchRefused } from '../refusals';
 
 const refuse = (): never => {
-  throw new LaunchRefused('unsupported_platform', `${process.platform}-${process.arch} has no launch backend yet (Linux x64 only): agents are not launched here, while hooks, leases and receipts work`);
+  throw new LaunchRefused(
+    'unsupported_platform',
+    `${process.platform}-${process.arch} has no launch backend yet (Linux x64 only): agents are not launched here, while hooks, leases and receipts work`,
+  );
 };
 
 export const unsupportedBackend: LaunchBackend = {
