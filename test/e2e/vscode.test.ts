@@ -18,7 +18,8 @@ import { buildVsix } from '../vscode/vsix';
 const ROOT = resolve(__dirname, '../..');
 // Screenshots land in docs/images only when asked (UPDATE_SCREENSHOTS=1), so a test run never
 // dirties the tree; otherwise they go to test/vscode/.screenshots/ (gitignored) for a look.
-const IMAGES = process.env.UPDATE_SCREENSHOTS === '1' ? join(ROOT, 'docs/images') : join(ROOT, 'test/vscode/.screenshots');
+const SCRATCH = join(ROOT, 'test/vscode/.screenshots');
+const IMAGES = process.env.UPDATE_SCREENSHOTS === '1' ? join(ROOT, 'docs/images') : SCRATCH;
 const ACTIVATION_FILE = join(ROOT, 'test/vscode/.last-activation.json');
 // Screenshots and logs of failed tests (gitignored); the server's own dir is removed on stop.
 const FAILURES = join(ROOT, 'test/vscode/.failures');
@@ -83,6 +84,7 @@ beforeAll(() => {
   captureOf['old-spike'] = codexTurn('old-spike', 'sess-c', 'turn-1');
   cli(['release', 'old-spike', '--force', '--reason', 'abandoned spike']);
   mkdirSync(IMAGES, { recursive: true });
+  mkdirSync(SCRATCH, { recursive: true });
 }, SETUP_TIMEOUT);
 
 afterAll(async () => {
@@ -334,7 +336,7 @@ describe('a linked worktree of the seeded repository', () => {
     expect(offered.join('\n')).toContain('write-docs');
     expect(offered.join('\n')).not.toContain('elsewhere-task');
     await page.keyboard.press('Escape');
-    await page.locator('.part.sidebar').screenshot({ path: join(IMAGES, 'worktree-leases.png') });
+    await page.locator('.part.sidebar').screenshot({ path: join(SCRATCH, 'worktree-leases.png') }); // not a docs image: this world's chain was tampered with above
   });
 
   it('follows a prompt in the worktree: [lease_held] names the main checkout, the refusal shows, the lease stays', async () => {
