@@ -9,7 +9,7 @@ const USAGE = 'turnkeeper closures [--json]  |  closures prune [--all] [--json]'
 
 const mib = (bytes: number): string => `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
 
-export async function closuresCommand(args: string[], io: Io): Promise<number> {
+export function closuresCommand(args: string[], io: Io): number {
   const [sub, ...rest] = args;
   if (sub === 'prune') return prune(rest, io);
   const { values } = parse(sub === undefined || sub === 'list' ? rest : args, { json: { type: 'boolean' } }, { min: 0, max: 0, usage: USAGE });
@@ -34,7 +34,7 @@ export async function closuresCommand(args: string[], io: Io): Promise<number> {
   return EXIT.done;
 }
 
-async function prune(args: string[], io: Io): Promise<number> {
+function prune(args: string[], io: Io): number {
   const { values } = parse(args, { all: { type: 'boolean' }, json: { type: 'boolean' } }, { min: 0, max: 0, usage: USAGE });
   try {
     const result = pruneClosures(io.env, { all: values.all ?? false });

@@ -53,7 +53,7 @@ async function goalShow(args: string[], io: Io): Promise<number> {
   return EXIT.done;
 }
 
-async function goalInit(args: string[], io: Io): Promise<number> {
+function goalInit(args: string[], io: Io): number {
   const { values } = parse(args, { key: { type: 'string' }, dir: { type: 'string' }, json: { type: 'boolean' } }, { min: 0, max: 0, usage: USAGE });
   const goal = resolveGoalFrom(io, values.dir);
   if (goal.rule === 'not_git' || goal.commonDir === null)
@@ -86,7 +86,7 @@ async function goalMove(args: string[], io: Io): Promise<number> {
   if (!values.from) throw new UsageError(`goal move needs --from <goal>\nusage: ${USAGE}`);
   // A path-keyed Goal of the previous release, or a Goal id.
   const from: string = values.from;
-  if (!isGoalId(from as unknown) && !from.startsWith('/'))
+  if (!isGoalId(from) && !from.startsWith('/'))
     throw new UsageError(`--from takes a Goal id (goal_ and 24 hex digits) or, for a store of the previous release, the checkout path it used`);
   const goal = resolveGoalFrom(io, values.dir);
   const store = await openStore(io, false);

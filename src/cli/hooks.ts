@@ -6,7 +6,7 @@ import { agentHooksStatus, doctorReport, installAgentHooks, uninstallAgentHooks 
 import { findExecutable } from '../lifecycle/executables';
 import { EXIT, placementFrom, openStore, parse, printJson, UsageError, type Io } from './io';
 
-export async function hooksCommand(args: string[], io: Io): Promise<number> {
+export function hooksCommand(args: string[], io: Io): number {
   const usage = `turnkeeper hooks install|uninstall|status --agent ${AGENTS.join('|')} [--scope user|project] [--json]`;
   const [sub, ...rest] = args;
   if (sub !== 'install' && sub !== 'uninstall' && sub !== 'status') throw new UsageError(`usage: ${usage}`);
@@ -87,7 +87,7 @@ export async function doctorCommand(args: string[], io: Io): Promise<number> {
   } else {
     const store = report.store;
     io.out(
-      `store: ${String(store.path)} ${store.exists ? `(schema ${String(store.schemaVersion ?? '?')}, integrity ${String(store.integrity ?? '?')})` : '(not created yet)'}\n`,
+      `store: ${String(store.path)} ${store.exists ? `(schema ${store.schemaVersion ?? '?'}, integrity ${store.integrity ?? '?'})` : '(not created yet)'}\n`,
     );
     for (const item of report.hooks) if (item.installed) io.out(`hooks: ${item.agent} (${item.scope}) installed in ${item.path}\n`);
     // What each agent will do with them: one line per check, its fix under a problem.

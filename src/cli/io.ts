@@ -30,7 +30,7 @@ export type Options = NonNullable<ParseArgsConfig['options']>;
 
 /** A Todo id given on the command line, or a usage error that states the rule in words (spec §8). */
 export function todoIdArg(id: string, usage?: string): string {
-  if (isTodoId(id as unknown)) return id;
+  if (isTodoId(id)) return id;
   const hint = id.toLowerCase() !== id && isTodoId(id.toLowerCase()) ? ` (did you mean ${id.toLowerCase()}?)` : '';
   throw new UsageError(`${JSON.stringify(id)} is not a Todo id${hint}: a Todo id is ${TODO_ID_RULE}${usage ? `\nusage: ${usage}` : ''}`);
 }

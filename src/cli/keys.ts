@@ -5,14 +5,14 @@ import { EXIT, parse, printJson, UsageError, type Io } from './io';
 
 const USAGE = 'turnkeeper keys show [--pem] [--json] | turnkeeper keys trust <file|key> [--json]';
 
-export async function keysCommand(args: string[], io: Io): Promise<number> {
+export function keysCommand(args: string[], io: Io): number {
   const [sub, ...rest] = args;
   if (sub === 'show') return show(rest, io);
   if (sub === 'trust') return trust(rest, io);
   throw new UsageError(`usage: ${USAGE}`);
 }
 
-async function show(args: string[], io: Io): Promise<number> {
+function show(args: string[], io: Io): number {
   const { values } = parse(args, { pem: { type: 'boolean' }, json: { type: 'boolean' } }, { min: 0, max: 0, usage: USAGE });
   const key = signingKey(io.env);
   const vkey = verifierKey(key);
@@ -22,7 +22,7 @@ async function show(args: string[], io: Io): Promise<number> {
   return EXIT.done;
 }
 
-async function trust(args: string[], io: Io): Promise<number> {
+function trust(args: string[], io: Io): number {
   const { values, positionals } = parse(args, { json: { type: 'boolean' } }, { min: 1, max: 1, usage: USAGE });
   const given = positionals[0]!;
   const read = readPublicKey(given, io.cwd);

@@ -4,7 +4,8 @@ import { AGENTS } from '../core/ids';
 import { terminalSafe } from '../core/terminal';
 import type { Io } from './io';
 
-type Command = (args: string[], io: Io) => Promise<number>;
+/** A command answers its exit code, at once or later (the dispatcher awaits either). */
+type Command = (args: string[], io: Io) => Promise<number> | number;
 const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   hook: async () => (await import('./hookCommand')).hookCommand,
   todo: async () => (await import('./todo')).todoCommand,
@@ -73,11 +74,11 @@ const ownArgs = (args: readonly string[]): readonly string[] => (args.includes('
 
 /** This Turnkeeper's version, from the package.json beside the bundle (dist/../package.json). */
 function version(): string {
-  const { readFileSync } = process.getBuiltinModule('node:fs') as typeof import('node:fs');
-  const { dirname, join } = process.getBuiltinModule('node:path') as typeof import('node:path');
-  for (let dir = __dirname, i = 0; i < 4; i += 1, dir = dirname(dir)) {
+  const { readFileSync } = process.getBuiltinModule('node:fs');
+  const path = process.getBuiltinModule('node:path');
+  for (let dir = __dirname, i = 0; i < 4; i += 1, dir = path.dirname(dir)) {
     try {
-      const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: unknown; version?: unknown };
+      const manifest = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { name?: unknown; version?: unknown };
       if (manifest.name === 'turnkeeper' && typeof manifest.version === 'string') return manifest.version;
     } catch {
       // not here
@@ -154,7 +155,7 @@ export async function main(argv: string[], rawIo: Io): Promise<number> {
  * a few milliseconds of every hook's start-up; a non-blocking stdin (EAGAIN) falls back to the stream.
  */
 async function readStdin(limit: number): Promise<Buffer> {
-  const { readSync } = process.getBuiltinModule('node:fs') as typeof import('node:fs');
+  const { readSync } = process.getBuiltinModule('node:fs');
   const chunks: Buffer[] = [];
   let size = 0;
   try {
@@ -187,7 +188,7 @@ async function readStdin(limit: number): Promise<Buffer> {
  */
 function writer(fd: 1 | 2, lost: () => void): (text: string) => void {
   return (text) => {
-    const { writeSync } = process.getBuiltinModule('node:fs') as typeof import('node:fs');
+    const { writeSync } = process.getBuiltinModule('node:fs');
     const bytes = Buffer.from(text, 'utf8');
     let offset = 0;
     try {

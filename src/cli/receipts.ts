@@ -168,7 +168,7 @@ export async function verifyCommand(args: string[], io: Io): Promise<number> {
 }
 
 /** `turnkeeper verify --bundle <file> [--key <k>]…`: no store is opened. */
-async function verifyBundleCommand(file: string, keys: readonly string[] | undefined, json: boolean, io: Io): Promise<number> {
+function verifyBundleCommand(file: string, keys: readonly string[] | undefined, json: boolean, io: Io): number {
   let bytes: Buffer;
   try {
     bytes = readFileSync(resolve(io.cwd, file));

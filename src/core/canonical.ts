@@ -21,7 +21,10 @@ export class CanonicalDomainError extends Error {
 export const ZERO_DIGEST = 'sha256:' + '0'.repeat(64);
 const DIGEST_PATTERN = /^sha256:[0-9a-f]{64}$/;
 
-export function isDigest(value: unknown): value is string {
+// For a string, a plain boolean: a string that fails the check is still a string (a guard would narrow it to `never`).
+export function isDigest(value: string): boolean;
+export function isDigest(value: unknown): value is string;
+export function isDigest(value: unknown): boolean {
   return typeof value === 'string' && DIGEST_PATTERN.test(value);
 }
 
@@ -44,7 +47,7 @@ export function assertCanonicalDomain(value: unknown, path = ''): asserts value 
     return;
   }
   if (typeof value === 'object') {
-    const proto = Object.getPrototypeOf(value);
+    const proto: unknown = Object.getPrototypeOf(value);
     if (proto !== Object.prototype && proto !== null) throw new CanonicalDomainError(path, 'not a plain object');
     for (const [key, item] of Object.entries(value)) {
       if (!key.isWellFormed()) throw new CanonicalDomainError(path, 'lone surrogate in key');
@@ -81,7 +84,7 @@ let nodeCrypto: NodeCrypto | undefined;
  * for bulk work (verifying a long chain) where the load cost is paid once. Equal to `digestText` on every input.
  */
 export function digestTextBulk(text: string): string {
-  nodeCrypto ??= process.getBuiltinModule('node:crypto') as NodeCrypto;
+  nodeCrypto ??= process.getBuiltinModule('node:crypto');
   return 'sha256:' + nodeCrypto.hash('sha256', text, 'hex');
 }
 
@@ -91,7 +94,7 @@ export function digestTextBulk(text: string): string {
  * text whose UTF-8 encoding the bytes are.
  */
 export function digestBytesBulk(bytes: Uint8Array): string {
-  nodeCrypto ??= process.getBuiltinModule('node:crypto') as NodeCrypto;
+  nodeCrypto ??= process.getBuiltinModule('node:crypto');
   return 'sha256:' + nodeCrypto.hash('sha256', bytes, 'hex');
 }
 

@@ -13,7 +13,10 @@ export function goalIdOf(key: string): string {
   return 'goal_' + derivedHex(GOAL_DOMAIN, key).slice(0, 24);
 }
 
-export function isGoalId(value: unknown): value is string {
+// For a string, a plain boolean: a string that fails the check is still a string (a guard would narrow it to `never`).
+export function isGoalId(value: string): boolean;
+export function isGoalId(value: unknown): value is string;
+export function isGoalId(value: unknown): boolean {
   return typeof value === 'string' && GOAL_ID_PATTERN.test(value);
 }
 

@@ -11,12 +11,21 @@ export const CAPTURE_ID_PATTERN = /^cap_[0-9a-f]{24}$/;
 export const LAUNCH_ID_PATTERN = /^launch_[0-9a-f]{16}$/;
 
 export const isAgent = (value: unknown): value is Agent => typeof value === 'string' && (AGENTS as readonly string[]).includes(value);
-export const isTodoId = (value: unknown): value is string => typeof value === 'string' && TODO_ID_PATTERN.test(value);
-export const isSessionId = (value: unknown): value is string => typeof value === 'string' && SESSION_ID_PATTERN.test(value);
+/**
+ * A grammar check: a type guard for a value of unknown type; for a string, a plain boolean (a string
+ * that fails the grammar is still a string: a guard would narrow it to `never`).
+ */
+export interface GrammarCheck {
+  (value: string): boolean;
+  (value: unknown): value is string;
+}
+const grammar = (pattern: RegExp): GrammarCheck => ((value: unknown) => typeof value === 'string' && pattern.test(value)) as GrammarCheck;
+export const isTodoId = grammar(TODO_ID_PATTERN);
+export const isSessionId = grammar(SESSION_ID_PATTERN);
 /** Turn ids share the session grammar. */
 export const isTurnId = isSessionId;
-export const isCaptureId = (value: unknown): value is string => typeof value === 'string' && CAPTURE_ID_PATTERN.test(value);
-export const isLaunchId = (value: unknown): value is string => typeof value === 'string' && LAUNCH_ID_PATTERN.test(value);
+export const isCaptureId = grammar(CAPTURE_ID_PATTERN);
+export const isLaunchId = grammar(LAUNCH_ID_PATTERN);
 
 /** The holder of a lease: `<agent>:<session>`. */
 export type Owner = `${Agent}:${string}`;

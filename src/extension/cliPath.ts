@@ -48,7 +48,7 @@ export function putCliOnPath(context: vscode.ExtensionContext, env: Env): CliOnP
   collection.description = vscode.l10n.t('Puts the turnkeeper command on PATH ({0})', shim);
   // Terminals opened before activation keep their environment; VS Code offers to relaunch them.
   collection.prepend('PATH', `${dirname(shim)}${delimiter}`);
-  return { shim, runsThisExtension, script: runsThisExtension ? script : current!.script };
+  return { shim, runsThisExtension, script: runsThisExtension ? script : current.script };
 }
 
 /**

@@ -298,7 +298,7 @@ async function installHooks(ctx: Ctx): Promise<void> {
   if (!scope) return;
   // The hook runs on this extension host's own runtime, so every process loads the modules shipped here.
   const result = installAgentHooks(
-    { agent: agent.label as Agent, scope: scope.scope, env: ctx.env, projectRoot: projectRoot ?? ctx.extension.extensionPath },
+    { agent: agent.label, scope: scope.scope, env: ctx.env, projectRoot: projectRoot ?? ctx.extension.extensionPath },
     {
       runtime: process.execPath,
       script: vscode.Uri.joinPath(ctx.extension.extensionUri, 'dist', 'cli.js').fsPath,

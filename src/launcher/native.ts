@@ -71,6 +71,8 @@ export function nativeLauncher(): NativeLauncher {
   const where = `${process.platform}-${process.arch}, Node ${process.versions.node}, napi ${process.versions.napi ?? '?'}${process.versions.electron ? `, Electron ${process.versions.electron}` : ''}`;
   if (!root) throw new LaunchRefused('native_backend_unavailable', `no launcher prebuild found for ${where} (looked in ${addonRoots().join(', ')})`);
   try {
+    // Lazy on purpose: only a launch needs the addon, and an import would load it with every command.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
     const load = require('node-gyp-build') as (dir: string) => NativeLauncher;
     loaded = load(root);
     return loaded;

@@ -243,7 +243,7 @@ export function codexBinary(env: Env): string | undefined {
 /** Asks `codex app-server` which hooks apply in `cwd` and whether each is trusted (what /hooks shows). */
 export function listCodexHooks(binary: string, env: Env, cwd: string, timeoutMs: number): Promise<CodexHookList> {
   return new Promise((resolve, reject) => {
-    const child = spawn(binary, ['app-server'], { cwd, env: env as NodeJS.ProcessEnv, stdio: ['pipe', 'pipe', 'ignore'] });
+    const child = spawn(binary, ['app-server'], { cwd, env: env, stdio: ['pipe', 'pipe', 'ignore'] });
     let buffer = '';
     let done = false;
     const finish = (error: Error | undefined, list?: CodexHookList): void => {

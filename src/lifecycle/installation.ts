@@ -18,7 +18,7 @@ import {
 } from '../agents/install';
 import { byAgent, PROFILES } from '../agents/profiles/index';
 import { readShim, shimPath, writeShim } from '../agents/shim';
-import type { Authority } from '../store/authority';
+import type { Authority, StoreHealth } from '../store/authority';
 import { closuresDir, SNAPSHOT_NAME, storePath, treeSize, turnkeeperHome, type Env } from '../store/location';
 import { silentLaunches, type SilentLaunch } from './status';
 import { clientClock, hookBusyTimeoutMs } from './settings';
@@ -94,9 +94,17 @@ export function agentHooksStatus(request: InstallRequest) {
   return hooksStatus(request, scopeCommand(request.agent, request.scope, request.env));
 }
 
+/** What doctor learnt of the store: its health, chain and server, or why it could not look. */
+export interface DoctorStore extends Partial<StoreHealth> {
+  readonly path: string;
+  readonly exists: boolean;
+  readonly error?: string;
+  readonly [fact: string]: unknown;
+}
+
 export interface DoctorReport {
   readonly ok: boolean;
-  readonly store: Record<string, unknown>;
+  readonly store: DoctorStore;
   readonly shim: { path: string; exists: boolean; target: unknown; targetExists: boolean };
   readonly hooks: (ReturnType<typeof agentHooksStatus> & { agent: Agent; scope: Scope })[];
   readonly sessions: { owner: string; lastHookAt: string; transcriptPath: string | null }[];
@@ -129,7 +137,7 @@ export async function doctorReport(
 ): Promise<DoctorReport> {
   const home = turnkeeperHome(env);
   const problems: string[] = [];
-  let store: Record<string, unknown> = { path: storePath(env), exists: false };
+  let store: DoctorStore = { path: storePath(env), exists: false };
   let sessions: DoctorReport['sessions'] = [];
   let silent: SilentLaunch[] = [];
   try {

@@ -15,7 +15,7 @@ import type { NoteSignature, NoteVerifier, ParsedCheckpoint } from '../core/chec
 
 type NodeCrypto = typeof import('node:crypto');
 let nodeCrypto: NodeCrypto | undefined;
-const crypto = (): NodeCrypto => (nodeCrypto ??= process.getBuiltinModule('node:crypto') as NodeCrypto);
+const crypto = (): NodeCrypto => (nodeCrypto ??= process.getBuiltinModule('node:crypto'));
 
 const KEY_SCHEMA = 'turnkeeper.key/v1';
 /** Signed-note signature type of Ed25519 (c2sp.org/signed-note). */

@@ -80,8 +80,8 @@ export async function openAuthority(env: Env, options: AuthorityOptions): Promis
     const rows = await openPostgresStore({
       url: selection.url,
       connectTimeoutMs: 2000,
-      statementTimeoutMs: hook ? Math.min(1500, options.busyTimeoutMs!) : 3000,
-      transactionTimeoutMs: hook ? Math.min(2500, options.busyTimeoutMs! + 1000) : 4000,
+      statementTimeoutMs: hook ? Math.min(1500, options.busyTimeoutMs) : 3000,
+      transactionTimeoutMs: hook ? Math.min(2500, options.busyTimeoutMs + 1000) : 4000,
     });
     return new Ledger(withCheckpoints(rows, env));
   }

@@ -4,7 +4,7 @@
 // for the ledger's transactions (one live start per Todo, and the start behind a capture); the
 // launcher writes it (src/launcher/start.ts). Every read is one indexed query of the Todo's launch
 // receipts, through an authority or an open transaction alike.
-import { isOwner, type Agent, type Owner } from '../core/ids';
+import { isOwner, type Owner } from '../core/ids';
 import { parseReceipt } from '../core/receipts';
 
 /** Where a Todo's launch receipts are read: an authority, or the row port inside a transaction. */
@@ -27,7 +27,8 @@ export interface StartRecord {
   readonly seq: number;
   readonly goal: string;
   readonly todo: string;
-  readonly agent: Agent | string;
+  /** An Agent name as the receipt recorded it (a receipt from a newer release may name another). */
+  readonly agent: string;
   /** The Turn the launcher put in TURNKEEPER_TURN. */
   readonly turn: string | null;
   readonly launch: string;

@@ -8,7 +8,7 @@ import type { Preconditions } from '../core/ready';
 
 function git(goal: string, args: string[]): string | null {
   // Loaded on first use: node:child_process adds to every hook's start-up (bench row S1), and only claims need git.
-  const { execFileSync } = process.getBuiltinModule('node:child_process') as typeof import('node:child_process');
+  const { execFileSync } = process.getBuiltinModule('node:child_process');
   try {
     return execFileSync('git', ['-C', goal, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 5000 });
   } catch {

@@ -84,7 +84,7 @@ function passwordOf(url: string): string | undefined {
 let pgModule: typeof import('pg') | undefined;
 async function loadPg(): Promise<typeof import('pg')> {
   if (!pgModule) {
-    pgModule = (await import('pg')) as unknown as typeof import('pg');
+    pgModule = await import('pg');
     const pg = (pgModule as unknown as { default?: typeof import('pg') }).default ?? pgModule;
     pgModule = pg;
     // bigint columns hold ms times and sequence numbers, all safe integers.
@@ -563,7 +563,7 @@ export class PostgresStore implements StorePort {
     },
     todoIdsOf: async (goal) => (await this.q<{ id: string }>('SELECT id FROM turnkeeper.todos WHERE goal = $1', [goal])).rows.map((row) => row.id),
     // A team store never held path-keyed Goals: it starts with Goal ids.
-    legacyGoals: async () => [],
+    legacyGoals: () => Promise.resolve([]),
     meta: async (key) => (await this.one<{ value: string }>('SELECT value FROM turnkeeper.store_meta WHERE key = $1 FOR UPDATE', [key]))?.value,
     setMeta: async (key, value) => {
       if (value === null) await this.q('DELETE FROM turnkeeper.store_meta WHERE key = $1', [key]);
