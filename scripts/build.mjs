@@ -3,14 +3,21 @@
 // checkout, or from beside the bundle in the packaged extension. Outputs are written to a temporary
 // name and renamed, so a hook that starts during a rebuild never loads half a bundle.
 import { build } from 'esbuild';
-import { chmodSync, copyFileSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+
+// A development build (the default: npm run build, F5 in .vscode/launch.json) writes linked source
+// maps beside the bundles, so breakpoints in src/ bind; a release build (--release: npm pack, the
+// .vsix) has none. Node reads a map only with --enable-source-maps, so a hook pays nothing for it.
+const release = process.argv.includes('--release');
 
 const common = {
   bundle: true,
   platform: 'node',
   format: 'cjs',
   target: 'node22',
-  sourcemap: false,
+  sourcemap: release ? false : 'linked',
+  // The maps point at src/ in this checkout; they need not carry the sources.
+  sourcesContent: false,
   legalComments: 'none',
   // pg's optional native binding and its Cloudflare socket shim are never loaded under Node.
   external: ['better-sqlite3', 'vscode', 'pg-native', 'pg-cloudflare', 'cloudflare:sockets'],
@@ -29,6 +36,8 @@ async function bundle(options) {
 }
 
 mkdirSync('dist', { recursive: true });
+// A release build leaves no map of an earlier development build behind to point at.
+if (release) for (const map of ['dist/turnkeeper.js.map', 'dist/extension.js.map', 'dist/demo.mjs.map']) rmSync(map, { force: true });
 await Promise.all([
   bundle({ entryPoints: ['src/cli/main.ts'], outfile: 'dist/turnkeeper.js' }),
   bundle({ entryPoints: ['src/extension/main.ts'], outfile: 'dist/extension.js' }),

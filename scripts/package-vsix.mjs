@@ -55,8 +55,8 @@ const out = join(ROOT, `${rootManifest.name}-${target}-${rootManifest.version}.v
 
 // Build with the Node that runs this script (the pinned Node 24 under `npm run package`).
 if (!process.argv.includes('--no-build')) {
-  for (const script of ['scripts/build-native.mjs', 'scripts/build.mjs']) {
-    execFileSync(process.execPath, [script], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+  for (const [script, ...args] of [['scripts/build-native.mjs'], ['scripts/build.mjs', '--release']]) {
+    execFileSync(process.execPath, [script, ...args], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
   }
 }
 
