@@ -8,6 +8,7 @@
 // refuses a second start of the held Todo before Claude runs; a launched session whose lease is
 // force-released mid-turn is fenced; and a resume of the released capture is refused.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { like } from '../support/matchers';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeWorld, runCli, type World } from '../support/world';
@@ -135,8 +136,8 @@ describe('turnkeeper start and resume with the real Claude Code through the nati
       decision: 'launched',
       agent: 'claude',
       exit: { code: 0 },
-      turn: expect.stringMatching(/^turn_[0-9a-f]{16}$/),
-      launch: expect.stringMatching(/^launch_[0-9a-f]{16}$/),
+      turn: like.stringMatching(/^turn_[0-9a-f]{16}$/),
+      launch: like.stringMatching(/^launch_[0-9a-f]{16}$/),
     });
     const attested = JSON.parse((await turnkeeper(['attest', CLAUDE, '--json'])).stdout) as { digest: string; entrypoint: string };
     expect(decision.digest).toBe(attested.digest);
@@ -148,7 +149,7 @@ describe('turnkeeper start and resume with the real Claude Code through the nati
     const status = statusOf(world);
     expect(status.leases).toHaveLength(1);
     lease = status.leases[0]!;
-    expect(lease).toMatchObject({ todo: 'fix-login', epoch: 1, status: 'active', owner: expect.stringMatching(/^claude:[0-9a-f-]{36}$/) });
+    expect(lease).toMatchObject({ todo: 'fix-login', epoch: 1, status: 'active', owner: like.stringMatching(/^claude:[0-9a-f-]{36}$/) });
     const session = lease.owner.slice('claude:'.length);
     expect(status.captures.find((c) => c.id === lease.capture)).toMatchObject({ agent: 'claude', session, state: 'ready' });
     presentation = presentationOf(world, lease.capture);

@@ -2,6 +2,7 @@
 // resumed session's request carries the same ready capture, the lease is unchanged, the chain
 // verifies, and `launch_committed` precedes the first hook event of that launch in the chain.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { like } from '../support/matchers';
 import { resolve } from 'node:path';
 import { makeWorld, runCli, type World } from '../support/world';
 import { developerTexts, startMockModelServer, type MockModelServer } from '../support/mockModelServer';
@@ -47,7 +48,7 @@ describe('turnkeeper resume with the real Codex', () => {
       leases: { owner: string; capture: string; epoch: number; status: string }[];
     };
     const [lease] = status.leases;
-    expect(lease).toMatchObject({ epoch: 1, status: 'active', owner: expect.stringMatching(/^codex:/) });
+    expect(lease).toMatchObject({ epoch: 1, status: 'active', owner: like.stringMatching(/^codex:/) });
 
     const before = mock.requests.length;
     const resumed = await turnkeeper([

@@ -3,6 +3,7 @@
 // prompt (which names no Todo) claims fix-login through the agent's own hook with binding `launch`,
 // and the ready capture reaches the model.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { like } from '../support/matchers';
 import { resolve } from 'node:path';
 import { makeWorld, runCli, type World } from '../support/world';
 import { developerTexts, startMockModelServer, type MockModelServer } from '../support/mockModelServer';
@@ -71,8 +72,8 @@ describe('turnkeeper start with the real Codex', () => {
     expect(decision).toMatchObject({
       decision: 'launched',
       exit: { code: 0 },
-      turn: expect.stringMatching(/^turn_[0-9a-f]{16}$/),
-      launch: expect.stringMatching(/^launch_[0-9a-f]{16}$/),
+      turn: like.stringMatching(/^turn_[0-9a-f]{16}$/),
+      launch: like.stringMatching(/^launch_[0-9a-f]{16}$/),
     });
     const attested = JSON.parse((await turnkeeper(['attest', CODEX_SHIM, '--json'])).stdout) as { digest: string };
     expect(decision.digest).toBe(attested.digest);
@@ -87,7 +88,7 @@ describe('turnkeeper start with the real Codex', () => {
     };
     expect(status.leases).toHaveLength(1);
     const [lease] = status.leases;
-    expect(lease).toMatchObject({ todo: 'fix-login', epoch: 1, status: 'active', owner: expect.stringMatching(/^codex:/) });
+    expect(lease).toMatchObject({ todo: 'fix-login', epoch: 1, status: 'active', owner: like.stringMatching(/^codex:/) });
 
     // The chain: the start's launch receipt, then the agent's first hook, then the claim with binding launch.
     const store = await world.store();

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { like } from '../support/matchers';
 import { captureNodes, leaseNodes, receiptNodes, todoNodes, TreeModel, type TodoRowView, type ViewNode } from '../../src/extension/models';
 import type { StatusSnapshot } from '../../src/lifecycle/status';
 
@@ -91,13 +92,13 @@ describe('view models', () => {
       }),
       NOW,
     );
-    expect(groups[0]!.children![0]).toMatchObject({ icon: 'warning', description: expect.stringContaining('hooks silent') });
+    expect(groups[0]!.children![0]).toMatchObject({ icon: 'warning', description: like.stringContaining('hooks silent') });
   });
 
   it('lists only active leases, and shows an expired one as a hold', () => {
     expect(leaseNodes(snapshot(), NOW).map((node) => node.label)).toStrictEqual(['fix-login']);
     const [expired] = leaseNodes(snapshot(), Date.parse('2026-11-30T13:00:00.000Z'));
-    expect(expired).toMatchObject({ icon: 'watch', description: expect.stringContaining('expired (still held)') });
+    expect(expired).toMatchObject({ icon: 'watch', description: like.stringContaining('expired (still held)') });
   });
 
   it("names the holder's checkout by its folder name, with the whole path in the tooltip", () => {
@@ -180,7 +181,7 @@ describe('Todos view model', () => {
     expect(started).toMatchObject({ contextValue: 'todo.open', icon: 'warning', description: 'Write the docs · hooks silent' });
     expect(started!.tooltip).toContain('never fired a hook');
     // Control: the other Todo, and every capture, stay as they were.
-    expect(claimed).toMatchObject({ icon: 'lock', description: expect.not.stringContaining('hooks silent') });
+    expect(claimed).toMatchObject({ icon: 'lock', description: like.not.stringContaining('hooks silent') });
     expect(
       captureNodes(silent, NOW)
         .flatMap((group) => group.children ?? [])

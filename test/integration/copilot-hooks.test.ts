@@ -4,6 +4,7 @@
 // shapes are the ones Copilot CLI 1.0.102 sent (test/e2e/copilot.test.ts drives the real binary).
 // Every negative has its control.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { like } from '../support/matchers';
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { InvalidHookInput, detectAgent, isWriteTool, parseHookInput } from '../../src/agents/payload';
@@ -229,7 +230,7 @@ describe('`turnkeeper hook --agent copilot --event <name>`: the decision table',
       hook('userPromptSubmitted', prompt(world.repo, 'me too #todo:fix-login', other), { TURNKEEPER_TURN: 'turn-c-2', TURNKEEPER_ON_CONFLICT: 'block' }).stdout,
     );
     expect(Object.keys(blocked ?? {})).toEqual(['decision', 'reason']);
-    expect(blocked).toMatchObject({ decision: 'block', reason: expect.stringContaining('[lease_held]') });
+    expect(blocked).toMatchObject({ decision: 'block', reason: like.stringContaining('[lease_held]') });
   });
 
   it('preToolUse of a write tool after a forced release is denied [lease_fenced]; controls: before the release, and a read-only tool', () => {
@@ -238,7 +239,7 @@ describe('`turnkeeper hook --agent copilot --event <name>`: the decision table',
     expect(world.cli(['release', 'fix-login', '--force', '--reason', 'test']).code).toBe(0);
     const denied = parseHookStdout(hook('preToolUse', tool(world.repo, 'bash')).stdout);
     expect(Object.keys(denied ?? {})).toEqual(['permissionDecision', 'permissionDecisionReason']);
-    expect(denied).toMatchObject({ permissionDecision: 'deny', permissionDecisionReason: expect.stringContaining('[lease_fenced]') });
+    expect(denied).toMatchObject({ permissionDecision: 'deny', permissionDecisionReason: like.stringContaining('[lease_fenced]') });
     expect(parseHookStdout(hook('preToolUse', tool(world.repo, 'create')).stdout)).toMatchObject({ permissionDecision: 'deny' });
     expect(hook('preToolUse', tool(world.repo, 'view')).stdout).toBe('');
     // postToolUse and agentStop never print anything.

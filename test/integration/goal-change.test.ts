@@ -4,6 +4,7 @@
 // which the same lease holds, at the same epoch. Real git, real `dist/cli.js` processes; every
 // refusal has its control.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { like } from '../support/matchers';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -132,7 +133,7 @@ describe('an origin added to a repository in use', () => {
     expect((await receipts()).filter((r) => r.kind === 'goal_moved')).toStrictEqual([
       expect.objectContaining({
         goal: newGoal,
-        detail: expect.objectContaining({ from: oldGoal, key: 'example.invalid/x/y', todos: 1, leases: 1, captures: 1 }),
+        detail: like.objectContaining({ from: oldGoal, key: 'example.invalid/x/y', todos: 1, leases: 1, captures: 1 }),
       }),
     ]);
     expect(goalJson().changedFrom).toBeNull();

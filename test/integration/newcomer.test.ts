@@ -18,6 +18,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync,
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { like } from '../support/matchers';
 import { codexBinaryPath } from '../support/codexHarness';
 import { startLockfileRegistry, type LockfileRegistry } from '../support/lockfileRegistry';
 
@@ -149,7 +150,7 @@ describe('a fresh clone, the README quick start, and the packed CLI', () => {
     // The native launcher from the installed package attests the real Codex binary.
     const attested = turnkeeper(['attest', codexBinaryPath(), '--json']);
     expect(attested.status, attested.stderr).toBe(0);
-    expect(JSON.parse(attested.stdout)).toMatchObject({ ok: true, digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/), entrypoint: expect.any(String) });
+    expect(JSON.parse(attested.stdout)).toMatchObject({ ok: true, digest: like.stringMatching(/^sha256:[0-9a-f]{64}$/), entrypoint: like.any(String) });
 
     // Hooks installed by the global CLI point the shim at that install; doctor asks the real Codex.
     const codexHome = join(home, '.codex');
@@ -164,7 +165,7 @@ describe('a fresh clone, the README quick start, and the packed CLI', () => {
     // A fresh Codex has not trusted the hooks yet: doctor says so, and how to fix it (exit 1).
     expect(doctor.status).toBe(1);
     expect(report.checks).toEqual(
-      expect.arrayContaining([expect.objectContaining({ check: 'codex_trust', status: 'problem', fix: expect.stringContaining('/hooks') })]),
+      expect.arrayContaining([expect.objectContaining({ check: 'codex_trust', status: 'problem', fix: like.stringContaining('/hooks') })]),
     );
     expect(report.problems.join('\n')).toMatch(/Codex skips 5 of Turnkeeper's 5 hooks/);
   });

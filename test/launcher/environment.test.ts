@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { like } from '../support/matchers';
 import { attest } from '../../src/launcher/attest';
 import { INJECTION_VARIABLES, decideInjection } from '../../src/launcher/environment';
 import { launchAttested, type LaunchRequest } from '../../src/launcher/launch';
@@ -169,7 +170,7 @@ describe.runIf(existsSync(CLAUDE))('the real Claude Code binary (Bun)', () => {
       expect(allowed).toBe('ran');
       expect(existsSync(marker)).toBe(true);
       const [receipt] = await store.committed();
-      expect(receipt!.detail).toMatchObject({ loaderEnvironment: 'allowed: BUN_OPTIONS', digest: expect.stringMatching(/^sha256:/) });
+      expect(receipt!.detail).toMatchObject({ loaderEnvironment: 'allowed: BUN_OPTIONS', digest: like.stringMatching(/^sha256:/) });
       expect(receipt!.detail.argv).toBe(JSON.stringify([realpathSync(CLAUDE), '--version']));
     } finally {
       store.close();

@@ -1,6 +1,7 @@
 // `turnkeeper resume` refusals (contract §7), one test each, each with its control: the same
 // capture without the fault passes the check (dry run), so the refusal is what stopped it.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { like } from '../support/matchers';
 import { appendFileSync, closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -29,7 +30,7 @@ describe('resume eligibility', () => {
   it('control: a live capture with its transcript and unchanged workspace resumes (dry run)', () => {
     const run = dryRun();
     expect(run.code).toBe(0);
-    expect(decision(run)).toMatchObject({ ok: true, decision: 'dry_run', digest: expect.stringMatching(/^sha256:/) });
+    expect(decision(run)).toMatchObject({ ok: true, decision: 'dry_run', digest: like.stringMatching(/^sha256:/) });
     expect(decision(run).argv).toStrictEqual([expect.any(String), 'exec', 'resume', 'sess-r', expect.any(String)]);
   });
 

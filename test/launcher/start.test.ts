@@ -6,6 +6,7 @@ import { FIRST_HOOK_DEADLINE_MS, silentLaunches } from '../../src/lifecycle/stat
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
+import { like } from '../support/matchers';
 import { startTodo, type StartResult } from '../../src/launcher/start';
 import { resumeCapture } from '../../src/launcher/resume';
 import type { Barriers } from '../../src/launcher/launch';
@@ -347,7 +348,7 @@ describe('turnkeeper start', () => {
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(readMarker(markerDir(loser), 'victim')).toBeUndefined();
     const refusal = (await receipts('launch_refused')).at(-1)!;
-    expect(refusal.detail).toMatchObject({ start: true, reason: 'launch_in_progress', pid: expect.any(Number) });
+    expect(refusal.detail).toMatchObject({ start: true, reason: 'launch_in_progress', pid: like.any(Number) });
     expect(await waitFor(() => !alive(refusal.detail!.pid as number))).toBe(true);
     expect(other.ok, JSON.stringify(other)).toBe(true);
     expect(await receipts('launch_committed')).toHaveLength(2);
@@ -401,7 +402,7 @@ describe('turnkeeper start', () => {
     expect(readMarker(markers, 'victim')).toBeUndefined();
     expect(await receipts('launch_committed')).toEqual([]);
     const refusal = (await receipts('launch_refused')).at(-1)!;
-    expect(refusal.detail).toMatchObject({ start: true, reason: 'lease_held', pid: expect.any(Number) });
+    expect(refusal.detail).toMatchObject({ start: true, reason: 'lease_held', pid: like.any(Number) });
     expect(await waitFor(() => !alive(refusal.detail!.pid as number))).toBe(true);
 
     expect(world.cli(['todo', 'add', 'Open one', '--id', 'open-one']).code).toBe(0);
@@ -422,9 +423,9 @@ describe('turnkeeper start (the command)', () => {
       decision: 'launched',
       todo: 'fix-login',
       agent: 'codex',
-      turn: expect.stringMatching(/^turn_[0-9a-f]{16}$/),
-      launch: expect.stringMatching(/^launch_[0-9a-f]{16}$/),
-      receipt: { seq: expect.any(Number), hash: expect.stringMatching(/^sha256:/) },
+      turn: like.stringMatching(/^turn_[0-9a-f]{16}$/),
+      launch: like.stringMatching(/^launch_[0-9a-f]{16}$/),
+      receipt: { seq: like.any(Number), hash: like.stringMatching(/^sha256:/) },
       digest: sha256File(s.victim),
       exit: { code: 0, signal: null },
     });
@@ -439,7 +440,7 @@ describe('turnkeeper start (the command)', () => {
       ok: false,
       decision: 'refused',
       reason: 'todo_not_open',
-      guidance: expect.stringContaining('[todo_not_open]'),
+      guidance: like.stringContaining('[todo_not_open]'),
     });
     expect(readMarker(s.markers, 'victim')).toBeUndefined();
     expect(cli('fix-login', '--agent', 'nobody', '--prompt', 'x').code).toBe(2);
