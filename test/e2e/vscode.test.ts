@@ -12,7 +12,7 @@ import { usePostgres } from '../support/postgres';
 import { addWorktree } from '../support/agentHarness';
 import { CHROMIUM, launchBrowser, newPage } from '../vscode/browser';
 import { ensureCodeServer, grepLogs, startCodeServer, type CodeServer } from '../vscode/codeServer';
-import { QUIET_SETTINGS, Workbench } from '../vscode/pages';
+import { QUIET_SETTINGS, Workbench, type PageElement } from '../vscode/pages';
 import { buildVsix } from '../vscode/vsix';
 
 const ROOT = resolve(__dirname, '../..');
@@ -513,7 +513,7 @@ describe('a team store', () => {
     await item.waitFor({ timeout: 30_000 });
     // Its text and its accessible name (what a screen reader says), without waiting for either.
     const text = await item.evaluate(
-      (element) =>
+      (element: PageElement) =>
         `${element.textContent ?? ''} ${[element, ...element.querySelectorAll('[aria-label]')].map((node) => node.getAttribute('aria-label') ?? '').join(' ')}`,
     );
     expect(text).toMatch(new RegExp(`\\b1 · ${label.replace(/[.]/g, '\\.')}`));

@@ -224,12 +224,15 @@ export interface LaunchReceipt {
   readonly detail: Record<string, string | number | boolean | null>;
 }
 
-/** A real SQLite store and the commit/refusal callbacks a caller of launchAttested passes. */
+/**
+ * A real SQLite store and the commit/refusal callbacks a caller of launchAttested passes. The two
+ * callbacks are function properties, not methods: tests hand them over detached (`commit: store.commit`).
+ */
 export interface ReceiptStore {
   readonly path: string;
   readonly store: SqliteAuthority;
-  commit(facts: LaunchFacts): Promise<{ seq: number; hash: string }>;
-  recordRefusal(reason: string, detail: string, facts: Partial<LaunchFacts>): Promise<void>;
+  readonly commit: (facts: LaunchFacts) => Promise<{ seq: number; hash: string }>;
+  readonly recordRefusal: (reason: string, detail: string, facts: Partial<LaunchFacts>) => Promise<void>;
   receipts(): Promise<LaunchReceipt[]>;
   committed(): Promise<LaunchReceipt[]>;
   close(): void;
@@ -314,8 +317,8 @@ export interface LaunchScene {
   readonly current: { readonly world: World; readonly scene: Scene };
   /** Pids a test started: each is SIGKILLed after the test. */
   readonly pids: number[];
-  /** A store of this test's world, closed after the test. */
-  openStore(): Promise<SqliteAuthority>;
+  /** A store of this test's world, closed after the test. A function property: test files destructure it. */
+  readonly openStore: () => Promise<SqliteAuthority>;
 }
 
 /**
@@ -356,7 +359,7 @@ export function useLaunchScene(name: string, prepare: (world: World) => void | P
       return { world, scene: fresh };
     },
     pids,
-    async openStore() {
+    openStore: async () => {
       const store = await launchScene.current.world.store();
       stores.push(store);
       return store;

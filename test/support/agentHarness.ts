@@ -54,8 +54,8 @@ export function runProcess(command: string, args: readonly string[], opts: { cwd
     let stdout = '';
     let stderr = '';
     let timedOut = false;
-    child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     const timer = setTimeout(() => {
       timedOut = true;
       killGroup(child);

@@ -24,7 +24,8 @@ export interface GenerateBody {
   [key: string]: unknown;
 }
 
-export type GeminiMethod = 'streamGenerateContent' | 'generateContent' | 'countTokens' | string;
+// `string & {}`: any method name, without the known ones collapsing into plain `string`.
+export type GeminiMethod = 'streamGenerateContent' | 'generateContent' | 'countTokens' | (string & {});
 
 export interface GeminiRequest {
   method: GeminiMethod;

@@ -5,7 +5,8 @@ import type { AddressInfo } from 'node:net';
 
 export interface LoopbackServer {
   readonly port: number;
-  close(): Promise<void>;
+  /** A function property, not a method: the mock servers hand it on detached (`close: server.close`). */
+  readonly close: () => Promise<void>;
 }
 
 export async function startLoopbackServer(handle: (req: IncomingMessage, raw: string, res: ServerResponse) => void): Promise<LoopbackServer> {

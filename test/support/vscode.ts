@@ -186,10 +186,10 @@ function createStatusBarItem() {
 
 const message =
   (kind: string) =>
-  async (text: string, ...rest: unknown[]): Promise<string | undefined> => {
+  (text: string, ...rest: unknown[]): Promise<string | undefined> => {
     const options = typeof rest[0] === 'object' && rest[0] !== null ? (rest[0] as { detail?: string }) : undefined;
     double.shown.push({ kind, text, ...(options?.detail ? { detail: options.detail } : {}) });
-    return double.answers.message.shift();
+    return Promise.resolve(double.answers.message.shift());
   };
 
 const logChannel = () => ({
@@ -218,9 +218,9 @@ export const window = {
     const answer = double.answers.quickPick.shift();
     return typeof answer === 'function' ? (answer as (items: unknown[]) => unknown)(list) : answer;
   },
-  showInputBox: async () => double.answers.inputBox.shift(),
-  showSaveDialog: async () => double.answers.saveDialog.shift(),
-  showTextDocument: async (document: unknown) => document,
+  showInputBox: () => Promise.resolve(double.answers.inputBox.shift()),
+  showSaveDialog: () => Promise.resolve(double.answers.saveDialog.shift()),
+  showTextDocument: (document: unknown) => Promise.resolve(document),
   withProgress: async <T>(_options: unknown, task: (progress: unknown, token: { onCancellationRequested(): void }) => Promise<T>) =>
     task({ report() {} }, { onCancellationRequested() {} }),
   createTreeView,
@@ -238,7 +238,7 @@ export const commands = {
       double.contexts.set(args[0] as string, args[1]);
       return undefined;
     }
-    return double.commands.get(id)?.(...args);
+    return await double.commands.get(id)?.(...args);
   },
 };
 
@@ -267,8 +267,16 @@ export const workspace = {
   onDidGrantWorkspaceTrust: () => new Disposable(),
 };
 
-export const languages = { setTextDocumentLanguage: async (document: unknown) => document };
-export const env = { clipboard: { text: '', writeText: async (text: string) => void (env.clipboard.text = text) } };
+export const languages = { setTextDocumentLanguage: (document: unknown) => Promise.resolve(document) };
+export const env = {
+  clipboard: {
+    text: '',
+    writeText: (text: string) => {
+      env.clipboard.text = text;
+      return Promise.resolve();
+    },
+  },
+};
 export const l10n = {
   t: (text: string, ...args: unknown[]) => text.replace(/\{(\d+)\}/g, (_, index: string) => String(args[Number(index)])),
 };

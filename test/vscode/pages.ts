@@ -3,6 +3,17 @@
 // renames one breaks one place.
 import type { Locator, Page } from 'playwright-core';
 
+/**
+ * The part of a DOM element that the page functions here read. They run in the browser, but this
+ * project's TypeScript has no DOM library, so Playwright's `HTMLElement` parameter is an unresolved
+ * type to the compiler; a page function annotates its parameter with this instead.
+ */
+export interface PageElement {
+  readonly textContent: string | null;
+  getAttribute(name: string): string | null;
+  querySelectorAll(selector: string): Iterable<PageElement>;
+}
+
 /** User settings that keep the workbench quiet and deterministic for a test. */
 export const QUIET_SETTINGS: Record<string, unknown> = {
   'workbench.startupEditor': 'none',
@@ -63,7 +74,9 @@ export class Workbench {
     await this.expandView(title);
     // A row's aria-label is "<label> <description>"; its text runs the two together.
     const rows = this.view(title).locator('.pane-body .monaco-list-row');
-    return rows.evaluateAll((elements) => elements.map((row) => (row.getAttribute('aria-label') ?? row.textContent ?? '').replace(/\s+/g, ' ').trim()));
+    return rows.evaluateAll((elements: PageElement[]) =>
+      elements.map((row) => (row.getAttribute('aria-label') ?? row.textContent ?? '').replace(/\s+/g, ' ').trim()),
+    );
   }
 
   /**
@@ -73,7 +86,7 @@ export class Workbench {
    */
   async waitForRow(title: string, text: string | RegExp | readonly (string | RegExp)[], timeoutMs = 30_000): Promise<string[]> {
     const deadline = Date.now() + timeoutMs;
-    const wanted = Array.isArray(text) ? text : [text as string | RegExp];
+    const wanted: readonly (string | RegExp)[] = typeof text === 'string' || text instanceof RegExp ? [text] : text;
     let rows: string[] = [];
     while (Date.now() < deadline) {
       await this.expandAll(title);
@@ -109,7 +122,9 @@ export class Workbench {
   async quickPickRows(text: string): Promise<string[]> {
     const rows = this.page.locator('.quick-input-widget .monaco-list-row');
     await rows.filter({ hasText: text }).first().waitFor({ state: 'visible' });
-    return rows.evaluateAll((elements) => elements.map((row) => (row.getAttribute('aria-label') ?? row.textContent ?? '').replace(/\s+/g, ' ').trim()));
+    return rows.evaluateAll((elements: PageElement[]) =>
+      elements.map((row) => (row.getAttribute('aria-label') ?? row.textContent ?? '').replace(/\s+/g, ' ').trim()),
+    );
   }
 
   async pickQuickItem(text: string): Promise<void> {
