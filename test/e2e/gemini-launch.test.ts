@@ -4,6 +4,7 @@
 // 127.0.0.1, and its hooks present the same ready capture with the lease unchanged. The receipt names
 // the runtime digest and the closure digest.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { like } from '../support/matchers';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeWorld, type World } from '../support/world';
@@ -19,7 +20,6 @@ import {
   statusOf,
   expectLeaseUnchanged,
   verifyOf,
-  type LeaseJson,
 } from '../support/agentHarness';
 import { CLI } from '../support/world';
 
@@ -63,8 +63,8 @@ describe('turnkeeper resume launches Gemini CLI from its attested closure', () =
     expect(first.code, describeRun('gemini -p', first)).toBe(0);
     const claimed = mock.requests.slice(from).find((r) => contentsText(r).includes(prompt));
     expect(READY_LINE.exec(lastUserText(claimed!)), lastUserText(claimed!).slice(0, 2000)).not.toBeNull();
-    const [lease] = statusOf(world).leases.filter((l) => l.status === 'active') as LeaseJson[];
-    expect(lease).toMatchObject({ todo: 'fix-login', epoch: 1, owner: expect.stringMatching(/^gemini:/) });
+    const [lease] = statusOf(world).leases.filter((l) => l.status === 'active');
+    expect(lease).toMatchObject({ todo: 'fix-login', epoch: 1, owner: like.stringMatching(/^gemini:/) });
     const presentation = presentationOf(world, lease!.capture);
 
     // Resume through the launcher: `node_modules/.bin/gemini` is a script, so it runs from a closure.

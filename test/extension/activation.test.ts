@@ -54,7 +54,7 @@ describe('activation', () => {
 
 describe('the receipt chain', () => {
   it('is walked in full once, when the Receipts view is first shown, then only its new receipts', async () => {
-    const log = vscode.window.createOutputChannel('Turnkeeper', { log: true }) as unknown as vscode.LogOutputChannel;
+    const log = vscode.window.createOutputChannel('Turnkeeper', { log: true });
     const ctx = new Ctx({ extensionPath: world.root, extensionUri: vscode.Uri.file(world.root) } as unknown as vscode.ExtensionContext, log);
     disposables.push(ctx);
     const store = (await ctx.openStore()) as Authority;

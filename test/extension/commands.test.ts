@@ -1,5 +1,7 @@
 // Command handlers against a real SQLite store, with the editor API played by test/support/vscode.ts.
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { ReceiptDocument } from '../../src/core/receipts';
+import { like } from '../support/matchers';
 import * as vscode from 'vscode';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -26,7 +28,7 @@ beforeEach(() => {
   expect(world.cli(['todo', 'add', 'Fix login', '--id', 'fix-login']).code).toBe(0);
   const claim = world.cli(['hook'], { input: payload.codexPrompt(world, 'sess-x', 'turn-1', '#todo:fix-login') });
   captureId = /capture (cap_[0-9a-f]{24})/.exec(contextOf(claim.stdout)!)![1]!;
-  const log = vscode.window.createOutputChannel('Turnkeeper', { log: true }) as unknown as vscode.LogOutputChannel;
+  const log = vscode.window.createOutputChannel('Turnkeeper', { log: true });
   ctx = new Ctx({ extensionPath: world.root, extensionUri: vscode.Uri.file(world.root) } as unknown as vscode.ExtensionContext, log);
   registerCommands(ctx);
   vscode.workspace.registerTextDocumentContentProvider(SCHEME, new TurnkeeperDocuments(ctx));
@@ -39,12 +41,12 @@ afterEach(() => {
 describe('extension commands', () => {
   it('Verify Receipt Chain names the first tampered receipt (control: it verifies before)', async () => {
     await run('turnkeeper.verifyReceiptChain');
-    expect(double.shown.at(-1)).toMatchObject({ kind: 'info', text: expect.stringMatching(/^Receipt chain verifies: \d+ receipts\.$/) });
+    expect(double.shown.at(-1)).toMatchObject({ kind: 'info', text: like.stringMatching(/^Receipt chain verifies: \d+ receipts\.$/) });
     const store = await world.store();
     store.connection.prepare("UPDATE receipts SET doc = replace(doc, 'fix-login', 'fix-logon') WHERE seq = 2").run();
     store.close();
     await run('turnkeeper.verifyReceiptChain');
-    expect(double.shown.at(-1)).toMatchObject({ kind: 'error', text: expect.stringContaining('broken at receipt #2: content_altered') });
+    expect(double.shown.at(-1)).toMatchObject({ kind: 'error', text: like.stringContaining('broken at receipt #2: content_altered') });
     expect(ctx.receipts.find('receipts/chain')).toMatchObject({ label: 'Chain BROKEN' });
   });
 
@@ -67,10 +69,10 @@ describe('extension commands', () => {
   it('Resume refuses in an untrusted workspace before touching anything', async () => {
     double.trusted = false;
     await run('turnkeeper.resumeCapturedTurn', captureId);
-    expect(double.shown.at(-1)).toMatchObject({ kind: 'error', text: expect.stringContaining('untrusted workspace') });
+    expect(double.shown.at(-1)).toMatchObject({ kind: 'error', text: like.stringContaining('untrusted workspace') });
     const store = await world.store();
     expect((await store.launchReceipts(captureId)).length).toBe(0);
-    expect(JSON.parse((await store.receipts({ limit: 1 }))[0]!.doc).kind).toBe('ready_written');
+    expect((JSON.parse((await store.receipts({ limit: 1 }))[0]!.doc) as ReceiptDocument).kind).toBe('ready_written');
     store.close();
   });
 
@@ -78,7 +80,7 @@ describe('extension commands', () => {
     expect(world.cli(['todo', 'done', 'fix-login']).code).toBe(0);
     await run('turnkeeper.resumeCapturedTurn', captureId);
     expect(double.documents.at(-1)?.text).toContain('[capture_released]');
-    expect(double.shown.at(-1)).toMatchObject({ kind: 'warning', text: expect.stringContaining('[capture_released]') });
+    expect(double.shown.at(-1)).toMatchObject({ kind: 'warning', text: like.stringContaining('[capture_released]') });
   });
 
   it('the resume pick shows why a capture cannot resume', async () => {
@@ -133,7 +135,7 @@ describe('extension commands', () => {
       // The project's config runs `turnkeeper` from PATH; the install writes the shim under TURNKEEPER_HOME.
       expect(world.cli(['hooks', 'install', '--agent', 'claude', '--scope', 'project']).code).toBe(0);
       const missing = /run `turnkeeper` from PATH, and this PATH has none/;
-      const host = await doctorReport(ctx.env, world.repo, async () => undefined);
+      const host = await doctorReport(ctx.env, world.repo, () => Promise.resolve(undefined));
       expect(host.problems.join('\n')).toMatch(missing);
       await run('turnkeeper.doctor');
       const shown = double.shown.at(-1)!;
@@ -180,7 +182,7 @@ describe('Start Turn on Todo and the Todos view', () => {
     expect(world.cli(['todo', 'add', 'Write the docs', '--id', 'write-docs']).code).toBe(0);
     await ctx.refresh();
     // Before: the claimed Todo shows its holder and can only be marked done; the other can be started.
-    expect(node('fix-login')).toMatchObject({ contextValue: 'todo.held', description: expect.stringContaining('codex:sess-x') });
+    expect(node('fix-login')).toMatchObject({ contextValue: 'todo.held', description: like.stringContaining('codex:sess-x') });
     expect(node('write-docs')).toMatchObject({ contextValue: 'todo.open', description: 'Write the docs' });
 
     const s = await scene(fx);
@@ -202,8 +204,8 @@ describe('Start Turn on Todo and the Todos view', () => {
       );
       expect(environ).toMatchObject({
         TURNKEEPER_TODO: 'write-docs',
-        TURNKEEPER_TURN: expect.stringMatching(/^turn_[0-9a-f]{16}$/),
-        TURNKEEPER_LAUNCH: expect.stringMatching(/^launch_[0-9a-f]{16}$/),
+        TURNKEEPER_TURN: like.stringMatching(/^turn_[0-9a-f]{16}$/),
+        TURNKEEPER_LAUNCH: like.stringMatching(/^launch_[0-9a-f]{16}$/),
       });
 
       // The agent's first prompt (its hook runs in its own process, with its environment) claims the Todo.
@@ -214,7 +216,7 @@ describe('Start Turn on Todo and the Todos view', () => {
       expect(node('write-docs')).toMatchObject({
         contextValue: 'todo.held',
         icon: 'lock',
-        description: expect.stringMatching(/^in repo · codex:sess-t · epoch 1$/),
+        description: like.stringMatching(/^in repo · codex:sess-t · epoch 1$/),
       });
 
       terminal.close();
@@ -237,8 +239,8 @@ describe('Start Turn on Todo and the Todos view', () => {
     await run('turnkeeper.startTurn', node('fix-login'));
     expect(double.shown.at(-1)).toMatchObject({
       kind: 'warning',
-      text: expect.stringContaining('[lease_held]'),
-      detail: expect.stringContaining('codex:sess-x'),
+      text: like.stringContaining('[lease_held]'),
+      detail: like.stringContaining('codex:sess-x'),
     });
     expect(double.terminals).toHaveLength(0);
 
@@ -257,11 +259,11 @@ describe('Start Turn on Todo and the Todos view', () => {
   it('is refused in an untrusted workspace before anything is picked or launched', async () => {
     double.trusted = false;
     await run('turnkeeper.startTurn');
-    expect(double.shown.at(-1)).toMatchObject({ kind: 'error', text: expect.stringContaining('untrusted workspace') });
+    expect(double.shown.at(-1)).toMatchObject({ kind: 'error', text: like.stringContaining('untrusted workspace') });
     expect(double.terminals).toHaveLength(0);
     expect(double.answers.quickPick).toHaveLength(0);
     const store = await world.store();
-    expect(JSON.parse((await store.receipts({ limit: 1 }))[0]!.doc).kind).toBe('ready_written');
+    expect((JSON.parse((await store.receipts({ limit: 1 }))[0]!.doc) as ReceiptDocument).kind).toBe('ready_written');
     store.close();
   });
 
@@ -269,7 +271,7 @@ describe('Start Turn on Todo and the Todos view', () => {
     await ctx.refresh();
     double.answers.message.push(undefined);
     await run('turnkeeper.markTodoDone', node('fix-login'));
-    expect(double.shown.at(-1)).toMatchObject({ kind: 'warning', text: expect.stringContaining('held by codex:sess-x') });
+    expect(double.shown.at(-1)).toMatchObject({ kind: 'warning', text: like.stringContaining('held by codex:sess-x') });
     expect(node('fix-login')?.contextValue).toBe('todo.held');
     double.answers.message.push('Mark Done');
     await run('turnkeeper.markTodoDone', node('fix-login'));

@@ -22,7 +22,7 @@ const saved = { HOME: process.env.HOME, TURNKEEPER_HOME: process.env.TURNKEEPER_
 
 function newCtx(): Ctx {
   ctx?.dispose();
-  const log = vscode.window.createOutputChannel('Turnkeeper', { log: true }) as unknown as vscode.LogOutputChannel;
+  const log = vscode.window.createOutputChannel('Turnkeeper', { log: true });
   ctx = new Ctx({ extensionPath: world.root, extensionUri: vscode.Uri.file(world.root) } as unknown as vscode.ExtensionContext, log);
   return ctx;
 }

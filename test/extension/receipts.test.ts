@@ -2,6 +2,8 @@
 // verifies offline, the Receipts view shows the newest checkpoint and its witness, and "Verify Receipt
 // Chain" names a truncation that only the witness can see (tail, head row and anchor all rewritten).
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { ReceiptDocument } from '../../src/core/receipts';
+import { like } from '../support/matchers';
 import * as vscode from 'vscode';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -25,7 +27,7 @@ beforeEach(() => {
   double.folders = [{ uri: vscode.Uri.file(world.repo), name: 'repo', index: 0 }];
   expect(world.cli(['todo', 'add', 'Fix login', '--id', 'fix-login']).code).toBe(0);
   expect(contextOf(world.cli(['hook'], { input: payload.codexPrompt(world, 'sess-x', 'turn-1', '#todo:fix-login') }).stdout)).toContain('epoch 1');
-  const log = vscode.window.createOutputChannel('Turnkeeper', { log: true }) as unknown as vscode.LogOutputChannel;
+  const log = vscode.window.createOutputChannel('Turnkeeper', { log: true });
   ctx = new Ctx({ extensionPath: world.root, extensionUri: vscode.Uri.file(world.root) } as unknown as vscode.ExtensionContext, log);
   registerCommands(ctx);
 });
@@ -43,13 +45,13 @@ describe('receipts in the extension', () => {
     const file = join(world.root, 'out.tkb');
     double.answers.saveDialog.push(vscode.Uri.file(file));
     await run('turnkeeper.exportReceipts');
-    expect(double.shown.at(-1)).toMatchObject({ kind: 'info', text: expect.stringContaining('Exported receipts 1–4') });
+    expect(double.shown.at(-1)).toMatchObject({ kind: 'info', text: like.stringContaining('Exported receipts 1–4') });
     const verified = JSON.parse(world.cli(['verify', '--bundle', file, '--json']).stdout) as { ok: boolean; verified: number };
     expect(verified).toMatchObject({ ok: true, verified: 4 });
     await run('turnkeeper.verifyReceiptChain');
     expect(ctx.receipts.find('receipts/checkpoint')).toMatchObject({
       label: 'Checkpoint of #4',
-      description: expect.stringContaining('witness agrees'),
+      description: like.stringContaining('witness agrees'),
       icon: 'workspace-trusted',
     });
   });
@@ -64,7 +66,7 @@ describe('receipts in the extension', () => {
     store.close();
     double.answers.saveDialog.push(vscode.Uri.file(file));
     await run('turnkeeper.exportReceipts');
-    expect(double.shown.at(-1)).toMatchObject({ kind: 'error', text: expect.stringContaining('Not exported') });
+    expect(double.shown.at(-1)).toMatchObject({ kind: 'error', text: like.stringContaining('Not exported') });
     expect(readFileSync(file, 'utf8')).toBe('the bundle exported last week\n');
     expect(readdirSync(dir)).toEqual(['team.tkb']);
     // Control: with the chain repaired, the export replaces the file with a bundle that verifies.
@@ -73,7 +75,7 @@ describe('receipts in the extension', () => {
     repair.close();
     double.answers.saveDialog.push(vscode.Uri.file(file));
     await run('turnkeeper.exportReceipts');
-    expect(double.shown.at(-1)).toMatchObject({ kind: 'info', text: expect.stringContaining('Exported receipts') });
+    expect(double.shown.at(-1)).toMatchObject({ kind: 'info', text: like.stringContaining('Exported receipts') });
     expect(JSON.parse(world.cli(['verify', '--bundle', file, '--json']).stdout)).toMatchObject({ ok: true });
     expect(readdirSync(dir)).toEqual(['team.tkb']);
   });
@@ -82,7 +84,7 @@ describe('receipts in the extension', () => {
     double.answers.saveDialog.push(undefined);
     await run('turnkeeper.exportReceipts');
     expect(double.shown).toEqual([]);
-    expect(JSON.parse(world.cli(['receipts', '--json', '--limit', '1']).stdout)[0].doc.kind).toBe('ready_written');
+    expect((JSON.parse(world.cli(['receipts', '--json', '--limit', '1']).stdout) as { doc: ReceiptDocument }[])[0]!.doc.kind).toBe('ready_written');
   });
 
   it('Verify Receipt Chain names a cut tail that the anchor no longer shows (head row and anchor rewritten), through the witness', async () => {
@@ -97,17 +99,17 @@ describe('receipts in the extension', () => {
     store.close();
     const anchor = readAnchor(world.db) as Exclude<ReturnType<typeof readAnchor>, 'unreadable' | undefined>;
     writeFileSync(anchorPath(world.db), JSON.stringify({ schema: 'turnkeeper.anchor/v1', ...anchor, seq: 2, hash: kept }) + '\n');
-    const log = vscode.window.createOutputChannel('Turnkeeper', { log: true }) as unknown as vscode.LogOutputChannel;
+    const log = vscode.window.createOutputChannel('Turnkeeper', { log: true });
     ctx = new Ctx({ extensionPath: world.root, extensionUri: vscode.Uri.file(world.root) } as unknown as vscode.ExtensionContext, log);
     registerCommands(ctx);
     await run('turnkeeper.verifyReceiptChain');
-    expect(double.shown.at(-1)).toMatchObject({ kind: 'error', text: expect.stringContaining('broken at receipt #5: truncated_after_checkpoint') });
-    expect(ctx.receipts.find('receipts/checkpoint')).toMatchObject({ icon: 'error', description: expect.stringContaining('truncated_after_checkpoint at #5') });
+    expect(double.shown.at(-1)).toMatchObject({ kind: 'error', text: like.stringContaining('broken at receipt #5: truncated_after_checkpoint') });
+    expect(ctx.receipts.find('receipts/checkpoint')).toMatchObject({ icon: 'error', description: like.stringContaining('truncated_after_checkpoint at #5') });
     // Control: the export refuses to sign over it, and leaves no file.
     const file = join(world.root, 'refused.tkb');
     double.answers.saveDialog.push(vscode.Uri.file(file));
     await run('turnkeeper.exportReceipts');
-    expect(double.shown.at(-1)).toMatchObject({ kind: 'error', text: expect.stringContaining('Not exported') });
+    expect(double.shown.at(-1)).toMatchObject({ kind: 'error', text: like.stringContaining('Not exported') });
     expect(existsSync(file)).toBe(false);
   });
 });

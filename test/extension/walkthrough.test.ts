@@ -80,7 +80,7 @@ describe('the context key the first-turn step waits for', () => {
     world = makeWorld('walkthrough');
     double.configuration = { storePath: world.db };
     double.folders = [{ uri: vscode.Uri.file(world.repo), name: 'repo', index: 0 }];
-    const log = vscode.window.createOutputChannel('Turnkeeper', { log: true }) as unknown as vscode.LogOutputChannel;
+    const log = vscode.window.createOutputChannel('Turnkeeper', { log: true });
     ctx = new Ctx({ extensionPath: world.root, extensionUri: vscode.Uri.file(world.root) } as unknown as vscode.ExtensionContext, log);
   });
   afterEach(() => {

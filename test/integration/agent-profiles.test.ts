@@ -24,7 +24,7 @@ const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as
 };
 const settings = (): Record<string, { scope?: string; markdownDescription?: string }> => {
   const configuration = manifest.contributes.configuration;
-  return Array.isArray(configuration) ? Object.assign({}, ...configuration.map((c) => c.properties)) : configuration.properties;
+  return Array.isArray(configuration) ? Object.fromEntries(configuration.flatMap((c) => Object.entries(c.properties))) : configuration.properties;
 };
 
 describe('agent profiles', () => {

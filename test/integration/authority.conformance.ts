@@ -1,6 +1,7 @@
 // The conformance suite every authority must pass (SQLite today, PostgreSQL later). It speaks only
 // the Authority interface; a new authority runs it by calling `authorityConformance` with a factory.
 import { describe, expect, it } from 'vitest';
+import type { ReceiptDocument } from '../../src/core/receipts';
 import { buildCapture } from '../../src/core/capture';
 import { digestText } from '../../src/core/canonical';
 import { TodoExistsError, type Authority, type ClaimInput } from '../../src/store/authority';
@@ -180,7 +181,7 @@ export function authorityConformance(name: string, factory: AuthorityFactory): v
         expect(next[0]!.seq).toBe(launch.seq - 2);
         expect(next.at(-1)!.seq).toBe(1);
         expect(await a.verifyChain()).toMatchObject({ ok: true, verified: launch.seq, breaks: [] });
-        const partial = await a.verifyChain({ seq: 2, hash: JSON.parse((await a.receipts({ beforeSeq: 4, limit: 1 }))[0]!.doc).prevHash });
+        const partial = await a.verifyChain({ seq: 2, hash: (JSON.parse((await a.receipts({ beforeSeq: 4, limit: 1 }))[0]!.doc) as ReceiptDocument).prevHash });
         expect(partial).toMatchObject({ ok: true, verified: launch.seq - 2 });
         expect((await a.health()).receipts).toBe(launch.seq);
       }),

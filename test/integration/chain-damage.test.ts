@@ -97,7 +97,7 @@ describe('finding 10: chain damage verify must name', () => {
     expect(listed).not.toContain('[native code]');
   });
 
-  it('a -wal file left by another database is refused, not replayed', async () => {
+  it('a -wal file left by another database is refused, not replayed', () => {
     // The other database: a store with its own chain, whose writer was killed so its WAL stayed.
     const other = makeWorld('chaindamage-other');
     try {

@@ -37,7 +37,7 @@ describe('doctor on a store that stays locked', () => {
 });
 
 describe('show <captureId> of a refused claim', () => {
-  it('names the refusing receipt and its reason instead of "no capture"', async () => {
+  it('names the refusing receipt and its reason instead of "no capture"', () => {
     addTodo('fix-login');
     expect(contextOf(hook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login')).stdout)).toMatch(/^Turnkeeper: Todo fix-login/);
     expect(contextOf(hook(payload.codexPrompt(world, 'sess-b', 'turn-1', '#todo:fix-login')).stdout)).toContain('[lease_held]');
@@ -74,7 +74,7 @@ describe('show <captureId> of a refused claim', () => {
 });
 
 describe('todo reopen', () => {
-  it('opens a done Todo again; the released capture stays released and a new turn acquires epoch 2', async () => {
+  it('opens a done Todo again; the released capture stays released and a new turn acquires epoch 2', () => {
     addTodo('fix-login');
     expect(contextOf(hook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login')).stdout)).toMatch(/· epoch 1$/m);
     expect(world.cli(['todo', 'done', 'fix-login']).code).toBe(0);

@@ -6,6 +6,7 @@
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { like } from '../support/matchers';
 import { codexBinaryPath, makeCodexHome, cleanupCodexHome, trustAllHooks, type CodexHome } from '../support/codexHarness';
 import { makeWorld, type World } from '../support/world';
 
@@ -49,7 +50,7 @@ describe('codex_trust: asked of the real Codex', () => {
     expect(install('codex').code).toBe(0);
     const before = doctor();
     expect(before.code).toBe(1);
-    expect(row(before.rows, 'codex_trust', 'user')).toMatchObject({ status: 'problem', fix: expect.stringContaining('/hooks') });
+    expect(row(before.rows, 'codex_trust', 'user')).toMatchObject({ status: 'problem', fix: like.stringContaining('/hooks') });
     expect(row(before.rows, 'codex_trust', 'user')!.detail).toMatch(/Codex skips 5 of Turnkeeper's 5 hooks .*\(untrusted: /);
     expect(before.text).toMatch(/^PROBLEM codex user codex_trust: Codex skips 5/m);
     expect(before.text).toMatch(/^ {8}fix: open codex in .* type \/hooks/m);
@@ -59,7 +60,7 @@ describe('codex_trust: asked of the real Codex', () => {
 
     await trustAllHooks(codex.codexHome, { ...codex.env, ...env }, world.repo);
     const after = doctor();
-    expect(row(after.rows, 'codex_trust', 'user')).toMatchObject({ status: 'ok', detail: expect.stringMatching(/trusts and will run all 5/) });
+    expect(row(after.rows, 'codex_trust', 'user')).toMatchObject({ status: 'ok', detail: like.stringMatching(/trusts and will run all 5/) });
     expect(after.code).toBe(0);
     expect(after.text).toMatch(/no problems found\n$/);
 
@@ -74,12 +75,12 @@ describe('codex_trust: asked of the real Codex', () => {
     const shimDir = { PATH: `${world.home}/bin:/usr/bin:/bin` };
     expect(row(doctor(shimDir).rows, 'codex_trust', 'project')).toMatchObject({
       status: 'problem',
-      detail: expect.stringMatching(/only once the project is trusted/),
+      detail: like.stringMatching(/only once the project is trusted/),
     });
     appendFileSync(join(codex.codexHome, 'config.toml'), `\n[projects.${JSON.stringify(world.repo)}]\ntrust_level = "trusted"\n`);
     expect(row(doctor(shimDir).rows, 'codex_trust', 'project')).toMatchObject({
       status: 'problem',
-      detail: expect.stringMatching(/skips 5 of Turnkeeper's 5 hooks/),
+      detail: like.stringMatching(/skips 5 of Turnkeeper's 5 hooks/),
     });
     await trustAllHooks(codex.codexHome, { ...codex.env, ...env }, world.repo);
     expect(row(doctor(shimDir).rows, 'codex_trust', 'project')).toMatchObject({ status: 'ok' });
@@ -94,7 +95,7 @@ describe('codex_trust: asked of the real Codex', () => {
     expect(untrusted).toMatchObject({ status: 'problem', path: join(link, 'hooks.json') });
     expect(untrusted.detail).toMatch(/Codex skips 5 of Turnkeeper's 5 hooks/);
     await trustAllHooks(codex.codexHome, { ...codex.env, ...env, ...linked }, world.repo);
-    expect(row(doctor(linked).rows, 'codex_trust', 'user')).toMatchObject({ status: 'ok', detail: expect.stringMatching(/trusts and will run all 5/) });
+    expect(row(doctor(linked).rows, 'codex_trust', 'user')).toMatchObject({ status: 'ok', detail: like.stringMatching(/trusts and will run all 5/) });
     expect(row(doctor().rows, 'codex_trust', 'user')).toMatchObject({ status: 'ok' });
   });
 
@@ -105,17 +106,16 @@ describe('codex_trust: asked of the real Codex', () => {
     const off = row(doctor().rows, 'codex_trust', 'user')!;
     expect(off).toMatchObject({
       status: 'unknown',
-      detail: expect.stringMatching(/Codex lists none of Turnkeeper's hooks in .*hooks\.json, and no warning about it; the hooks it lists come from /),
+      detail: like.stringMatching(/Codex lists none of Turnkeeper's hooks in .*hooks\.json, and no warning about it; the hooks it lists come from /),
     });
     expect(off.fix).toContain('hooks = false');
   });
 
   it('without a codex to ask the row is unknown and says how to make it checkable (control: with one it is a verdict)', () => {
     expect(install('codex').code).toBe(0);
-    const { TURNKEEPER_CODEX_BIN: _bin, ...withoutCodex } = env;
-    const run = world.cli(['doctor', '--json'], { env: { ...withoutCodex, TURNKEEPER_CODEX_BIN: '' } });
+    const run = world.cli(['doctor', '--json'], { env: { ...env, TURNKEEPER_CODEX_BIN: '' } });
     const unknown = row((JSON.parse(run.stdout) as { checks: Row[] }).checks, 'codex_trust', 'user');
-    expect(unknown).toMatchObject({ status: 'unknown', fix: expect.stringContaining('TURNKEEPER_CODEX_BIN') });
+    expect(unknown).toMatchObject({ status: 'unknown', fix: like.stringContaining('TURNKEEPER_CODEX_BIN') });
     expect(row(doctor().rows, 'codex_trust', 'user')!.status).toBe('problem');
   });
 });
@@ -136,13 +136,13 @@ describe('which codex doctor runs', () => {
     expect(existsSync(marker)).toBe(false);
     expect(row(relativePath.rows, 'codex_trust', 'user')).toMatchObject({
       status: 'unknown',
-      detail: expect.stringContaining('not in an absolute PATH directory'),
+      detail: like.stringContaining('not in an absolute PATH directory'),
     });
     const relativeBin = doctor({ TURNKEEPER_CODEX_BIN: 'node_modules/.bin/codex' });
     expect(existsSync(marker)).toBe(false);
     expect(row(relativeBin.rows, 'codex_trust', 'user')).toMatchObject({
       status: 'unknown',
-      detail: expect.stringContaining('TURNKEEPER_CODEX_BIN is not an absolute path'),
+      detail: like.stringContaining('TURNKEEPER_CODEX_BIN is not an absolute path'),
     });
 
     // Control: the same PATH entry given as an absolute path is found, and asked.
@@ -160,11 +160,11 @@ describe("config_syntax: the agent's own parser", () => {
     const rows = doctor().rows;
     expect(row(rows, 'config_syntax', 'user')).toMatchObject({
       status: 'problem',
-      detail: expect.stringMatching(/reads it as strict JSON, and .* has a comment at line 1/),
+      detail: like.stringMatching(/reads it as strict JSON, and .* has a comment at line 1/),
     });
     expect(row(rows, 'codex_trust', 'user')).toMatchObject({
       status: 'problem',
-      detail: expect.stringMatching(/does not load .*failed to parse hooks config/),
+      detail: like.stringMatching(/does not load .*failed to parse hooks config/),
     });
   });
 
@@ -201,7 +201,7 @@ describe("config_syntax: the agent's own parser", () => {
       ),
     ).toMatchObject({
       status: 'problem',
-      detail: expect.stringMatching(/has a trailing comma/),
+      detail: like.stringMatching(/has a trailing comma/),
     });
   });
 });
@@ -214,7 +214,7 @@ describe('both_scopes and on_path', () => {
     expect(second.stdout).toMatch(/warning: Turnkeeper's codex hooks are also installed in .*: codex will run every hook twice/);
     expect(row(doctor().rows, 'both_scopes')).toMatchObject({
       status: 'problem',
-      fix: expect.stringContaining('turnkeeper hooks uninstall --agent codex --scope user'),
+      fix: like.stringContaining('turnkeeper hooks uninstall --agent codex --scope user'),
     });
     expect(world.cli(['hooks', 'uninstall', '--agent', 'codex', '--scope', 'user'], { env }).code).toBe(0);
     expect(row(doctor().rows, 'both_scopes')).toMatchObject({ status: 'ok' });
@@ -225,10 +225,10 @@ describe('both_scopes and on_path', () => {
     const config = readFileSync(join(world.repo, '.codex', 'hooks.json'), 'utf8');
     expect(config).toContain('"command": "turnkeeper hook --agent codex"');
     expect(config).not.toContain(world.root);
-    expect(row(doctor().rows, 'on_path')).toMatchObject({ status: 'problem', fix: expect.stringContaining('VS Code terminal') });
+    expect(row(doctor().rows, 'on_path')).toMatchObject({ status: 'problem', fix: like.stringContaining('VS Code terminal') });
     expect(row(doctor({ PATH: `${world.home}/bin:/usr/bin:/bin` }).rows, 'on_path')).toMatchObject({
       status: 'ok',
-      detail: expect.stringContaining(`${world.home}/bin/turnkeeper`),
+      detail: like.stringContaining(`${world.home}/bin/turnkeeper`),
     });
   });
 

@@ -2,6 +2,8 @@
 // against a real SQLite file. Every negative test also runs its control: the same situation with
 // the guard lifted, showing the forbidden thing would otherwise have happened.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { ReceiptDocument } from '../../src/core/receipts';
+import { like } from '../support/matchers';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -188,7 +190,7 @@ describe('rule 5: a bound prompt without a Turn', () => {
     expect(contextOf(named.stdout)).toMatch(/^Turnkeeper: Todo fix-login/);
   });
 
-  it('Claude without prompt_id gets [no_turn]; with prompt_id it claims', async () => {
+  it('Claude without prompt_id gets [no_turn]; with prompt_id it claims', () => {
     addTodo('fix-login');
     expect(contextOf(hook(payload.claudePrompt(world, 'cl-1', undefined, '#todo:fix-login')).stdout)).toContain('[no_turn]');
     expect(contextOf(hook(payload.claudePrompt(world, 'cl-1', 'p-1', '#todo:fix-login')).stdout)).toMatch(/^Turnkeeper: Todo fix-login/);
@@ -214,7 +216,7 @@ describe('rule 6: claim', () => {
     const store = await world.store();
     const [lease] = await store.listLeases();
     expect(lease).toMatchObject({ todo: 'fix-login', owner: 'codex:sess-a', epoch: 1, version: 1, status: 'active' });
-    const kinds = (await store.receipts({ limit: 10 })).map((row) => JSON.parse(row.doc).kind);
+    const kinds = (await store.receipts({ limit: 10 })).map((row) => (JSON.parse(row.doc) as ReceiptDocument).kind);
     expect(kinds.slice(0, 3)).toStrictEqual(['ready_written', 'lease_acquired', 'capture_bound']);
     expect((await store.verifyChain()).ok).toBe(true);
     store.close();
@@ -341,7 +343,7 @@ describe('rule 7 and the rest', () => {
     expect(world.cli(['release', 'fix-login', '--force', '--reason', 'reassign']).code).toBe(0);
     const denied = parseHookStdout(edit('sess-a').stdout);
     expect(denied).toStrictEqual({
-      hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', permissionDecisionReason: expect.stringContaining('[lease_fenced]') },
+      hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', permissionDecisionReason: like.stringContaining('[lease_fenced]') },
     });
     // A session that never held a lease is not affected; a read-only tool is not fenced.
     expect(edit('sess-never').stdout).toBe('');
@@ -357,12 +359,12 @@ describe('rule 7 and the rest', () => {
       parseHookStdout(run.stdout)?.hookSpecificOutput as { permissionDecision?: string; permissionDecisionReason?: string } | undefined;
     // Control: a valid file (it names another Goal key, which fencing does not depend on).
     writeFileSync(join(world.repo, '.turnkeeper.json'), '{"goal": "example.org/team/project"}\n');
-    expect(deniedWith(edit())).toMatchObject({ permissionDecision: 'deny', permissionDecisionReason: expect.stringContaining('[lease_fenced]') });
+    expect(deniedWith(edit())).toMatchObject({ permissionDecision: 'deny', permissionDecisionReason: like.stringContaining('[lease_fenced]') });
     // The repository (or the evicted agent itself) breaks the file: the write is still denied.
     writeFileSync(join(world.repo, '.turnkeeper.json'), '{"goal": ');
     const broken = edit();
     expect(broken.code).toBe(0);
-    expect(deniedWith(broken)).toMatchObject({ permissionDecision: 'deny', permissionDecisionReason: expect.stringContaining('[lease_fenced]') });
+    expect(deniedWith(broken)).toMatchObject({ permissionDecision: 'deny', permissionDecisionReason: like.stringContaining('[lease_fenced]') });
     // Its proof of life has no Goal to be filed under, and says so on stderr.
     expect(broken.stderr).toContain('proof of life not recorded');
     // A context event in that checkout is still rule 2: nothing printed.

@@ -1,6 +1,7 @@
 // Hook installation into the agents' own config files (contract §8), on real files in temp dirs.
 // The property that matters most: install then uninstall gives any user file back byte for byte.
 import { describe, it, expect, afterAll } from 'vitest';
+import { like } from '../support/matchers';
 import fc from 'fast-check';
 import { spawnSync } from 'node:child_process';
 import {
@@ -680,7 +681,7 @@ const userGroup: fc.Arbitrary<Json> = fc.record(
   { requiredKeys: ['hooks'] },
 );
 const userHooks: fc.Arbitrary<Json> = fc.dictionary(fc.constantFrom(...ALL_EVENTS), fc.array(userGroup, { maxLength: 2 }), { maxKeys: 4 });
-const userConfig = fc
+const userConfig: fc.Arbitrary<Json> = fc
   .record({
     settings: fc.dictionary(
       fc.string({ minLength: 1, maxLength: 10 }).filter((key) => key !== 'hooks'),
@@ -691,10 +692,10 @@ const userConfig = fc
     hooksAt: fc.nat(),
   })
   .map(({ settings, hooks, hooksAt }) => {
-    if (hooks === undefined) return settings as Json;
+    if (hooks === undefined) return settings;
     const entries = Object.entries(settings);
     entries.splice(hooksAt % (entries.length + 1), 0, ['hooks', hooks]);
-    return Object.fromEntries(entries) as Json;
+    return Object.fromEntries(entries);
   });
 const layout = fc.record({
   unit: fc.constantFrom('  ', '    ', '\t'),
@@ -1052,7 +1053,7 @@ describe('Copilot CLI hooks', () => {
       { runtime: process.execPath, script: '/opt/turnkeeper/dist/cli.js', electronRunAsNode: false },
     );
     const problems = async (extra: Record<string, string> = {}) =>
-      (await doctorReport({ ...env, ...extra }, repo, async () => undefined)).problems.filter((p) => p.startsWith('Copilot CLI'));
+      (await doctorReport({ ...env, ...extra }, repo, () => Promise.resolve(undefined))).problems.filter((p) => p.startsWith('Copilot CLI'));
     expect(await problems()).toEqual([expect.stringContaining(`Copilot CLI skips ${join(repo, '.github', 'hooks')} until the folder is trusted`)]);
     // Copilot's own config.json (comments and all) with a parent folder trusted: trust covers the folders under it.
     mkdirSync(copilotHome, { recursive: true });
@@ -1090,9 +1091,9 @@ describe("doctor's on_path check for the editor", () => {
       { runtime: process.execPath, script: '/opt/turnkeeper/dist/cli.js', electronRunAsNode: false },
     );
     const onPath = async (options?: { shimOnTerminalPath?: boolean }) =>
-      (await doctorReport(env, repo, async () => undefined, options)).checks.find((check) => check.check === 'on_path');
+      (await doctorReport(env, repo, () => Promise.resolve(undefined), options)).checks.find((check) => check.check === 'on_path');
     expect(await onPath()).toMatchObject({ status: 'problem' });
-    expect(await onPath({ shimOnTerminalPath: true })).toMatchObject({ status: 'ok', detail: expect.stringContaining(shimPath(tkHome)) });
+    expect(await onPath({ shimOnTerminalPath: true })).toMatchObject({ status: 'ok', detail: like.stringContaining(shimPath(tkHome)) });
     rmSync(shimPath(tkHome));
     expect(await onPath({ shimOnTerminalPath: true })).toMatchObject({ status: 'problem' });
   });
@@ -1134,7 +1135,7 @@ describe('a repository whose config is not a regular file', () => {
       // In process too (the extension calls these): a problem, not a hang or a throw.
       expect(hooksStatus(projectTarget('claude', world.repo), 'x').error).toMatch(kind);
       expect(readJsonConfig(path)).toBeUndefined();
-      expect(readConfigFile(path)).toMatchObject({ kind: 'refused', problem: expect.stringMatching(kind) });
+      expect(readConfigFile(path)).toMatchObject({ kind: 'refused', problem: like.stringMatching(kind) });
 
       // Control: the same path as a normal file is read and installed into.
       rmSync(path);
@@ -1156,7 +1157,7 @@ describe('a repository whose config is not a regular file', () => {
     const root = tempDir();
     const path = join(root, 'big.json');
     writeFileSync(path, `{"a":"${'x'.repeat(MAX_CONFIG_BYTES)}"}`);
-    expect(readConfigFile(path)).toMatchObject({ kind: 'refused', problem: expect.stringMatching(/over the \d+-byte limit/) });
+    expect(readConfigFile(path)).toMatchObject({ kind: 'refused', problem: like.stringMatching(/over the \d+-byte limit/) });
     writeFileSync(path, `{"a":"${'x'.repeat(MAX_CONFIG_BYTES - 10)}"}`);
     expect(readConfigFile(path)).toMatchObject({ kind: 'bytes' });
   });

@@ -23,7 +23,7 @@ async function addTodos(...ids: string[]) {
   for (const id of ids) await store.addTodo({ goal: world.goal, id, title: `Title of ${id}`, body: '' }, 0);
   store.close();
 }
-async function withStore<T>(work: (store: Awaited<ReturnType<World['store']>>) => Promise<T>): Promise<T> {
+async function withStore<T>(work: (store: Awaited<ReturnType<World['store']>>) => T | Promise<T>): Promise<T> {
   const store = await world.store();
   try {
     return await work(store);
@@ -112,7 +112,7 @@ describe('finding 7: the same Turn never revives a released lease', () => {
       turn: 'turn-1',
     });
     const v1Id = 'cap_' + digestText(v1Doc).slice(7, 31);
-    await withStore(async (s) => {
+    await withStore((s) => {
       s.connection
         .prepare(
           'INSERT INTO captures (id, goal, todo, agent, session, turn, cwd, binding, doc, original_digest, op, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',

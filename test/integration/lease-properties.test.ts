@@ -68,7 +68,7 @@ describe('lease properties over real hooks', () => {
           let now = 2_000_000_000_000;
           const everReleased = new Set<string>();
           const hook = (input: string, extra: Record<string, string> = {}) =>
-            runHook(input, { env: { ...env, ...extra }, now: () => now, openStore: async () => store });
+            runHook(input, { env: { ...env, ...extra }, now: () => now, openStore: () => Promise.resolve(store) });
 
           /** A write tool of `session`: denied only if it holds no active lease (the holder is never fenced). */
           const writeTool = async (session: string) => {

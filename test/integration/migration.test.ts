@@ -167,7 +167,7 @@ const dryRun = (capture: string) => {
 };
 
 describe('a store of the previous release (user_version 1, Goals keyed by path)', () => {
-  it('is migrated on first open: the lease holds under the Goal id, receipts are untouched, the v1 capture keeps its id and is presented and resumable', async () => {
+  it('is migrated on first open: the lease holds under the Goal id, receipts are untouched, the v1 capture keeps its id and is presented and resumable', () => {
     const capture = writeLegacyStore([{ path: world.repo, todo: 'fix-login', session: 'sess-m', claimed: true }]).get('fix-login')!;
     const before = receiptRows();
     expect(before.map((row) => parseReceipt(row.doc)!.kind)).toStrictEqual(['todo_added', 'capture_bound', 'lease_acquired', 'ready_written']);

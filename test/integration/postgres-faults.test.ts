@@ -3,6 +3,7 @@
 // back, a stalled network, a closed port, a client clock ten minutes off either way, and credentials
 // that must never be shown (in the URL, or in a pgpass file).
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { ReceiptDocument } from '../../src/core/receipts';
 import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -101,7 +102,7 @@ async function open(url: string): Promise<Authority> {
 
 async function receiptKinds(url: string): Promise<string[]> {
   const rows = await (await open(url)).receipts({ limit: 10_000 });
-  return rows.map((row) => JSON.parse(row.doc).kind as string);
+  return rows.map((row) => (JSON.parse(row.doc) as ReceiptDocument).kind);
 }
 
 /** The URL through another port (a proxy, a closed port): same credentials and database. */

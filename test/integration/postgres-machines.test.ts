@@ -4,6 +4,7 @@
 // The server decides: exactly one lease, 63 [lease_held] naming the winner's checkout, a verifying
 // chain, no internal error, and nothing local — no SQLite file on any machine.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ReceiptDocument } from '../../src/core/receipts';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -166,7 +167,7 @@ describe('Machines: four homes and four clones on one team server', () => {
       // Every loser names the holder, its epoch and the winner's checkout (another machine's clone).
       for (const text of held) expect(text).toContain(`is leased to ${leases[0]!.owner} (epoch 1) in ${winner.clone} until`);
       expect((await authority.getCapture(leases[0]!.capture))?.checkout).toBe(winner.clone);
-      const kinds = (await authority.receipts({ limit: 1000 })).map((row) => JSON.parse(row.doc).kind as string);
+      const kinds = (await authority.receipts({ limit: 1000 })).map((row) => (JSON.parse(row.doc) as ReceiptDocument).kind);
       expect(kinds.filter((kind) => kind === 'lease_acquired')).toHaveLength(1);
       expect(kinds.filter((kind) => kind === 'claim_refused')).toHaveLength(RACERS - 1);
       expect((await authority.listSessions()).length).toBe(RACERS);

@@ -3,6 +3,8 @@
 // of receipts to everyone who uses the tables, the owner and superusers included. What a superuser can
 // still do is switch the trigger off (docs/team.md); verify then names the damage.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ReceiptDocument } from '../../src/core/receipts';
+import { like } from '../support/matchers';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -119,7 +121,7 @@ describe('the administrator', () => {
     const admin = await connect(adminStore());
     try {
       const rows = (await admin.query<{ doc: string }>('SELECT doc FROM turnkeeper.receipts ORDER BY seq')).rows;
-      expect(rows.map((row) => JSON.parse(row.doc).kind)).toStrictEqual(
+      expect(rows.map((row) => (JSON.parse(row.doc) as ReceiptDocument).kind)).toStrictEqual(
         expect.arrayContaining(['todo_added', 'capture_bound', 'lease_acquired', 'ready_written']),
       );
     } finally {
@@ -154,7 +156,7 @@ describe('the administrator', () => {
       await admin.query('ALTER TABLE turnkeeper.receipts ENABLE TRIGGER ALL');
       const altered = cli(['verify', '--json'], hookStore());
       expect(altered.code).not.toBe(0);
-      expect(JSON.parse(altered.stdout)).toMatchObject({ ok: false, breaks: expect.arrayContaining([{ seq: 2, kind: 'content_altered' }]) });
+      expect(JSON.parse(altered.stdout)).toMatchObject({ ok: false, breaks: like.arrayContaining([{ seq: 2, kind: 'content_altered' }]) });
 
       // The newest receipt removed: the head row still names it.
       const last = Number((await admin.query<{ n: string }>('SELECT max(seq) AS n FROM turnkeeper.receipts')).rows[0]!.n);

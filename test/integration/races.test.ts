@@ -1,5 +1,6 @@
 // Real processes racing, killed with SIGKILL mid-claim, and waiting on a locked store.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { ReceiptDocument } from '../../src/core/receipts';
 import { contextOf, holdWriteLock, makeWorld, payload, type World } from '../support/world';
 import { FAULT_POINTS } from '../../src/store/faults';
 import { hostileCorpus } from '../support/hostileCorpus';
@@ -59,7 +60,7 @@ describe('kill -9 at each step of the claim, then the same hook again', () => {
       const after = await world.store();
       const leases = await after.listLeases();
       expect(leases.map((lease) => lease.epoch)).toStrictEqual([1]);
-      const kinds = (await after.receipts({ limit: 100 })).map((row) => JSON.parse(row.doc).kind as string);
+      const kinds = (await after.receipts({ limit: 100 })).map((row) => (JSON.parse(row.doc) as ReceiptDocument).kind);
       expect(kinds.filter((kind) => kind === 'lease_acquired')).toHaveLength(1);
       expect(await after.verifyChain()).toMatchObject({ ok: true });
       expect((await after.health()).integrity).toBe('ok');

@@ -482,7 +482,7 @@ describe('turnkeeper closures prune', () => {
     const dir = join(pruneHome, 'closures');
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     chmodSync(dir, 0o700);
-    const dead = spawnSync(process.execPath, ['-e', '0']).pid!;
+    const dead = spawnSync(process.execPath, ['-e', '0']).pid;
     const live = join(dir, `.staging-${process.pid}-aaaa`);
     const deadCopy = join(dir, `.staging-${dead}-bbbb`);
     const old = join(dir, '.staging-cccc');

@@ -368,7 +368,7 @@ async function holdWriteLock(path: string): Promise<ChildProcess> {
     process.stdin.on('end', () => { db.exec('ROLLBACK'); db.close(); process.exit(0); });`;
   const child = spawn(process.execPath, ['-e', script], { cwd: REPO, stdio: ['pipe', 'pipe', 'inherit'] });
   await new Promise<void>((resolveLocked, reject) => {
-    child.stdout!.on('data', (data: Buffer) => data.toString().includes('locked') && resolveLocked());
+    child.stdout.on('data', (data: Buffer) => data.toString().includes('locked') && resolveLocked());
     child.on('exit', (code) => reject(new Error(`lock holder exited ${code}`)));
   });
   return child;
@@ -592,7 +592,7 @@ describe('lifecycle', () => {
       try {
         const pids = await new Promise<number[]>((resolveParked, reject) => {
           let buffer = '';
-          parent.stdout!.on('data', (data: Buffer) => {
+          parent.stdout.on('data', (data: Buffer) => {
             buffer += data.toString();
             const line = /\{"parked".*\}/.exec(buffer);
             if (line) resolveParked((JSON.parse(line[0]) as { parked: number[] }).parked);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildReadyCapture, CONTEXT_LIMIT, fenceLine, neutraliseUserText } from '../../src/core/ready';
+import { buildReadyCapture, CONTEXT_LIMIT, fenceLine, neutraliseUserText, type ReadyDocument } from '../../src/core/ready';
 import { digestText } from '../../src/core/canonical';
 
 const BEGIN = '--- begin Todo text (capture cap_0123456789abcdef01234567) ---';
@@ -36,7 +36,7 @@ describe('ready capture presentation', () => {
     expect(long.presentation).toContain('[truncated] The Todo text was cut');
     expect(long.presentation).toContain('When the Todo is finished: turnkeeper todo done fix-login');
     // The document keeps the whole body: `show` prints it.
-    expect(JSON.parse(long.canonical).todo.body).toHaveLength('😀 line\n'.length * 5000);
+    expect((JSON.parse(long.canonical) as ReadyDocument).todo.body).toHaveLength('😀 line\n'.length * 5000);
     const short = buildReadyCapture({ ...base, todo: { id: 'fix-login', title: 'Fix login', body: 'short' } });
     expect(short.presentation).not.toContain('[truncated]');
   });
@@ -108,7 +108,7 @@ describe('fenced Todo text (contract §10)', () => {
     // Control: without neutralisation the forged line would start with `Turnkeeper [`.
     expect(FORGED.split('\n').filter((line) => line.startsWith('Turnkeeper ['))).toHaveLength(1);
     // The stored document keeps the body exactly as written; only the presentation quotes it.
-    expect(JSON.parse(ready.canonical).todo.body).toBe(FORGED);
+    expect((JSON.parse(ready.canonical) as ReadyDocument).todo.body).toBe(FORGED);
   });
 
   it('a Todo cannot close the fence early or forge the first line, whatever its spacing, case or invisible characters', () => {
