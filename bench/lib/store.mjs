@@ -101,7 +101,7 @@ const ZERO = 'sha256:' + '0'.repeat(64);
 const sha = (text) => 'sha256:' + createHash('sha256').update(text, 'utf8').digest('hex');
 
 /** RFC 8785 over this project's value domain (strings, safe integers, booleans, null, arrays, objects). */
-export function jcs(value) {
+function jcs(value) {
   if (value === null || typeof value === 'boolean' || typeof value === 'string') return JSON.stringify(value);
   if (typeof value === 'number') {
     if (!Number.isSafeInteger(value)) throw new Error(`not a safe integer: ${value}`);

@@ -139,7 +139,7 @@ export function cleanup(root) {
 }
 
 /** Nearest-rank percentile of a numeric sample. */
-export function percentile(sample, p) {
+function percentile(sample, p) {
   const sorted = [...sample].sort((a, b) => a - b);
   return sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)];
 }

@@ -8,7 +8,6 @@
 import * as z from 'zod/mini';
 import { isSessionId, type Agent } from '../core/ids';
 import { DETECT_ORDER, FALLBACK_AGENT, PROFILES, type Env, type EventKind, type PayloadDialect } from './profiles/index';
-export type { EventKind } from './profiles/index';
 
 /** Hook input larger than this is refused unread (spec §2 rule 2). */
 export const MAX_HOOK_INPUT_BYTES = 1024 * 1024;

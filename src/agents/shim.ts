@@ -24,7 +24,7 @@ const HEADER = "# Turnkeeper shim: rewritten by every install or upgrade. Agents
 
 export const shimPath = (turnkeeperHome: string): string => join(turnkeeperHome, 'bin', 'turnkeeper');
 
-export function shimContent(target: ShimTarget): string {
+function shimContent(target: ShimTarget): string {
   for (const value of [target.runtime, target.script]) {
     // sh cannot carry a NUL, and an empty path would exec the wrong thing.
     if (value === '' || value.includes('\0')) throw new Error(`invalid shim target path: ${JSON.stringify(value)}`);

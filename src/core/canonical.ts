@@ -6,7 +6,7 @@ import canonicalize from 'canonicalize';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
 
-export type CanonicalValue = null | boolean | number | string | readonly CanonicalValue[] | { readonly [key: string]: CanonicalValue | undefined };
+type CanonicalValue = null | boolean | number | string | readonly CanonicalValue[] | { readonly [key: string]: CanonicalValue | undefined };
 
 export class CanonicalDomainError extends Error {
   constructor(
@@ -29,7 +29,7 @@ export function isDigest(value: unknown): boolean {
 }
 
 /** Throws CanonicalDomainError unless `value` is inside the project's JSON value domain. */
-export function assertCanonicalDomain(value: unknown, path = ''): asserts value is CanonicalValue {
+function assertCanonicalDomain(value: unknown, path = ''): asserts value is CanonicalValue {
   if (value === null || typeof value === 'boolean') return;
   if (typeof value === 'number') {
     if (!Number.isSafeInteger(value)) throw new CanonicalDomainError(path, `number ${value} is not a safe integer`);

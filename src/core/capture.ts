@@ -9,7 +9,7 @@ import type { Agent } from './ids';
  * are stored beside the capture, never inside it: the same Turn retried from a subdirectory or through
  * another binding is the same capture, so a released one stays released (spec §3).
  */
-export const CAPTURE_SCHEMA = 'turnkeeper.capture/v2';
+const CAPTURE_SCHEMA = 'turnkeeper.capture/v2';
 export type Binding = 'prompt' | 'env' | 'launch';
 
 export interface CaptureIdentity {
@@ -20,7 +20,7 @@ export interface CaptureIdentity {
   readonly turn: string;
 }
 
-export interface CaptureDocument extends CaptureIdentity {
+interface CaptureDocument extends CaptureIdentity {
   readonly schema: typeof CAPTURE_SCHEMA;
 }
 

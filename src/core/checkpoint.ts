@@ -16,7 +16,7 @@
 import { digestBytesBulk, isDigest, ZERO_DIGEST } from './canonical';
 import { parseReceipt, type ChainBreak } from './receipts';
 
-export const ORIGIN_PREFIX = 'turnkeeper/store/';
+const ORIGIN_PREFIX = 'turnkeeper/store/';
 export const originOf = (storeId: string): string => `${ORIGIN_PREFIX}${storeId}`;
 
 /** The signed statement of a chain's state. */
@@ -89,7 +89,7 @@ export function parseCheckpoint(note: unknown): ParsedCheckpoint | undefined {
 }
 
 /** How a checkpoint's signatures fared: the signer trusted and valid, or why not. */
-export type NoteVerdict = { readonly ok: true; readonly signer: string } | { readonly ok: false; readonly kind: 'signature_invalid' | 'untrusted_key' };
+type NoteVerdict = { readonly ok: true; readonly signer: string } | { readonly ok: false; readonly kind: 'signature_invalid' | 'untrusted_key' };
 
 /** Checks a parsed note's signatures against trusted keys (src/lifecycle/keys.ts makes one). */
 export type NoteVerifier = (note: ParsedCheckpoint) => NoteVerdict;
@@ -105,7 +105,7 @@ export function checkpointDetail(note: string, body: CheckpointBody, key: string
 
 // ---- export bundles ----
 
-export const BUNDLE_SCHEMA = 'turnkeeper.bundle/v1';
+const BUNDLE_SCHEMA = 'turnkeeper.bundle/v1';
 
 export interface BundleHeader {
   readonly schema: typeof BUNDLE_SCHEMA;
@@ -120,7 +120,7 @@ export interface BundleHeader {
 export const bundleHeaderLine = (header: Omit<BundleHeader, 'schema'>): string =>
   JSON.stringify({ schema: BUNDLE_SCHEMA, origin: header.origin, from: header.from, to: header.to, checkpoint: header.checkpoint });
 
-export function parseBundleHeader(line: string | undefined): BundleHeader | undefined {
+function parseBundleHeader(line: string | undefined): BundleHeader | undefined {
   if (line === undefined) return undefined;
   try {
     const value = JSON.parse(line) as Record<string, unknown>;
@@ -138,7 +138,7 @@ export function parseBundleHeader(line: string | undefined): BundleHeader | unde
   }
 }
 
-export interface SignedCheckpoint {
+interface SignedCheckpoint {
   /** The receipt carrying it (0 for the bundle header's). */
   readonly at: number;
   readonly seq: number;

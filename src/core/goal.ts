@@ -5,7 +5,7 @@
 import { parseTree, printParseErrorCode, type ParseError } from 'jsonc-parser';
 import { derivedHex } from './canonical';
 
-export const GOAL_DOMAIN = 'turnkeeper.goal/v1';
+const GOAL_DOMAIN = 'turnkeeper.goal/v1';
 const GOAL_ID_PATTERN = /^goal_[0-9a-f]{24}$/;
 
 /** `goal_` + first 24 hex of sha256("turnkeeper.goal/v1\n" + key). */
@@ -53,7 +53,7 @@ export class GoalError extends Error {
 
 export const GOAL_FILE = '.turnkeeper.json';
 export const MAX_GOAL_FILE_BYTES = 64 * 1024;
-export const MAX_GOAL_LENGTH = 256;
+const MAX_GOAL_LENGTH = 256;
 
 /**
  * The `goal` of a `.turnkeeper.json` (JSON with comments and trailing commas allowed, other keys

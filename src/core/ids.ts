@@ -4,11 +4,11 @@ import { digestText } from './canonical';
 export const AGENTS = ['codex', 'claude', 'gemini', 'copilot'] as const;
 export type Agent = (typeof AGENTS)[number];
 
-export const TODO_ID_PATTERN = /^[a-z0-9][a-z0-9_-]{2,63}$/;
-export const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
-export const CAPTURE_ID_PATTERN = /^cap_[0-9a-f]{24}$/;
+const TODO_ID_PATTERN = /^[a-z0-9][a-z0-9_-]{2,63}$/;
+const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+const CAPTURE_ID_PATTERN = /^cap_[0-9a-f]{24}$/;
 /** The nonce a launch puts in its agent's environment (TURNKEEPER_LAUNCH) and in its receipt. */
-export const LAUNCH_ID_PATTERN = /^launch_[0-9a-f]{16}$/;
+const LAUNCH_ID_PATTERN = /^launch_[0-9a-f]{16}$/;
 
 export const isAgent = (value: unknown): value is Agent => typeof value === 'string' && (AGENTS as readonly string[]).includes(value);
 /**

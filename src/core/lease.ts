@@ -2,7 +2,7 @@
 // them inside its write transaction; nothing here reads a clock or a database.
 import type { Owner } from './ids';
 
-export type LeaseStatus = 'active' | 'released';
+type LeaseStatus = 'active' | 'released';
 
 export interface Lease {
   readonly goal: string;
@@ -30,7 +30,7 @@ export interface ClaimRequest {
 }
 
 /** What the store already knows about this request's operation id, if anything. */
-export interface RecordedOperation {
+interface RecordedOperation {
   readonly capture: string;
   readonly epoch: number;
   readonly leaseStatus: LeaseStatus;

@@ -4,7 +4,7 @@
 import { canonicalJson, digestText } from './canonical';
 import type { Owner } from './ids';
 
-export const READY_SCHEMA = 'turnkeeper.ready/v1';
+const READY_SCHEMA = 'turnkeeper.ready/v1';
 /** Context text stays under this many characters (spec §2). */
 export const CONTEXT_LIMIT = 8000;
 
@@ -46,7 +46,7 @@ export function buildReadyCapture(document: Omit<ReadyDocument, 'schema'>): Read
   return { document: full, canonical: canonicalJson(full), presentation, readyDigest: digestText(presentation) };
 }
 
-export const showCommand = (captureId: string): string => `turnkeeper show ${captureId}`;
+const showCommand = (captureId: string): string => `turnkeeper show ${captureId}`;
 
 /** The marker lines around the Todo's own text; they carry the capture id, which the Todo's author cannot know. */
 export const fenceLine = (edge: 'begin' | 'end', captureId: string): string => `--- ${edge} Todo text (capture ${captureId}) ---`;
@@ -76,7 +76,7 @@ export function neutraliseUserText(text: string): string {
  * and any line in them that imitates Turnkeeper is quoted (spec §10), so a Todo cannot forge guidance
  * or a recovery command. The first line still names the Todo, the capture and the epoch (spec §2).
  */
-export function renderPresentation(ready: ReadyDocument): string {
+function renderPresentation(ready: ReadyDocument): string {
   const begin = fenceLine('begin', ready.capture);
   const end = fenceLine('end', ready.capture);
   const head = [

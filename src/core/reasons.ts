@@ -21,7 +21,7 @@ export const REASON_CODES = [
   'goal_changed',
   'invalid_todo_mention',
 ] as const;
-export type HookReasonCode = (typeof REASON_CODES)[number];
+type HookReasonCode = (typeof REASON_CODES)[number];
 
 /** Refusals that only `resume` gives (spec §7), beside the hook's closed set above. */
 export const RESUME_REASON_CODES = ['unknown_capture', 'unbound_capture', 'lease_moved', 'launch_in_progress', 'checkout_missing'] as const;

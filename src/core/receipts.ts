@@ -2,7 +2,7 @@
 // stored*; verification hashes the stored text and never re-renders it, so any byte edit shows.
 import { canonicalJson, digestText, digestTextBulk, isDigest, ZERO_DIGEST } from './canonical';
 
-export const RECEIPT_SCHEMA = 'turnkeeper.receipt/v1';
+const RECEIPT_SCHEMA = 'turnkeeper.receipt/v1';
 
 export const RECEIPT_KINDS = [
   'todo_added',
@@ -29,7 +29,7 @@ export const RECEIPT_KINDS = [
   /** A signed checkpoint of the head before it (src/core/checkpoint.ts, src/lifecycle/checkpoints.ts). */
   'checkpoint',
 ] as const;
-export type ReceiptKind = (typeof RECEIPT_KINDS)[number];
+type ReceiptKind = (typeof RECEIPT_KINDS)[number];
 
 export interface ReceiptFields {
   readonly kind: ReceiptKind;
@@ -84,7 +84,7 @@ export const BREAK_KINDS = [
   'signature_invalid',
   'untrusted_key',
 ] as const;
-export type BreakKind = (typeof BREAK_KINDS)[number];
+type BreakKind = (typeof BREAK_KINDS)[number];
 export interface ChainBreak {
   readonly seq: number;
   readonly kind: BreakKind;

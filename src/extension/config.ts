@@ -18,7 +18,7 @@ function text(key: string): string | undefined {
 }
 
 /** `turnkeeper.enabled`: false turns every hook into a no-op (the file `off`). */
-export function enabled(): boolean {
+function enabled(): boolean {
   return section().get<unknown>('enabled', true) !== false;
 }
 
@@ -43,7 +43,7 @@ export function leaseTtlSeconds(): number {
 }
 
 /** `turnkeeper.onConflict`: an unknown value is the default, as in the hook. */
-export function onConflict(): OnConflict {
+function onConflict(): OnConflict {
   const value = section().get<unknown>('onConflict');
   return (ON_CONFLICT_VALUES as readonly unknown[]).includes(value) ? (value as OnConflict) : HOME_CONFIG_DEFAULTS.onConflict;
 }

@@ -45,7 +45,6 @@ export interface Attestation {
 }
 
 export { RACY_WINDOW_MS } from './identity';
-export { digestOfDescriptor } from './digest';
 
 interface CachedObject {
   readonly digest: string;
@@ -54,8 +53,6 @@ interface CachedObject {
 }
 /** Digests by identity: a second launch of an unchanged 300 MB binary does not rehash it. */
 const attestationCache = new Map<string, CachedObject>();
-export const attestationCacheSize = (): number => attestationCache.size;
-export const clearAttestationCache = (): void => attestationCache.clear();
 
 /**
  * Node's single-executable fuse as postject flips it: every Node binary carries the sentinel with

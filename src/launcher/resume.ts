@@ -16,7 +16,7 @@ import { isLaunchLive } from './liveness';
 import { attestAgent, launchDetail, launchEnvironment, newLaunchId, recordQuietly, refusalGuidance, runLaunch, type LaunchOptions } from './plumbing';
 import { CommitRefused, type LaunchRefusal } from './refusals';
 
-export type ResumeReason = Extract<
+type ResumeReason = Extract<
   ReasonCode,
   | 'unknown_capture'
   | 'unbound_capture'
@@ -29,7 +29,7 @@ export type ResumeReason = Extract<
   | 'launch_in_progress'
 >;
 
-export interface ResumePlan {
+interface ResumePlan {
   readonly capture: StoredCapture;
   readonly lease: Lease;
   readonly ready: ReadyDocument;
@@ -67,7 +67,7 @@ export function cachedWorkspace(): (checkout: string) => Preconditions {
 }
 
 /** The command that recreates a removed worktree where the capture ran, at its branch (or commit). */
-export function recreateCommand(capture: Pick<StoredCapture, 'checkout' | 'commonDir' | 'branch'>, commit: string | null): string {
+function recreateCommand(capture: Pick<StoredCapture, 'checkout' | 'commonDir' | 'branch'>, commit: string | null): string {
   const where = capture.commonDir ? `git --git-dir=${shellWord(capture.commonDir)} ` : 'git ';
   const at = capture.branch ? ` ${shellWord(capture.branch)}` : commit ? ` --detach ${commit}` : '';
   return `${where}worktree add ${shellWord(capture.checkout)}${at}`;

@@ -19,7 +19,7 @@ import { CommitRefused, type LaunchRefusal } from './refusals';
 import { attestAgent, launchDetail, launchEnvironment, newLaunchId, recordQuietly, refusalGuidance, runLaunch, type LaunchOptions } from './plumbing';
 
 /** Why a start is refused before anything is launched (the hook's own codes for the same facts). */
-export type StartReason = Extract<ReasonCode, StartCommitRefusal>;
+type StartReason = Extract<ReasonCode, StartCommitRefusal>;
 
 export type StartCheck = { readonly ok: true } | { readonly ok: false; readonly reason: StartReason; readonly facts: GuidanceFacts; readonly guidance: string };
 

@@ -24,7 +24,7 @@ import { shimPath } from '../agents/shim';
 import { findExecutable } from './executables';
 import { PROFILES, type ConfigSyntax } from '../agents/profiles/index';
 
-export type CheckName = 'config_syntax' | 'both_scopes' | 'codex_trust' | 'on_path';
+type CheckName = 'config_syntax' | 'both_scopes' | 'codex_trust' | 'on_path';
 
 export interface AgentCheck {
   readonly check: CheckName;
@@ -39,7 +39,7 @@ export interface AgentCheck {
 }
 
 /** One installed (or present) hook config, as doctor lists them. */
-export interface HookFile {
+interface HookFile {
   readonly agent: Agent;
   readonly scope: Scope;
   readonly path: string;
@@ -234,7 +234,7 @@ export interface CodexHookList {
  * an absolute PATH directory. Doctor runs it with the repository as its working directory, so a
  * relative name (`node_modules/.bin/codex`, `.`) would run whatever the repository ships.
  */
-export function codexBinary(env: Env): string | undefined {
+function codexBinary(env: Env): string | undefined {
   const named = env.TURNKEEPER_CODEX_BIN;
   if (named) return isAbsolute(named) ? named : undefined;
   return findExecutable(env, 'codex');

@@ -44,9 +44,9 @@ import type { Authority, ReceiptRow } from '../store/authority';
 import { noteVerifier, signingKey, signNote, trustedKeys, type TrustedKey } from './keys';
 import { readHomeConfig } from './homeConfig';
 
-export const DEFAULT_CHECKPOINT_EVERY = 100;
+const DEFAULT_CHECKPOINT_EVERY = 100;
 /** store_meta key of the newest checkpoint this store signed (any machine). */
-export const CHECKPOINT_META = 'checkpoint';
+const CHECKPOINT_META = 'checkpoint';
 const WITNESS_SCHEMA = 'turnkeeper.witness/v1';
 /** The tail of the witness file read by verify: far more than the newest checkpoints of any store. */
 const WITNESS_TAIL_BYTES = 1 << 20;
@@ -71,14 +71,14 @@ export type CheckpointedReport = ChainReport & { readonly witness?: WitnessState
  * agent's environment can carry a repository's `.env`, and a path from there would have every hook
  * append lines to any file the user can write (docs/team.md, "What an agent's environment can do").
  */
-export function witnessPath(env: Env): string | null {
+function witnessPath(env: Env): string | null {
   const chosen = readHomeConfig(env).witness;
   if (chosen === 'off') return null;
   return resolve(turnkeeperHome(env), chosen ?? 'witness.jsonl');
 }
 
 /** Automatic checkpoints every N receipts (`TURNKEEPER_CHECKPOINT_EVERY`, `checkpointEvery`); 0 turns them off. */
-export function checkpointEvery(env: Env): number {
+function checkpointEvery(env: Env): number {
   const fromEnv = env.TURNKEEPER_CHECKPOINT_EVERY;
   const value = fromEnv !== undefined && fromEnv !== '' ? Number(fromEnv) : readHomeConfig(env).checkpointEvery;
   return value !== undefined && Number.isSafeInteger(value) && value >= 0 ? value : DEFAULT_CHECKPOINT_EVERY;
@@ -293,13 +293,13 @@ interface WitnessEntry {
 }
 
 /** Appends one checkpoint to the witness file (O_APPEND: concurrent writers never interleave a line). */
-export function appendWitness(path: string, written: WrittenCheckpoint): void {
+function appendWitness(path: string, written: WrittenCheckpoint): void {
   const entry = { schema: WITNESS_SCHEMA, origin: written.origin, seq: written.seq, receipt: written.receipt, checkpoint: written.note };
   appendFileSync(path, JSON.stringify(entry) + '\n', { mode: 0o600 });
 }
 
 /** The witness's entries (its last megabyte), `[]` when there is no file, `'unreadable'` when unreadable. */
-export function readWitness(path: string): WitnessEntry[] | 'unreadable' {
+function readWitness(path: string): WitnessEntry[] | 'unreadable' {
   let text: string;
   let fd: number | undefined;
   try {

@@ -24,7 +24,7 @@ import {
   type OriginLookup,
 } from '../core/goal';
 
-export type GoalRule = 'turnkeeper_json' | 'origin' | 'common_dir' | 'not_git';
+type GoalRule = 'turnkeeper_json' | 'origin' | 'common_dir' | 'not_git';
 
 export interface ResolvedGoal {
   /** `goal_<24 hex>` of `key`. */

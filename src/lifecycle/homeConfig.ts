@@ -11,8 +11,8 @@ import { DEFAULT_LEASE_TTL_SECONDS, RENEWAL_INTERVAL_MS } from '../core/lease';
 import { ensurePrivateHome, turnkeeperHome, type Env } from '../store/location';
 import { writeFileAtomic } from '../agents/install';
 
-export const HOME_CONFIG_FILE = 'config.json';
-export const OFF_FILE = 'off';
+const HOME_CONFIG_FILE = 'config.json';
+const OFF_FILE = 'off';
 
 export const ON_CONFLICT_VALUES = ['context', 'block'] as const;
 export type OnConflict = (typeof ON_CONFLICT_VALUES)[number];
@@ -74,7 +74,7 @@ export function parseHomeConfig(value: unknown): HomeConfig {
   return out;
 }
 
-export const homeConfigPath = (env: Env): string => join(turnkeeperHome(env), HOME_CONFIG_FILE);
+const homeConfigPath = (env: Env): string => join(turnkeeperHome(env), HOME_CONFIG_FILE);
 
 /**
  * The file as last read by this process, and the identity it had then. A hook asks for several keys

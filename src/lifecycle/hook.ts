@@ -23,7 +23,7 @@ import { findStart } from './starts';
 import { GoalError } from '../core/goal';
 
 /** lastHookAt is proof of life, not an audit trail: refreshing it at most this often keeps replays read-only. */
-export const SESSION_TOUCH_INTERVAL_MS = 15_000;
+const SESSION_TOUCH_INTERVAL_MS = 15_000;
 
 export interface HookRun {
   /** '' or exactly one JSON object followed by a newline. */

@@ -46,14 +46,14 @@ export interface InstallRequest {
  * Backups of the agents' configs, and the records of configs install created, live here: never
  * beside the config, which may be in a repository that teammates commit.
  */
-export const hookBackupDir = (env: Env): string => join(turnkeeperHome(env), 'backups');
+const hookBackupDir = (env: Env): string => join(turnkeeperHome(env), 'backups');
 
 /**
  * The command an agent's config runs. At user scope the shim's absolute path under TURNKEEPER_HOME; at
  * project scope, a config teammates commit, `turnkeeper` from PATH: no path of this machine (spec §8).
  * Either stays byte-identical across Turnkeeper updates.
  */
-export function scopeCommand(agent: Agent, scope: Scope, env: Env): string {
+function scopeCommand(agent: Agent, scope: Scope, env: Env): string {
   return scope === 'project' ? `turnkeeper hook --agent ${agent}` : hookCommand(agent, shimPath(turnkeeperHome(env)));
 }
 
@@ -95,7 +95,7 @@ export function agentHooksStatus(request: InstallRequest) {
 }
 
 /** What doctor learnt of the store: its health, chain and server, or why it could not look. */
-export interface DoctorStore extends Partial<StoreHealth> {
+interface DoctorStore extends Partial<StoreHealth> {
   readonly path: string;
   readonly exists: boolean;
   readonly error?: string;

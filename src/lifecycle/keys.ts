@@ -23,7 +23,7 @@ const ED25519 = 0x01;
 /** DER prefix of an Ed25519 SubjectPublicKeyInfo (RFC 8410): what `openssl pkey -pubin` reads. */
 const SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
 
-export class KeyError extends Error {
+class KeyError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'KeyError';
@@ -142,7 +142,7 @@ export function signingKey(env: Env): SigningKey {
 }
 
 /** The public half of this installation's key, or undefined when none was created yet. */
-export function ownPublicKey(env: Env): PublicKeyInfo | undefined {
+function ownPublicKey(env: Env): PublicKeyInfo | undefined {
   const path = privateKeyPath(env);
   if (cached?.path === path) return cached.key;
   if (ensureKeysDir(env, false) === undefined) return undefined;

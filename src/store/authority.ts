@@ -378,7 +378,7 @@ export interface PreviousLaunch {
   readonly pidStart: string | null;
 }
 
-export type LaunchCommitRefusal = 'capture_released' | 'lease_moved' | 'launch_in_progress';
+type LaunchCommitRefusal = 'capture_released' | 'lease_moved' | 'launch_in_progress';
 
 export type LaunchCommitResult =
   | { readonly kind: 'committed'; readonly seq: number; readonly hash: string }

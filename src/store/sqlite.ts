@@ -42,7 +42,7 @@ const VERIFY_PAGE = 10_000;
  */
 const SQLITE_BUSY_SLICE_MS = 20;
 /** How long doctor's write-lock probe waits (StoreHealth.writeLock). */
-export const WRITE_LOCK_PROBE_MS = 1000;
+const WRITE_LOCK_PROBE_MS = 1000;
 const sleepBuffer = new Int32Array(new SharedArrayBuffer(4));
 const sleepSync = (ms: number): void => void Atomics.wait(sleepBuffer, 0, 0, ms);
 

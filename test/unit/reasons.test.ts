@@ -2,6 +2,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REASON_CODES, REASONS, RESUME_REASON_CODES, renderGuidance } from '../../src/core/reasons';
+import { RECEIPT_KINDS } from '../../src/core/receipts';
+import { LAUNCH_REFUSALS } from '../../src/launcher/refusals';
 
 describe('reason codes', () => {
   it('render guidance with the code in brackets, the facts and a recovering command', () => {
@@ -49,5 +51,20 @@ describe('reason codes', () => {
         .map((line) => line.slice(3).trim()),
     );
     for (const code of [...REASON_CODES, ...RESUME_REASON_CODES]) expect(headings, code).toContain(code);
+  });
+});
+
+describe('closed sets the docs list one by one', () => {
+  const rows = (doc: string): Set<string> =>
+    new Set([...readFileSync(resolve(__dirname, '../../docs', doc), 'utf8').matchAll(/^\| `([a-z_]+)` +\|/gm)].map((match) => match[1]!));
+
+  it('every receipt kind has its row (and writer) in docs/receipts.md', () => {
+    const documented = rows('receipts.md');
+    for (const kind of RECEIPT_KINDS) expect(documented, kind).toContain(kind);
+  });
+
+  it('every launch refusal has its row in docs/recovery.md', () => {
+    const documented = rows('recovery.md');
+    for (const code of LAUNCH_REFUSALS) expect(documented, code).toContain(code);
   });
 });

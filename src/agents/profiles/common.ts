@@ -18,7 +18,7 @@ export const hookSpecificContext = (eventName: string, text: string): HookOutput
 });
 
 /** `{"hookSpecificOutput":{"hookEventName","permissionDecision":"deny","permissionDecisionReason"}}`. */
-export const hookSpecificDeny = (eventName: string, text: string): HookOutput => ({
+const hookSpecificDeny = (eventName: string, text: string): HookOutput => ({
   hookSpecificOutput: { hookEventName: eventName, permissionDecision: 'deny', permissionDecisionReason: text },
 });
 

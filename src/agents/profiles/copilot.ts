@@ -21,7 +21,7 @@ const EVENTS: Readonly<Record<string, EventKind>> = {
 };
 
 /** `$COPILOT_HOME`, default `~/.copilot`: settings, trust (config.json) and session state. */
-export const copilotHome = (env: Env): string => resolve(nonEmpty(env.COPILOT_HOME) ?? join(homeOf(env), '.copilot'));
+const copilotHome = (env: Env): string => resolve(nonEmpty(env.COPILOT_HOME) ?? join(homeOf(env), '.copilot'));
 
 /**
  * `agentStop` reports `$COPILOT_HOME/session-state/<sessionId>/events.jsonl`; the other events do

@@ -31,10 +31,10 @@ export type ConfigSyntax = 'json' | 'json-comments';
  * runtime in its table for every agent (src/launcher/environment.ts: an agent's tools start other
  * runtimes too); agent-profiles.test.ts holds that table to cover each profile's runtime.
  */
-export type AgentRuntime = 'native' | 'bun' | 'node';
+type AgentRuntime = 'native' | 'bun' | 'node';
 
 /** How npm installs the agent, which is what the launcher must attest (spec §6, docs/launcher.md). */
-export interface InstallShape {
+interface InstallShape {
   /** The npm package (pinned as a devDependency for the e2e tests). */
   readonly npmPackage: string;
   /** What `node_modules/.bin/<executable>` points at, relative to the package. */
