@@ -167,7 +167,7 @@ async function resumeCapturedTurn(ctx: Ctx, given: string | undefined): Promise<
     check = await checkResume(store, captureId, { acceptDrift: true });
   }
   if (!check.ok) {
-    await showGuidanceDocument(captureId, check.guidance);
+    await showGuidanceDocument(captureId, check.guidance, check.reason);
     return;
   }
   openResumeTerminal(ctx, check.plan.capture, check.plan.drift !== undefined);
@@ -204,7 +204,7 @@ async function resumePicks(store: Authority, snapshot: StatusSnapshot, candidate
         detail: check?.ok
           ? t('resumable: {0}', capture.id)
           : check
-            ? `[${check.reason}] ${check.guidance.split('\n')[0]?.replace(/^Turnkeeper \[[a-z_]+\]: /, '') ?? ''}`
+            ? `[${check.reason}] ${REASONS[check.reason].explain(check.facts)}`
             : holder
               ? `[lease_moved] ${REASONS.lease_moved.explain({ ...facts, holder: holder.owner, epoch: holder.epoch })}`
               : `[capture_released] ${REASONS.capture_released.explain({ ...facts, epoch: lease?.epoch })}`,
@@ -225,13 +225,14 @@ async function showRecoveryGuidance(ctx: Ctx, given: string | undefined): Promis
   }
   if (!captureId) return;
   const check = await checkResume(store, captureId, { acceptDrift: false });
-  await showGuidanceDocument(captureId, check.ok ? t('Capture {0} can be resumed: run "Turnkeeper: Resume Captured Turn".', captureId) : check.guidance);
+  if (check.ok) await showGuidanceDocument(captureId, t('Capture {0} can be resumed: run "Turnkeeper: Resume Captured Turn".', captureId));
+  else await showGuidanceDocument(captureId, check.guidance, check.reason);
 }
 
-async function showGuidanceDocument(captureId: string, guidance: string): Promise<void> {
+/** The guidance as a read-only document; with the refusal's code, a warning that names it too. */
+async function showGuidanceDocument(captureId: string, guidance: string, code?: string): Promise<void> {
   const document = await vscode.workspace.openTextDocument(guidanceUri(captureId, guidance));
   await vscode.window.showTextDocument(document, { preview: true });
-  const code = /\[([a-z_]+)\]/.exec(guidance)?.[1];
   if (code) void vscode.window.showWarningMessage(t('Turnkeeper cannot resume {0}: [{1}]', captureId, code));
 }
 
