@@ -23,7 +23,7 @@ const grammar = (pattern: RegExp): GrammarCheck => ((value: unknown) => typeof v
 export const isTodoId = grammar(TODO_ID_PATTERN);
 export const isSessionId = grammar(SESSION_ID_PATTERN);
 /** Turn ids share the session grammar. */
-export const isTurnId = isSessionId;
+export const isTurnId = grammar(SESSION_ID_PATTERN);
 export const isCaptureId = grammar(CAPTURE_ID_PATTERN);
 export const isLaunchId = grammar(LAUNCH_ID_PATTERN);
 

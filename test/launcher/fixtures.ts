@@ -218,7 +218,7 @@ export async function waitFor(predicate: () => boolean, timeoutMs = 5000): Promi
   return predicate();
 }
 
-export interface LaunchReceipt {
+interface LaunchReceipt {
   readonly seq: number;
   readonly kind: string;
   readonly detail: Record<string, string | number | boolean | null>;
@@ -238,7 +238,7 @@ export interface ReceiptStore {
   close(): void;
 }
 
-export const GOAL = '/turnkeeper/launcher-tests';
+const GOAL = '/turnkeeper/launcher-tests';
 
 export async function receiptStore(path: string, options: { busyTimeoutMs?: number; open?: typeof openSqliteAuthority } = {}): Promise<ReceiptStore> {
   const open = options.open ?? openSqliteAuthority;

@@ -134,7 +134,7 @@ export interface LeaseJson {
   /** The holder's checkout (worktree root), from its capture. */
   checkout?: string;
 }
-export interface CaptureJson {
+interface CaptureJson {
   id: string;
   goal: string;
   todo: string;

@@ -23,7 +23,7 @@ export interface AnthropicMessage {
   content?: string | AnthropicBlock[];
 }
 
-export interface MessagesBody {
+interface MessagesBody {
   model?: string;
   stream?: boolean;
   system?: string | AnthropicBlock[];
@@ -41,7 +41,7 @@ export interface AnthropicRequest {
 }
 
 /** What the model answers: text, or one tool call. */
-export type AnthropicReply = { text: string } | { toolUse: { name: string; input: Record<string, unknown>; id?: string } } | { status: number; body: string };
+type AnthropicReply = { text: string } | { toolUse: { name: string; input: Record<string, unknown>; id?: string } } | { status: number; body: string };
 
 export type AnthropicScript = (request: AnthropicRequest, index: number) => AnthropicReply;
 

@@ -17,21 +17,6 @@ export interface CodexHome {
   env: NodeJS.ProcessEnv;
 }
 
-export interface HookCommand {
-  type: 'command';
-  command: string;
-  /** Seconds (Codex's unit). */
-  timeout?: number;
-}
-
-export interface HookGroup {
-  matcher?: string;
-  hooks: HookCommand[];
-}
-
-/** Event name (SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, Stop, ...) -> groups. */
-export type HooksConfig = Record<string, HookGroup[]>;
-
 export interface RunOptions {
   env: NodeJS.ProcessEnv;
   cwd?: string;
@@ -50,7 +35,7 @@ export interface RunResult {
 
 /** Name of the env var holding the dummy key referenced by `env_key` in config.toml. */
 export const MOCK_API_KEY_ENV = 'TURNKEEPER_MOCK_API_KEY';
-export const MOCK_PROVIDER_ID = 'mock';
+const MOCK_PROVIDER_ID = 'mock';
 
 /**
  * The native codex binary (skipping the node shim, which only execs it anyway).
@@ -130,15 +115,8 @@ ${extra}
   return file;
 }
 
-/** Write $CODEX_HOME/hooks.json in Codex's {"hooks": {...}} shape. */
-export function writeHooksJson(codexHome: string, hooks: HooksConfig): string {
-  const file = path.join(codexHome, 'hooks.json');
-  fs.writeFileSync(file, JSON.stringify({ hooks }, null, 2));
-  return file;
-}
-
 /** Spawn the codex binary with stdin closed (so exec never waits for a piped prompt). */
-export function runCodex(opts: RunOptions): Promise<RunResult> {
+function runCodex(opts: RunOptions): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(codexBinaryPath(), opts.args, {
       cwd: opts.cwd ?? process.cwd(),
@@ -173,13 +151,6 @@ export function runCodexExec(o: Omit<RunOptions, 'args'> & { prompt: string; fla
   return runCodex({ ...o, args: ['exec', ...(o.flags ?? EXEC_FLAGS), ...(o.extraArgs ?? []), o.prompt] });
 }
 
-/** `codex exec resume <flags> <sessionId> <prompt>`. */
-export function runCodexResume(
-  o: Omit<RunOptions, 'args'> & { sessionId: string; prompt: string; flags?: readonly string[]; extraArgs?: string[] },
-): Promise<RunResult> {
-  return runCodex({ ...o, args: ['exec', 'resume', ...(o.flags ?? EXEC_FLAGS), ...(o.extraArgs ?? []), o.sessionId, o.prompt] });
-}
-
 /** One entry of the app-server's `hooks/list` answer. */
 export type ListedHook = CodexListedHook;
 
@@ -188,7 +159,7 @@ export type ListedHook = CodexListedHook;
  * (src/lifecycle/agentChecks.ts), run on the pinned binary. Used to obtain the keys/hashes Codex
  * expects for persisted hook trust.
  */
-export async function listHooks(env: NodeJS.ProcessEnv, cwd: string, timeoutMs = 20_000): Promise<ListedHook[]> {
+async function listHooks(env: NodeJS.ProcessEnv, cwd: string, timeoutMs = 20_000): Promise<ListedHook[]> {
   return (await listCodexHooks(codexBinaryPath(), env, cwd, timeoutMs)).hooks;
 }
 

@@ -12,12 +12,12 @@ export interface GeminiPart {
   [key: string]: unknown;
 }
 
-export interface GeminiContent {
+interface GeminiContent {
   role?: string;
   parts?: GeminiPart[];
 }
 
-export interface GenerateBody {
+interface GenerateBody {
   contents?: GeminiContent[];
   systemInstruction?: GeminiContent;
   tools?: { functionDeclarations?: { name?: string }[] }[];
@@ -25,7 +25,7 @@ export interface GenerateBody {
 }
 
 // `string & {}`: any method name, without the known ones collapsing into plain `string`.
-export type GeminiMethod = 'streamGenerateContent' | 'generateContent' | 'countTokens' | (string & {});
+type GeminiMethod = 'streamGenerateContent' | 'generateContent' | 'countTokens' | (string & {});
 
 export interface GeminiRequest {
   method: GeminiMethod;
@@ -35,7 +35,7 @@ export interface GeminiRequest {
   body: GenerateBody | undefined;
 }
 
-export type GeminiReply = { text: string } | { functionCall: { name: string; args: Record<string, unknown> } } | { status: number; body: string };
+type GeminiReply = { text: string } | { functionCall: { name: string; args: Record<string, unknown> } } | { status: number; body: string };
 
 /** Answers turn requests (streamGenerateContent); side calls get `sideReply`. */
 export type GeminiScript = (request: GeminiRequest, index: number) => GeminiReply;
@@ -53,7 +53,7 @@ export interface GeminiMock {
 /** The router's classifier asks for `{"reasoning","model_choice"}` JSON; other side calls tolerate it. */
 const SIDE_REPLY_TEXT = JSON.stringify({ reasoning: 'A simple request.', model_choice: 'flash' });
 
-export function partText(part: GeminiPart): string {
+function partText(part: GeminiPart): string {
   if (typeof part.text === 'string') return part.text;
   const response = part.functionResponse?.response;
   if (response) return [response.output, response.error].filter((v) => typeof v === 'string').join('\n');

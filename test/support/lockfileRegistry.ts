@@ -31,7 +31,7 @@ interface Pinned {
 }
 
 /** `sha512-<base64>` → the file in npm's content-addressed cache (cacache's content-v2 layout). */
-export function cachedTarball(npmCache: string, integrity: string): string {
+function cachedTarball(npmCache: string, integrity: string): string {
   const [algorithm, digest] = integrity.split(/\s+/)[0]!.split(/-(.*)/s) as [string, string];
   const hex = Buffer.from(digest, 'base64').toString('hex');
   return join(npmCache, '_cacache', 'content-v2', algorithm, hex.slice(0, 2), hex.slice(2, 4), hex.slice(4));

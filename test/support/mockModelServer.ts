@@ -5,7 +5,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { startLoopbackServer } from './loopbackServer';
 
 /** An item of the request's `input` array (message, function_call, function_call_output, ...). */
-export interface InputItem {
+interface InputItem {
   type?: string;
   role?: string; // "developer" | "user" | "assistant" for messages
   content?: { type?: string; text?: string }[];
@@ -17,7 +17,7 @@ export interface InputItem {
 }
 
 /** The subset of a Responses API request body that tests look at. */
-export interface ResponsesBody {
+interface ResponsesBody {
   model?: string;
   input?: InputItem[];
   tools?: { type?: string; name?: string; [key: string]: unknown }[];
@@ -35,7 +35,7 @@ export interface RecordedRequest {
 }
 
 /** A single Responses-API output item (message, function_call, ...). */
-export type OutputItem = Record<string, unknown>;
+type OutputItem = Record<string, unknown>;
 
 /** What the mock sends back: a list of output items, or a raw HTTP error. */
 export type Reply = { items: OutputItem[] } | { status: number; body: string };
@@ -59,7 +59,7 @@ let counter = 0;
 const nextId = (prefix: string): string => `${prefix}_${Date.now().toString(36)}_${++counter}`;
 
 /** An assistant text message item. */
-export function textItem(text: string): OutputItem {
+function textItem(text: string): OutputItem {
   return {
     type: 'message',
     role: 'assistant',
@@ -69,7 +69,7 @@ export function textItem(text: string): OutputItem {
 }
 
 /** A function_call item; `args` is JSON-encoded because the API sends arguments as a string. */
-export function functionCallItem(name: string, args: unknown, callId = nextId('call')): OutputItem {
+function functionCallItem(name: string, args: unknown, callId = nextId('call')): OutputItem {
   return { type: 'function_call', id: nextId('fc'), call_id: callId, name, arguments: JSON.stringify(args) };
 }
 
@@ -82,7 +82,7 @@ export function textReply(text: string): Reply {
  * Codex 0.171 exposes its shell as the `exec_command` function
  * (arguments: {"cmd": string, "workdir"?: string, "yield_time_ms"?: number, ...}).
  */
-export const SHELL_TOOL_NAME = 'exec_command';
+const SHELL_TOOL_NAME = 'exec_command';
 
 /** Reply that asks Codex to run `cmd` through its shell tool. */
 export function shellCallReply(cmd: string, callId?: string): Reply {
@@ -90,7 +90,7 @@ export function shellCallReply(cmd: string, callId?: string): Reply {
 }
 
 /** True when the request carries a function_call_output (i.e. it is a tool follow-up). */
-export function hasFunctionCallOutput(req: RecordedRequest): boolean {
+function hasFunctionCallOutput(req: RecordedRequest): boolean {
   return (req.body?.input ?? []).some((i) => i.type === 'function_call_output');
 }
 

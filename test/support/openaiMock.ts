@@ -5,13 +5,13 @@
 // test can see a route it did not expect.
 import { startLoopbackServer } from './loopbackServer';
 
-export interface ChatToolCall {
+interface ChatToolCall {
   id?: string;
   type?: string;
   function?: { name?: string; arguments?: string };
 }
 
-export interface ChatMessage {
+interface ChatMessage {
   role?: string;
   content?: string | { type?: string; text?: string }[] | null;
   tool_calls?: ChatToolCall[];
@@ -19,7 +19,7 @@ export interface ChatMessage {
   [key: string]: unknown;
 }
 
-export interface ChatBody {
+interface ChatBody {
   model?: string;
   stream?: boolean;
   messages?: ChatMessage[];
@@ -33,7 +33,7 @@ export interface ChatRequest {
   readonly body: ChatBody | undefined;
 }
 
-export type ChatReply = { text: string } | { toolCall: { name: string; arguments: Record<string, unknown> } } | { status: number; body: string };
+type ChatReply = { text: string } | { toolCall: { name: string; arguments: Record<string, unknown> } } | { status: number; body: string };
 
 /** Answers each chat-completions request (index counts them from 0). */
 export type ChatScript = (request: ChatRequest, index: number) => ChatReply;
@@ -51,7 +51,7 @@ export interface OpenAiMock {
 export const MOCK_MODEL = 'mock-model';
 
 /** The text of one message, whatever content shape it uses. */
-export function messageText(message: ChatMessage): string {
+function messageText(message: ChatMessage): string {
   const { content } = message;
   if (typeof content === 'string') return content;
   if (Array.isArray(content)) return content.map((part) => part.text ?? '').join('\n');

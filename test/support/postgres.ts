@@ -28,7 +28,7 @@ import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
-export const PG_ADMIN_USER = 'tk_admin';
+const PG_ADMIN_USER = 'tk_admin';
 const INSTALL_HINT = 'apt-get install postgresql, or run .ci/run';
 
 export interface PgServer {

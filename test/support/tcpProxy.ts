@@ -27,7 +27,7 @@
 // itself. A connection that switches to TLS or GSS encryption is passed through but never matched.
 import net, { type AddressInfo } from 'node:net';
 
-export type ProxyMode = 'forward' | 'stall' | { dropReplyAfter: string | RegExp };
+type ProxyMode = 'forward' | 'stall' | { dropReplyAfter: string | RegExp };
 
 export interface TcpProxy {
   /** The proxy's port on 127.0.0.1. */

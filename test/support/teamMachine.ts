@@ -6,7 +6,7 @@ import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
 /** git with a fixed identity, quiet. */
-export function git(cwd: string, ...args: string[]): void {
+function git(cwd: string, ...args: string[]): void {
   execFileSync('git', ['-c', 'user.email=t@example.invalid', '-c', 'user.name=t', ...args], { cwd, stdio: 'ignore' });
 }
 
