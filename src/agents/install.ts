@@ -37,14 +37,13 @@ import {
   readlinkSync,
   readSync,
   realpathSync,
-  renameSync,
   statSync,
   unlinkSync,
-  writeSync,
   type Stats,
 } from 'node:fs';
 import { basename, dirname, join, resolve, sep } from 'node:path';
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { syncDir, writeAll, writeFileAtomic } from './atomicFile';
 import { applyEdits, parse as parseJsonc, parseTree, printParseErrorCode, type Edit, type Node, type ParseError } from 'jsonc-parser';
 import { AGENTS, type Agent } from '../core/ids';
 import { byAgent, PROFILES } from './profiles/index';
@@ -779,55 +778,4 @@ function deleteFile(path: string, stillCurrent: () => boolean): boolean {
   unlinkSync(path);
   syncDir(dirname(path));
   return true;
-}
-
-/** writeSync may write less than asked; loop until every byte is out. */
-function writeAll(fd: number, content: string | Uint8Array): void {
-  const bytes = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
-  for (let done = 0; done < bytes.byteLength;) done += writeSync(fd, bytes, done, bytes.byteLength - done);
-}
-
-/**
- * Temp file in the same directory, fsync, rename: readers see the old file or the new one, never
- * half of one. `stillCurrent` runs just before the rename; returning false abandons the write.
- * Missing parent directories are created 0700: the shim's write is what creates TURNKEEPER_HOME,
- * which must be private from its first moment.
- */
-export function writeFileAtomic(path: string, content: string | Uint8Array, mode: number | undefined, stillCurrent: () => boolean = () => true): boolean {
-  const dir = dirname(path);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const temp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
-  const fd = openSync(temp, 'wx', mode ?? 0o666);
-  try {
-    try {
-      writeAll(fd, content);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    if (mode !== undefined) chmodSync(temp, mode); // keep the old file's mode exactly, whatever the umask
-    if (!stillCurrent()) {
-      unlinkSync(temp);
-      return false;
-    }
-    renameSync(temp, path);
-  } catch (error) {
-    if (existsSync(temp)) unlinkSync(temp);
-    throw error;
-  }
-  syncDir(dir);
-  return true;
-}
-
-function syncDir(dir: string): void {
-  try {
-    const fd = openSync(dir, 'r');
-    try {
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-  } catch {
-    // Some filesystems refuse fsync on a directory; the rename itself already happened.
-  }
 }

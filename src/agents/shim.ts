@@ -3,7 +3,8 @@
 // (Codex silently skips a hook whose definition changed until the user trusts it again).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { shQuote, writeFileAtomic } from './install';
+import { shQuote } from './install';
+import { writeFileAtomic } from './atomicFile';
 
 export interface ShimTarget {
   /** The executable that runs Turnkeeper's CLI: node, or the extension host's own binary. */

@@ -33,7 +33,7 @@ import {
 } from 'node:fs';
 import { dirname, join, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { writeFileAtomic } from '../agents/install';
+import { writeFileAtomic } from '../agents/atomicFile';
 import { canonicalJson, digestDocument, digestHex } from '../core/canonical';
 import { closuresDir, SNAPSHOT_NAME, treeSize, turnkeeperHome, type Env } from '../store/location';
 import { digestOfDescriptorSync, HASH_CHUNK } from './digest';
