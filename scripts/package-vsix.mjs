@@ -69,6 +69,8 @@ const files = [
   ['dist/extension.js', 'dist/extension.js'],
   ['dist/cli.js', 'dist/cli.js'],
   ['dist/turnkeeper.js', 'dist/turnkeeper.js'],
+  ['dist/hook.js', 'dist/hook.js'],
+  ['dist/pg.js', 'dist/pg.js'],
   // node-gyp-build(__dirname of the bundle) finds it in dist/prebuilds/<platform>-<arch>/.
   ...(TARGETS[target].launcher ? [[`native/prebuilds/${target}/turnkeeper-launcher.node`, `dist/prebuilds/${target}/turnkeeper-launcher.node`]] : []),
   // better-sqlite3 13 loads lib/index.js -> lib/binding.js -> prebuilds/<platform>-<arch>.node

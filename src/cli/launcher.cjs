@@ -48,7 +48,10 @@ if (!nodeIsRecentEnough(process.versions.node) && !(off && hook)) {
   drainStdin();
 } else {
   if (!off) enableCompileCache();
-  require('./turnkeeper.js').runCli();
+  // A hook loads only the hook's bundle (src/cli/hookMain.ts says why); its --help is the full CLI's.
+  const args = process.argv.slice(3);
+  if (hook && !args.includes('--help') && !args.includes('-h')) require('./hook.js').runHookCli();
+  else require('./turnkeeper.js').runCli();
 }
 
 function nodeIsRecentEnough(version) {

@@ -14,13 +14,19 @@ interface SourceMap {
 }
 
 describe('build source maps', () => {
-  it.each(['turnkeeper.js', 'extension.js'])('the development build of %s links a map whose sources are this checkout’s files', (bundle) => {
+  // Each bundle and a source its map must name: its entry (pg.js is the PostgreSQL library alone).
+  const entries: [string, string][] = [
+    ['turnkeeper.js', '../src/cli/main.ts'],
+    ['hook.js', '../src/cli/hookMain.ts'],
+    ['extension.js', '../src/extension/main.ts'],
+    ['pg.js', '../node_modules/pg/lib/client.js'],
+  ];
+  it.each(entries)('the development build of %s links a map whose sources are this checkout’s files', (bundle, entry) => {
     const code = readFileSync(join(ROOT, 'dist', bundle), 'utf8');
     expect(code.trimEnd().endsWith(`//# sourceMappingURL=${bundle}.map`)).toBe(true);
     const map = JSON.parse(readFileSync(join(ROOT, 'dist', `${bundle}.map`), 'utf8')) as SourceMap;
-    const own = map.sources.filter((source) => source.startsWith('../src/'));
-    expect(own).toContain(bundle === 'extension.js' ? '../src/extension/main.ts' : '../src/cli/main.ts');
-    for (const source of own) expect(existsSync(resolve(ROOT, 'dist', source)), source).toBe(true);
+    expect(map.sources).toContain(entry);
+    for (const source of map.sources) expect(existsSync(resolve(ROOT, 'dist', source)), source).toBe(true);
     expect(map.mappings.length).toBeGreaterThan(1000);
   });
 
@@ -33,7 +39,7 @@ describe('build source maps', () => {
       cpSync(join(ROOT, 'dist'), join(copy, 'dist'), { recursive: true }); // with the development maps
       expect(existsSync(join(copy, 'dist', 'turnkeeper.js.map'))).toBe(true);
       execFileSync(process.execPath, ['scripts/build.mjs', '--release'], { cwd: copy, stdio: 'pipe' });
-      for (const bundle of ['turnkeeper.js', 'extension.js']) {
+      for (const bundle of ['turnkeeper.js', 'hook.js', 'extension.js', 'pg.js']) {
         expect(existsSync(join(copy, 'dist', `${bundle}.map`)), `${bundle}.map`).toBe(false);
         expect(readFileSync(join(copy, 'dist', bundle), 'utf8')).not.toContain('sourceMappingURL');
       }

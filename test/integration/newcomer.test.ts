@@ -117,6 +117,8 @@ describe('a fresh clone, the README quick start, and the packed CLI', () => {
         'LICENSE',
         'dist/cli.js',
         'dist/turnkeeper.js',
+        'dist/hook.js',
+        'dist/pg.js',
         `native/prebuilds/${process.platform}-${process.arch}/turnkeeper-launcher.node`,
       ]),
     );

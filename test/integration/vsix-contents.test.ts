@@ -69,6 +69,8 @@ function expectedNames(target: Target): string[] {
     'dist/extension.js',
     'dist/cli.js',
     'dist/turnkeeper.js',
+    'dist/hook.js',
+    'dist/pg.js',
     ...(hasLauncher(target) ? [`dist/prebuilds/${target}/turnkeeper-launcher.node`] : []),
     'node_modules/better-sqlite3/package.json',
     'node_modules/better-sqlite3/LICENSE',
