@@ -56,30 +56,35 @@ const idString = z.string().check(z.refine(isSessionId, 'id outside its grammar'
 const eventName = z.string().check(z.maxLength(64));
 const ANY_LENGTH = MAX_HOOK_INPUT_BYTES;
 
-const snakeSchema = z.looseObject({
-  hook_event_name: eventName,
-  session_id: idString,
-  cwd: pathString,
-  transcript_path: z.nullish(pathString),
-  turn_id: z.nullish(idString),
-  prompt_id: z.nullish(idString),
-  prompt: z.nullish(wellFormed(ANY_LENGTH)),
-  tool_name: z.nullish(wellFormed(256)),
-  model: z.nullish(wellFormed(256)),
-  permission_mode: z.nullish(wellFormed(256)),
-  timestamp: z.nullish(wellFormed(256)),
-});
+// Each dialect's schema is built on first use: building schemas is start-up time every hook pays.
+const makeSnakeSchema = () =>
+  z.looseObject({
+    hook_event_name: eventName,
+    session_id: idString,
+    cwd: pathString,
+    transcript_path: z.nullish(pathString),
+    turn_id: z.nullish(idString),
+    prompt_id: z.nullish(idString),
+    prompt: z.nullish(wellFormed(ANY_LENGTH)),
+    tool_name: z.nullish(wellFormed(256)),
+    model: z.nullish(wellFormed(256)),
+    permission_mode: z.nullish(wellFormed(256)),
+    timestamp: z.nullish(wellFormed(256)),
+  });
 
 // Copilot CLI under camelCase event names: `timestamp` is milliseconds since the epoch.
-const camelSchema = z.looseObject({
-  sessionId: idString,
-  cwd: pathString,
-  transcriptPath: z.nullish(pathString),
-  prompt: z.nullish(wellFormed(ANY_LENGTH)),
-  toolName: z.nullish(wellFormed(256)),
-  timestamp: z.nullish(z.union([z.number(), wellFormed(256)])),
-  source: z.nullish(wellFormed(256)),
-});
+const makeCamelSchema = () =>
+  z.looseObject({
+    sessionId: idString,
+    cwd: pathString,
+    transcriptPath: z.nullish(pathString),
+    prompt: z.nullish(wellFormed(ANY_LENGTH)),
+    toolName: z.nullish(wellFormed(256)),
+    timestamp: z.nullish(z.union([z.number(), wellFormed(256)])),
+    source: z.nullish(wellFormed(256)),
+  });
+let snakeSchema: ReturnType<typeof makeSnakeSchema> | undefined;
+let camelSchema: ReturnType<typeof makeCamelSchema> | undefined;
 
 /** The fields every dialect maps onto. */
 interface Fields {
@@ -105,13 +110,13 @@ export function detectAgent(payload: Readonly<Record<string, unknown>>, env: Env
 }
 
 function fieldsOf(dialect: PayloadDialect, json: unknown): Fields {
-  const parsed = dialect === 'camel' ? camelSchema.safeParse(json) : snakeSchema.safeParse(json);
+  const parsed = dialect === 'camel' ? (camelSchema ??= makeCamelSchema()).safeParse(json) : (snakeSchema ??= makeSnakeSchema()).safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     throw new InvalidHookInput(`${issue?.path.join('.') || 'payload'}: ${issue?.message ?? 'invalid'}`);
   }
   if (dialect === 'camel') {
-    const p = parsed.data as z.infer<typeof camelSchema>;
+    const p = parsed.data as z.infer<ReturnType<typeof makeCamelSchema>>;
     return {
       eventName: undefined,
       session: p.sessionId,
@@ -123,7 +128,7 @@ function fieldsOf(dialect: PayloadDialect, json: unknown): Fields {
       toolName: p.toolName,
     };
   }
-  const p = parsed.data as z.infer<typeof snakeSchema>;
+  const p = parsed.data as z.infer<ReturnType<typeof makeSnakeSchema>>;
   return {
     eventName: p.hook_event_name,
     session: p.session_id,

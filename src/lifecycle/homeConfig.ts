@@ -47,18 +47,21 @@ export interface HomeConfig {
   readonly checkpointEvery?: number;
 }
 
-const fields = {
+// Built on first use: most hooks find no config.json, and building schemas is start-up time.
+const makeFields = () => ({
   onConflict: z.enum(ON_CONFLICT_VALUES),
   // Numbers in the file (a string is not accepted there, unlike the environment variables).
   leaseTtlSeconds: z.number(),
   store: z.string().check(z.trim(), z.minLength(1)),
   witness: z.string().check(z.trim(), z.minLength(1)),
   checkpointEvery: z.int().check(z.nonnegative()),
-};
+});
+let schemas: ReturnType<typeof makeFields> | undefined;
 
 export function parseHomeConfig(value: unknown): HomeConfig {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return {};
   const record = value as Record<string, unknown>;
+  const fields = (schemas ??= makeFields());
   const out: { -readonly [K in keyof HomeConfig]: HomeConfig[K] } = {};
   const onConflict = fields.onConflict.safeParse(record.onConflict);
   if (onConflict.success) out.onConflict = onConflict.data;
