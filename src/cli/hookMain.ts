@@ -3,11 +3,15 @@
 // full command line (dist/turnkeeper.js) evaluates and collects far more at start-up, which bench row 1
 // measured at about 3.5 ms of a ~45 ms hook. dist/cli.js (src/cli/launcher.cjs) chooses between them;
 // `turnkeeper hook --help` still goes to the full command line, which owns every command's help.
+import * as z from 'zod/mini';
 import { terminalSafe } from '../core/terminal';
 import { hookCommand } from './hookCommand';
 import { readStdin, writer } from './stdio';
 
 export function runHookCli(): void {
+  // A hook parses one payload and exits: zod's compiled fast path (generated with new Function on an
+  // object schema's first parse) costs more to build than the one parse it speeds up.
+  z.config({ jitless: true });
   // Spec §10: the hook exits 0 even when stdout or stderr cannot be written.
   const ignore = (): void => {};
   const err = writer(2, ignore);
