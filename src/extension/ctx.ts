@@ -14,7 +14,7 @@ import { statusSnapshot, type StatusSnapshot } from '../lifecycle/status';
 import { resolveGoal, type ResolvedGoal } from '../lifecycle/goal';
 import { writeHookSettings } from '../lifecycle/homeConfig';
 import * as settings from './config';
-import { captureNodes, leaseNodes, receiptNodes, todoNodes, TreeModel, type Changed, type CheckpointView, type ReceiptRowView } from './models';
+import { captureNodes, leaseNodes, receiptNodes, todoNodes, TreeModel, type CheckpointView, type ModelChange, type ReceiptRowView } from './models';
 import { checkpointsOf, type CheckpointedReport } from '../lifecycle/checkpoints';
 
 /** Receipts per page of the Receipts view ("Load more…" adds one). */
@@ -25,7 +25,7 @@ export class Ctx implements vscode.Disposable {
   readonly captures = new TreeModel();
   readonly leases = new TreeModel();
   readonly receipts = new TreeModel();
-  private readonly changed = new vscode.EventEmitter<{ model: TreeModel; nodes: Changed }>();
+  private readonly changed = new vscode.EventEmitter<ModelChange>();
   readonly onDidChange = this.changed.event;
   private readonly snapshotChanged = new vscode.EventEmitter<StatusSnapshot>();
   readonly onDidChangeSnapshot = this.snapshotChanged.event;

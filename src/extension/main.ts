@@ -30,7 +30,7 @@ export function activate(context: vscode.ExtensionContext): void {
     ['turnkeeper.leases', ctx.leases],
     ['turnkeeper.receipts', ctx.receipts],
   ] as const) {
-    const provider = new TurnkeeperTree(ctx, model);
+    const provider = new TurnkeeperTree(ctx.onDidChange, model);
     const view = vscode.window.createTreeView(id, { treeDataProvider: provider, showCollapseAll: id === 'turnkeeper.captures' });
     // Nothing is read until a view is shown: activation stays free of database work.
     view.onDidChangeVisibility((event) => event.visible && ctx.viewShown(id));

@@ -24,6 +24,12 @@ export interface ViewNode {
 /** What a model update changed: undefined means the root list itself changed. */
 export type Changed = readonly (ViewNode | undefined)[];
 
+/** A model's change report, as the tree providers hear it: which model, and which of its nodes changed. */
+export interface ModelChange {
+  readonly model: TreeModel;
+  readonly nodes: Changed;
+}
+
 export class TreeModel {
   private roots: readonly ViewNode[] = [];
   private readonly byId = new Map<string, ViewNode>();

@@ -1,8 +1,7 @@
 // TreeDataProviders: thin translations of the models in models.ts into VS Code tree items, refreshed
 // node by node from the models' change reports.
 import * as vscode from 'vscode';
-import type { Ctx } from './ctx';
-import type { TreeModel, ViewNode } from './models';
+import type { ModelChange, TreeModel, ViewNode } from './models';
 
 export class TurnkeeperTree implements vscode.TreeDataProvider<ViewNode>, vscode.Disposable {
   private readonly emitter = new vscode.EventEmitter<ViewNode | undefined>();
@@ -16,10 +15,10 @@ export class TurnkeeperTree implements vscode.TreeDataProvider<ViewNode>, vscode
   private readonly given = new Map<string, ViewNode>();
 
   constructor(
-    ctx: Ctx,
+    onDidChange: vscode.Event<ModelChange>,
     private readonly model: TreeModel,
   ) {
-    this.subscription = ctx.onDidChange(({ model: changedModel, nodes }) => {
+    this.subscription = onDidChange(({ model: changedModel, nodes }) => {
       if (changedModel !== this.model) return;
       for (const node of nodes) {
         const known = node && this.given.get(node.id);

@@ -1,17 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { EventEmitter } from '../support/vscode';
 import { TurnkeeperTree } from '../../src/extension/views';
-import { TreeModel, type ViewNode } from '../../src/extension/models';
-import type { Ctx } from '../../src/extension/ctx';
+import { TreeModel, type ModelChange, type ViewNode } from '../../src/extension/models';
 
 const leaf = (id: string, label = id): ViewNode => ({ id, label, contextValue: 'x' });
 const group = (id: string, children: ViewNode[], label = id): ViewNode => ({ id, label, contextValue: 'g', children });
 
 describe('TurnkeeperTree', () => {
   it('refreshes a changed group through the element object VS Code already holds, and serves its current data', () => {
-    const changes = new EventEmitter<{ model: TreeModel; nodes: ReturnType<TreeModel['update']> }>();
+    const changes = new EventEmitter<ModelChange>();
     const model = new TreeModel();
-    const tree = new TurnkeeperTree({ onDidChange: changes.event } as unknown as Ctx, model);
+    const tree = new TurnkeeperTree(changes.event, model);
     const fired: (ViewNode | undefined)[] = [];
     tree.onDidChangeTreeData((node) => fired.push(node));
 
@@ -29,9 +28,9 @@ describe('TurnkeeperTree', () => {
   });
 
   it('refreshes from the root when the changed node was never shown', () => {
-    const changes = new EventEmitter<{ model: TreeModel; nodes: ReturnType<TreeModel['update']> }>();
+    const changes = new EventEmitter<ModelChange>();
     const model = new TreeModel();
-    const tree = new TurnkeeperTree({ onDidChange: changes.event } as unknown as Ctx, model);
+    const tree = new TurnkeeperTree(changes.event, model);
     const fired: (ViewNode | undefined)[] = [];
     tree.onDidChangeTreeData((node) => fired.push(node));
     model.update([group('ready', [leaf('a')])]);
