@@ -82,10 +82,13 @@ function passwordOf(url: string): string | undefined {
 }
 
 let pgModule: typeof import('pg') | undefined;
-async function loadPg(): Promise<typeof import('pg')> {
+function loadPg(): typeof import('pg') {
   if (!pgModule) {
-    pgModule = await import('pg');
-    const pg = (pgModule as unknown as { default?: typeof import('pg') }).default ?? pgModule;
+    // require, not import(): pg is CommonJS (dist/pg.js in the bundles), and import() would take it
+    // through the ESM loader, milliseconds of every team-store hook. Loaded on first connect only.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const loaded = require('pg') as typeof import('pg') & { default?: typeof import('pg') };
+    const pg = loaded.default ?? loaded;
     pgModule = pg;
     // bigint columns hold ms times and sequence numbers, all safe integers.
     pg.types.setTypeParser(20, (value: string) => Number(value));
@@ -95,7 +98,7 @@ async function loadPg(): Promise<typeof import('pg')> {
 
 /** Connects one client (no pool: a hook is one short process; the extension keeps one client). */
 async function connectClient(options: PostgresOptions): Promise<Client> {
-  const pg = await loadPg();
+  const pg = loadPg();
   const config: ClientConfig = {
     connectionString: options.url,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 2000,
