@@ -38,21 +38,7 @@ const scratch = mkdtempSync(join(tmpdir(), 'tk-bench-launcher-'));
 const bundlePath = join(REPO, 'dist', 'bench-product.cjs');
 
 await build({
-  stdin: {
-    contents: [
-      "export { attest, clearAttestationCache, attestationCacheSize, releaseAttestation } from './src/launcher/attest';",
-      "export { launchAttested } from './src/launcher/launch';",
-      "export { openSqliteAuthority } from './src/lifecycle/open';",
-      "export { receiptNodes } from './src/extension/models';",
-      "export { parseReceipt, buildReceipt } from './src/core/receipts';",
-      "export { digestText, digestTextBulk } from './src/core/canonical';",
-      "export { closureOf, clearClosureCache, listClosures, pruneClosures } from './src/launcher/closure';",
-      "export { transcriptCarries, fullCaptureMarker } from './src/lifecycle/presentation';",
-      "export { resolveGoal } from './src/lifecycle/goal';",
-    ].join('\n'),
-    resolveDir: REPO,
-    loader: 'ts',
-  },
+  entryPoints: [join(REPO, 'bench/lib/launcherProduct.ts')],
   bundle: true,
   platform: 'node',
   format: 'cjs',

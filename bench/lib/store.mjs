@@ -25,20 +25,7 @@ export const DRIVER = createRequire(join(REPO_ROOT, 'package.json')).resolve('be
 export async function loadProductStore(scratch) {
   const outfile = join(scratch, 'bench-store.cjs');
   await build({
-    stdin: {
-      contents: [
-        "export { openSqliteAuthority } from './src/lifecycle/open';",
-        "export { buildCapture } from './src/core/capture';",
-        "export { preconditionsOf } from './src/lifecycle/workspace';",
-        "export { resolveGoal } from './src/lifecycle/goal';",
-        // Rows C3: one checkpoint signature and its verification, in-process, through the product's code.
-        "export { signingKey, signNote, noteVerifier } from './src/lifecycle/keys';",
-        "export { checkpointText, signedNote, parseCheckpoint } from './src/core/checkpoint';",
-      ].join('\n'),
-      resolveDir: REPO_ROOT,
-      loader: 'ts',
-      sourcefile: 'bench-store-entry.ts',
-    },
+    entryPoints: [join(REPO_ROOT, 'bench/lib/storeProduct.ts')],
     bundle: true,
     platform: 'node',
     format: 'cjs',

@@ -53,6 +53,9 @@ interface CachedObject {
 }
 /** Digests by identity: a second launch of an unchanged 300 MB binary does not rehash it. */
 const attestationCache = new Map<string, CachedObject>();
+/** For the benchmark's memory row (bench/launcher.mjs): entries held, and a cold start. */
+export const attestationCacheSize = (): number => attestationCache.size;
+export const clearAttestationCache = (): void => attestationCache.clear();
 
 /**
  * Node's single-executable fuse as postject flips it: every Node binary carries the sentinel with
