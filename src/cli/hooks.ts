@@ -4,6 +4,7 @@ import { AGENTS, isAgent, type Agent } from '../core/ids';
 import type { Scope } from '../agents/install';
 import { agentHooksStatus, doctorReport, installAgentHooks, uninstallAgentHooks } from '../lifecycle/installation';
 import { findExecutable } from '../lifecycle/executables';
+import { witnessSentence } from '../lifecycle/checkpoints';
 import { EXIT, placementFrom, openStore, parse, printJson, UsageError, type Io } from './io';
 
 export function hooksCommand(args: string[], io: Io): number {
@@ -89,6 +90,7 @@ export async function doctorCommand(args: string[], io: Io): Promise<number> {
     io.out(
       `store: ${String(store.path)} ${store.exists ? `(schema ${store.schemaVersion ?? '?'}, integrity ${store.integrity ?? '?'})` : '(not created yet)'}\n`,
     );
+    if (store.chain) io.out(`${witnessSentence(store.chain.witness, store.chain.breaks)}\n`);
     for (const item of report.hooks) if (item.installed) io.out(`hooks: ${item.agent} (${item.scope}) installed in ${item.path}\n`);
     // What each agent will do with them: one line per check, its fix under a problem.
     for (const check of report.checks) {

@@ -7,6 +7,7 @@ import { storePath } from '../store/location';
 import { readAnchor } from '../store/anchor';
 import { statusSnapshot, leaseView } from '../lifecycle/status';
 import { callerOwner, requesterOf } from '../lifecycle/settings';
+import { witnessSentence } from '../lifecycle/checkpoints';
 import type { Authority, ReceiptRow } from '../store/authority';
 import { EXIT, goalFrom, openStore, parse, placementFrom, printJson, todoIdArg, UsageError, type Io } from './io';
 
@@ -182,10 +183,13 @@ export async function verifyCommand(args: string[], io: Io): Promise<number> {
   store.close();
   // The shape spec §5 fixes, exactly: {ok, verified, breaks}.
   if (values.json) printJson(io, { ok: report.ok, verified: report.verified, breaks: report.breaks });
-  else if (report.ok) io.out(`receipt chain verifies: ${report.verified} receipts\n`);
   else {
-    io.out(`receipt chain is BROKEN: ${report.verified} receipts verify, ${report.breaks.length} breaks\n`);
-    for (const item of report.breaks) io.out(`  seq ${item.seq}: ${item.kind}\n`);
+    if (report.ok) io.out(`receipt chain verifies: ${report.verified} receipts\n`);
+    else {
+      io.out(`receipt chain is BROKEN: ${report.verified} receipts verify, ${report.breaks.length} breaks\n`);
+      for (const item of report.breaks) io.out(`  seq ${item.seq}: ${item.kind}\n`);
+    }
+    io.out(`${witnessSentence(report.witness, report.breaks)}\n`);
   }
   return report.ok ? EXIT.done : EXIT.refused;
 }

@@ -89,6 +89,18 @@ export interface ChainBreak {
   readonly seq: number;
   readonly kind: BreakKind;
 }
+/** What the witness outside the store said of it (src/lifecycle/checkpoints.ts compares them). */
+export type WitnessState =
+  | {
+      readonly state: 'checked';
+      readonly path: string;
+      readonly seq: number;
+      readonly receipt: number | null;
+      readonly signer: string | null;
+      readonly time: string;
+    }
+  | { readonly state: 'none' | 'off' | 'unreadable'; readonly path: string | null };
+
 export interface ChainReport {
   readonly ok: boolean;
   readonly verified: number;
@@ -97,6 +109,8 @@ export interface ChainReport {
   readonly end?: ChainLink;
   /** The anchor the store was compared with: the receipt it names, or why there was none to compare. */
   readonly anchor?: { readonly seq: number } | 'none' | 'unreadable';
+  /** The witness the store was compared with, when checkpoints are on (src/lifecycle/checkpoints.ts). */
+  readonly witness?: WitnessState;
 }
 
 /** A stored row, exactly as read: columns may hold anything, a reader must never crash on them. */

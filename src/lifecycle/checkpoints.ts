@@ -17,7 +17,7 @@
 // write that appends nothing (a replay) does nothing here: no key, no node:crypto, no config read.
 import { appendFileSync, closeSync, openSync, readSync, fstatSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { buildReceipt, parseReceipt, type ChainBreak, type ChainLink, type ChainReport } from '../core/receipts';
+import { buildReceipt, parseReceipt, type ChainBreak, type ChainLink, type ChainReport, type WitnessState } from '../core/receipts';
 import { canonicalJson, digestText } from '../core/canonical';
 import {
   bundleHeaderLine,
@@ -51,19 +51,21 @@ const WITNESS_SCHEMA = 'turnkeeper.witness/v1';
 /** The tail of the witness file read by verify: far more than the newest checkpoints of any store. */
 const WITNESS_TAIL_BYTES = 1 << 20;
 
-/** What the witness said, for reports (verify's library report, doctor, the Receipts view). */
-export type WitnessState =
-  | {
-      readonly state: 'checked';
-      readonly path: string;
-      readonly seq: number;
-      readonly receipt: number | null;
-      readonly signer: string | null;
-      readonly time: string;
-    }
-  | { readonly state: 'none' | 'off' | 'unreadable'; readonly path: string | null };
+/** A chain report with the witness's say (core's ChainReport carries it as an optional field). */
+export type CheckpointedReport = ChainReport;
 
-export type CheckpointedReport = ChainReport & { readonly witness?: WitnessState };
+/** One sentence on the witness for a person (verify, doctor): where it is and what it said. */
+export function witnessSentence(witness: WitnessState | undefined, breaks: readonly ChainBreak[]): string {
+  const cut = breaks.find((item) => item.kind === 'truncated_after_checkpoint' || item.kind === 'checkpoint_mismatch');
+  if (witness === undefined) return 'witness: not compared';
+  if (witness.state !== 'checked') {
+    if (witness.state === 'off') return 'witness: off (witness in config.json)';
+    if (witness.state === 'unreadable') return `witness: ${witness.path ?? '?'} cannot be read`;
+    return `witness: ${witness.path ?? '?'} holds no checkpoint of this store yet (turnkeeper checkpoint writes one)`;
+  }
+  const said = `witness: ${witness.path} holds the checkpoint of receipt #${witness.seq}${witness.signer ? ` signed by ${witness.signer}` : ''} at ${witness.time}`;
+  return cut ? `${said}; the store disagrees: ${cut.kind} at #${cut.seq}` : `${said}; the store agrees`;
+}
 
 /**
  * The witness file: `witness` in config.json (a relative path is under TURNKEEPER_HOME), else

@@ -19,6 +19,7 @@ import {
 import { byAgent, PROFILES } from '../agents/profiles/index';
 import { readShim, shimPath, writeShim } from '../agents/shim';
 import type { Authority, StoreHealth } from '../store/authority';
+import type { ChainReport } from '../core/receipts';
 import { closuresDir, SNAPSHOT_NAME, storePath, treeSize, turnkeeperHome, type Env } from '../store/location';
 import { silentLaunches, type SilentLaunch } from './status';
 import { clientClock, hookBusyTimeoutMs } from './settings';
@@ -98,6 +99,8 @@ export function agentHooksStatus(request: InstallRequest) {
 interface DoctorStore extends Partial<StoreHealth> {
   readonly path: string;
   readonly exists: boolean;
+  /** The chain walk, with the witness compared (src/lifecycle/checkpoints.ts). */
+  readonly chain?: ChainReport;
   readonly error?: string;
   readonly [fact: string]: unknown;
 }

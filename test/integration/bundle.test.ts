@@ -274,6 +274,28 @@ describe('the store against its witness (tamperings of the store the anchor alon
     expect(verify(w, { witness: 'off' })).toMatchObject({ ok: true, verified: 2, breaks: [] });
   });
 
+  it('verify and doctor say in words what the witness holds, and that the store disagrees after the cut', async () => {
+    const w = witnessed('wit-words');
+    const said = (args: string[]) =>
+      run(w, args)
+        .stdout.split('\n')
+        .find((line) => line.startsWith('witness: ')) ?? '';
+    const agrees = new RegExp(`^witness: ${witnessOf(w)} holds the checkpoint of receipt #4 signed by \\S+ at \\S+; the store agrees$`);
+    expect(said(['verify'])).toMatch(agrees);
+    expect(said(['doctor'])).toMatch(agrees);
+    let kept = '';
+    await tamper(w, (db) => {
+      kept = (db.prepare('SELECT hash FROM receipts WHERE seq = 2').get() as { hash: string }).hash;
+      db.prepare('DELETE FROM receipts WHERE seq > 2').run();
+      db.prepare('DELETE FROM receipt_index WHERE seq > 2').run();
+    });
+    await fixHeadAndAnchor(w, 2, kept);
+    expect(said(['verify'])).toMatch(/; the store disagrees: truncated_after_checkpoint at #5$/);
+    expect(said(['doctor'])).toMatch(/; the store disagrees: truncated_after_checkpoint at #5$/);
+    chooseWitness(w, 'off');
+    expect(said(['verify'])).toBe('witness: off (witness in config.json)');
+  });
+
   it('the checkpoint receipt replaced by another genuine one (rehashed, head and anchor fixed): checkpoint_mismatch', async () => {
     const w = witnessed('wit-replace');
     const second = JSON.parse(run(w, ['checkpoint', '--json']).stdout) as { note: string; receipt: number };
