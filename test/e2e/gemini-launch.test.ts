@@ -8,7 +8,7 @@ import { like } from '../support/matchers';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeWorld, type World } from '../support/world';
-import { contentsText, startGeminiMock, type GeminiMock, type GeminiRequest } from '../support/geminiMock';
+import { asHookContext, contentsText, GEMINI_READY_LINE, lastUserText, startGeminiMock, type GeminiMock } from '../support/geminiMock';
 import {
   BIN,
   describeRun,
@@ -25,8 +25,6 @@ import { CLI } from '../support/world';
 
 const GEMINI = join(BIN, 'gemini');
 const RUN_TIMEOUT_MS = 60_000;
-const READY_LINE = /<hook_context>Turnkeeper: Todo fix-login · capture (cap_[0-9a-f]{24}) · epoch 1$/m;
-const asHookContext = (text: string): string => `<hook_context>${text.replace(/</g, '&lt;').replace(/>/g, '&gt;')}</hook_context>`;
 
 let world: World;
 let mock: GeminiMock;
@@ -47,9 +45,6 @@ afterAll(async () => {
   world?.cleanup();
 });
 
-const lastUserText = (req: GeminiRequest): string =>
-  ((req.body?.contents ?? []).filter((c) => c.role === 'user').at(-1)?.parts ?? []).map((p) => p.text ?? '').join('\n');
-
 describe('turnkeeper resume launches Gemini CLI from its attested closure', () => {
   it('the resumed session gets the same ready capture, the lease is unchanged, and the receipt names runtime and closure', async () => {
     // A bound Gemini turn: the plain CLI with a Turn claims the Todo.
@@ -62,7 +57,7 @@ describe('turnkeeper resume launches Gemini CLI from its attested closure', () =
     });
     expect(first.code, describeRun('gemini -p', first)).toBe(0);
     const claimed = mock.requests.slice(from).find((r) => contentsText(r).includes(prompt));
-    expect(READY_LINE.exec(lastUserText(claimed!)), lastUserText(claimed!).slice(0, 2000)).not.toBeNull();
+    expect(GEMINI_READY_LINE.exec(lastUserText(claimed!)), lastUserText(claimed!).slice(0, 2000)).not.toBeNull();
     const [lease] = statusOf(world).leases.filter((l) => l.status === 'active');
     expect(lease).toMatchObject({ todo: 'fix-login', epoch: 1, owner: like.stringMatching(/^gemini:/) });
     const presentation = presentationOf(world, lease!.capture);

@@ -5,7 +5,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeWorld, type World } from '../support/world';
-import { contentsText, lastFunctionResponse, startGeminiMock, type GeminiMock, type GeminiRequest } from '../support/geminiMock';
+import {
+  asHookContext,
+  contentsText,
+  GEMINI_READY_LINE,
+  lastFunctionResponse,
+  lastUserText,
+  startGeminiMock,
+  type GeminiMock,
+  type GeminiRequest,
+} from '../support/geminiMock';
 import {
   BIN,
   describeRun,
@@ -24,7 +33,6 @@ import {
 
 const BODY = 'Distinctive body: the reset-password link expires before the email arrives (otter-9042).';
 const RUN_TIMEOUT_MS = 45_000;
-const GEMINI_READY_LINE = /<hook_context>Turnkeeper: Todo fix-login · capture (cap_[0-9a-f]{24}) · epoch 1$/m;
 
 let world: World;
 let mock: GeminiMock;
@@ -32,9 +40,6 @@ let agentEnv: NodeJS.ProcessEnv;
 let nextShell: string | undefined;
 /** Runs (in the mock, synchronously) just before it answers with the queued shell call. */
 let beforeShell: (() => void) | undefined;
-
-/** Gemini escapes `<` and `>` in additionalContext before wrapping it in <hook_context>. */
-const asHookContext = (text: string): string => `<hook_context>${text.replace(/</g, '&lt;').replace(/>/g, '&gt;')}</hook_context>`;
 
 beforeAll(async () => {
   mock = await startGeminiMock((req) => {
@@ -89,12 +94,6 @@ function parseResult(label: string, run: ProcResult): GeminiJson {
 /** The first turn request of a run whose user text includes `prompt`. */
 function turnRequest(from: number, prompt: string): GeminiRequest | undefined {
   return mock.requests.slice(from).find((r) => contentsText(r).includes(prompt));
-}
-
-/** Text of the last user content of a request (this run's prompt and its hook contexts). */
-function lastUserText(req: GeminiRequest): string {
-  const last = (req.body?.contents ?? []).filter((c) => c.role === 'user').at(-1);
-  return (last?.parts ?? []).map((p) => p.text ?? '').join('\n');
 }
 
 describe('Gemini CLI with Turnkeeper hooks (real binary)', () => {

@@ -71,6 +71,18 @@ export function lastFunctionResponse(request: GeminiRequest): GeminiPart['functi
   return (last?.parts ?? []).find((p) => p.functionResponse !== undefined)?.functionResponse;
 }
 
+/** Text of a request's last user content: this run's prompt and the hook contexts Gemini put before it. */
+export function lastUserText(request: GeminiRequest): string {
+  const last = (request.body?.contents ?? []).filter((c) => c.role === 'user').at(-1);
+  return (last?.parts ?? []).map((p) => p.text ?? '').join('\n');
+}
+
+/** A hook's additionalContext as Gemini hands it to the model: `<` and `>` escaped, wrapped in <hook_context>. */
+export const asHookContext = (text: string): string => `<hook_context>${text.replace(/</g, '&lt;').replace(/>/g, '&gt;')}</hook_context>`;
+
+/** The ready capture's first line (spec §2 "Context text") as it reaches the model in Gemini's <hook_context>. */
+export const GEMINI_READY_LINE = /<hook_context>Turnkeeper: Todo fix-login · capture (cap_[0-9a-f]{24}) · epoch 1$/m;
+
 function candidate(reply: Exclude<GeminiReply, { status: number }>): Record<string, unknown> {
   const part = 'text' in reply ? { text: reply.text } : { functionCall: { name: reply.functionCall.name, args: reply.functionCall.args } };
   return {
