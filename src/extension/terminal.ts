@@ -3,6 +3,7 @@
 // Resume and Start differ only in what they launch; the terminal plumbing is this one function.
 import * as vscode from 'vscode';
 import type { Agent } from '../core/ids';
+import { terminalSafe } from '../core/terminal';
 import type { StoredCapture } from '../store/authority';
 import { resumeCapture } from '../launcher/resume';
 import { startTodo } from '../launcher/start';
@@ -44,29 +45,34 @@ function openLaunchTerminal(ctx: Ctx, spec: TerminalLaunch): vscode.Terminal {
       },
     );
 
+  // Turnkeeper's own lines carry stored text (a holder's checkout path, a shared store's facts, an
+  // error naming a path): shown escaped, as the CLI shows it (src/core/terminal.ts). The agent's own
+  // output is its terminal and passes as it is.
+  const say = (text: string) => write.fire(terminalSafe(text).replaceAll('\n', '\r\n'));
+
   const start = async (dimensions: vscode.TerminalDimensions | undefined) => {
     let result: Launched;
     try {
       result = await launchUnderProgress(dimensions);
     } catch (error) {
-      write.fire(`Turnkeeper: ${(error as Error).message}\r\n`);
+      say(`Turnkeeper: ${(error as Error).message}\n`);
       close.fire(1);
       return;
     }
     void ctx.refresh();
     if (!result.ok) {
-      write.fire(`${result.guidance.replaceAll('\n', '\r\n')}\r\n`);
+      say(`${result.guidance}\n`);
       void vscode.window.showWarningMessage(spec.refusedMessage(result.reason));
       close.fire(1);
       return;
     }
     launch = result.launch;
     ctx.log.info(`launched ${spec.agent} for ${spec.subject}: launch receipt #${launch.receipt.seq}, pid ${launch.pid}, ${result.digest}`);
-    write.fire(t('Turnkeeper: launch receipt #{0} committed; {1} is running (pid {2}).', launch.receipt.seq, spec.agent, launch.pid) + '\r\n');
+    say(t('Turnkeeper: launch receipt #{0} committed; {1} is running (pid {2}).', launch.receipt.seq, spec.agent, launch.pid) + '\n');
     launch.pty?.output.on('data', (chunk: Buffer) => write.fire(chunk.toString('utf8')));
     launch.pty?.output.on('error', () => undefined);
     const exit = await launch.exited;
-    write.fire(`\r\n${t('Turnkeeper: {0} exited with {1}.', spec.agent, exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`)}\r\n`);
+    say(`\n${t('Turnkeeper: {0} exited with {1}.', spec.agent, exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`)}\n`);
     void ctx.refresh();
     close.fire(exit.code ?? 1);
   };

@@ -12,6 +12,7 @@ import { Ctx } from '../../src/extension/ctx';
 import { registerCommands } from '../../src/extension/commands';
 import { doctorReport } from '../../src/lifecycle/installation';
 import { TurnkeeperDocuments, SCHEME } from '../../src/extension/documents';
+import { openStartTerminal } from '../../src/extension/terminal';
 import { contextOf, makeWorld, payload, type World } from '../support/world';
 
 let world: World;
@@ -64,6 +65,22 @@ describe('extension commands', () => {
     const last = JSON.parse((await store.receipts({ limit: 1 }))[0]!.doc) as { kind: string; detail: { reason: string } };
     expect(last).toMatchObject({ kind: 'lease_released', detail: { reason: 'reassigned to a person' } });
     store.close();
+  });
+
+  it("a launch terminal shows stored text escaped: a holder's checkout with terminal controls cannot drive the terminal", async () => {
+    // What a shared store (or a hook run in a hostile directory name) can put in a refusal's facts.
+    const hostile = '/srv/\x1b]0;owned\x07\x1b[2Jclone';
+    const store = await world.store();
+    store.connection.prepare('UPDATE captures SET checkout = ? WHERE id = ?').run(hostile, captureId);
+    store.close();
+    // Started while another turn holds the Todo (a race with the pick): refused before any attestation.
+    const terminal = openStartTerminal(ctx, 'fix-login', 'codex', world.repo);
+    expect(await waitFor(() => double.terminals[0]!.closed, 10_000)).toBe(true);
+    const output = double.terminals[0]!.output;
+    expect(output).toContain('is leased to codex:sess-x');
+    expect(output).toContain('/srv/\\x1b]0;owned\\x07\\x1b[2Jclone');
+    expect(output).not.toMatch(/[\x00-\x08\x0b\x0c\x0e-\x1f]/);
+    terminal.dispose();
   });
 
   it('Resume refuses in an untrusted workspace before touching anything', async () => {
