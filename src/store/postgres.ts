@@ -203,6 +203,7 @@ const LEASE_COLUMNS = 'goal, todo, epoch, owner, capture, version, status, acqui
 type LeaseRow = LeaseRowRaw & QueryResultRow;
 
 export class PostgresStore implements StorePort {
+  /** The transactions of this connection (writes and chain walks), one after another. */
   private writeQueue: Promise<unknown> = Promise.resolve();
 
   /** Set when the connection failed: the next operation connects again (after an ambiguous COMMIT, to re-read). */
@@ -355,7 +356,17 @@ export class PostgresStore implements StorePort {
   }
 
   write<T>(work: (tx: StoreTx) => Promise<T>): Promise<T> {
-    const run = this.writeQueue.then(() => this.writeNow(work));
+    return this.oneTransactionAtATime(() => this.writeNow(work));
+  }
+
+  /**
+   * Runs `work`, which opens a transaction on the one connection, after every transaction queued before
+   * it. The connection has one transaction at a time: a second BEGIN would only warn and run inside the
+   * first, and its COMMIT or ROLLBACK would end the first half way (a chain walk would commit half a
+   * claim, or run a claim in its read-only snapshot).
+   */
+  private oneTransactionAtATime<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.writeQueue.then(work);
     this.writeQueue = run.catch(() => undefined);
     return run;
   }
@@ -712,6 +723,10 @@ export class PostgresStore implements StorePort {
 
   /** One snapshot (REPEATABLE READ), streamed through a server cursor: bounded memory for any length. */
   verifyChain(after?: ChainLink): Promise<ChainReport> {
+    return this.oneTransactionAtATime(() => this.walkChain(after));
+  }
+
+  private walkChain(after?: ChainLink): Promise<ChainReport> {
     return this.read(async () => {
       await this.q('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
       try {

@@ -186,5 +186,21 @@ export function authorityConformance(name: string, factory: AuthorityFactory): v
         expect((await a.health()).receipts).toBe(launch.seq);
       }),
     );
+
+    it(
+      'walks the chain while other calls of the same authority run (the extension refreshes while a command writes)',
+      withAuthority(async (a) => {
+        await a.claim(claimInput('codex:s1', 't1'), T0);
+        const [first, second] = await Promise.all([
+          a.verifyChain(),
+          a.verifyChain(),
+          a.addTodo({ goal: GOAL, id: 'write-docs', title: 'Write docs', body: '' }, T0 + 1),
+          a.setTodoStatus(GOAL, 'write-docs', 'blocked', T0 + 2),
+        ]);
+        expect(first).toMatchObject({ ok: true, breaks: [] });
+        expect(second).toMatchObject({ ok: true, breaks: [] });
+        expect(await a.getTodo(GOAL, 'write-docs')).toMatchObject({ status: 'blocked' });
+      }),
+    );
   });
 }
