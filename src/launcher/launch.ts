@@ -78,6 +78,13 @@ export interface RunningLaunch {
 
 const DEFAULT_TIMEOUT_MS = 15_000;
 
+/** The argv a launch execs: the attested path, a closure's runtime flags and snapshot script, then the caller's arguments. */
+export const launchArgv = (attestation: Pick<Attestation, 'resolved' | 'arguments'>, args: readonly string[]): string[] => [
+  attestation.resolved,
+  ...(attestation.arguments ?? []),
+  ...args,
+];
+
 /**
  * One launch in flight: what every phase reads and what a refusal must undo. A refusal kills the
  * suspended child (if any), records `launch_refused` when the store takes it, and throws.
@@ -192,7 +199,7 @@ async function prepare(launch: Launch): Promise<Prepared> {
       `code-injection variables set: ${describeVariables(injection.refused)}; unset them or allow each by name`,
     );
   }
-  const argv = [attestation.resolved, ...(attestation.arguments ?? []), ...request.args];
+  const argv = launchArgv(attestation, request.args);
   const envp = Object.entries(env).map(([name, value]) => `${name}=${value}`);
   for (const item of [...argv, ...envp, request.cwd])
     if (item.includes('\0')) await launch.refuse('launch_verification_failed', 'NUL byte in argv, env or cwd');

@@ -11,7 +11,7 @@ import type { Preconditions, ReadyDocument } from '../core/ready';
 import type { Authority, LaunchCommitResult, StoredCapture } from '../store/authority';
 import { preconditionsOf } from '../lifecycle/workspace';
 import { releaseAttestation, type Attestation } from './attest';
-import type { RunningLaunch } from './launch';
+import { launchArgv, type RunningLaunch } from './launch';
 import { isLaunchLive } from './liveness';
 import { attestAgent, launchDetail, launchEnvironment, newLaunchId, recordQuietly, refusalGuidance, runLaunch, type LaunchOptions } from './plumbing';
 import { CommitRefused, type LaunchRefusal } from './refusals';
@@ -181,7 +181,6 @@ export async function resumeCapture(options: ResumeOptions): Promise<ResumeResul
   const args = resumeArguments(capture.agent, capture.session, options.mode, options.prompt, options.extraArgs);
   if (options.dryRun) {
     releaseAttestation(attestation);
-    // The argv the launch would exec: a closure's runtime flags and snapshot script come before the agent's arguments.
     return {
       ok: true,
       dryRun: true,
@@ -189,7 +188,7 @@ export async function resumeCapture(options: ResumeOptions): Promise<ResumeResul
       agent: capture.agent,
       binary: attestation.resolved,
       digest: attestation.digest,
-      argv: [attestation.resolved, ...(attestation.arguments ?? []), ...args],
+      argv: launchArgv(attestation, args),
     };
   }
   const launchId = newLaunchId();
