@@ -415,7 +415,7 @@ async function receiptRows({ root, repo, env, venv, vReceipts, product, db, goal
     receipts.bundleCpu.push(verified.cpuMs);
     receipts.bundleVerified = verified.verified;
   }
-  log(`rows C1–C2: ${RECEIPT_RUNS} exports and bundle verifications of ${receipts.exported} receipts`);
+  log(`rows C1–C2: ${RECEIPT_RUNS} exports and bundle verifications of ${receipts.exported} receipts (bundle ${(statSync(bundle).size / 1e6).toFixed(1)} MB)`);
 
   // C3, in-process: the key a hook would load, a checkpoint of a 100,000-receipt head.
   const key = product.signingKey({ TURNKEEPER_HOME: join(root, 'tkhome-sign') });
