@@ -10,8 +10,12 @@
 // that works (a global CLI, another editor's extension) and never drops the database default it
 // carries: only Install Agent Hooks, which the user asks for, does that (docs/decisions.md, "The
 // extension").
+//
+// The shim's folder goes first on every terminal's PATH, so a folder another user can write (a
+// TURNKEEPER_HOME under a shared /tmp that someone else made first) would let them plant `git` or `ls`
+// for every terminal: then nothing is written there and PATH is left as it is.
 import * as vscode from 'vscode';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, delimiter, dirname } from 'node:path';
 import { readShim, shimPath, writeShim } from '../agents/shim';
 import { turnkeeperHome, type Env } from '../store/location';
@@ -23,6 +27,8 @@ export interface CliOnPath {
   readonly runsThisExtension: boolean;
   /** What the shim runs. */
   readonly script: string;
+  /** Why the shim's folder was neither written nor put on PATH (another user can write it), when so. */
+  readonly unsafe?: string;
 }
 
 /** Puts the shim's folder first on the PATH of new terminals, and points the shim here when it may. */
@@ -30,6 +36,8 @@ export function putCliOnPath(context: vscode.ExtensionContext, env: Env): CliOnP
   const home = turnkeeperHome(env);
   const shim = shimPath(home);
   const script = vscode.Uri.joinPath(context.extensionUri, 'dist', 'cli.js').fsPath;
+  const unsafe = unsafeFolder(home) ?? unsafeFolder(dirname(shim));
+  if (unsafe) return { shim, runsThisExtension: false, script, unsafe };
   const current = readShim(home);
   const runsThisExtension =
     current === undefined || !existsSync(current.runtime) || !existsSync(current.script) || isThisExtension(current.script, script, context);
@@ -49,6 +57,18 @@ export function putCliOnPath(context: vscode.ExtensionContext, env: Env): CliOnP
   // Terminals opened before activation keep their environment; VS Code offers to relaunch them.
   collection.prepend('PATH', `${dirname(shim)}${delimiter}`);
   return { shim, runsThisExtension, script: runsThisExtension ? script : current.script };
+}
+
+/** Why `dir` is no folder for PATH: not a directory, another user's, or writable by group or others. Missing is fine (writeShim creates it 0700). */
+function unsafeFolder(dir: string): string | undefined {
+  const uid = process.geteuid?.();
+  const stat = statSync(dir, { throwIfNoEntry: false });
+  // Windows has no owner or mode bits to read here.
+  if (uid === undefined || stat === undefined) return undefined;
+  if (!stat.isDirectory()) return `${dir} is not a directory`;
+  if (stat.uid !== uid) return `${dir} is owned by uid ${stat.uid}, not by this user`;
+  if ((stat.mode & 0o022) !== 0) return `${dir} is writable by group or others (mode ${(stat.mode & 0o777).toString(8)}); chmod go-w it`;
+  return undefined;
 }
 
 /**

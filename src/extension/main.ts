@@ -68,6 +68,10 @@ export function deactivate(): void {
 }
 
 function logCli(log: vscode.LogOutputChannel, cli: CliOnPath): void {
+  if (cli.unsafe) {
+    log.warn(`turnkeeper command for terminals: not put on PATH, ${cli.unsafe}`);
+    return;
+  }
   log.info(
     cli.runsThisExtension
       ? `turnkeeper command for terminals: ${cli.shim}`

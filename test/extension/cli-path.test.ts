@@ -2,7 +2,7 @@
 // the shim under TURNKEEPER_HOME runs the extension's own dist/cli.js on the extension host's runtime,
 // and the environment variable collection prepends the shim's folder.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -102,5 +102,26 @@ describe('putCliOnPath', () => {
     expect(putCliOnPath(context, { TURNKEEPER_HOME: home, HOME: home }).runsThisExtension).toBe(true);
     expect(readShim(home)?.script).toBe(join(ROOT, 'dist', 'cli.js'));
     expect(readFileSync(join(home, 'bin', 'turnkeeper'), 'utf8')).toContain("TURNKEEPER_DB='/x.db'");
+  });
+
+  it('puts no folder on PATH, and writes no shim there, that another user can write (control: a private one is put first)', () => {
+    const home = tempDir();
+    // A bin folder someone else made open to all (a TURNKEEPER_HOME under a shared /tmp).
+    mkdirSync(join(home, 'bin'));
+    chmodSync(join(home, 'bin'), 0o777);
+    const { context, prepended } = fakeContext();
+    expect(putCliOnPath(context, { TURNKEEPER_HOME: home, HOME: home }).unsafe).toMatch(/bin is writable by group or others \(mode 777\)/);
+    expect(prepended).toEqual([]);
+    expect(existsSync(join(home, 'bin', 'turnkeeper'))).toBe(false);
+    // The home itself open to others: the same (its bin folder could be swapped).
+    chmodSync(join(home, 'bin'), 0o755);
+    chmodSync(home, 0o757);
+    expect(putCliOnPath(context, { TURNKEEPER_HOME: home, HOME: home }).unsafe).toMatch(/is writable by group or others \(mode 757\)/);
+    expect(prepended).toEqual([]);
+    // Control: closed to others, it is written and put first.
+    chmodSync(home, 0o755);
+    expect(putCliOnPath(context, { TURNKEEPER_HOME: home, HOME: home }).unsafe).toBeUndefined();
+    expect(prepended).toEqual([['PATH', `${join(home, 'bin')}${delimiter}`]]);
+    expect(readShim(home)?.script).toBe(join(ROOT, 'dist', 'cli.js'));
   });
 });
