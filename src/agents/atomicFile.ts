@@ -1,7 +1,8 @@
 // Writing a file so that readers see the old bytes or the new ones, never half of them. Its own
-// module because the hook path writes config.json through it: importing install.ts (jsonc-parser,
-// node:crypto) cost every hook a few milliseconds of start-up (bench row 1).
-import { chmodSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+// module because the hook path loads it (homeConfig.ts, whose reader the hook uses, also holds the
+// config.json writer): importing install.ts (jsonc-parser, node:crypto) cost every hook a few
+// milliseconds of start-up (bench row 1).
+import { closeSync, existsSync, fchmodSync, fsyncSync, mkdirSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 
 /** writeSync may write less than asked; loop until every byte is out. */
@@ -23,12 +24,15 @@ export function writeFileAtomic(path: string, content: string | Uint8Array, mode
   const fd = openSync(temp, 'wx', mode ?? 0o666);
   try {
     try {
+      // Keep the old file's mode exactly, whatever the umask. Through the descriptor: a chmod by name
+      // after close would follow whatever another writer of the directory had renamed in meanwhile
+      // (a symlink to one of our private files, then given this mode).
+      if (mode !== undefined) fchmodSync(fd, mode);
       writeAll(fd, content);
       fsyncSync(fd);
     } finally {
       closeSync(fd);
     }
-    if (mode !== undefined) chmodSync(temp, mode); // keep the old file's mode exactly, whatever the umask
     if (!stillCurrent()) {
       unlinkSync(temp);
       return false;
