@@ -84,6 +84,8 @@ export async function runHook(raw: string | Buffer, options: HookOptions): Promi
  * gets the client's (settings.ts clientClock), which tests may skew to show exactly that.
  */
 function decisionClock(env: Env): () => number {
+  // Only a skewed client clock can differ from Date.now: without one, no selection (config.json) is read.
+  if (clientClock(env) === Date.now) return Date.now;
   try {
     return selectStore(env).kind === 'postgres' ? clientClock(env) : Date.now;
   } catch {
@@ -142,7 +144,8 @@ function readRequest(raw: string | Buffer, options: HookOptions): HookRequest {
   const envLaunch = optionalEnv(env, 'TURNKEEPER_LAUNCH', isLaunchId);
   let cwd: string;
   try {
-    cwd = realpathSync(event.cwd);
+    // One realpath(3) call; the JavaScript realpathSync lstats every component of the path.
+    cwd = realpathSync.native(event.cwd);
   } catch {
     throw new InvalidHookInput(`cwd ${JSON.stringify(event.cwd)} does not exist`);
   }
