@@ -6,7 +6,7 @@
 // snapshot is refused; the load guard refuses code from outside the snapshot. The real node_modules
 // is never touched: every attack hits a copy in a temp dir.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import {
   appendFileSync,
   chmodSync,
@@ -500,6 +500,28 @@ describe('turnkeeper closures prune', () => {
     expect(listClosures({ TURNKEEPER_HOME: pruneHome }).stale.sort()).toEqual([deadCopy, deadIndex, oldIndex, old].sort());
     pruneClosures({ TURNKEEPER_HOME: pruneHome });
     expect(readdirSync(dir).sort()).toEqual([live, liveIndex, join(dir, 'index.json')].map((path) => path.slice(dir.length + 1)).sort());
+  });
+
+  it('keeps a snapshot a running process names, even with --all (control: once that process is gone, prune removes it)', async () => {
+    const inUseHome = { TURNKEEPER_HOME: join(root, 'prune-in-use-home') };
+    const pkg = join(root, 'tiny-in-use');
+    mkdirSync(pkg, { recursive: true });
+    writeFileSync(join(pkg, 'main.js'), 'setTimeout(() => {}, 60_000);\n');
+    const closure = closureOf(pkg, 'main.js', inUseHome);
+    // As a launched agent does, the process names the snapshot's script on its command line.
+    const agent = spawn(process.execPath, [closureEntryPath(closure)], { stdio: 'ignore' });
+    const exited = new Promise((done) => agent.once('exit', done));
+    try {
+      const pruned = pruneClosures(inUseHome, { all: true });
+      expect(pruned.removed).toEqual([]);
+      expect(pruned.kept).toEqual([{ digest: closure.digest, why: `in use by pid ${agent.pid}` }]);
+      expect(() => verifySnapshot(closure.root, closure.digest)).not.toThrow();
+    } finally {
+      agent.kill('SIGKILL');
+    }
+    await exited;
+    expect(pruneClosures(inUseHome, { all: true }).removed.map((removed) => removed.digest)).toEqual([closure.digest]);
+    expect(existsSync(closure.root)).toBe(false);
   });
 
   it('removes snapshots no installation uses now, keeps the current ones, and reports the disk freed', async () => {
