@@ -4,7 +4,7 @@
 // project), and fails there when any one field of the statement is changed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { like } from '../support/matchers';
-import { createPublicKey, generateKeyPairSync, sign } from 'node:crypto';
+import { createPublicKey, generateKeyPairSync, sign, verify } from 'node:crypto';
 import { bundleFromJSON } from '@sigstore/bundle';
 import { toSignedEntity, toTrustMaterial, Verifier } from '@sigstore/verify';
 import { makeWorld, type World } from '../support/world';
@@ -137,6 +137,8 @@ describe('receipts attestation <seq>', () => {
     const { privateKey } = generateKeyPairSync('ed25519');
     const payload = Buffer.from(envelope.payload, 'base64');
     const pae = Buffer.concat([Buffer.from(`DSSEv1 ${envelope.payloadType.length} ${envelope.payloadType} ${payload.length} `), payload]);
+    // Control: these are the bytes the installation's key signed, so only the key differs below.
+    expect(verify(null, pae, createPublicKey(pem), Buffer.from(envelope.signatures[0]!.sig, 'base64'))).toBe(true);
     expect(() => sigstoreVerify({ ...envelope, signatures: [{ keyid: keyId, sig: sign(null, pae, privateKey).toString('base64') }] })).toThrow(/signature/i);
   });
 
