@@ -5,13 +5,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ReceiptDocument } from '../../src/core/receipts';
 import { like } from '../support/matchers';
-import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { CLI, contextOf } from '../support/world';
 import { usePostgres } from '../support/postgres';
+import { makeMachine } from '../support/teamMachine';
 
 const server = usePostgres({ beforeAll, afterAll });
 const HOOK_ROLE = 'tk_hook';
@@ -50,15 +51,8 @@ async function refusal(client: pg.Client, sql: string): Promise<{ code: string; 
 
 beforeAll(async () => {
   root = realpathSync(mkdtempSync(join(tmpdir(), 'tk-pg-roles-')));
-  repo = join(root, 'app');
-  mkdirSync(repo);
-  const git = (...args: string[]) => execFileSync('git', ['-c', 'user.email=t@example.invalid', '-c', 'user.name=t', ...args], { cwd: repo, stdio: 'ignore' });
-  git('init', '-q');
-  writeFileSync(join(repo, 'README.md'), 'app\n');
-  git('add', '.');
-  git('commit', '-qm', 'init');
-  git('remote', 'add', 'origin', 'https://example.invalid/acme/app.git');
-  baseEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: join(root, 'home'), TURNKEEPER_HOME: join(root, 'tkhome'), TMPDIR: tmpdir() };
+  // store: each run names its own (the hook role's or the admin's) over this one.
+  ({ checkout: repo, env: baseEnv } = makeMachine(join(root, 'machine'), { store: '', origin: 'https://example.invalid/acme/app.git' }));
   await server().createRole(HOOK_ROLE, HOOK_PASSWORD);
   await server().createDatabase(DB);
   const init = cli(['store', 'init', '--hook-role', HOOK_ROLE], adminStore());
