@@ -43,7 +43,7 @@ beforeAll(() => {
   ['fix-login', 'fix-logout'].forEach((todo, i) => {
     const claimed = world.cli(['hook'], { input: payload.codexPrompt(world, `sess-${i}`, 'turn-1', `#todo:${todo}`), env });
     expect(contextOf(claimed.stdout)).toContain('epoch 1');
-    // A tool event of the holder (renewal is at most once a minute: nothing is written) and a replay.
+    // The same prompt again: a replay of the claim.
     world.cli(['hook'], { input: payload.codexPrompt(world, `sess-${i}`, 'turn-1', `#todo:${todo}`), env });
   });
   expect(world.cli(['release', 'fix-login', '--owner', 'codex:sess-0'], { env }).code).toBe(0);
