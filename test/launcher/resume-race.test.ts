@@ -67,6 +67,31 @@ async function receipts(kind: string): Promise<Doc[]> {
 
 const markerDir = (name: string) => join(s.dir, name);
 
+/** This test process's start time (field 22 of /proc/self/stat): a receipt naming it names a live process. */
+function ownStartTime(): string {
+  const stat = readFileSync(`/proc/${process.pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]!;
+}
+
+/** Appends a `launch_committed` of the capture with the liveness facts given, as an earlier launch would have. */
+async function forger(): Promise<(detail: Record<string, string | number>) => Promise<unknown>> {
+  const store = await openStore();
+  const lease = (await store.leaseOfCapture(captureId))!;
+  return (detail) =>
+    store.appendReceipt(
+      {
+        kind: 'launch_committed',
+        goal: lease.goal,
+        todo: lease.todo,
+        capture: captureId,
+        owner: lease.owner,
+        lease: { epoch: lease.epoch, version: lease.version },
+        detail,
+      },
+      Date.now(),
+    );
+}
+
 describe('the commit re-checks the lease resume checked (resume vs release)', () => {
   for (const barrier of ['after_attestation', 'parked'] as const) {
     it(`release --force and a claim by another session inside the window (${barrier}) → [lease_moved], no launch_committed, the agent never ran (control: no release, it launches)`, async () => {
@@ -193,24 +218,9 @@ describe('one live launch per capture', () => {
   });
 
   it('liveness is pid + start time on this host and boot: a reused pid does not block, a live one does, another host counts as live', async () => {
-    const store = await openStore();
-    const stat = readFileSync(`/proc/${process.pid}/stat`, 'utf8');
-    const ownStart = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]!;
+    const ownStart = ownStartTime();
     const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
-    const lease = (await store.leaseOfCapture(captureId))!;
-    const forge = (detail: Record<string, string | number>) =>
-      store.appendReceipt(
-        {
-          kind: 'launch_committed',
-          goal: lease.goal,
-          todo: lease.todo,
-          capture: captureId,
-          owner: lease.owner,
-          lease: { epoch: lease.epoch, version: lease.version },
-          detail,
-        },
-        Date.now(),
-      );
+    const forge = await forger();
 
     // This test process is alive: a record naming it (same host, boot and start time) is a live launch.
     await forge({ pid: process.pid, host: hostname(), boot, pidStart: ownStart });
@@ -231,24 +241,9 @@ describe('one live launch per capture', () => {
   });
 
   it('machines are told apart by machine id and host name: a cloned VM with the same name, or a container with the same machine id, is another machine, live (control: this machine, another boot, is dead)', async () => {
-    const store = await openStore();
-    const stat = readFileSync(`/proc/${process.pid}/stat`, 'utf8');
-    const ownStart = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]!;
+    const ownStart = ownStartTime();
     const machine = readFileSync('/etc/machine-id', 'utf8').trim();
-    const lease = (await store.leaseOfCapture(captureId))!;
-    const forge = (detail: Record<string, string | number>) =>
-      store.appendReceipt(
-        {
-          kind: 'launch_committed',
-          goal: lease.goal,
-          todo: lease.todo,
-          capture: captureId,
-          owner: lease.owner,
-          lease: { epoch: lease.epoch, version: lease.version },
-          detail,
-        },
-        Date.now(),
-      );
+    const forge = await forger();
     const otherBoot = '00000000-0000-0000-0000-000000000000';
     // The clone: the same host name, its own machine id and boot. Its agent is not visible from here.
     await forge({ pid: process.pid, host: hostname(), machine: 'f'.repeat(32), boot: otherBoot, pidStart: ownStart });
