@@ -125,6 +125,19 @@ describe.skipIf(!asRoot)('compile cache: never in a shared TMPDIR', () => {
     expect(filesUnder(cacheDir())).toBeGreaterThan(0);
   });
 
+  it("control: Node's own default (enableCompileCache() with no directory) writes into the planted folder", () => {
+    plantOthersCache();
+    const before = listing(sharedTmp);
+    const script = "require('node:module').enableCompileCache(); require(process.argv[1]);";
+    const result = spawnSync(process.execPath, ['-e', script, join(CLI, '..', 'pg.js')], {
+      env: { PATH: process.env.PATH, TMPDIR: sharedTmp },
+      encoding: 'utf8',
+    });
+    expect(result.status, result.stderr).toBe(0);
+    expect(listing(sharedTmp)).not.toEqual(before);
+    expect(filesUnder(join(sharedTmp, 'node-compile-cache'))).toBeGreaterThan(0);
+  });
+
   it.skipIf(!STRACE)(`under strace: no process of the hook (node, git, …) names the shared TMPDIR in any file system call${NEEDS_STRACE}`, () => {
     plantOthersCache();
     const trace = join(world.root, 'trace.txt');
