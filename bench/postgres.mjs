@@ -10,39 +10,36 @@
 // with like. How much that flush costs is the disk's: about 0.1 ms on the 2-core CI machine
 // (pg_test_fsync: fdatasync 85 µs), where floor + write is ~1 ms above the read floor; several ms
 // on a disk without a write cache, which with fsync off the floor would never have seen.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { build } from 'esbuild';
 import { chainRows } from './lib/store.mjs';
 import {
   CLI,
-  NODE,
   REPO_ROOT,
   cleanEnv,
   cleanup,
   codexPrompt,
   contextText,
+  envInt,
   makeRepo,
   makeRoot,
   newSession,
   peakRss,
   promptFor,
+  race,
   summary,
   timed,
   TIME_BIN,
 } from './lib/world.mjs';
 
-const int = (name, fallback) => {
-  const value = Number(process.env[name]);
-  return Number.isSafeInteger(value) && value > 0 ? value : fallback;
-};
-const RUNS = int('BENCH_RUNS', 30);
-const WARMUP = int('BENCH_WARMUP', 3);
+const RUNS = envInt('BENCH_RUNS', 30);
+const WARMUP = envInt('BENCH_WARMUP', 3);
 const RACE_WIDTH = 64;
-const VERIFY_RECEIPTS = int('BENCH_VERIFY_RECEIPTS', 100_000);
+const VERIFY_RECEIPTS = envInt('BENCH_VERIFY_RECEIPTS', 100_000);
 const log = (text) => process.stderr.write(`bench(pg): ${text}\n`);
 const requireHere = createRequire(import.meta.url);
 
@@ -167,19 +164,12 @@ async function main() {
 
   // P3: 64 hooks across the four machines, all at once, for one Todo.
   const started = performance.now();
-  const raceRuns = await Promise.all(
-    Array.from({ length: RACE_WIDTH }, (_, i) => {
-      const machine = machines[i % machines.length];
-      const input = codexPrompt({ root, repo: machine.checkout, session: newSession(), turn: 'turn-1', prompt: promptFor('race') });
-      return new Promise((resolve) => {
-        const t0 = performance.now();
-        const child = spawn(NODE, [CLI, 'hook'], { env: machine.env, cwd: machine.checkout });
-        let stdout = '';
-        child.stdout.on('data', (chunk) => (stdout += chunk));
-        child.on('close', () => resolve({ stdout, ms: performance.now() - t0 }));
-        child.stdin.end(input);
-      });
-    }),
+  const machineOf = (i) => machines[i % machines.length];
+  const raceRuns = await race(
+    Array.from({ length: RACE_WIDTH }, (_, i) =>
+      codexPrompt({ root, repo: machineOf(i).checkout, session: newSession(), turn: 'turn-1', prompt: promptFor('race') }),
+    ),
+    (i) => ({ env: machineOf(i).env, cwd: machineOf(i).checkout }),
   );
   const makespan = performance.now() - started;
   const texts = raceRuns.map((run) => contextText(run.stdout) ?? '');
@@ -223,7 +213,7 @@ async function main() {
     if (!report.ok || report.verified !== total) throw new Error(`verify did not accept the seeded chain: ${run.stdout.slice(0, 300)}`);
     verifyRuns.push(run.ms);
   }
-  const rss = TIME_BIN ? peakRss([CLI, 'verify', '--json'], { env, cwd: repo, scratch }).kib : undefined;
+  const rss = existsSync(TIME_BIN) ? peakRss([CLI, 'verify', '--json'], { env, cwd: repo, scratch }).kib : undefined;
 
   const s = Object.fromEntries(names.map((name) => [name, summary(samples[name])]));
   const meanCpu = (name) => summary(cpu[name]).mean;

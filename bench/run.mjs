@@ -21,6 +21,7 @@ import {
   cleanup,
   codexPrompt,
   contextText,
+  envInt,
   makeRepo,
   makeRoot,
   newSession,
@@ -31,16 +32,12 @@ import {
   timed,
 } from './lib/world.mjs';
 
-const int = (name, fallback) => {
-  const value = Number(process.env[name]);
-  return Number.isSafeInteger(value) && value > 0 ? value : fallback;
-};
-const RUNS = int('BENCH_RUNS', 30);
-const WARMUP = int('BENCH_WARMUP', 3);
-const RACE_REPS = int('BENCH_RACE_REPS', 5);
+const RUNS = envInt('BENCH_RUNS', 30);
+const WARMUP = envInt('BENCH_WARMUP', 3);
+const RACE_REPS = envInt('BENCH_RACE_REPS', 5);
 const RACE_WIDTH = 64;
-const MEM_RUNS = int('BENCH_MEM_RUNS', 10);
-const VERIFY_RECEIPTS = int('BENCH_VERIFY_RECEIPTS', 100_000);
+const MEM_RUNS = envInt('BENCH_MEM_RUNS', 10);
+const VERIFY_RECEIPTS = envInt('BENCH_VERIFY_RECEIPTS', 100_000);
 const HOOK_RECEIPTS = 1_000;
 const ONLY = process.env.BENCH_ONLY;
 /** Rows C1–C5: exports and bundle verifications of 100,000 receipts are long; a third of RUNS of each. */

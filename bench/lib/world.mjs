@@ -8,8 +8,14 @@ import { join, resolve } from 'node:path';
 
 export const REPO_ROOT = resolve(import.meta.dirname, '../..');
 export const CLI = join(REPO_ROOT, 'dist/cli.js');
-export const NODE = process.execPath;
+const NODE = process.execPath;
 export const TIME_BIN = '/usr/bin/time';
+
+/** A positive integer knob from the environment (BENCH_RUNS, …), else `fallback`. */
+export function envInt(name, fallback) {
+  const value = Number(process.env[name]);
+  return Number.isSafeInteger(value) && value > 0 ? value : fallback;
+}
 
 /**
  * The temp root holds everything: repo, TURNKEEPER_HOME, HOME, and TMPDIR. dist/cli.js keeps its compile
@@ -103,14 +109,16 @@ export function peakRss(args, { input = '', env, cwd, scratch }) {
 
 /**
  * Starts all `inputs` as concurrent hook processes as fast as the parent can spawn them; each
- * process's wall time runs from its own spawn call to its 'close' (exit + stdio drained).
+ * process's wall time runs from its own spawn call to its 'close' (exit + stdio drained). `at` is
+ * where they all run ({ env, cwd }), or where the one at each index runs.
  */
-export function race(inputs, { env, cwd }) {
+export function race(inputs, at) {
   return new Promise((resolvePromise, reject) => {
     const results = new Array(inputs.length);
     let pending = inputs.length;
     const first = process.hrtime.bigint();
     inputs.forEach((input, index) => {
+      const { env, cwd } = typeof at === 'function' ? at(index) : at;
       const started = process.hrtime.bigint();
       const child = spawn(NODE, [CLI, 'hook'], { env, cwd, stdio: ['pipe', 'pipe', 'pipe'] });
       let stdout = '';
