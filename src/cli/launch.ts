@@ -1,12 +1,12 @@
 // `turnkeeper attest <path>`, `turnkeeper resume <captureId>` and `turnkeeper start <todo>` (spec §6–§8).
-import { AGENTS, isAgent, isCaptureId, isTodoId, TODO_ID_RULE } from '../core/ids';
+import { AGENTS, isAgent, isCaptureId } from '../core/ids';
 import { attest, releaseAttestation } from '../launcher/attest';
 import type { RunningLaunch } from '../launcher/launch';
 import { LaunchRefused } from '../launcher/refusals';
 import { resumeCapture } from '../launcher/resume';
 import { startTodo } from '../launcher/start';
 import { storePath } from '../store/location';
-import { EXIT, openStore, parse, placementFrom, printJson, UsageError, type Io } from './io';
+import { EXIT, openStore, parse, placementFrom, printJson, todoIdArg, UsageError, type Io } from './io';
 
 export async function attestCommand(args: string[], io: Io): Promise<number> {
   const { values, positionals } = parse(args, { json: { type: 'boolean' } }, { min: 1, max: 1, usage: 'turnkeeper attest <path> [--json]' });
@@ -67,7 +67,8 @@ function followLaunch(io: Io, launch: RunningLaunch): Promise<{ code: number | n
 }
 
 export async function resumeCommand(argv: string[], io: Io): Promise<number> {
-  const usage = 'turnkeeper resume <captureId> [--dry-run] [--json] [--accept-drift] [--agent-bin <path>] [--interactive] [--prompt <text>] [-- <agent args>]';
+  const usage =
+    'turnkeeper resume <captureId> [--dry-run] [--json] [--accept-drift] [--agent-bin <path>] [--interactive] [--prompt <text>] [--allow-loader-env <name>]… [-- <agent args>]';
   const { args, extraArgs } = splitAgentArgs(argv);
   const { values, positionals } = parse(
     args,
@@ -133,11 +134,10 @@ export async function resumeCommand(argv: string[], io: Io): Promise<number> {
 }
 
 export async function startCommand(argv: string[], io: Io): Promise<number> {
-  const usage = `turnkeeper start <todo> --agent ${AGENTS.join('|')} [--prompt <text>] [--interactive] [--json] [--agent-bin <path>] [--allow-loader-env NAME] [-- <agent args>]`;
+  const usage = `turnkeeper start <todo> --agent ${AGENTS.join('|')} [--prompt <text>] [--interactive] [--json] [--agent-bin <path>] [--allow-loader-env <name>]… [-- <agent args>]`;
   const { args, extraArgs } = splitAgentArgs(argv);
   const { values, positionals } = parse(args, { ...LAUNCH_OPTIONS, agent: { type: 'string' } }, { min: 1, max: 1, usage });
-  const todo = positionals[0]!;
-  if (!isTodoId(todo)) throw new UsageError(`${JSON.stringify(todo)} is not a Todo id: ${TODO_ID_RULE}\nusage: ${usage}`);
+  const todo = todoIdArg(positionals[0]!, usage);
   if (!isAgent(values.agent)) throw new UsageError(`--agent must be one of ${AGENTS.join(', ')}\nusage: ${usage}`);
   // Interactive by default (the user types the first prompt); --prompt alone runs one headless turn.
   const mode = values.prompt !== undefined && !values.interactive ? 'headless' : 'interactive';

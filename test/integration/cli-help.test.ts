@@ -87,6 +87,14 @@ describe('--json errors are JSON', () => {
     expect(prose.code).toBe(2);
     expect(prose.stdout).toBe('');
     expect(prose.stderr).toMatch(/lower-case letters/);
+    // Every command that takes a Todo id says the rule the same way, with the id it may have meant.
+    for (const form of [
+      ['todo', 'done', 'Fix-Login'],
+      ['release', 'Fix-Login'],
+      ['start', 'Fix-Login', '--agent', 'codex'],
+    ]) {
+      expect(world.cli(form).stderr, form.join(' ')).toContain('(did you mean fix-login?)');
+    }
   });
 
   it('an unknown command under --json is a JSON usage error', () => {
