@@ -8,7 +8,7 @@ import { agentHooksStatus } from '../lifecycle/installation';
 import type { ChainReport } from '../core/receipts';
 import { parseReceipt } from '../core/receipts';
 import { storePath, type Env } from '../store/location';
-import type { Authority, Todo } from '../store/authority';
+import type { Authority, ReceiptRow, Todo } from '../store/authority';
 import { describeSelection, openAuthority, selectStore, type StoreSelection } from '../lifecycle/open';
 import { statusSnapshot, type StatusSnapshot } from '../lifecycle/status';
 import { resolveGoal, type ResolvedGoal } from '../lifecycle/goal';
@@ -186,13 +186,17 @@ export class Ctx implements vscode.Disposable {
 
   /** Whether a view has been shown: until then nothing reads the store (activation stays free of it). */
   private viewsShown = false;
-  /** Whether the Receipts view (or Verify Receipt Chain) has asked for the chain: only then is it walked. */
-  private chainWanted = false;
+  /**
+   * Whether the Receipts view (or Verify Receipt Chain) has asked for receipts: only then does a refresh
+   * read the newest page, the newest checkpoint and walk the chain. Every hook's write refreshes, and a
+   * window that never opens the Receipts view needs none of them.
+   */
+  private receiptsWanted = false;
 
   /** A view became visible: the first one starts reading and following the store; the Receipts view wants the chain. */
   viewShown(view: string): void {
     this.viewsShown = true;
-    if (view === 'turnkeeper.receipts') this.chainWanted = true;
+    if (view === 'turnkeeper.receipts') this.receiptsWanted = true;
     this.scheduleRefresh(0);
   }
 
@@ -215,7 +219,7 @@ export class Ctx implements vscode.Disposable {
   /** The full walk (the command): rows verified earlier are checked again, so later tampering shows. */
   async verifyChain(): Promise<ChainReport | undefined> {
     const store = await this.openStore();
-    this.chainWanted = true;
+    this.receiptsWanted = true;
     this.verifiedUpTo = undefined;
     this.chain = store ? await this.extendChainReport(store, undefined) : undefined;
     await this.refresh();
@@ -269,20 +273,7 @@ export class Ctx implements vscode.Disposable {
       // The workspace's Goal only: every worktree and clone of the repository shares its Todos.
       const goal = this.goal;
       const todos = goal ? await store.listTodos(goal) : [];
-      const rows = await store.receipts({ limit: RECEIPTS_PAGE * this.receiptPages + 1 });
-      const head = rows[0]?.seq ?? 0;
-      // A verified prefix is one store's: after a switch (a setting named another) the walk starts afresh.
-      if (this.chainOf !== store.location) {
-        this.chain = undefined;
-        this.verifiedUpTo = undefined;
-      }
-      // Walked once the Receipts view wants it (a full walk the first time, over the network for a team
-      // store), then incremental while the chain is intact (hooks only append); a broken chain is walked in full.
-      if (this.chainWanted && (this.chain === undefined || !this.verifiedUpTo || head !== this.verifiedUpTo.seq)) {
-        this.chain = await this.extendChainReport(store, this.verifiedUpTo);
-      }
-      const latest = await checkpointsOf(store)?.latest();
-      this.checkpoint = latest && { seq: latest.seq, signer: latest.signatures[0]?.name ?? null, time: latest.time };
+      const rows = this.receiptsWanted ? await this.readReceipts(store) : [];
       this.apply(snapshot, rows.slice(0, RECEIPTS_PAGE * this.receiptPages).map(receiptRowView), rows.length > RECEIPTS_PAGE * this.receiptPages, todos);
     } catch (error) {
       this.log.error(`refresh failed: ${(error as Error).message}`);
@@ -294,6 +285,27 @@ export class Ctx implements vscode.Disposable {
       // The status bar still names the authority that failed.
       this.snapshotChanged.fire(this.snapshot);
     }
+  }
+
+  /**
+   * The Receipts view's page of rows (one more, to know whether there are more), the newest checkpoint,
+   * and the chain: walked in full the first time (over the network for a team store), then incrementally
+   * while it is intact (hooks only append); a broken chain is walked in full.
+   */
+  private async readReceipts(store: Authority): Promise<ReceiptRow[]> {
+    const rows = await store.receipts({ limit: RECEIPTS_PAGE * this.receiptPages + 1 });
+    const head = rows[0]?.seq ?? 0;
+    // A verified prefix is one store's: after a switch (a setting named another) the walk starts afresh.
+    if (this.chainOf !== store.location) {
+      this.chain = undefined;
+      this.verifiedUpTo = undefined;
+    }
+    if (this.chain === undefined || !this.verifiedUpTo || head !== this.verifiedUpTo.seq) {
+      this.chain = await this.extendChainReport(store, this.verifiedUpTo);
+    }
+    const latest = await checkpointsOf(store)?.latest();
+    this.checkpoint = latest && { seq: latest.seq, signer: latest.signatures[0]?.name ?? null, time: latest.time };
+    return rows;
   }
 
   private apply(snapshot: StatusSnapshot, rows: ReceiptRowView[], hasMore: boolean, todos: readonly Todo[]): void {

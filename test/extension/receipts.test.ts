@@ -40,6 +40,7 @@ afterEach(() => {
 
 describe('receipts in the extension', () => {
   it('Export Receipts… writes a bundle that verifies offline; the view shows its checkpoint and that the witness agrees', async () => {
+    ctx.viewShown('turnkeeper.receipts');
     await ctx.refresh();
     expect(ctx.receipts.find('receipts/checkpoint')).toMatchObject({ label: 'No signed checkpoint yet' });
     const file = join(world.root, 'out.tkb');
