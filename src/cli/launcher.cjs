@@ -10,7 +10,7 @@
 //    `$TMPDIR/node-compile-cache`, whose folders any local user can create first and fill with code
 //    that then runs in our process. So the cache lives in `$TURNKEEPER_HOME/compile-cache`, a
 //    directory that must be ours (lstat: a real directory, owned by our euid, mode 0700) inside a
-//    TURNKEEPER_HOME that is ours and not world-writable; otherwise the cache is off. It never falls
+//    TURNKEEPER_HOME that is absolute, ours and not world-writable; otherwise the cache is off. It never falls
 //    back to a temporary directory, and TURNKEEPER_HOME itself is never created here.
 //
 // NODE_DISABLE_COMPILE_CACHE turns the cache off. NODE_COMPILE_CACHE is applied by Node itself before
@@ -24,7 +24,7 @@
 // one line on stderr, the payload drained, nothing on stdout.
 'use strict';
 const { existsSync, lstatSync, mkdirSync, readSync, statSync } = require('node:fs');
-const { join } = require('node:path');
+const { isAbsolute, join } = require('node:path');
 
 const env = process.env;
 // Keep in sync with turnkeeperHome() in src/store/location.ts.
@@ -84,7 +84,9 @@ function enableCompileCache() {
 /** `$TURNKEEPER_HOME/compile-cache` when it is (or has just been made) private to this user, else undefined. */
 function privateCacheDir() {
   const euid = process.geteuid?.();
-  if (euid === undefined) return undefined;
+  // A relative TURNKEEPER_HOME is under the agent's working directory: a repository whose `.env` sets
+  // it (Gemini CLI loads one) would ship the cache, ours by every test below, whose code then runs here.
+  if (euid === undefined || !isAbsolute(home)) return undefined;
   const dir = join(home, 'compile-cache');
   try {
     // Others must not be able to swap the cache directory between the check below and Node's use. A

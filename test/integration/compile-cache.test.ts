@@ -280,6 +280,18 @@ describe.skipIf(!asRoot)('an unsafe cache directory is not used; the hook still 
     });
   }
 
+  it('a relative TURNKEEPER_HOME (a repository .env can set one) is under the checkout: its cache is not used', () => {
+    // What a clone under umask 077 gives: the repository's own 0700 folder, owned by us.
+    const shipped = join(world.repo, '.tk', 'compile-cache');
+    mkdirSync(shipped, { recursive: true, mode: 0o700 });
+    const result = hook(payload.codex(world, 'SessionStart', 'sess-a', undefined, { source: 'startup' }), { TURNKEEPER_HOME: '.tk' });
+    expect(result).toMatchObject({ code: 0, stdout: '' });
+    expect(filesUnder(shipped)).toBe(0);
+    // Control: the same folder named by its absolute path is a private cache of ours, and used.
+    hook(payload.codex(world, 'SessionStart', 'sess-a', undefined, { source: 'startup' }), { TURNKEEPER_HOME: join(world.repo, '.tk') });
+    expect(filesUnder(shipped)).toBeGreaterThan(0);
+  });
+
   it('control: a private 0700 cache directory of ours is used', () => {
     mkdirSync(world.home, { mode: 0o700 });
     mkdirSync(cacheDir(), { mode: 0o700 });
