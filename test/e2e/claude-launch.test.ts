@@ -11,11 +11,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { like } from '../support/matchers';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { makeWorld, runCli, type World } from '../support/world';
+import { makeWorld, type World } from '../support/world';
 import { lastToolResult, startAnthropicMock, type AnthropicMock } from '../support/anthropicMock';
 import {
-  baseEnv,
   claudeAfterPrompt,
+  claudeEnv,
   claudeTurnRequest,
   claudeVisibleText,
   expectLeaseUnchanged,
@@ -23,10 +23,11 @@ import {
   killAll,
   occurrences,
   presentationOf,
+  receiptDocs,
   REPO_ROOT,
   statusOf,
+  turnkeeperRun,
   verifyOf,
-  worldDir,
   type LeaseJson,
 } from '../support/agentHarness';
 
@@ -50,16 +51,7 @@ let nextShell: string | undefined;
 let beforeShell: (() => void) | undefined;
 
 /** Async: the mock model server lives in this process, so a blocking spawn would starve it. */
-const turnkeeper = (args: string[]) => runCli(args, { env, cwd: world.repo, timeoutMs: 90_000 });
-
-interface Doc {
-  readonly seq: number;
-  readonly kind: string;
-  readonly todo?: string;
-  readonly capture?: string;
-  readonly owner?: string;
-  readonly detail?: Record<string, unknown>;
-}
+const turnkeeper = (args: string[]) => turnkeeperRun(args, { env, cwd: world.repo, timeoutMs: 90_000 });
 
 interface Decision {
   readonly ok: boolean;
@@ -70,16 +62,6 @@ interface Decision {
   readonly receipt: { seq: number; hash: string };
   readonly digest: string;
   readonly exit: { code: number | null };
-}
-
-async function chain(): Promise<Doc[]> {
-  const store = await world.store();
-  try {
-    expect(await store.verifyChain()).toMatchObject({ ok: true });
-    return (await store.receipts({ limit: 1000 })).map((row) => JSON.parse(row.doc) as Doc).sort((a, b) => a.seq - b.seq);
-  } finally {
-    store.close();
-  }
 }
 
 beforeAll(async () => {
@@ -96,17 +78,8 @@ beforeAll(async () => {
     return { text: 'ok' };
   });
   world = makeWorld('tk-e2e-claude-launch');
-  const configDir = worldDir(world, 'claude', 'home', '.claude');
-  env = baseEnv({
-    HOME: worldDir(world, 'claude', 'home'),
-    CLAUDE_CONFIG_DIR: configDir,
-    TMPDIR: worldDir(world, 'claude', 'tmp'),
-    TURNKEEPER_HOME: world.home,
-    ANTHROPIC_BASE_URL: mock.url,
-    ANTHROPIC_API_KEY: 'dummy',
-    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-    DISABLE_AUTOUPDATER: '1',
-  });
+  let configDir: string;
+  ({ env, configDir } = claudeEnv(world, mock));
   const add = world.cli(['todo', 'add', 'Fix login', '--id', 'fix-login', '--body', BODY]);
   expect(add.code, add.stderr).toBe(0);
   installHooksWithCli(world, 'claude', { CLAUDE_CONFIG_DIR: configDir });
@@ -164,7 +137,7 @@ describe('turnkeeper start and resume with the real Claude Code through the nati
     expect(existsSync(marker), 'the lease holder may run a shell command').toBe(true);
 
     // The chain: the start's launch receipt, then every receipt of the session (its first hook, the claim).
-    const docs = await chain();
+    const docs = await receiptDocs(world);
     const committed = docs.filter((doc) => doc.kind === 'launch_committed');
     expect(committed).toHaveLength(1);
     expect(committed[0]).toMatchObject({
@@ -225,7 +198,7 @@ describe('turnkeeper start and resume with the real Claude Code through the nati
     } finally {
       store.close();
     }
-    const docs = await chain();
+    const docs = await receiptDocs(world);
     expect(docs.find((doc) => doc.seq === decision.receipt.seq)).toMatchObject({
       kind: 'launch_committed',
       capture: lease.capture,
@@ -237,14 +210,14 @@ describe('turnkeeper start and resume with the real Claude Code through the nati
 
   it('a second start of the held Todo is refused [lease_held] before Claude runs: no model request, no launch receipt', async () => {
     const from = mock.requests.length;
-    const launchesBefore = (await chain()).filter((doc) => doc.kind === 'launch_committed').length;
+    const launchesBefore = (await receiptDocs(world)).filter((doc) => doc.kind === 'launch_committed').length;
     const again = await turnkeeper(['start', 'fix-login', '--agent', 'claude', '--json', '--agent-bin', CLAUDE, '--prompt', 'I also want the login form']);
     expect(again.code, again.stderr).toBe(1);
     const refused = JSON.parse(again.stdout) as { reason: string; guidance: string };
     expect(refused).toMatchObject({ ok: false, decision: 'refused', todo: 'fix-login', agent: 'claude', reason: 'lease_held' });
     expect(refused.guidance).toContain(lease.owner);
     expect(mock.requests.length).toBe(from);
-    expect((await chain()).filter((doc) => doc.kind === 'launch_committed')).toHaveLength(launchesBefore);
+    expect((await receiptDocs(world)).filter((doc) => doc.kind === 'launch_committed')).toHaveLength(launchesBefore);
     expectLeaseUnchanged(world, lease);
   });
 
@@ -276,12 +249,12 @@ describe('turnkeeper start and resume with the real Claude Code through the nati
 
   it('after the release, resume is refused [capture_released] before Claude runs', async () => {
     const from = mock.requests.length;
-    const launchesBefore = (await chain()).filter((doc) => doc.kind === 'launch_committed').length;
+    const launchesBefore = (await receiptDocs(world)).filter((doc) => doc.kind === 'launch_committed').length;
     const resumed = await turnkeeper(['resume', lease.capture, '--json', '--agent-bin', CLAUDE]);
     expect(resumed.code, resumed.stderr).toBe(1);
     expect(JSON.parse(resumed.stdout)).toMatchObject({ ok: false, decision: 'refused', capture: lease.capture, reason: 'capture_released' });
     expect(mock.requests.length).toBe(from);
-    expect((await chain()).filter((doc) => doc.kind === 'launch_committed')).toHaveLength(launchesBefore);
+    expect((await receiptDocs(world)).filter((doc) => doc.kind === 'launch_committed')).toHaveLength(launchesBefore);
     expect(verifyOf(world).ok).toBe(true);
   });
 });

@@ -4,9 +4,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { like } from '../support/matchers';
 import { resolve } from 'node:path';
-import { makeWorld, runCli, type World } from '../support/world';
+import { makeWorld, type World } from '../support/world';
 import { developerTexts, startMockModelServer, type MockModelServer } from '../support/mockModelServer';
-import { cleanupCodexHome, makeCodexHome, runCodexExec, writeCodexConfig, type CodexHome } from '../support/codexHarness';
+import { cleanupCodexHome, codexBinaryPath, EXEC_FLAGS, makeCodexHome, writeCodexConfig, type CodexHome } from '../support/codexHarness';
+import { expectLeaseUnchanged, killAll, presentationOf, runProcess, statusOf, turnkeeperRun } from '../support/agentHarness';
 
 const CODEX_SHIM = resolve(__dirname, '../../node_modules/.bin/codex');
 
@@ -16,7 +17,8 @@ let mock: MockModelServer;
 let env: NodeJS.ProcessEnv;
 
 /** Async: the mock model server lives in this process, so a blocking spawn would starve it. */
-const turnkeeper = (args: string[]) => runCli(args, { env, cwd: world.repo, timeoutMs: 90_000 });
+const turnkeeper = (args: string[]) => turnkeeperRun(args, { env, cwd: world.repo, timeoutMs: 90_000 });
+const codexExec = (prompt: string) => runProcess(codexBinaryPath(), ['exec', ...EXEC_FLAGS, prompt], { cwd: world.repo, env, timeoutMs: 90_000 });
 const presentations = (from: number) =>
   mock.requests
     .slice(from)
@@ -33,6 +35,7 @@ beforeAll(async () => {
   expect((await turnkeeper(['hooks', 'install', '--agent', 'codex'])).code).toBe(0);
 });
 afterAll(async () => {
+  killAll();
   await mock?.close();
   if (codex) cleanupCodexHome(codex);
   world?.cleanup();
@@ -40,27 +43,15 @@ afterAll(async () => {
 
 describe('turnkeeper resume with the real Codex', () => {
   it('relaunches the session through the launcher and presents the same capture, lease unchanged', async () => {
-    const first = await runCodexExec({ env, cwd: world.repo, prompt: 'please work on #todo:fix-login', timeoutMs: 90_000 });
+    const first = await codexExec('please work on #todo:fix-login');
     expect(first.code, first.stderr).toBe(0);
     const claimed = presentations(0);
     expect(claimed).toHaveLength(1);
-    const status = JSON.parse((await turnkeeper(['status', '--json'])).stdout) as {
-      leases: { owner: string; capture: string; epoch: number; status: string }[];
-    };
-    const [lease] = status.leases;
+    const [lease] = statusOf(world).leases;
     expect(lease).toMatchObject({ epoch: 1, status: 'active', owner: like.stringMatching(/^codex:/) });
 
     const before = mock.requests.length;
-    const resumed = await turnkeeper([
-      'resume',
-      lease!.capture,
-      '--json',
-      '--agent-bin',
-      CODEX_SHIM,
-      '--',
-      '--skip-git-repo-check',
-      '--dangerously-bypass-hook-trust',
-    ]);
+    const resumed = await turnkeeper(['resume', lease!.capture, '--json', '--agent-bin', CODEX_SHIM, '--', ...EXEC_FLAGS]);
     expect(resumed.code, resumed.stderr.slice(-3000)).toBe(0);
     const decision = JSON.parse(resumed.stdout) as { decision: string; receipt: { seq: number; hash: string }; digest: string; exit: { code: number } };
     expect(decision).toMatchObject({ decision: 'launched', exit: { code: 0 } });
@@ -69,9 +60,7 @@ describe('turnkeeper resume with the real Codex', () => {
 
     // The resumed session's model request carries the very same bytes.
     expect(presentations(before)).toContain(claimed[0]);
-    const after = JSON.parse((await turnkeeper(['status', '--json'])).stdout) as typeof status;
-    expect(after.leases).toHaveLength(1);
-    expect(after.leases[0]).toMatchObject({ owner: lease!.owner, capture: lease!.capture, epoch: 1, status: 'active' });
+    expectLeaseUnchanged(world, lease!);
 
     // The launch receipt is committed before the first hook event of that launch.
     const store = await world.store();
@@ -91,11 +80,10 @@ describe('turnkeeper resume with the real Codex', () => {
   it('a resumed session carries the full ready capture once, and a one-line reminder per later context event (docs/hook-protocol.md, "How often the full capture is presented")', async () => {
     // A second Todo and a fresh session for it: the first test's session holds fix-login.
     expect((await turnkeeper(['todo', 'add', 'Tidy the signup form', '--id', 'tidy-signup', '--body', 'Measure me (heron-7731).'])).code).toBe(0);
-    const first = await runCodexExec({ env, cwd: world.repo, prompt: 'please work on #todo:tidy-signup', timeoutMs: 90_000 });
+    const first = await codexExec('please work on #todo:tidy-signup');
     expect(first.code, first.stderr).toBe(0);
-    const status = JSON.parse((await turnkeeper(['status', '--json'])).stdout) as { leases: { todo: string; capture: string; status: string }[] };
-    const capture = status.leases.find((lease) => lease.todo === 'tidy-signup' && lease.status === 'active')!.capture;
-    const full = (JSON.parse((await turnkeeper(['show', capture, '--json'])).stdout) as { presentation: string }).presentation;
+    const capture = statusOf(world).leases.find((lease) => lease.todo === 'tidy-signup' && lease.status === 'active')!.capture;
+    const full = presentationOf(world, capture);
     const measure = (from: number) => {
       const last = mock.requests.slice(from).at(-1)!;
       const texts = developerTexts(last).filter((text) => text.includes(capture));
@@ -109,16 +97,7 @@ describe('turnkeeper resume with the real Codex', () => {
     const rows = [{ run: 'claim', ...measure(0) }];
     for (const run of ['resume 1', 'resume 2']) {
       const before = mock.requests.length;
-      const resumed = await turnkeeper([
-        'resume',
-        capture,
-        '--json',
-        '--agent-bin',
-        CODEX_SHIM,
-        '--',
-        '--skip-git-repo-check',
-        '--dangerously-bypass-hook-trust',
-      ]);
+      const resumed = await turnkeeper(['resume', capture, '--json', '--agent-bin', CODEX_SHIM, '--', ...EXEC_FLAGS]);
       expect(resumed.code, resumed.stderr.slice(-3000)).toBe(0);
       rows.push({ run, ...measure(before) });
     }

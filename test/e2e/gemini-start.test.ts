@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { like } from '../support/matchers';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { makeWorld, runCli, type World } from '../support/world';
+import { makeWorld, type World } from '../support/world';
 import { asHookContext, contentsText, GEMINI_READY_LINE, lastFunctionResponse, lastUserText, startGeminiMock, type GeminiMock } from '../support/geminiMock';
 import {
   BIN,
@@ -21,10 +21,13 @@ import {
   installHooksWithCli,
   killAll,
   presentationOf,
+  receiptDocs,
   statusOf,
+  turnkeeperRun,
   verifyOf,
   type LeaseJson,
 } from '../support/agentHarness';
+import type { ReceiptDocument } from '../../src/core/receipts';
 
 // The npm link to bundle/gemini.js, as gemini-launch.test.ts passes it: a script, so it runs from a closure.
 const GEMINI = join(BIN, 'gemini');
@@ -39,16 +42,7 @@ let env: NodeJS.ProcessEnv;
 let nextShell: string | undefined;
 
 /** Async: the mock model server lives in this process, so a blocking spawn would starve it. */
-const turnkeeper = (args: string[]) => runCli(args, { env, cwd: world.repo, timeoutMs: 60_000 });
-
-interface Doc {
-  readonly seq: number;
-  readonly kind: string;
-  readonly todo?: string;
-  readonly capture?: string;
-  readonly owner?: string;
-  readonly detail?: Record<string, unknown>;
-}
+const turnkeeper = (args: string[]) => turnkeeperRun(args, { env, cwd: world.repo, timeoutMs: 60_000 });
 
 interface Decision {
   readonly ok: boolean;
@@ -58,16 +52,6 @@ interface Decision {
   readonly receipt: { seq: number };
   readonly digest: string;
   readonly exit: { code: number | null };
-}
-
-async function chain(): Promise<Doc[]> {
-  const store = await world.store();
-  try {
-    expect(await store.verifyChain()).toMatchObject({ ok: true });
-    return (await store.receipts({ limit: 1000 })).map((row) => JSON.parse(row.doc) as Doc).sort((a, b) => a.seq - b.seq);
-  } finally {
-    store.close();
-  }
 }
 
 beforeAll(async () => {
@@ -97,7 +81,7 @@ afterAll(async () => {
 describe('turnkeeper start launches Gemini CLI from its attested closure', () => {
   let lease: LeaseJson;
   let presentation = '';
-  let committed: Doc;
+  let committed: ReceiptDocument;
 
   it('launch receipt first, the unnamed prompt claims fix-login with binding launch, the ready capture reaches the model, and the holder may run a shell command', async () => {
     expect(START_PROMPT).not.toContain('#todo');
@@ -146,7 +130,7 @@ describe('turnkeeper start launches Gemini CLI from its attested closure', () =>
     expect(existsSync(marker), 'the lease holder may run a shell command').toBe(true);
 
     // The chain: the start's launch receipt (runtime and closure), then every receipt of the session.
-    const docs = await chain();
+    const docs = await receiptDocs(world);
     const launches = docs.filter((doc) => doc.kind === 'launch_committed');
     expect(launches).toHaveLength(1);
     committed = launches[0]!;
@@ -191,7 +175,7 @@ describe('turnkeeper start launches Gemini CLI from its attested closure', () =>
     expect(req, `turn requests: ${mock.requests.length - from}\n${resumed.stderr.slice(-3000)}`).toBeDefined();
     expect(lastUserText(req!)).toContain(asHookContext(presentation));
     expectLeaseUnchanged(world, lease);
-    const again = (await chain()).find((doc) => doc.seq === decision.receipt.seq);
+    const again = (await receiptDocs(world)).find((doc) => doc.seq === decision.receipt.seq);
     expect(again).toMatchObject({
       kind: 'launch_committed',
       capture: lease.capture,
@@ -203,7 +187,7 @@ describe('turnkeeper start launches Gemini CLI from its attested closure', () =>
 
   it('a second start of the held Todo is refused [lease_held] before Gemini runs: no model request, no launch receipt', async () => {
     const from = mock.requests.length;
-    const launchesBefore = (await chain()).filter((doc) => doc.kind === 'launch_committed').length;
+    const launchesBefore = (await receiptDocs(world)).filter((doc) => doc.kind === 'launch_committed').length;
     const again = await turnkeeper([
       'start',
       'fix-login',
@@ -222,7 +206,7 @@ describe('turnkeeper start launches Gemini CLI from its attested closure', () =>
     expect(refused.guidance).toContain(lease.owner);
     expect(mock.requests.length).toBe(from);
     expect(mock.sideRequests.filter((r) => r.raw.includes('I also want the login form'))).toHaveLength(0);
-    expect((await chain()).filter((doc) => doc.kind === 'launch_committed')).toHaveLength(launchesBefore);
+    expect((await receiptDocs(world)).filter((doc) => doc.kind === 'launch_committed')).toHaveLength(launchesBefore);
     expectLeaseUnchanged(world, lease);
   });
 });

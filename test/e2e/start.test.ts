@@ -5,9 +5,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { like } from '../support/matchers';
 import { resolve } from 'node:path';
-import { makeWorld, runCli, type World } from '../support/world';
+import { makeWorld, type World } from '../support/world';
 import { developerTexts, startMockModelServer, type MockModelServer } from '../support/mockModelServer';
-import { cleanupCodexHome, makeCodexHome, writeCodexConfig, type CodexHome } from '../support/codexHarness';
+import { cleanupCodexHome, EXEC_FLAGS, makeCodexHome, writeCodexConfig, type CodexHome } from '../support/codexHarness';
+import { killAll, receiptDocs, statusOf, turnkeeperRun } from '../support/agentHarness';
 
 const CODEX_SHIM = resolve(__dirname, '../../node_modules/.bin/codex');
 
@@ -17,7 +18,7 @@ let mock: MockModelServer;
 let env: NodeJS.ProcessEnv;
 
 /** Async: the mock model server lives in this process, so a blocking spawn would starve it. */
-const turnkeeper = (args: string[]) => runCli(args, { env, cwd: world.repo, timeoutMs: 90_000 });
+const turnkeeper = (args: string[]) => turnkeeperRun(args, { env, cwd: world.repo, timeoutMs: 90_000 });
 const presentations = () => mock.requests.flatMap((request) => developerTexts(request)).filter((text) => text.startsWith('Turnkeeper: Todo'));
 
 beforeAll(async () => {
@@ -30,19 +31,11 @@ beforeAll(async () => {
   expect((await turnkeeper(['hooks', 'install', '--agent', 'codex'])).code).toBe(0);
 });
 afterAll(async () => {
+  killAll();
   await mock?.close();
   if (codex) cleanupCodexHome(codex);
   world?.cleanup();
 });
-
-interface Doc {
-  readonly seq: number;
-  readonly kind: string;
-  readonly todo?: string;
-  readonly capture?: string;
-  readonly owner?: string;
-  readonly detail?: Record<string, unknown>;
-}
 
 describe('turnkeeper start with the real Codex', () => {
   it('starts a headless Codex turn whose prompt claims the Todo with binding launch, launch receipt first, and the ready capture reaches the model', async () => {
@@ -57,8 +50,7 @@ describe('turnkeeper start with the real Codex', () => {
       '--prompt',
       'please fix the login form',
       '--',
-      '--skip-git-repo-check',
-      '--dangerously-bypass-hook-trust',
+      ...EXEC_FLAGS,
     ]);
     expect(started.code, started.stderr.slice(-3000)).toBe(0);
     const decision = JSON.parse(started.stdout) as {
@@ -83,16 +75,13 @@ describe('turnkeeper start with the real Codex', () => {
     expect(shown).toHaveLength(1);
     expect(shown[0]).toMatch(/^Turnkeeper: Todo fix-login .*epoch 1/);
     expect(shown[0]).toContain('heron-2291');
-    const status = JSON.parse((await turnkeeper(['status', '--json'])).stdout) as {
-      leases: { todo: string; owner: string; capture: string; epoch: number; status: string }[];
-    };
+    const status = statusOf(world);
     expect(status.leases).toHaveLength(1);
     const [lease] = status.leases;
     expect(lease).toMatchObject({ todo: 'fix-login', epoch: 1, status: 'active', owner: like.stringMatching(/^codex:/) });
 
     // The chain: the start's launch receipt, then the agent's first hook, then the claim with binding launch.
-    const store = await world.store();
-    const docs = (await store.receipts({ limit: 1000 })).map((row) => JSON.parse(row.doc) as Doc).sort((a, b) => a.seq - b.seq);
+    const docs = await receiptDocs(world);
     const committed = docs.find((doc) => doc.kind === 'launch_committed')!;
     expect(committed).toMatchObject({
       seq: decision.receipt.seq,
@@ -107,8 +96,6 @@ describe('turnkeeper start with the real Codex', () => {
     expect(hooked[0]).toMatchObject({ owner: lease!.owner, detail: { launch: decision.launch } });
     expect(committed.seq).toBeLessThan(hooked[0]!.seq);
     expect(committed.seq).toBeLessThan(bound.seq);
-    expect(await store.verifyChain()).toMatchObject({ ok: true });
-    store.close();
     expect(JSON.parse((await turnkeeper(['verify', '--json'])).stdout)).toMatchObject({ ok: true, breaks: [] });
   });
 });

@@ -5,6 +5,7 @@ import { expect } from 'vitest';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, realpathSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import type { ReceiptDocument } from '../../src/core/receipts';
 import { messageText, type AnthropicRequest } from './anthropicMock';
 import type { RecordedRequest } from './mockModelServer';
 import { CLI, type World } from './world';
@@ -122,6 +123,25 @@ export function geminiEnv(world: World, mock: { readonly url: string }): { env: 
   return { env, home, settings };
 }
 
+/**
+ * Claude Code's home in the world ($CLAUDE_CONFIG_DIR under HOME, where `hooks install` writes
+ * settings.json), and the environment that sends it to `mock` with nothing nonessential on the network.
+ */
+export function claudeEnv(world: World, mock: { readonly url: string }): { env: NodeJS.ProcessEnv; configDir: string } {
+  const configDir = worldDir(world, 'claude', 'home', '.claude');
+  const env = baseEnv({
+    HOME: worldDir(world, 'claude', 'home'),
+    CLAUDE_CONFIG_DIR: configDir,
+    TMPDIR: worldDir(world, 'claude', 'tmp'),
+    TURNKEEPER_HOME: world.home,
+    ANTHROPIC_BASE_URL: mock.url,
+    ANTHROPIC_API_KEY: 'dummy',
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    DISABLE_AUTOUPDATER: '1',
+  });
+  return { env, configDir };
+}
+
 export interface LeaseJson {
   goal: string;
   todo: string;
@@ -172,6 +192,17 @@ export function presentationOf(world: World, captureId: string): string {
 export function verifyOf(world: World): { ok: boolean; verified: number } {
   const run = world.cli(['verify', '--json']);
   return JSON.parse(run.stdout) as { ok: boolean; verified: number };
+}
+
+/** Every receipt of the world's store in chain order, after asserting that the chain verifies. */
+export async function receiptDocs(world: World): Promise<ReceiptDocument[]> {
+  const store = await world.store();
+  try {
+    expect(await store.verifyChain()).toMatchObject({ ok: true });
+    return (await store.receipts({ limit: 1000 })).map((row) => JSON.parse(row.doc) as ReceiptDocument).sort((a, b) => a.seq - b.seq);
+  } finally {
+    store.close();
+  }
 }
 
 /**
