@@ -5,11 +5,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeWorld, type World } from '../support/world';
-import { lastToolResult, messageText, startAnthropicMock, type AnthropicMock, type AnthropicRequest } from '../support/anthropicMock';
+import { lastToolResult, startAnthropicMock, type AnthropicMock } from '../support/anthropicMock';
 import {
   BIN,
-  baseEnv,
-  describeRun,
+  claudeAfterPrompt,
+  claudeEnv,
+  claudeResult,
+  claudeTurnRequest,
+  claudeVisibleText,
   installHooksWithCli,
   killAll,
   occurrences,
@@ -18,7 +21,6 @@ import {
   statusOf,
   expectLeaseUnchanged,
   verifyOf,
-  worldDir,
   type LeaseJson,
   type ProcResult,
 } from '../support/agentHarness';
@@ -29,7 +31,7 @@ const CLAUDE_READY_LINE = /^UserPromptSubmit hook additional context: Turnkeeper
 
 let world: World;
 let mock: AnthropicMock;
-let claudeEnv: NodeJS.ProcessEnv;
+let agentEnv: NodeJS.ProcessEnv;
 let nextShell: string | undefined;
 
 beforeAll(async () => {
@@ -44,18 +46,8 @@ beforeAll(async () => {
     return { text: 'ok' };
   });
   world = makeWorld('tk-e2e-claude');
-  const home = worldDir(world, 'claude', 'home');
-  const configDir = worldDir(world, 'claude', 'home', '.claude');
-  claudeEnv = baseEnv({
-    HOME: home,
-    CLAUDE_CONFIG_DIR: configDir,
-    TMPDIR: worldDir(world, 'claude', 'tmp'),
-    TURNKEEPER_HOME: world.home,
-    ANTHROPIC_BASE_URL: mock.url,
-    ANTHROPIC_API_KEY: 'dummy',
-    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-    DISABLE_AUTOUPDATER: '1',
-  });
+  let configDir: string;
+  ({ env: agentEnv, configDir } = claudeEnv(world, mock));
   const add = world.cli(['todo', 'add', 'Fix login', '--id', 'fix-login', '--body', BODY]);
   expect(add.code, add.stderr).toBe(0);
   installHooksWithCli(world, 'claude', { CLAUDE_CONFIG_DIR: configDir });
@@ -68,45 +60,11 @@ afterAll(async () => {
   world?.cleanup();
 });
 
-interface ClaudeJson {
-  session_id?: string;
-  result?: string;
-  is_error?: boolean;
-}
-
 function claude(args: string[]): Promise<ProcResult> {
-  return runProcess(join(BIN, 'claude'), args, { cwd: world.repo, env: claudeEnv, timeoutMs: RUN_TIMEOUT_MS });
+  return runProcess(join(BIN, 'claude'), args, { cwd: world.repo, env: agentEnv, timeoutMs: RUN_TIMEOUT_MS });
 }
 
-function parseResult(label: string, run: ProcResult): ClaudeJson {
-  expect(run.code, describeRun(label, run)).toBe(0);
-  const line = run.stdout.trim().split('\n').at(-1) ?? '';
-  const json = JSON.parse(line) as ClaudeJson;
-  expect(json.is_error, describeRun(label, run)).not.toBe(true);
-  return json;
-}
-
-/** The main-conversation request of a run: the first one whose last user message is `prompt`. */
-function turnRequest(from: number, prompt: string): AnthropicRequest | undefined {
-  return mock.requests.slice(from).find((r) => (r.body?.messages ?? []).some((m) => m.role === 'user' && messageText(m).includes(prompt)));
-}
-
-/** Everything the model sees in a request: system prompt and every message, as text. */
-function visibleText(req: AnthropicRequest): string {
-  const system = req.body?.system;
-  const systemText = typeof system === 'string' ? system : (system ?? []).map((b) => b.text ?? '').join('\n');
-  return [systemText, ...(req.body?.messages ?? []).map(messageText)].join('\n');
-}
-
-/** Texts after the last user message that names `prompt` (where UserPromptSubmit context lands). */
-function afterPrompt(req: AnthropicRequest, prompt: string): string {
-  const messages = req.body?.messages ?? [];
-  const at = messages.findLastIndex((m) => m.role === 'user' && messageText(m).includes(prompt));
-  return messages
-    .slice(at + 1)
-    .map(messageText)
-    .join('\n');
-}
+const turnRequest = (from: number, prompt: string) => claudeTurnRequest(mock.requests, from, prompt);
 
 describe('Claude Code with Turnkeeper hooks (real binary)', () => {
   let session = '';
@@ -116,7 +74,7 @@ describe('Claude Code with Turnkeeper hooks (real binary)', () => {
   it('a prompt naming #todo:fix-login claims the lease (Turn = prompt_id) and the ready capture reaches the model', async () => {
     const prompt = 'please work on #todo:fix-login';
     const from = mock.requests.length;
-    const json = parseResult('claude -p', await claude(['-p', prompt, '--output-format', 'json']));
+    const json = claudeResult('claude -p', await claude(['-p', prompt, '--output-format', 'json']));
     session = json.session_id ?? '';
     expect(session).toMatch(/^[0-9a-f-]{36}$/);
 
@@ -128,7 +86,7 @@ describe('Claude Code with Turnkeeper hooks (real binary)', () => {
         .map((r) => r.raw.slice(0, 300))
         .join('\n')}`,
     ).toBeDefined();
-    const text = visibleText(req!);
+    const text = claudeVisibleText(req!);
     // Claude prefixes hook context with "<Event> hook additional context: ".
     const match = CLAUDE_READY_LINE.exec(text);
     expect(match, text.slice(-4000)).not.toBeNull();
@@ -153,7 +111,7 @@ describe('Claude Code with Turnkeeper hooks (real binary)', () => {
     const marker = join(world.root, 'claude-marker-before-release');
     nextShell = `touch '${marker}'`;
     const from = mock.requests.length;
-    const json = parseResult('claude --resume', await claude(['-p', '--resume', session, 'continue', '--output-format', 'json', '--allowedTools', 'Bash']));
+    const json = claudeResult('claude --resume', await claude(['-p', '--resume', session, 'continue', '--output-format', 'json', '--allowedTools', 'Bash']));
     expect(json.session_id).toBe(session);
 
     const req = turnRequest(from, 'continue');
@@ -161,8 +119,8 @@ describe('Claude Code with Turnkeeper hooks (real binary)', () => {
     // The history the resumed request sends carries the first prompt's context, the stored presentation
     // byte for byte, once; Claude's transcript recorded it, so this prompt's context is the one-line
     // reminder that names the capture (docs/hook-protocol.md, "How often the full capture is presented").
-    expect(occurrences(visibleText(req!), `UserPromptSubmit hook additional context: ${presentation}`)).toBe(1);
-    const after = afterPrompt(req!, 'continue');
+    expect(occurrences(claudeVisibleText(req!), `UserPromptSubmit hook additional context: ${presentation}`)).toBe(1);
+    const after = claudeAfterPrompt(req!, 'continue');
     expect(after).toContain(`UserPromptSubmit hook additional context: ${presentation.split('\n')[0]}\nThis session still holds the lease`);
     expect(after).toContain(`turnkeeper show ${lease.capture}`);
     expect(existsSync(marker), 'the lease holder may run a shell command').toBe(true);
@@ -173,12 +131,12 @@ describe('Claude Code with Turnkeeper hooks (real binary)', () => {
   it('a second Claude session naming the same Todo gets [lease_held] and claims nothing', async () => {
     const prompt = 'I also want #todo:fix-login';
     const from = mock.requests.length;
-    const json = parseResult('second claude -p', await claude(['-p', prompt, '--output-format', 'json']));
+    const json = claudeResult('second claude -p', await claude(['-p', prompt, '--output-format', 'json']));
     expect(json.session_id).toBeDefined();
     expect(json.session_id).not.toBe(session);
     const req = turnRequest(from, prompt);
     expect(req).toBeDefined();
-    const text = visibleText(req!);
+    const text = claudeVisibleText(req!);
     expect(text).toContain('[lease_held]');
     expect(text).toContain(`claude:${session}`);
     expect(text).not.toContain(BODY);
@@ -195,7 +153,7 @@ describe('Claude Code with Turnkeeper hooks (real binary)', () => {
     const marker = join(world.root, 'claude-marker-after-release');
     nextShell = `touch '${marker}'`;
     const from = mock.requests.length;
-    parseResult(
+    claudeResult(
       'claude --resume (fenced)',
       await claude(['-p', '--resume', session, 'continue after release', '--output-format', 'json', '--allowedTools', 'Bash']),
     );

@@ -9,6 +9,7 @@ import { startMockModelServer, shellCallReply, textReply, developerTexts, type M
 import { codexBinaryPath, EXEC_FLAGS, MOCK_API_KEY_ENV, parseSessionId, writeCodexConfig } from '../support/codexHarness';
 import {
   baseEnv,
+  contextAfterPrompt,
   describeRun,
   installHooksWithCli,
   killAll,
@@ -45,15 +46,6 @@ const resume = (session: string, prompt: string) => codex(['exec', 'resume', ...
 
 function expectOk(label: string, run: ProcResult): void {
   expect(run.code, describeRun(label, run)).toBe(0);
-}
-
-/** The developer message Codex placed right after the user message `prompt` (UserPromptSubmit context). */
-function contextAfterPrompt(req: RecordedRequest, prompt: string): string | undefined {
-  const input = req.body?.input ?? [];
-  const at = input.findLastIndex((i) => i.type === 'message' && i.role === 'user' && (i.content ?? []).some((c) => c.text === prompt));
-  const next = input[at + 1];
-  if (at < 0 || next?.type !== 'message' || next.role !== 'developer') return undefined;
-  return (next.content ?? []).map((c) => c.text ?? '').join('');
 }
 
 beforeAll(async () => {

@@ -150,8 +150,7 @@ describe('Gemini CLI with Turnkeeper hooks (real binary)', () => {
     // The resumed history carries the first prompt's full context once; Gemini's transcript recorded it,
     // so the resume-time SessionStart and BeforeAgent contexts are the one-line reminder that names the
     // capture (docs/hook-protocol.md, "How often the full capture is presented").
-    const everything = (req!.body?.contents ?? []).flatMap((c) => (c.parts ?? []).map((p) => p.text ?? '')).join('\n');
-    expect(occurrences(everything, asHookContext(presentation))).toBe(1);
+    expect(occurrences(contentsText(req!), asHookContext(presentation))).toBe(1);
     expect(lastUserText(req!)).toContain(asHookContext(`${presentation.split('\n')[0]}\nThis session still holds the lease`).replace('</hook_context>', ''));
     expect(lastUserText(req!)).toContain(`turnkeeper show ${lease.capture}`);
     expect(existsSync(marker), 'the lease holder may run a shell command').toBe(true);

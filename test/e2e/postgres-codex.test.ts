@@ -137,16 +137,7 @@ describe('the real Codex on two machines, one team server', () => {
   it('resume on machine A relaunches its session: same ready capture, lease unchanged, launch receipt on the server', async () => {
     const [a, b] = machines;
     const from = mock.requests.length;
-    const resumed = await turnkeeper(a!, [
-      'resume',
-      capture,
-      '--json',
-      '--agent-bin',
-      CODEX_SHIM,
-      '--',
-      '--skip-git-repo-check',
-      '--dangerously-bypass-hook-trust',
-    ]);
+    const resumed = await turnkeeper(a!, ['resume', capture, '--json', '--agent-bin', CODEX_SHIM, '--', ...EXEC_FLAGS]);
     expect(resumed.code, describeRun('turnkeeper resume on A', resumed)).toBe(0);
     const decision = JSON.parse(resumed.stdout) as { decision: string; receipt: { seq: number }; exit: { code: number } };
     expect(decision).toMatchObject({ decision: 'launched', exit: { code: 0 } });

@@ -15,6 +15,7 @@ import {
   BIN,
   baseEnv,
   claudeAfterPrompt,
+  claudeEnv,
   claudeResult,
   claudeTurnRequest,
   claudeVisibleText,
@@ -253,13 +254,13 @@ describe('Claude Code in two worktrees of one repository (real binary)', () => {
   let world: World;
   let worktree: string;
   let mock: AnthropicMock;
-  let claudeEnv: NodeJS.ProcessEnv;
+  let agentEnv: NodeJS.ProcessEnv;
   let nextShell: string | undefined;
   let sessionA = '';
   let lease: LeaseJson;
   let presentation = '';
 
-  const claude = (cwd: string, args: string[]): Promise<ProcResult> => runProcess(CLAUDE, args, { cwd, env: claudeEnv, timeoutMs: RUN_TIMEOUT_MS });
+  const claude = (cwd: string, args: string[]): Promise<ProcResult> => runProcess(CLAUDE, args, { cwd, env: agentEnv, timeoutMs: RUN_TIMEOUT_MS });
 
   beforeAll(async () => {
     mock = await startAnthropicMock((req) => {
@@ -273,17 +274,8 @@ describe('Claude Code in two worktrees of one repository (real binary)', () => {
       return { text: 'ok' };
     });
     ({ world, worktree } = worktreeWorld('tk-e2e-wt-claude', BODY));
-    const configDir = worldDir(world, 'claude', 'home', '.claude');
-    claudeEnv = baseEnv({
-      HOME: worldDir(world, 'claude', 'home'),
-      CLAUDE_CONFIG_DIR: configDir,
-      TMPDIR: worldDir(world, 'claude', 'tmp'),
-      TURNKEEPER_HOME: world.home,
-      ANTHROPIC_BASE_URL: mock.url,
-      ANTHROPIC_API_KEY: 'dummy',
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-      DISABLE_AUTOUPDATER: '1',
-    });
+    let configDir: string;
+    ({ env: agentEnv, configDir } = claudeEnv(world, mock));
     installHooksWithCli(world, 'claude', { CLAUDE_CONFIG_DIR: configDir });
   });
 
@@ -342,7 +334,7 @@ describe('Claude Code in two worktrees of one repository (real binary)', () => {
     const from = mock.requests.length;
     const resumed = await turnkeeperRun(['resume', lease.capture, '--json', '--agent-bin', CLAUDE, '--prompt', RESUME_PROMPT, '--', '--allowedTools', 'Bash'], {
       cwd: worktree,
-      env: claudeEnv,
+      env: agentEnv,
       timeoutMs: RESUME_TIMEOUT_MS,
     });
     expect(resumed.code, describeRun('turnkeeper resume', resumed)).toBe(0);
