@@ -7,8 +7,19 @@ import type { Ctx } from './ctx';
 export const SCHEME = 'turnkeeper';
 
 export const receiptUri = (seq: number): vscode.Uri => vscode.Uri.from({ scheme: SCHEME, path: `/receipt/${seq}.json` });
-export const guidanceUri = (captureId: string, text: string): vscode.Uri =>
-  vscode.Uri.from({ scheme: SCHEME, path: `/guidance/${captureId}.md`, query: encodeURIComponent(text) });
+/**
+ * The guidance texts this window produced, by the number in their URI's query. The text is never read
+ * from the URI itself: any link to `turnkeeper:/guidance/…` (in a repository's README, say) could then
+ * show a "Recover:" command of its choosing in what looks like Turnkeeper's own read-only guidance.
+ */
+const guidanceTexts = new Map<string, string>();
+
+export const guidanceUri = (captureId: string, text: string): vscode.Uri => {
+  // A new URI per text: the editor keeps a document's first content for as long as it is open.
+  const key = String(guidanceTexts.size + 1);
+  guidanceTexts.set(key, text);
+  return vscode.Uri.from({ scheme: SCHEME, path: `/guidance/${captureId}.md`, query: key });
+};
 
 export class TurnkeeperDocuments implements vscode.TextDocumentContentProvider {
   constructor(private readonly ctx: Ctx) {}
@@ -30,8 +41,8 @@ export class TurnkeeperDocuments implements vscode.TextDocumentContentProvider {
       return `// receipt #${seq}, hash ${row.hash ?? 'MISSING'}${broken ? ` — chain break: ${broken.kind}` : ''}\n// stored text (what the hash covers): ${row.doc}\n${pretty}\n`;
     }
     const guidance = /^\/guidance\/(cap_[0-9a-f]{24})\.md$/.exec(uri.path);
-    if (guidance) {
-      const text = decodeURIComponent(uri.query);
+    const text = guidanceTexts.get(uri.query);
+    if (guidance && text !== undefined) {
       const [headline, ...rest] = text.split('\n');
       return [
         `# Recovery guidance for ${guidance[1]}`,

