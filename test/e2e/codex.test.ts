@@ -102,7 +102,7 @@ describe('Codex CLI with Turnkeeper hooks (real binary)', () => {
     const requests = since(from);
     expect(requests.length).toBeGreaterThanOrEqual(1);
     const first = requests[0]!;
-    expect(first.body?.client_metadata?.session_id ?? session).toBe(session);
+    expect(first.body?.client_metadata?.session_id).toBe(session);
     const context = contextAfterPrompt(first, 'please work on #todo:fix-login');
     expect(context, JSON.stringify(developerTexts(first))).toBeDefined();
     const match = READY_FIRST_LINE.exec(context!);

@@ -191,7 +191,7 @@ describe('Codex in two worktrees of one repository (real binary)', () => {
     const requests = since(from);
     const turn = requests.find((r) => contextAfterPrompt(r, RESUME_PROMPT) !== undefined);
     expect(turn, requests.map((r) => r.raw.slice(-1500)).join('\n---\n')).toBeDefined();
-    expect(turn!.body?.client_metadata?.session_id ?? sessionA).toBe(sessionA);
+    expect(turn!.body?.client_metadata?.session_id).toBe(sessionA);
     // The relaunched agent's hooks present the capture again, with no new claim: that needs its session
     // to be A's and a committed launch receipt naming the capture (spec §2 rule 3). A's transcript
     // already carries the full bytes, so this event gets the one-line reminder that names the capture
