@@ -30,6 +30,9 @@ export const PG_MIGRATIONS: readonly string[] = [
   -- The database itself refuses two active holders, whatever the code above it does.
   CREATE UNIQUE INDEX leases_one_active_per_todo ON turnkeeper.leases (goal, todo) WHERE status = 'active';
   CREATE UNIQUE INDEX leases_one_active_per_owner ON turnkeeper.leases (owner) WHERE status = 'active';
+  -- Fencing looks up an Owner's latest lease, released ones too, at every write tool (the partial index
+  -- above holds only active ones).
+  CREATE INDEX leases_by_owner ON turnkeeper.leases (owner);
   CREATE INDEX leases_by_capture ON turnkeeper.leases (capture);
   CREATE TABLE turnkeeper.ready_captures (
     capture text PRIMARY KEY REFERENCES turnkeeper.captures (id), doc text NOT NULL,

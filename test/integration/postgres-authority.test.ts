@@ -148,3 +148,32 @@ describe('PostgreSQL authority: store_meta', () => {
     }
   });
 });
+
+describe('PostgreSQL authority: the hook path reads through indexes', () => {
+  it("fencing (every write tool's pre_tool hook) finds the Owner's latest lease without scanning the team's leases", async () => {
+    const { url } = await freshStore();
+    const authority = (await openAuthority(pgEnv(url), { create: true }))!;
+    const query = vi.spyOn(pg.Client.prototype, 'query');
+    let issued: [string, unknown[]][];
+    try {
+      await authority.latestLeaseOfOwner('codex:s1');
+      issued = query.mock.calls.filter((call): call is [string, unknown[]] => typeof call[0] === 'string' && /turnkeeper\.leases/.test(call[0]));
+    } finally {
+      query.mockRestore();
+      authority.close();
+    }
+    expect(issued.length).toBeGreaterThan(0);
+    // A table this small is read whole whatever its indexes: with scans priced out, the Owner is still
+    // only a filter unless an index finds it.
+    const explain = new pg.Client({ connectionString: url });
+    await explain.connect();
+    try {
+      await explain.query('SET enable_seqscan = off');
+      const [text, values] = issued[0]!;
+      const plan = JSON.stringify((await explain.query(`EXPLAIN (FORMAT JSON) ${text}`, values)).rows);
+      expect(plan, text).toMatch(/"Index Cond":"\(owner = /);
+    } finally {
+      await explain.end();
+    }
+  });
+});
