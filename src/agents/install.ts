@@ -24,26 +24,11 @@
 // and the edits below see the file's real text (non-ASCII keys and values compare as they should),
 // and everything outside an edit encodes back to the bytes it came from. A stray byte outside a
 // string or comment is no more valid JSON than before: it is refused, not rewritten.
-import {
-  chmodSync,
-  closeSync,
-  constants,
-  existsSync,
-  fstatSync,
-  fsyncSync,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  readlinkSync,
-  readSync,
-  realpathSync,
-  statSync,
-  unlinkSync,
-  type Stats,
-} from 'node:fs';
+import { chmodSync, closeSync, existsSync, fsyncSync, lstatSync, mkdirSync, openSync, readlinkSync, realpathSync, statSync, unlinkSync } from 'node:fs';
 import { basename, dirname, join, resolve, sep } from 'node:path';
 import { createHash } from 'node:crypto';
 import { syncDir, writeAll, writeFileAtomic } from './atomicFile';
+import { readConfigFile } from './boundedFile';
 import { applyEdits, parse as parseJsonc, parseTree, printParseErrorCode, type Edit, type Node, type ParseError } from 'jsonc-parser';
 import { AGENTS, type Agent } from '../core/ids';
 import { byAgent, PROFILES } from './profiles/index';
@@ -461,63 +446,6 @@ const childIndent = (text: string, container: Node, style: Style): string => lin
 
 // ---------------------------------------------------------------------------------------------
 // Files
-
-/**
- * The largest agent config Turnkeeper reads. Real ones are a few kilobytes; the cap keeps a hostile
- * repository's config (a symlink to /dev/zero, a huge file) from hanging doctor, `hooks status` or the
- * editor, which all read the configs of the repository they are pointed at.
- */
-export const MAX_CONFIG_BYTES = 4 * 1024 * 1024;
-
-/** One config read: its bytes, no file at all (a dangling symlink included), or why it cannot be read as a config. */
-export type ConfigRead =
-  { readonly kind: 'bytes'; readonly bytes: Buffer } | { readonly kind: 'missing' } | { readonly kind: 'refused'; readonly problem: string };
-
-const fileKind = (stat: Stats): string =>
-  stat.isDirectory()
-    ? 'a directory'
-    : stat.isFIFO()
-      ? 'a FIFO'
-      : stat.isCharacterDevice()
-        ? 'a character device'
-        : stat.isBlockDevice()
-          ? 'a block device'
-          : stat.isSocket()
-            ? 'a socket'
-            : 'not a regular file';
-
-/**
- * The one way an agent config (or a file beside one) is read: through symlinks, but only a regular
- * file of at most MAX_CONFIG_BYTES, and exactly the size fstat gave. Opened O_NONBLOCK, so a FIFO
- * never blocks the open; fstat then refuses it, a device, a directory, before a byte is read.
- */
-export function readConfigFile(path: string): ConfigRead {
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { kind: 'missing' };
-    return { kind: 'refused', problem: `cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})` };
-  }
-  try {
-    const stat = fstatSync(fd);
-    if (!stat.isFile()) return { kind: 'refused', problem: `it is ${fileKind(stat)}, not a regular file` };
-    if (stat.size > MAX_CONFIG_BYTES)
-      return { kind: 'refused', problem: `it is ${stat.size} bytes, over the ${MAX_CONFIG_BYTES}-byte limit for an agent config` };
-    const bytes = Buffer.alloc(stat.size);
-    let done = 0;
-    while (done < bytes.length) {
-      const read = readSync(fd, bytes, done, bytes.length - done, done);
-      if (read === 0) break; // shrank meanwhile: what is there
-      done += read;
-    }
-    return { kind: 'bytes', bytes: bytes.subarray(0, done) };
-  } catch (error) {
-    return { kind: 'refused', problem: `cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})` };
-  } finally {
-    closeSync(fd);
-  }
-}
 
 /** The file's bytes, or undefined when there is none; a file that cannot be read as a config is a HookConfigError. */
 function readBytes(path: string): Buffer | undefined {

@@ -5,7 +5,8 @@
 // (GIT_DIR, GIT_WORK_TREE, GIT_CEILING_DIRECTORIES…) is ignored: a hook is about the directory the
 // agent works in, not about variables a tool call may have set. The rules are in docs/goals.md.
 import type { Placement } from '../store/authority';
-import { readFileSync, realpathSync, statSync } from 'node:fs';
+import { realpathSync, statSync } from 'node:fs';
+import { readConfigFile } from '../agents/boundedFile';
 import { dirname, join, resolve } from 'node:path';
 import {
   displayNameOf,
@@ -50,6 +51,20 @@ export interface ResolvedGoal {
 
 const stat = (path: string) => statSync(path, { throwIfNoEntry: false });
 
+/** The longest `.git` or `commondir` file read: one line holding a path. */
+const MAX_GIT_POINTER_BYTES = 8 * 1024;
+
+/**
+ * A file of the checkout as text, or undefined when there is none. Every hook reads these, and a
+ * repository decides what they are: a FIFO, a device or a link to /dev/zero must not hang the hook,
+ * so they are read as small regular files only (src/agents/boundedFile.ts); else `problem` throws.
+ */
+function readCheckoutFile(path: string, maxBytes: number, problem: (why: string) => Error): string | undefined {
+  const read = readConfigFile(path, maxBytes);
+  if (read.kind === 'refused') throw problem(read.problem);
+  return read.kind === 'bytes' ? read.bytes.toString('utf8') : undefined;
+}
+
 /** Throws GoalError when the checkout names its repository wrongly (see GoalErrorCode). */
 export function resolveGoal(cwd: string): ResolvedGoal {
   const start = realpathSync.native(cwd);
@@ -92,12 +107,8 @@ export function resolveGoal(cwd: string): ResolvedGoal {
 /** The git directory a `.git` file names (relative paths are relative to the file's folder). */
 function readGitFile(file: string, dir: string): string {
   // git strips trailing CR and LF only; the rest of the line is the path, spaces and all.
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8').replace(/[\r\n]+$/, '');
-  } catch (error) {
-    throw new GoalError('gitfile_invalid', `cannot be read: ${(error as Error).message}`, file);
-  }
+  const unreadable = (why: string) => new GoalError('gitfile_invalid', `cannot be read: ${why}`, file);
+  const text = (readCheckoutFile(file, MAX_GIT_POINTER_BYTES, unreadable) ?? '').replace(/[\r\n]+$/, '');
   if (!text.startsWith('gitdir: ') || text.length === 'gitdir: '.length || text.includes('\n'))
     throw new GoalError('gitfile_invalid', 'a .git file must hold one line "gitdir: <path>"', file);
   return resolve(dir, text.slice('gitdir: '.length));
@@ -112,7 +123,8 @@ function commonDirOf(gitDir: string): string | null {
   if (!stat(join(gitDir, 'HEAD'))?.isFile()) return null;
   let common = gitDir;
   const pointer = join(gitDir, 'commondir');
-  if (stat(pointer)) common = resolve(gitDir, readFileSync(pointer, 'utf8').replace(/[\r\n]+$/, ''));
+  const named = readCheckoutFile(pointer, MAX_GIT_POINTER_BYTES, (why) => new GoalError('gitfile_invalid', `commondir cannot be read: ${why}`, pointer));
+  if (named !== undefined) common = resolve(gitDir, named.replace(/[\r\n]+$/, ''));
   if (!stat(join(common, 'objects'))?.isDirectory() || !stat(join(common, 'refs'))?.isDirectory()) return null;
   return common;
 }
@@ -153,12 +165,9 @@ function goalOfRepository(gitDir: string, commonDirPath: string, dir: string, fo
 }
 
 function readGoalFile(path: string): string | undefined {
-  const info = stat(path);
-  if (!info) return undefined;
   try {
-    if (!info.isFile()) throw new GoalError('turnkeeper_json_invalid', 'not a regular file');
-    if (info.size > MAX_GOAL_FILE_BYTES) throw new GoalError('turnkeeper_json_invalid', `larger than ${MAX_GOAL_FILE_BYTES} bytes`);
-    return parseTurnkeeperJson(readFileSync(path, 'utf8')).goal;
+    const text = readCheckoutFile(path, MAX_GOAL_FILE_BYTES, (why) => new GoalError('turnkeeper_json_invalid', why));
+    return text === undefined ? undefined : parseTurnkeeperJson(text).goal;
   } catch (error) {
     if (error instanceof GoalError) throw new GoalError(error.code, error.detail, path);
     throw new GoalError('turnkeeper_json_invalid', `cannot be read: ${(error as Error).message}`, path);
@@ -181,13 +190,10 @@ function originLookup(gitDir: string, common: ConfigRead): OriginLookup {
 type ConfigRead = readonly GitConfigEntry[] | { readonly error: string };
 
 function readConfig(path: string): ConfigRead {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'ENOENT' ? [] : { error: `the git config cannot be read: ${(error as Error).message}` };
-  }
-  const entries = parseGitConfig(text);
+  const read = readConfigFile(path);
+  if (read.kind === 'missing') return [];
+  if (read.kind === 'refused') return { error: `the git config ${path} cannot be read: ${read.problem}` };
+  const entries = parseGitConfig(read.bytes.toString('utf8'));
   return 'error' in entries ? { error: `${path} cannot be read as git config: ${entries.error}` } : entries;
 }
 

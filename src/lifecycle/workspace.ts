@@ -1,7 +1,8 @@
 // Git facts of a checkout at claim time (spec §3): its preconditions and its branch. The Goal (spec §1)
 // is found by ./goal.ts from the git layout without spawning git, because it sits on every hook's hot
 // path; git itself runs only when a claim is made.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
+import { readConfigFile } from '../agents/boundedFile';
 import { join } from 'node:path';
 import { digestText } from '../core/canonical';
 import type { Preconditions } from '../core/ready';
@@ -24,12 +25,10 @@ function git(goal: string, args: string[]): string | null {
  */
 export function branchOf(gitDir: string | null, checkout: string): string | null {
   if (gitDir === null) return null;
-  let head: string;
-  try {
-    head = readFileSync(join(gitDir, 'HEAD'), 'utf8').trim();
-  } catch {
-    return null;
-  }
+  // A small regular file only: a FIFO or /dev/zero planted as HEAD must not hang the claim.
+  const read = readConfigFile(join(gitDir, 'HEAD'), 64 * 1024);
+  if (read.kind !== 'bytes') return null;
+  const head = read.bytes.toString('utf8').trim();
   const ref = /^ref: refs\/heads\/(.+)$/.exec(head)?.[1];
   if (ref === '.invalid') return git(checkout, ['symbolic-ref', '--short', '-q', 'HEAD'])?.trim() || null;
   return ref ?? null;

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GoalError, goalIdOf, parseGitConfigOrigin } from '../../src/core/goal';
 import { resolveGoal } from '../../src/lifecycle/goal';
 import { branchOf } from '../../src/lifecycle/workspace';
+import { like } from '../support/matchers';
 
 let root: string;
 // git without the user's configuration or any GIT_* variable of the calling process.
@@ -309,6 +310,42 @@ describe('resolveGoal on real git layouts', () => {
     writeFileSync(join(gone, '.git'), 'not a gitfile\n');
     expect(spawnSync('git', ['rev-parse', '--git-dir'], { cwd: gone, env }).status).not.toBe(0);
     expect(() => resolveGoal(gone)).toThrow(expect.objectContaining({ code: 'gitfile_invalid' }));
+  });
+
+  // A hostile checkout (an archive, a shared folder) decides what its git files are. Read as they were
+  // with readFileSync, a FIFO there blocked every hook until the agent's timeout. In a child process,
+  // so that a hang fails this test instead of stalling the worker.
+  it('git files planted as a FIFO or a link to /dev/zero never hang the lookup: refused in bounded time', () => {
+    const goalOf = (dir: string) =>
+      spawnSync(process.execPath, [join(__dirname, '../../dist/cli.js'), 'goal', '--json', '--dir', dir], {
+        env: { ...env, TURNKEEPER_HOME: join(root, 'tk-home') },
+        encoding: 'utf8',
+        timeout: 15_000,
+      });
+    const repo = newRepo('hostile-config');
+    git(repo, 'remote', 'add', 'origin', 'https://example.org/team/hostile.git');
+    // Control: the regular config is read, its origin names the Goal.
+    expect(JSON.parse(goalOf(repo).stdout)).toMatchObject({ rule: 'origin' });
+    for (const plant of [(path: string) => execFileSync('mkfifo', [path]), (path: string) => symlinkSync('/dev/zero', path)]) {
+      rmSync(join(repo, '.git', 'config'));
+      plant(join(repo, '.git', 'config'));
+      const run = goalOf(repo);
+      expect(run.signal, 'the lookup hung and was killed').toBeNull();
+      // An unreadable config is not a key: the repository's own directory is (rule c), and goal says why.
+      expect(JSON.parse(run.stdout)).toMatchObject({ rule: 'common_dir', originSkipped: like.stringMatching(/not a regular file/) });
+    }
+
+    const main = newRepo('hostile-commondir');
+    const wt = join(root, 'hostile-wt');
+    git(main, 'worktree', 'add', '-q', '-b', 'wt', wt);
+    const pointer = join(main, '.git', 'worktrees', 'hostile-wt', 'commondir');
+    expect(JSON.parse(goalOf(wt).stdout)).toMatchObject({ rule: 'common_dir' }); // control
+    rmSync(pointer);
+    execFileSync('mkfifo', [pointer]);
+    const run = goalOf(wt);
+    expect(run.signal, 'the lookup hung and was killed').toBeNull();
+    expect(run.status).not.toBe(0);
+    expect(run.stderr).toMatch(/commondir cannot be read: it is a FIFO, not a regular file/);
   });
 
   it('an empty .git directory is not a repository: the walk goes on up, as git does', () => {

@@ -35,10 +35,9 @@ import {
   type InstallResult,
   decodeBytes,
   encodeText,
-  MAX_CONFIG_BYTES,
-  readConfigFile,
   readJsonConfig,
 } from '../../src/agents/install';
+import { MAX_CONFIG_BYTES, readConfigFile } from '../../src/agents/boundedFile';
 import { readShim, shimPath, writeShim } from '../../src/agents/shim';
 import { doctorReport, installAgentHooks, uninstallAgentHooks } from '../../src/lifecycle/installation';
 import { TURNKEEPER_COMMAND_PATTERN } from '../../src/agents/install';
