@@ -11,7 +11,13 @@ function git(goal: string, args: string[]): string | null {
   // Loaded on first use: node:child_process adds to every hook's start-up (bench row S1), and only claims need git.
   const { execFileSync } = process.getBuiltinModule('node:child_process');
   try {
-    return execFileSync('git', ['-C', goal, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 5000 });
+    // core.fsmonitor names a program git runs on status: a checkout's own config must not make a claim
+    // run it (the agent may run git there itself, but Turnkeeper adds no new way in).
+    return execFileSync('git', ['-C', goal, '-c', 'core.fsmonitor=false', ...args], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+      timeout: 5000,
+    });
   } catch {
     return null;
   }
