@@ -157,7 +157,9 @@ describe('PostgreSQL authority: the hook path reads through indexes', () => {
     let issued: [string, unknown[]][];
     try {
       await authority.latestLeaseOfOwner('codex:s1');
-      issued = query.mock.calls.filter((call): call is [string, unknown[]] => typeof call[0] === 'string' && /turnkeeper\.leases/.test(call[0]));
+      issued = (query.mock.calls as unknown[][])
+        .filter((call) => typeof call[0] === 'string' && /turnkeeper\.leases/.test(call[0]))
+        .map((call) => [call[0] as string, call[1] as unknown[]]);
     } finally {
       query.mockRestore();
       authority.close();
