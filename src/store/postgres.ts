@@ -35,7 +35,23 @@ import {
 } from './authority';
 import type { ClaimOfTurn, GoalRecord, ReceiptInsert, StorePort, StoreTx } from './port';
 import { faultPoint } from './faults';
-import { toCapture, toLease, toSession, toTodo, type CaptureRowRaw, type LeaseRowRaw, type SessionRowRaw, type TodoRowRaw } from './rows';
+import {
+  CAPTURE_COLUMNS,
+  captureValues,
+  LEASE_COLUMNS,
+  LEASE_COLUMNS_OF_L,
+  leaseValues,
+  TODO_COLUMNS,
+  todoValues,
+  toCapture,
+  toLease,
+  toSession,
+  toTodo,
+  type CaptureRowRaw,
+  type LeaseRowRaw,
+  type SessionRowRaw,
+  type TodoRowRaw,
+} from './rows';
 import { hookRoleGrants, PG_MIGRATIONS, PG_SCHEMA_VERSION } from './postgresSchema';
 
 export interface PostgresOptions {
@@ -196,8 +212,6 @@ function scrubber(url: string): (text: string) => string {
     return out;
   };
 }
-
-const LEASE_COLUMNS = 'goal, todo, epoch, owner, capture, version, status, acquired_at, renewed_at, expires_at';
 
 // Same column names as the SQLite schema: one set of row converters (rows.ts) serves both stores.
 type LeaseRow = LeaseRowRaw & QueryResultRow;
@@ -414,15 +428,7 @@ export class PostgresStore implements StorePort {
       return row && toTodo(row as TodoRowRaw);
     },
     insertTodo: async (todo) => {
-      await this.q('INSERT INTO turnkeeper.todos (goal, id, title, body, status, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
-        todo.goal,
-        todo.id,
-        todo.title,
-        todo.body,
-        todo.status,
-        todo.createdAt,
-        todo.updatedAt,
-      ]);
+      await this.q(`INSERT INTO turnkeeper.todos (${TODO_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, todoValues(todo));
     },
     setTodoStatus: async (goal, id, status, now) => {
       await this.q('UPDATE turnkeeper.todos SET status = $1, updated_at = $2 WHERE goal = $3 AND id = $4', [status, now, goal, id]);
@@ -433,18 +439,7 @@ export class PostgresStore implements StorePort {
     lastEpoch: async (goal, todo) =>
       (await this.one<{ epoch: number | null }>('SELECT MAX(epoch) AS epoch FROM turnkeeper.leases WHERE goal = $1 AND todo = $2', [goal, todo]))?.epoch ?? 0,
     insertLease: async (lease) => {
-      await this.q(`INSERT INTO turnkeeper.leases (${LEASE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, [
-        lease.goal,
-        lease.todo,
-        lease.epoch,
-        lease.owner,
-        lease.capture,
-        lease.version,
-        lease.status,
-        lease.acquiredAt,
-        lease.renewedAt,
-        lease.expiresAt,
-      ]);
+      await this.q(`INSERT INTO turnkeeper.leases (${LEASE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, leaseValues(lease));
     },
     updateLease: async (planned, next, release) => {
       const result = await this.q(
@@ -475,25 +470,8 @@ export class PostgresStore implements StorePort {
       ),
     insertCapture: async (c) => {
       await this.q(
-        `INSERT INTO turnkeeper.captures (id, goal, todo, agent, session, turn, cwd, binding, doc, original_digest, op, created_at, checkout, common_dir, branch)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
-        [
-          c.id,
-          c.goal,
-          c.todo,
-          c.agent,
-          c.session,
-          c.turn,
-          c.cwd,
-          c.binding,
-          c.canonical,
-          c.originalDigest,
-          c.op,
-          c.createdAt,
-          c.checkout,
-          c.commonDir,
-          c.branch,
-        ],
+        `INSERT INTO turnkeeper.captures (${CAPTURE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+        captureValues(c),
       );
     },
     insertReady: async (ready) => {
@@ -626,9 +604,7 @@ export class PostgresStore implements StorePort {
     return this.read(async () => {
       // Chain order (the lease_acquired receipt's seq), never a client's wall clock.
       const row = await this.one<LeaseRow>(
-        `SELECT ${LEASE_COLUMNS.split(', ')
-          .map((c) => `l.${c}`)
-          .join(', ')} FROM turnkeeper.leases l
+        `SELECT ${LEASE_COLUMNS_OF_L} FROM turnkeeper.leases l
          JOIN turnkeeper.receipt_index i ON i.capture = l.capture AND i.kind = 'lease_acquired'
          WHERE l.owner = $1 ORDER BY i.seq DESC LIMIT 1`,
         [owner],

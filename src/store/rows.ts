@@ -1,4 +1,5 @@
-// Row shapes of the SQLite schema (schema.ts) and their mapping to the Authority's types.
+// Row shapes of the store schemas (schema.ts, postgresSchema.ts: the same column names) and their
+// mapping to the Authority's types both ways: a row read, and the values of a row to insert.
 import type { Agent, Owner } from '../core/ids';
 import type { Lease } from '../core/lease';
 import type { SessionRecord, StoredCapture, Todo, TodoStatus } from './authority';
@@ -15,6 +16,13 @@ export interface LeaseRowRaw {
   renewed_at: number;
   expires_at: number;
 }
+/** A lease row's columns, in the order of `leaseValues`. */
+export const LEASE_COLUMNS = 'goal, todo, epoch, owner, capture, version, status, acquired_at, renewed_at, expires_at';
+/** LEASE_COLUMNS of the table aliased `l`, for a join. */
+export const LEASE_COLUMNS_OF_L = LEASE_COLUMNS.split(', ')
+  .map((column) => `l.${column}`)
+  .join(', ');
+export const leaseValues = (l: Lease): unknown[] => [l.goal, l.todo, l.epoch, l.owner, l.capture, l.version, l.status, l.acquiredAt, l.renewedAt, l.expiresAt];
 export const toLease = (row: LeaseRowRaw): Lease => ({
   goal: row.goal,
   todo: row.todo,
@@ -37,6 +45,9 @@ export interface TodoRowRaw {
   created_at: number;
   updated_at: number;
 }
+/** A Todo row's columns, in the order of `todoValues`. */
+export const TODO_COLUMNS = 'goal, id, title, body, status, created_at, updated_at';
+export const todoValues = (t: Todo): unknown[] => [t.goal, t.id, t.title, t.body, t.status, t.createdAt, t.updatedAt];
 export const toTodo = (row: TodoRowRaw): Todo => ({
   goal: row.goal,
   id: row.id,
@@ -64,6 +75,25 @@ export interface CaptureRowRaw {
   common_dir: string | null;
   branch: string | null;
 }
+/** A capture row's columns, in the order of `captureValues`. */
+export const CAPTURE_COLUMNS = 'id, goal, todo, agent, session, turn, cwd, binding, doc, original_digest, op, created_at, checkout, common_dir, branch';
+export const captureValues = (c: StoredCapture): unknown[] => [
+  c.id,
+  c.goal,
+  c.todo,
+  c.agent,
+  c.session,
+  c.turn,
+  c.cwd,
+  c.binding,
+  c.canonical,
+  c.originalDigest,
+  c.op,
+  c.createdAt,
+  c.checkout,
+  c.commonDir,
+  c.branch,
+];
 export const toCapture = (row: CaptureRowRaw): StoredCapture => ({
   id: row.id,
   goal: row.goal,

@@ -10,7 +10,23 @@ import { checkAnchor, walkChain, type ChainLink, type ChainReport, type StoredRe
 import type { Lease } from '../core/lease';
 import type { Owner } from '../core/ids';
 import { MIGRATIONS, SCHEMA_VERSION } from './schema';
-import { toCapture, toLease, toSession, toTodo, type CaptureRowRaw, type LeaseRowRaw, type SessionRowRaw, type TodoRowRaw } from './rows';
+import {
+  CAPTURE_COLUMNS,
+  captureValues,
+  LEASE_COLUMNS,
+  LEASE_COLUMNS_OF_L,
+  leaseValues,
+  TODO_COLUMNS,
+  todoValues,
+  toCapture,
+  toLease,
+  toSession,
+  toTodo,
+  type CaptureRowRaw,
+  type LeaseRowRaw,
+  type SessionRowRaw,
+  type TodoRowRaw,
+} from './rows';
 import { faultPoint } from './faults';
 import { advanceAnchor, anchorPath, readAnchor, readWalSalts, walHasCommit } from './anchor';
 import {
@@ -226,11 +242,6 @@ export function asStoreError(error: unknown): unknown {
   return error;
 }
 
-const LEASE_COLUMNS = 'goal, todo, epoch, owner, capture, version, status, acquired_at, renewed_at, expires_at';
-const LEASE_COLUMNS_OF_L = LEASE_COLUMNS.split(', ')
-  .map((column) => `l.${column}`)
-  .join(', ');
-
 export class SqliteStore implements StorePort {
   private readonly statements = new Map<string, BetterSqlite3.Statement>();
   /** Writes of this connection run one at a time: an await inside one must not interleave another. */
@@ -350,15 +361,7 @@ export class SqliteStore implements StorePort {
     clock: async (clientNow) => clientNow,
     todo: async (goal, id) => this.todoSync(goal, id),
     insertTodo: async (todo) => {
-      this.sql('INSERT INTO todos (goal, id, title, body, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
-        todo.goal,
-        todo.id,
-        todo.title,
-        todo.body,
-        todo.status,
-        todo.createdAt,
-        todo.updatedAt,
-      );
+      this.sql(`INSERT INTO todos (${TODO_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`).run(todoValues(todo));
     },
     setTodoStatus: async (goal, id, status: TodoStatus, now) => {
       this.sql('UPDATE todos SET status = ?, updated_at = ? WHERE goal = ? AND id = ?').run(status, now, goal, id);
@@ -369,18 +372,7 @@ export class SqliteStore implements StorePort {
     lastEpoch: async (goal, todo) =>
       (this.sql('SELECT MAX(epoch) AS epoch FROM leases WHERE goal = ? AND todo = ?').get(goal, todo) as { epoch: number | null }).epoch ?? 0,
     insertLease: async (lease) => {
-      this.sql(`INSERT INTO leases (${LEASE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(
-        lease.goal,
-        lease.todo,
-        lease.epoch,
-        lease.owner,
-        lease.capture,
-        lease.version,
-        lease.status,
-        lease.acquiredAt,
-        lease.renewedAt,
-        lease.expiresAt,
-      );
+      this.sql(`INSERT INTO leases (${LEASE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(leaseValues(lease));
     },
     updateLease: async (planned, next, release) => {
       const changed = this.sql(
@@ -407,26 +399,7 @@ export class SqliteStore implements StorePort {
          ORDER BY l.status = 'active' DESC, l.epoch DESC LIMIT 1`,
       ).get(turn.goal, turn.todo, turn.agent, turn.session, turn.turn) as ClaimOfTurn | undefined,
     insertCapture: async (c: StoredCapture) => {
-      this.sql(
-        `INSERT INTO captures (id, goal, todo, agent, session, turn, cwd, binding, doc, original_digest, op, created_at, checkout, common_dir, branch)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ).run(
-        c.id,
-        c.goal,
-        c.todo,
-        c.agent,
-        c.session,
-        c.turn,
-        c.cwd,
-        c.binding,
-        c.canonical,
-        c.originalDigest,
-        c.op,
-        c.createdAt,
-        c.checkout,
-        c.commonDir,
-        c.branch,
-      );
+      this.sql(`INSERT INTO captures (${CAPTURE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(captureValues(c));
     },
     insertReady: async (ready) => {
       this.sql('INSERT INTO ready_captures (capture, doc, presentation, ready_digest) VALUES (?, ?, ?, ?)').run(
