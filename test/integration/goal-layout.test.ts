@@ -1,13 +1,13 @@
 // resolveGoal against repositories made by real git: for each layout, the common directory and the
 // checkout must be what git itself says (`rev-parse`), from the root and from a subdirectory.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GoalError, goalIdOf, parseGitConfigOrigin } from '../../src/core/goal';
 import { resolveGoal } from '../../src/lifecycle/goal';
-import { branchOf } from '../../src/lifecycle/workspace';
+import { branchOf, preconditionsOf } from '../../src/lifecycle/workspace';
 import { like } from '../support/matchers';
 
 let root: string;
@@ -346,6 +346,20 @@ describe('resolveGoal on real git layouts', () => {
     expect(run.signal, 'the lookup hung and was killed').toBeNull();
     expect(run.status).not.toBe(0);
     expect(run.stderr).toMatch(/commondir cannot be read: it is a FIFO, not a regular file/);
+  });
+
+  it("a claim's git status does not run the checkout's core.fsmonitor program (control: git status does)", () => {
+    const repo = newRepo('fsmonitor');
+    const marker = join(root, 'fsmonitor-ran');
+    const program = join(root, 'fsmonitor.sh');
+    writeFileSync(program, `#!/bin/sh\ntouch '${marker}'\nexit 1\n`, { mode: 0o755 });
+    git(repo, 'config', 'core.fsmonitor', program);
+    writeFileSync(join(repo, 'README.md'), 'changed\n');
+    spawnSync('git', ['status', '--porcelain'], { cwd: repo, env });
+    expect(existsSync(marker), 'control: git status runs it').toBe(true);
+    rmSync(marker);
+    expect(preconditionsOf(repo).statusDigest).toMatch(/^sha256:/);
+    expect(existsSync(marker)).toBe(false);
   });
 
   it('an empty .git directory is not a repository: the walk goes on up, as git does', () => {
