@@ -28,7 +28,8 @@ const { isAbsolute, join } = require('node:path');
 
 const env = process.env;
 // Keep in sync with turnkeeperHome() in src/store/location.ts.
-const home = env.TURNKEEPER_HOME || join(env.HOME || require('node:os').homedir(), '.turnkeeper');
+// A relative TURNKEEPER_HOME counts as unset (it would be relative to the agent's checkout).
+const home = env.TURNKEEPER_HOME && isAbsolute(env.TURNKEEPER_HOME) ? env.TURNKEEPER_HOME : join(env.HOME || require('node:os').homedir(), '.turnkeeper');
 const off = env.TURNKEEPER === 'off' || existsSync(join(home, 'off'));
 const hook = process.argv[2] === 'hook';
 
@@ -84,8 +85,8 @@ function enableCompileCache() {
 /** `$TURNKEEPER_HOME/compile-cache` when it is (or has just been made) private to this user, else undefined. */
 function privateCacheDir() {
   const euid = process.geteuid?.();
-  // A relative TURNKEEPER_HOME is under the agent's working directory: a repository whose `.env` sets
-  // it (Gemini CLI loads one) would ship the cache, ours by every test below, whose code then runs here.
+  // A relative home (only a relative HOME can give one now) would be under the agent's working
+  // directory: a repository could ship the cache, ours by every test below, whose code then runs here.
   if (euid === undefined || !isAbsolute(home)) return undefined;
   const dir = join(home, 'compile-cache');
   try {

@@ -1,11 +1,18 @@
 // Where the per-user database lives (spec §4), and the folder it lives in kept private.
 import { chmodSync, lstatSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { isAbsolute, join, resolve } from 'node:path';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
-export const turnkeeperHome = (env: Env): string => env.TURNKEEPER_HOME || join(env.HOME || homedir(), '.turnkeeper');
+/**
+ * TURNKEEPER_HOME, or `~/.turnkeeper`. A relative value counts as unset: it would be relative to the
+ * working directory, which for a hook is the agent's checkout, so a repository whose `.env` sets it
+ * (Gemini CLI loads one) would choose the database, config.json (its store and witness) and the
+ * compile cache (spec §10). Keep in step with src/cli/launcher.cjs.
+ */
+export const turnkeeperHome = (env: Env): string =>
+  env.TURNKEEPER_HOME && isAbsolute(env.TURNKEEPER_HOME) ? env.TURNKEEPER_HOME : join(env.HOME || homedir(), '.turnkeeper');
 /** `TURNKEEPER_DB` (a relative path is under TURNKEEPER_HOME, never the working directory: spec §10), else the default. */
 export const storePath = (env: Env): string => resolve(turnkeeperHome(env), env.TURNKEEPER_DB || 'turnkeeper.db');
 

@@ -292,6 +292,19 @@ describe.skipIf(!asRoot)('an unsafe cache directory is not used; the hook still 
     expect(filesUnder(shipped)).toBeGreaterThan(0);
   });
 
+  it('a relative TURNKEEPER_HOME counts as unset: a config.json the repository ships there chooses nothing', () => {
+    // The repository's `.tk/config.json` names a store of its choosing; read from a relative home, the
+    // claim's database would be created inside the checkout.
+    const planted = join(world.repo, '.tk');
+    mkdirSync(planted, { recursive: true });
+    writeFileSync(join(planted, 'config.json'), JSON.stringify({ store: 'sqlite:planted.db' }));
+    const added = world.cli(['todo', 'add', 'Relative home', '--id', 'relative-home'], { env: { TURNKEEPER_HOME: '.tk' } });
+    expect(added.code, added.stderr).toBe(0);
+    expect(readdirSync(planted)).toEqual(['config.json']);
+    // The default home under HOME holds the store instead.
+    expect(existsSync(join(world.root, 'userhome', '.turnkeeper', 'turnkeeper.db'))).toBe(true);
+  });
+
   it('control: a private 0700 cache directory of ours is used', () => {
     mkdirSync(world.home, { mode: 0o700 });
     mkdirSync(cacheDir(), { mode: 0o700 });
