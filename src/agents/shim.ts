@@ -32,7 +32,9 @@ function shimContent(target: ShimTarget): string {
   }
   const lines = ['#!/bin/sh', HEADER];
   if (target.electronRunAsNode === true) lines.push('export ELECTRON_RUN_AS_NODE=1');
-  if (target.home) lines.push(`export TURNKEEPER_HOME="\${TURNKEEPER_HOME:-}"; [ -n "$TURNKEEPER_HOME" ] || TURNKEEPER_HOME=${shQuote(target.home)}`);
+  // An absolute TURNKEEPER_HOME in the environment wins; a relative one counts as unset, as everywhere
+  // (src/store/location.ts), so the installed home stands in for it.
+  if (target.home) lines.push(`case "\${TURNKEEPER_HOME:-}" in /*) ;; *) TURNKEEPER_HOME=${shQuote(target.home)} ;; esac; export TURNKEEPER_HOME`);
   if (target.db) lines.push(`export TURNKEEPER_DB="\${TURNKEEPER_DB:-}"; [ -n "$TURNKEEPER_DB" ] || TURNKEEPER_DB=${shQuote(target.db)}`);
   lines.push(`exec ${shQuote(target.runtime)} ${shQuote(target.script)} "$@"`);
   return `${lines.join('\n')}\n`;

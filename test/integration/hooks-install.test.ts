@@ -915,6 +915,23 @@ describe('shim', () => {
     const electron = spawnSync('sh', ['-c', command], { encoding: 'utf8' });
     expect(JSON.parse(electron.stdout)).toEqual({ argv: ['hook', '--agent', 'codex'], electron: '1' });
   });
+
+  it('passes on an absolute TURNKEEPER_HOME; a relative or empty one counts as unset, so the installed home stands in', () => {
+    const dir = tempDir();
+    const printer = join(dir, 'home.js');
+    writeFileSync(printer, 'process.stdout.write(process.env.TURNKEEPER_HOME ?? "(unset)");\n');
+    const installed = join(dir, 'installed home');
+    writeShim(installed, { runtime: NODE, script: printer, electronRunAsNode: false, home: installed });
+    const homeSeen = (value: string | undefined) => {
+      const env: Record<string, string> = { PATH: process.env.PATH ?? '' };
+      if (value !== undefined) env.TURNKEEPER_HOME = value;
+      return spawnSync(shimPath(installed), [], { env, encoding: 'utf8' }).stdout;
+    };
+    expect(homeSeen('/elsewhere/home')).toBe('/elsewhere/home');
+    expect(homeSeen(undefined)).toBe(installed);
+    expect(homeSeen('')).toBe(installed);
+    expect(homeSeen('.tk')).toBe(installed);
+  });
 });
 
 // Copilot CLI (1.0.102): camelCase events whose payloads name no event, so each installed command
