@@ -50,18 +50,23 @@ export function writeShim(turnkeeperHome: string, target: ShimTarget): boolean {
   return changed;
 }
 
-/** The runtime and script the shim runs, or undefined when there is no shim or it is not ours. */
-export function readShim(turnkeeperHome: string): Required<Pick<ShimTarget, 'runtime' | 'script' | 'electronRunAsNode'>> | undefined {
+/** The runtime and script the shim runs, and the database it defaults to, or undefined when there is no shim or it is not ours. */
+export function readShim(
+  turnkeeperHome: string,
+): (Required<Pick<ShimTarget, 'runtime' | 'script' | 'electronRunAsNode'>> & Pick<ShimTarget, 'db'>) | undefined {
   const content = readOrUndefined(shimPath(turnkeeperHome));
   if (content === undefined) return undefined;
   const quoted = String.raw`'((?:[^']|'\\'')*)'`;
   const exec = new RegExp(String.raw`^exec ${quoted} ${quoted} "\$@"$`, 'm').exec(content);
   if (exec === null || !content.startsWith('#!/bin/sh\n')) return undefined;
   const unquote = (value: string | undefined): string => (value ?? '').replace(/'\\''/g, "'");
+  // The line shimContent writes for `db`, read back the same way.
+  const db = new RegExp(String.raw`^export TURNKEEPER_DB="\$\{TURNKEEPER_DB:-\}"; \[ -n "\$TURNKEEPER_DB" \] \|\| TURNKEEPER_DB=${quoted}$`, 'm').exec(content);
   return {
     runtime: unquote(exec[1]),
     script: unquote(exec[2]),
     electronRunAsNode: /^export ELECTRON_RUN_AS_NODE=1$/m.test(content),
+    ...(db ? { db: unquote(db[1]) } : {}),
   };
 }
 

@@ -15,7 +15,7 @@
 // TURNKEEPER_HOME under a shared /tmp that someone else made first) would let them plant `git` or `ls`
 // for every terminal: then nothing is written there and PATH is left as it is.
 import * as vscode from 'vscode';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { basename, delimiter, dirname } from 'node:path';
 import { readShim, shimPath, writeShim } from '../agents/shim';
 import { turnkeeperHome, type Env } from '../store/location';
@@ -49,7 +49,7 @@ export function putCliOnPath(context: vscode.ExtensionContext, env: Env): CliOnP
       home,
       // The window's database when it names one (TURNKEEPER_DB, turnkeeper.storePath), else the one the
       // hooks were installed for: a window started without the variable must not move every hook.
-      db: env.TURNKEEPER_DB ?? shimDb(shim),
+      db: env.TURNKEEPER_DB ?? current?.db,
     });
   }
   const collection = context.environmentVariableCollection;
@@ -82,16 +82,4 @@ function isThisExtension(shimScript: string, ownScript: string, context: vscode.
   const other = dirname(dirname(shimScript));
   const id = context.extension?.id.toLowerCase();
   return id !== undefined && dirname(other) === dirname(own) && basename(other).toLowerCase().startsWith(`${id}-`);
-}
-
-/** The TURNKEEPER_DB default the shim carries (the line src/agents/shim.ts writes), or undefined. */
-function shimDb(shim: string): string | undefined {
-  let content: string;
-  try {
-    content = readFileSync(shim, 'utf8');
-  } catch {
-    return undefined;
-  }
-  const quoted = /^export TURNKEEPER_DB="\$\{TURNKEEPER_DB:-\}"; \[ -n "\$TURNKEEPER_DB" \] \|\| TURNKEEPER_DB='((?:[^']|'\\'')*)'$/m.exec(content);
-  return quoted ? quoted[1]!.replace(/'\\''/g, "'") : undefined;
 }
