@@ -128,10 +128,6 @@ export function resumeArguments(
   return PROFILES[agent].launch.resume(session, mode, prompt, extra);
 }
 
-// Importers of resume's earlier surface (the agent profile tests) find these here too.
-export { resolveAgentBinary } from './plumbing';
-export { startArguments } from './start';
-
 export interface ResumeOptions extends LaunchOptions {
   readonly store: Authority;
   readonly captureId: string;

@@ -12,7 +12,9 @@ import { binarySetting, binaryVariable, DETECT_ORDER, FALLBACK_AGENT, PROFILES }
 import { HOOK_EVENTS } from '../../src/agents/install';
 import { TRUST_HINT } from '../../src/lifecycle/installation';
 import { INJECTION_VARIABLES } from '../../src/launcher/environment';
-import { resolveAgentBinary, resumeArguments, startArguments } from '../../src/launcher/resume';
+import { resumeArguments } from '../../src/launcher/resume';
+import { resolveAgentBinary } from '../../src/launcher/plumbing';
+import { startArguments } from '../../src/launcher/start';
 
 const ROOT = resolve(__dirname, '../..');
 const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {

@@ -6,7 +6,7 @@ import { appendFileSync, closeSync, mkdirSync, mkdtempSync, openSync, rmSync, wr
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { scriptRuntime } from '../../src/launcher/attest';
-import { resolveAgentBinary } from '../../src/launcher/resume';
+import { resolveAgentBinary } from '../../src/launcher/plumbing';
 import { contextOf, makeWorld, payload, type World } from '../support/world';
 
 let world: World;
