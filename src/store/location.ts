@@ -49,7 +49,9 @@ export function treeSize(path: string): { bytes: number; files: number } {
       return;
     }
     for (const name of names) {
-      const stat = lstatSync(join(dir, name));
+      // Gone between the listing and here (an install or a prune at work): it takes no room.
+      const stat = lstatSync(join(dir, name), { throwIfNoEntry: false });
+      if (stat === undefined) continue;
       if (stat.isDirectory()) visit(join(dir, name));
       else {
         bytes += stat.size;
