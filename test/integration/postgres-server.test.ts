@@ -9,6 +9,7 @@ import path from 'node:path';
 import { buildSync } from 'esbuild';
 import pg from 'pg';
 import { findPostgresBin, startPostgres, usePostgres, type PgServer } from '../support/postgres';
+import { waitFor } from '../support/waitFor';
 
 const server = usePostgres({ beforeAll, afterAll });
 
@@ -36,14 +37,6 @@ const alive = (pid: number): boolean => {
     return false;
   }
 };
-async function until(condition: () => boolean, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (condition()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  return condition();
-}
 
 describe('binaries', () => {
   it('takes the highest version by number, not by name, and only a directory with initdb and pg_ctl', () => {
@@ -134,7 +127,7 @@ describe('crash and restart', () => {
     await server().stopImmediate();
     expect(server().pid).toBeUndefined();
     // pg_ctl returns once the pid file is gone; the process itself may take a moment more to exit.
-    expect(await until(() => !alive(before), 5000)).toBe(true);
+    expect(await waitFor(() => !alive(before), 5000, 100)).toBe(true);
     // Control: the server is really down, not merely forgotten by the harness.
     await expect(connect(server().adminUrl)).rejects.toThrow(/ECONNREFUSED/);
 
@@ -160,7 +153,7 @@ describe('stop', () => {
     await own.stop();
     await own.stop();
     expect(existsSync(root)).toBe(false);
-    expect(await until(() => !alive(pid!), 5000)).toBe(true);
+    expect(await waitFor(() => !alive(pid!), 5000, 100)).toBe(true);
     await expect(connect({ host: '127.0.0.1', port, user: 'tk_admin', password: own.adminPassword, database: 'postgres' })).rejects.toThrow(/ECONNREFUSED/);
     await expect(own.start()).rejects.toThrow(/removed/);
   });
@@ -200,11 +193,11 @@ describe('a test process that dies without stop()', () => {
   it('process.exit: the exit hook has stopped the server and removed the directory by the time the process is gone', async () => {
     const { pid, root } = await orphan('exit');
     expect(existsSync(root)).toBe(false);
-    expect(await until(() => !alive(pid), 5000)).toBe(true);
+    expect(await waitFor(() => !alive(pid), 5000, 100)).toBe(true);
   });
 
   it('SIGKILL: the watchdog stops the server and removes the directory within seconds', async () => {
     const { pid, root } = await orphan('sigkill');
-    expect(await until(() => !alive(pid) && !existsSync(root), 15_000)).toBe(true);
+    expect(await waitFor(() => !alive(pid) && !existsSync(root), 15_000, 100)).toBe(true);
   });
 });

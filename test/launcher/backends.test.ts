@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { launchBackend } from '../../src/launcher/backends';
 import { nativeLauncher, type NativeEvent } from '../../src/launcher/native';
+import { waitFor } from '../support/waitFor';
 
 const REPO = resolve(__dirname, '../..');
 
@@ -18,15 +19,6 @@ function stateOf(pid: number): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-async function until(predicate: () => boolean, timeoutMs = 10_000): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (predicate()) return true;
-    await new Promise((done) => setTimeout(done, 20));
-  }
-  return predicate();
 }
 
 describe('launch backends', () => {
@@ -50,7 +42,7 @@ describe('launch backends', () => {
       { fd: opened.fd, argv: ['/bin/sleep', '30'], env: [], cwd: '/', stdio: 'inherit', cols: 80, rows: 24, timeoutMs: 30_000 },
       (event) => events.push(event),
     );
-    expect(await until(() => events.some((event) => event.type === 'parked')), JSON.stringify(events)).toBe(true);
+    expect(await waitFor(() => events.some((event) => event.type === 'parked'), 10_000), JSON.stringify(events)).toBe(true);
     // The descriptor is exec'd by the launch thread: it may be closed only once the child is parked.
     native.closeFd(opened.fd);
     const mainPid = events.find((event) => event.type === 'parked')!.pid;
@@ -74,10 +66,10 @@ describe('launch backends', () => {
     await worker.terminate();
 
     // The worker's child is killed and reaped; the main thread's stays parked and decidable.
-    expect(await until(() => stateOf(workerPid) === undefined)).toBe(true);
+    expect(await waitFor(() => stateOf(workerPid) === undefined, 10_000)).toBe(true);
     expect(stateOf(mainPid)).toBe('t');
     expect(native.decide(main.id, 'kill', 'launch_verification_failed')).toBe(true);
-    expect(await until(() => stateOf(mainPid) === undefined)).toBe(true);
-    expect(await until(() => events.some((event) => event.type === 'refused'))).toBe(true);
+    expect(await waitFor(() => stateOf(mainPid) === undefined, 10_000)).toBe(true);
+    expect(await waitFor(() => events.some((event) => event.type === 'refused'), 10_000)).toBe(true);
   });
 });

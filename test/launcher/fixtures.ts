@@ -209,14 +209,7 @@ export const ranDigest = (markers: string, tag: 'victim' | 'attacker'): string =
 
 export const preloadRan = (markers: string): boolean => existsSync(join(markers, 'preload.json'));
 
-export async function waitFor(predicate: () => boolean, timeoutMs = 5000): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (predicate()) return true;
-    await sleep(10);
-  }
-  return predicate();
-}
+export { waitFor } from '../support/waitFor';
 
 interface LaunchReceipt {
   readonly seq: number;
