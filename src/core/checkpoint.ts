@@ -74,7 +74,8 @@ export function parseCheckpoint(note: unknown): ParsedCheckpoint | undefined {
   const rootBytes = Buffer.from(root, 'base64');
   if (rootBytes.length !== 32 || rootBytes.toString('base64') !== root) return undefined;
   const time = extensions.find((line) => line.startsWith('time '))?.slice('time '.length);
-  if (time === undefined || !ISO_TIME.test(time) || extensions.some((line) => line === '')) return undefined;
+  // No line of the body is empty: the first blank line is where the signatures begin.
+  if (time === undefined || !ISO_TIME.test(time)) return undefined;
   const signatures: NoteSignature[] = [];
   for (const line of note.slice(split + 2, -1).split('\n')) {
     if (!line.startsWith(SIGNATURE_PREFIX)) return undefined;

@@ -736,7 +736,7 @@ export class PostgresStore implements StorePort {
   }
 
   getMeta(key: string): Promise<string | undefined> {
-    if (this.meta.has(key) || OPENED_META_KEYS.includes(key)) return Promise.resolve(this.meta.get(key));
+    if (OPENED_META_KEYS.includes(key)) return Promise.resolve(this.meta.get(key));
     return this.read(async () => (await this.one<{ value: string }>('SELECT value FROM turnkeeper.store_meta WHERE key = $1', [key]))?.value);
   }
 
