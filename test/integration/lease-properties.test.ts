@@ -134,7 +134,8 @@ describe('lease properties over real hooks', () => {
           store.close();
         }
       }),
-      // 200 runs: with the fencing bug back (latestLeaseOfOwner in wall-clock order), seeds 1-16 all failed within 71.
+      // 200 runs: with the fencing bug back (latestLeaseOfOwner in wall-clock order), seeds 1-16 all
+      // failed within 71 (commit fcebd4a; rerun by putting the wall-clock order back and setting the seed).
       { numRuns: 200 },
     );
   });

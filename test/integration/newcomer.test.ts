@@ -5,7 +5,7 @@
 //
 // Honest and fast: the clone is real (only committed files, no dist/, no native/prebuilds/, no
 // build/), but its node_modules is a symlink to this checkout's instead of a second `npm ci`: that
-// would copy 1.7 GB and take minutes per run, and what it proves (the lockfile installs on a fresh
+// would copy about 2 GB and take minutes per run, and what it proves (the lockfile installs on a fresh
 // machine) is what `.ci/run` proves on every CI run, which starts from a fresh clone with `npm ci`.
 // `npm install -g` is real, but needs no network: npm resolves the tarball's dependencies
 // (better-sqlite3 with its prebuilt binary, …) from a registry on 127.0.0.1 that serves what
