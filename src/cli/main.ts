@@ -35,7 +35,7 @@ const USAGE = `usage: turnkeeper <command> [options]       every command takes -
   hook [--agent ${AGENT_LIST}] [--event <name>]   run one agent hook (reads JSON on stdin, always exits 0)
   todo add <title> [--id <id>] [--body <text>] [--goal <dir>] [--json]
   todo list [--goal <dir> | --all] [--json]
-  todo done <id> [--goal <dir>] [--json]
+  todo done <id> [--owner <agent:session>] [--force --reason <why>] [--goal <dir>] [--json]
   todo reopen <id> [--goal <dir>] [--json]
   status [--json]                             leases and captures, with their Goal and checkout
   show <captureId> [--json]                   a capture and its ready capture, exactly as presented

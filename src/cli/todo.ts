@@ -1,6 +1,8 @@
 // `turnkeeper todo add|list|done|reopen`
-import { todoIdFromTitle } from '../core/ids';
+import { isOwner, todoIdFromTitle } from '../core/ids';
 import { GoalChangedError, TodoExistsError } from '../store/authority';
+import { callerOwner, requesterOf } from '../lifecycle/settings';
+import { leaseView } from '../lifecycle/status';
 import { EXIT, goalFrom, openStore, parse, placementFrom, printJson, todoIdArg, UsageError, type Io } from './io';
 
 export async function todoCommand(args: string[], io: Io): Promise<number> {
@@ -73,25 +75,51 @@ async function todoList(args: string[], io: Io): Promise<number> {
   return EXIT.done;
 }
 
+/**
+ * `todo done <id>`: the Todo is done, and its active lease released in the same step. Someone else's
+ * lease is released only as `turnkeeper release` would: the caller is identified the same way (the
+ * agent's environment, `--owner`, TURNKEEPER_OWNER), and anyone but the holder needs `--force --reason`.
+ */
 async function todoDone(args: string[], io: Io): Promise<number> {
+  const usage = 'turnkeeper todo done <id> [--owner <agent:session>] [--force --reason <why>] [--goal <dir>] [--json]';
   const { values, positionals } = parse(
     args,
-    { goal: { type: 'string' }, json: { type: 'boolean' } },
-    { min: 1, max: 1, usage: 'turnkeeper todo done <id> [--goal <dir>] [--json]' },
+    { force: { type: 'boolean' }, reason: { type: 'string' }, owner: { type: 'string' }, goal: { type: 'string' }, json: { type: 'boolean' } },
+    { min: 1, max: 1, usage },
   );
   const id = positionals[0]!;
-  todoIdArg(id);
+  todoIdArg(id, usage);
+  if (values.force && !values.reason?.trim()) throw new UsageError(`--force needs --reason <why>: the reason goes into the receipt\nusage: ${usage}`);
   const goal = goalFrom(io, values.goal);
+  const caller = callerOwner(io.env, values.owner);
+  if (caller && !isOwner(caller.owner)) throw new UsageError(`--owner ${JSON.stringify(caller.owner)} is not <agent>:<session>\nusage: ${usage}`);
   const store = await openStore(io, false);
+  const request = {
+    by: caller?.owner,
+    identifiedBy: caller?.identifiedBy ?? 'unidentified',
+    requester: requesterOf(io.env),
+    force: values.force ?? false,
+    reason: values.reason,
+  } as const;
   let result;
   try {
-    result = store ? await store.setTodoStatus(goal, id, 'done', Date.now()) : undefined;
+    result = store ? await store.setTodoStatus(goal, id, 'done', Date.now(), request) : undefined;
   } finally {
     store?.close();
   }
   if (!result) {
     if (values.json) printJson(io, { ok: false, reason: 'unknown_todo', todo: id, goal });
     else io.err(`Todo ${id} does not exist in ${goal} (turnkeeper todo list)\n`);
+    return EXIT.refused;
+  }
+  if (result.kind === 'refused') {
+    const holder = result.lease;
+    if (values.json) printJson(io, { ok: false, reason: result.why, todo: id, goal, lease: leaseView(holder) });
+    else
+      io.err(
+        `Todo ${id} is held by ${holder.owner} (epoch ${holder.epoch}), and marking it done releases that lease; nothing was changed. ` +
+          `To release someone else's lease: turnkeeper todo done ${id} --force --reason "<why>"\n`,
+      );
     return EXIT.refused;
   }
   if (values.json) printJson(io, { ok: true, todo: result.todo, released: result.released ?? null });
@@ -127,6 +155,7 @@ async function todoReopen(args: string[], io: Io): Promise<number> {
       else io.out(`Todo ${id} is already open\n`);
       return EXIT.done;
     }
+    // Reopening releases nothing, so no one needs to be identified.
     const result = (await store.setTodoStatus(goal, id, 'open', Date.now()))!;
     if (values.json) printJson(io, { ok: true, todo: result.todo, changed: true, from: todo.status });
     else io.out(`Todo ${id} is open again (was ${todo.status}); a turn that names #todo:${id} acquires a new lease\n`);

@@ -355,6 +355,8 @@ async function markTodoDone(ctx: Ctx, given: string | undefined): Promise<void> 
       )?.todo;
   if (!picked) return;
   const holder = (await store.listLeases()).find((lease) => lease.goal === picked.goal && lease.todo === picked.id && lease.status === 'active');
+  // Marking a held Todo done releases someone else's lease: forced, with a reason, as Release Lease.
+  let reason: string | undefined;
   if (holder) {
     const confirmed = await confirm(
       t('{0} is held by {1} (epoch {2}). Mark it done?', picked.id, holder.owner, holder.epoch),
@@ -362,10 +364,23 @@ async function markTodoDone(ctx: Ctx, given: string | undefined): Promise<void> 
       t('Mark Done'),
     );
     if (!confirmed) return;
+    reason = await vscode.window.showInputBox({
+      title: t('Why is this lease released?'),
+      prompt: t('The reason goes into the receipt.'),
+      validateInput: (value) => (value.trim() ? undefined : t('A reason is required.')),
+    });
+    if (!reason) return;
   }
-  const result = await store.setTodoStatus(picked.goal, picked.id, 'done', Date.now());
+  const result = await store.setTodoStatus(picked.goal, picked.id, 'done', Date.now(), {
+    identifiedBy: reason === undefined ? 'unidentified' : 'force',
+    requester: requesterOf(process.env),
+    force: reason !== undefined,
+    reason: reason?.trim(),
+  });
   await ctx.refresh();
-  void vscode.window.showInformationMessage(t('Todo {0} is done{1}', picked.id, result?.released ? t('; its lease is released') : ''));
+  if (result?.kind === 'refused')
+    void vscode.window.showWarningMessage(t('Not done: {0} is held by {1} (epoch {2})', picked.id, result.lease.owner, result.lease.epoch));
+  else void vscode.window.showInformationMessage(t('Todo {0} is done{1}', picked.id, result?.released ? t('; its lease is released') : ''));
 }
 
 async function openReceipt(arg: unknown): Promise<void> {

@@ -125,6 +125,16 @@ export type ReleaseResult =
   | { readonly kind: 'released'; readonly lease: Lease }
   | { readonly kind: 'refused'; readonly why: 'no_active_lease' | 'not_owner' | 'force_needs_reason'; readonly lease?: Lease | undefined };
 
+/**
+ * Who asks for a status change (`todo done`): one that releases the Todo's active lease is decided as
+ * a release is, so another Owner's lease needs `force` and a reason. Omitted: no one identified.
+ */
+export type StatusChangeRequest = Omit<ReleaseRequest, 'goal' | 'todo'>;
+export type StatusChangeResult =
+  | { readonly kind: 'changed'; readonly todo: Todo; readonly released?: Lease }
+  /** Nothing was changed: the Todo keeps its status and `lease` stays active. */
+  | { readonly kind: 'refused'; readonly why: 'not_owner' | 'force_needs_reason'; readonly todo: Todo; readonly lease: Lease };
+
 export interface SessionRecord {
   readonly owner: Owner;
   readonly agent: Agent;
@@ -235,8 +245,11 @@ export interface Authority {
   addTodo(todo: { goal: string; id: string; title: string; body: string }, now: number, placement?: Placement): Promise<Todo>;
   getTodo(goal: string, id: string): Promise<Todo | undefined>;
   listTodos(goal?: string): Promise<Todo[]>;
-  /** Marking a Todo done or blocked also releases its active lease (one transaction). */
-  setTodoStatus(goal: string, id: string, status: TodoStatus, now: number): Promise<{ todo: Todo; released?: Lease } | undefined>;
+  /**
+   * Marking a Todo done or blocked also releases its active lease (one transaction); another Owner's
+   * only with `force` and a reason, as `release` (refused: nothing changes). Undefined: no such Todo.
+   */
+  setTodoStatus(goal: string, id: string, status: TodoStatus, now: number, request?: StatusChangeRequest): Promise<StatusChangeResult | undefined>;
 
   activeLeaseOfOwner(owner: Owner): Promise<Lease | undefined>;
   /** The Owner's most recent lease in any status, with the Todo's highest epoch: what fencing needs. */

@@ -94,14 +94,14 @@ describe('extension commands', () => {
   });
 
   it('Resume of a released capture shows its guidance instead of launching', async () => {
-    expect(world.cli(['todo', 'done', 'fix-login']).code).toBe(0);
+    expect(world.cli(['todo', 'done', 'fix-login', '--owner', 'codex:sess-x']).code).toBe(0);
     await run('turnkeeper.resumeCapturedTurn', captureId);
     expect(double.documents.at(-1)?.text).toContain('[capture_released]');
     expect(double.shown.at(-1)).toMatchObject({ kind: 'warning', text: like.stringContaining('[capture_released]') });
   });
 
   it("a guidance document shows only guidance this window produced, never text carried in a link's URI (control: its own shows)", async () => {
-    expect(world.cli(['todo', 'done', 'fix-login']).code).toBe(0);
+    expect(world.cli(['todo', 'done', 'fix-login', '--owner', 'codex:sess-x']).code).toBe(0);
     await run('turnkeeper.resumeCapturedTurn', captureId);
     const own = double.documents.at(-1)!;
     expect(own.text).toContain(`# Recovery guidance for ${captureId}`);
@@ -306,9 +306,22 @@ describe('Start Turn on Todo and the Todos view', () => {
     await run('turnkeeper.markTodoDone', node('fix-login'));
     expect(double.shown.at(-1)).toMatchObject({ kind: 'warning', text: like.stringContaining('held by codex:sess-x') });
     expect(node('fix-login')?.contextValue).toBe('todo.held');
+    // Someone else's lease: released as Release Lease releases it, forced and with a reason (no reason: not done).
     double.answers.message.push('Mark Done');
+    double.answers.inputBox.push(undefined);
+    await run('turnkeeper.markTodoDone', node('fix-login'));
+    expect(node('fix-login')?.contextValue).toBe('todo.held');
+    double.answers.message.push('Mark Done');
+    double.answers.inputBox.push('finished by hand');
     await run('turnkeeper.markTodoDone', node('fix-login'));
     expect(node('fix-login')).toMatchObject({ contextValue: 'todo.done', icon: 'pass' });
     expect(ctx.todos.parentOf(node('fix-login')!)?.id).toBe('todos/done');
+    const store = await world.store();
+    expect((JSON.parse((await store.receipts({ limit: 1 }))[0]!.doc) as ReceiptDocument).detail).toMatchObject({
+      reason: 'finished by hand',
+      forced: true,
+      identifiedBy: 'force',
+    });
+    store.close();
   });
 });

@@ -26,6 +26,8 @@ function claimInput(owner: Owner, turn: string, todo = 'fix-login'): ClaimInput 
   };
 }
 
+const lastReceipt = (rows: { doc: string }[]): ReceiptDocument => JSON.parse(rows[0]!.doc) as ReceiptDocument;
+
 export function authorityConformance(name: string, factory: AuthorityFactory): void {
   const withAuthority = (test: (authority: Authority) => Promise<void>) => async () => {
     const { authority, dispose } = await factory();
@@ -113,10 +115,56 @@ export function authorityConformance(name: string, factory: AuthorityFactory): v
       'marking a Todo done releases its lease in the same step',
       withAuthority(async (a) => {
         await a.claim(claimInput('codex:s1', 't1'), T0);
-        const done = await a.setTodoStatus(GOAL, 'fix-login', 'done', T0 + 1);
-        expect(done).toMatchObject({ todo: { status: 'done' }, released: { owner: 'codex:s1', status: 'released' } });
+        const done = await a.setTodoStatus(GOAL, 'fix-login', 'done', T0 + 1, { by: 'codex:s1', identifiedBy: 'agent_environment', force: false });
+        expect(done).toMatchObject({ kind: 'changed', todo: { status: 'done' }, released: { owner: 'codex:s1', status: 'released' } });
         expect(await a.activeLeaseOfOwner('codex:s1')).toBeUndefined();
+        expect(lastReceipt(await a.receipts({ limit: 1 }))).toMatchObject({
+          kind: 'lease_released',
+          owner: 'codex:s1',
+          detail: { reason: 'todo_done', forced: false, identifiedBy: 'agent_environment', requestedBy: 'codex:s1' },
+        });
         expect(await a.setTodoStatus(GOAL, 'missing-todo', 'done', T0)).toBeUndefined();
+        // Without any active lease no one needs to be identified.
+        await a.addTodo({ goal: GOAL, id: 'write-docs', title: 'Write docs', body: '' }, T0 + 2);
+        expect(await a.setTodoStatus(GOAL, 'write-docs', 'done', T0 + 3)).toMatchObject({ kind: 'changed', todo: { status: 'done' } });
+      }),
+    );
+
+    it(
+      "a status change releases another Owner's lease only as a release would (--force and a reason); refused, it changes nothing",
+      withAuthority(async (a) => {
+        await a.claim(claimInput('codex:s1', 't1'), T0);
+        const head = (await a.receipts({ limit: 1 }))[0]!.seq;
+        const refusals = [
+          [undefined, 'not_owner'],
+          [{ identifiedBy: 'unidentified', force: false }, 'not_owner'],
+          [{ by: 'codex:s2', identifiedBy: 'agent_environment', force: false }, 'not_owner'],
+          [{ identifiedBy: 'unidentified', force: true, reason: ' ' }, 'force_needs_reason'],
+        ] as const;
+        for (const status of ['done', 'blocked'] as const)
+          for (const [request, why] of refusals)
+            expect(await a.setTodoStatus(GOAL, 'fix-login', status, T0 + 1, request)).toMatchObject({
+              kind: 'refused',
+              why,
+              lease: { owner: 'codex:s1', epoch: 1, status: 'active' },
+            });
+        expect(await a.getTodo(GOAL, 'fix-login')).toMatchObject({ status: 'open' });
+        expect(await a.activeLeaseOfOwner('codex:s1')).toMatchObject({ epoch: 1, status: 'active' });
+        expect((await a.receipts({ limit: 1 }))[0]!.seq).toBe(head);
+
+        const forced = await a.setTodoStatus(GOAL, 'fix-login', 'done', T0 + 2, {
+          by: 'codex:s2',
+          identifiedBy: 'self_declared',
+          requester: 'ops (uid 0)',
+          force: true,
+          reason: 'taken over by a person',
+        });
+        expect(forced).toMatchObject({ kind: 'changed', todo: { status: 'done' }, released: { owner: 'codex:s1', status: 'released' } });
+        expect(lastReceipt(await a.receipts({ limit: 1 }))).toMatchObject({
+          kind: 'lease_released',
+          owner: 'codex:s1',
+          detail: { reason: 'taken over by a person', forced: true, identifiedBy: 'force', requestedBy: 'codex:s2', requester: 'ops (uid 0)' },
+        });
       }),
     );
 

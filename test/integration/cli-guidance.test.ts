@@ -77,7 +77,7 @@ describe('todo reopen', () => {
   it('opens a done Todo again; the released capture stays released and a new turn acquires epoch 2', () => {
     addTodo('fix-login');
     expect(contextOf(hook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login')).stdout)).toMatch(/· epoch 1$/m);
-    expect(world.cli(['todo', 'done', 'fix-login']).code).toBe(0);
+    expect(world.cli(['todo', 'done', 'fix-login', '--owner', 'codex:sess-a']).code).toBe(0);
     // While it is done, a prompt naming it is [todo_not_open], whose recovery now names the reopen.
     const notOpen = contextOf(hook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login')).stdout)!;
     expect(notOpen).toContain('[todo_not_open]');

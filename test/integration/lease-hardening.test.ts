@@ -237,4 +237,50 @@ describe('finding 9: a release records who asked and how they were identified', 
   it('--owner must be <agent>:<session>', () => {
     expect(world.cli(['release', 'fix-login', '--owner', 'nobody']).code).toBe(2);
   });
+
+  it("todo done of someone else's lease is refused like release: nothing changes, the holder and the flags are named", async () => {
+    await heldBy('victim1');
+    const head = (await withStore((s) => s.receipts({ limit: 1 })))[0]!.seq;
+    for (const env of [{}, { CODEX_THREAD_ID: 'someone-else' }]) {
+      const refused = world.cli(['todo', 'done', 'fix-login'], { env });
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain('Todo fix-login is held by codex:victim1 (epoch 1)');
+      expect(refused.stderr).toContain('turnkeeper todo done fix-login --force --reason "<why>"');
+    }
+    const json = world.cli(['todo', 'done', 'fix-login', '--json']);
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stdout)).toMatchObject({ ok: false, reason: 'not_owner', lease: { owner: 'codex:victim1', epoch: 1, status: 'active' } });
+    expect(world.cli(['todo', 'done', 'fix-login', '--force']).code).toBe(2);
+    await withStore(async (s) => {
+      expect(await s.getTodo(world.goal, 'fix-login')).toMatchObject({ status: 'open' });
+      expect(await s.activeLeaseOfOwner('codex:victim1')).toMatchObject({ status: 'active', epoch: 1 });
+      expect((await s.receipts({ limit: 1 }))[0]!.seq).toBe(head);
+    });
+
+    const forced = world.cli(['todo', 'done', 'fix-login', '--force', '--reason', 'the agent is gone']);
+    expect(forced.code, forced.stderr).toBe(0);
+    expect(forced.stdout).toContain('Todo fix-login is done; released the lease of codex:victim1 (epoch 1)');
+    const receipt = await lastRelease();
+    expect(receipt).toMatchObject({ kind: 'lease_released', owner: 'codex:victim1' });
+    expect(receipt.detail).toMatchObject({ identifiedBy: 'force', forced: true, requestedBy: null, reason: 'the agent is gone' });
+    expect(String(receipt.detail?.requester)).toMatch(/uid \d+/);
+  });
+
+  it('control: the holder marks its own Todo done without flags (agent environment, or --owner), and a Todo no one holds needs none', async () => {
+    await heldBy('victim1');
+    const own = world.cli(['todo', 'done', 'fix-login'], { env: { CODEX_THREAD_ID: 'victim1' } });
+    expect(own.code, own.stderr).toBe(0);
+    expect((await lastRelease()).detail).toMatchObject({ identifiedBy: 'agent_environment', requestedBy: 'codex:victim1', forced: false, reason: 'todo_done' });
+
+    await addTodos('write-docs');
+    expect(contextOf(world.cli(['hook'], { input: payload.codexPrompt(world, 'victim2', 'turn-1', '#todo:write-docs') }).stdout)).toContain('epoch 1');
+    const declared = world.cli(['todo', 'done', 'write-docs', '--owner', 'codex:victim2']);
+    expect(declared.code, declared.stderr).toBe(0);
+    expect((await lastRelease()).detail).toMatchObject({ identifiedBy: 'self_declared', requestedBy: 'codex:victim2', forced: false });
+
+    await addTodos('free-todo');
+    const free = world.cli(['todo', 'done', 'free-todo']);
+    expect(free.code, free.stderr).toBe(0);
+    expect(free.stdout).toBe('Todo free-todo is done\n');
+  });
 });

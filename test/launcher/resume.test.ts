@@ -35,7 +35,7 @@ describe('resume eligibility', () => {
   });
 
   it('a released capture: [capture_released]', () => {
-    expect(world.cli(['todo', 'done', 'fix-login']).code).toBe(0);
+    expect(world.cli(['todo', 'done', 'fix-login', '--owner', 'codex:sess-r']).code).toBe(0);
     const run = dryRun();
     expect(run.code).toBe(1);
     expect(decision(run)).toMatchObject({ ok: false, reason: 'capture_released' });
