@@ -6,7 +6,7 @@ import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { contextOf, runCli, type CliRun } from '../support/world';
-import { usePostgres } from '../support/postgres';
+import { freeLoopbackPort, usePostgres } from '../support/postgres';
 import { makeMachine } from '../support/teamMachine';
 
 const server = usePostgres({ beforeAll, afterAll });
@@ -80,5 +80,40 @@ describe('a role short of a privilege', () => {
     expect(add.code).toBe(1);
     expect(JSON.parse(add.stdout)).toMatchObject({ ok: false, error: { code: 'store_unavailable' } });
     expect(add.stderr).toContain('turnkeeper store init --hook-role tk_readonly');
+  });
+});
+
+describe('a URL whose query names the host and port (pg honours ?host= and ?port=)', () => {
+  it('is named by the host and port pg connects to: in store init, doctor, and a failing connection', async () => {
+    await initializedDatabase('field_query');
+    const { port, adminPassword } = server();
+    const url = `postgres://tk_admin:${encodeURIComponent(adminPassword)}@/field_query?host=127.0.0.1&port=${port}`;
+    const where = `127.0.0.1:${port}/field_query`;
+    const node = machine(url);
+    const init = await node.run(['store', 'init']);
+    expect(init.code, init.stderr).toBe(0);
+    expect(init.stdout).toContain(`store team: ${where} at schema version`);
+    const doctor = JSON.parse((await node.run(['doctor', '--json'])).stdout) as { store: { path: string; authority: string; error?: string } };
+    expect(doctor.store.error).toBeUndefined();
+    expect(doctor.store).toMatchObject({ path: where, authority: where });
+
+    // The query's port wins over the authority's, as pg connects: a closed one is the one named.
+    const closed = await freeLoopbackPort();
+    const down = machine(`postgres://tk_admin:${encodeURIComponent(adminPassword)}@127.0.0.1:${port}/field_query?port=${closed}`);
+    const status = await down.run(['status']);
+    expect(status.code).toBe(1);
+    expect(status.stderr).toContain(`cannot connect to the team store 127.0.0.1:${closed}/field_query`);
+    expect(status.stderr).not.toContain(`:${port}/`);
+    for (const run of [init, status]) expect(run.stdout + run.stderr).not.toContain(adminPassword);
+  });
+
+  it('a Unix socket directory in host= is the place named', async () => {
+    await initializedDatabase('field_socket');
+    const { port, dataDir } = server();
+    // The harness's socket accepts tk_admin without a password (trust, inside the private data directory).
+    const node = machine(`postgres://tk_admin@/field_socket?host=${encodeURIComponent(dataDir)}&port=${port}`);
+    const doctor = JSON.parse((await node.run(['doctor', '--json'])).stdout) as { store: { path: string; error?: string; receipts?: number } };
+    expect(doctor.store.error).toBeUndefined();
+    expect(doctor.store).toMatchObject({ path: `${dataDir}:${port}/field_socket`, receipts: 0 });
   });
 });
