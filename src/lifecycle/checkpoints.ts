@@ -41,7 +41,7 @@ import {
 import { turnkeeperHome, type Env } from '../store/location';
 import type { StorePort, StoreTx } from '../store/port';
 import type { Authority, ReceiptRow } from '../store/authority';
-import { noteVerifier, signingKey, signNote, trustedKeys, type TrustedKey } from './keys';
+import { noteVerifier, signingKey, signNote, trustedKeys, type SigningKey, type TrustedKey } from './keys';
 import { readHomeConfig } from './homeConfig';
 
 const DEFAULT_CHECKPOINT_EVERY = 100;
@@ -166,12 +166,12 @@ export class Checkpoints {
       const value = await work(watched);
       const due = first === undefined ? 'none' : this.due(first, last, released);
       if (due !== 'none') {
-        // A checkpoint that cannot be signed (an unsafe keys directory) never fails the decision.
-        try {
-          written = await this.sign(tx, goal, due === 'chain');
-        } catch (error) {
-          if (this.env.TURNKEEPER_DEBUG) process.stderr.write(`turnkeeper: no checkpoint: ${(error as Error).message}\n`);
-        }
+        // A checkpoint that cannot be signed (an unsafe keys directory) never fails the decision: the
+        // key is loaded and signed with before any statement of the checkpoint, so the only errors
+        // caught are the key's. A statement that fails is the transaction's failure and propagates:
+        // caught here, the store would be asked to COMMIT a transaction with half an append in it.
+        const key = this.keyOrNothing();
+        if (key) written = await this.sign(tx, goal, due === 'chain', key);
       }
       return value;
     });
@@ -191,12 +191,11 @@ export class Checkpoints {
    * Signs the head of the open transaction, keeps it in store_meta and, `inChain`, appends the
    * `checkpoint` receipt that carries it.
    */
-  private async sign(tx: StoreTx, goal: string, inChain: boolean): Promise<WrittenCheckpoint | undefined> {
+  private async sign(tx: StoreTx, goal: string, inChain: boolean, key: SigningKey = signingKey(this.env)): Promise<WrittenCheckpoint | undefined> {
     const origin = await this.origin();
     const head = await tx.chainHead();
     if (origin === undefined || head === undefined) return undefined;
     const now = await tx.clock(Date.now());
-    const key = signingKey(this.env);
     const body = { origin, seq: head.seq, hash: head.hash, time: new Date(now).toISOString() };
     const text = checkpointText(body);
     const note = signedNote(text, [signNote(key, text)]);
@@ -205,6 +204,16 @@ export class Checkpoints {
     const receipt = buildReceipt(head, { kind: 'checkpoint', goal, detail: checkpointDetail(note, body, key.name) }, now);
     await tx.appendReceipt({ seq: receipt.document.seq, doc: receipt.text, hash: receipt.hash, goal, todo: null, capture: null, kind: CHECKPOINT_KIND }, head);
     return { origin, seq: head.seq, hash: head.hash, receipt: receipt.document.seq, note, key: key.name };
+  }
+
+  /** This installation's signing key, or undefined (with a line under TURNKEEPER_DEBUG) when it cannot be loaded. */
+  private keyOrNothing(): SigningKey | undefined {
+    try {
+      return signingKey(this.env);
+    } catch (error) {
+      if (this.env.TURNKEEPER_DEBUG) process.stderr.write(`turnkeeper: no checkpoint: ${(error as Error).message}\n`);
+      return undefined;
+    }
   }
 
   /** `turnkeeper checkpoint`, and every export: a checkpoint now, in the chain, store_meta and the witness. */

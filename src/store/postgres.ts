@@ -56,8 +56,13 @@ import { hookRoleGrants, PG_MIGRATIONS, PG_SCHEMA_VERSION } from './postgresSche
 
 export interface PostgresOptions {
   readonly url: string;
-  /** Bound on connecting (spec §4: ≤ 2 s). */
+  /** Bound on one connection attempt (spec §4: ≤ 2 s): a server that does not answer fails within it. */
   readonly connectTimeoutMs?: number;
+  /**
+   * How long to keep trying while a live server answers that it is busy (connection slots full,
+   * starting up): a burst beyond max_connections queues instead of failing. Default 0: one attempt.
+   */
+  readonly connectQueueMs?: number;
   /** Bound on every statement outside a write transaction; a stalled network fails within it. */
   readonly statementTimeoutMs?: number;
   /**
@@ -75,26 +80,79 @@ export interface PostgresOptions {
 
 const RETRYABLE = new Set(['40001', '40P01', '23505']);
 const MAX_ATTEMPTS = 8;
+/**
+ * How much longer than the server's own bound the client waits for an answer inside a write. The
+ * server ends a statement at statement_timeout with an error the client can act on (roll back, retry);
+ * only a server or network that stopped answering altogether reaches the client's timer.
+ */
+const CLIENT_TIMER_GRACE_MS = 500;
+const APPEND_FUNCTION_NAME = 'turnkeeper.append_receipts';
 
-/** host:port/database of a postgres:// URL, never its user or password. */
+/**
+ * BEGIN, with the server's own bounds for what is left of the write's time: each statement (a wait
+ * for a row lock included) ends at statement_timeout with an error, and a client that goes quiet in
+ * the middle (a stalled network, a frozen process) loses its session, and with it the row locks it
+ * holds, instead of holding every other claim up. SET LOCAL lasts for this transaction only: nothing
+ * stays on the connection that a transaction-mode pooler would hand to someone else.
+ */
+function beginWithin(remainingMs: number): string {
+  const ms = Math.max(1, Math.floor(remainingMs));
+  return `BEGIN; SET LOCAL statement_timeout = ${ms}; SET LOCAL idle_in_transaction_session_timeout = ${ms + CLIENT_TIMER_GRACE_MS}`;
+}
+
+/**
+ * host:port/database of a postgres:// URL, never its user or password: the place pg connects to. pg
+ * (pg-connection-string) takes `host` and `port` from the query before the authority's, so
+ * `postgres://u@/db?host=10.0.0.5&port=5433` is 10.0.0.5:5433 and a Unix socket directory in `host=`
+ * is named as that directory. What the URL leaves out pg takes from PGHOST, then localhost, and 5432.
+ */
 export function redactedLocation(url: string): string {
+  const read = readPgUrl(url);
+  if (!read) return '(unparsable postgres URL)';
   try {
-    const parsed = new URL(url);
-    const database = decodeURIComponent(parsed.pathname.replace(/^\//, '')) || '(default database)';
-    return `${parsed.hostname || '(PGHOST)'}:${parsed.port || '5432'}/${database}`;
+    const authorityHost = read.hostless ? '' : decodeURIComponent(read.url.hostname.replace(/^\[(.+)\]$/, '$1'));
+    const host = lastParam(read.url, 'host') || authorityHost;
+    const port = lastParam(read.url, 'port') || read.url.port || '5432';
+    const database = decodeURI(read.url.pathname.slice(1)) || '(default database)';
+    const shown = host === '' ? '(PGHOST)' : host.includes(':') && !host.startsWith('/') ? `[${host}]` : host;
+    return `${shown}:${port}/${database}`;
   } catch {
     return '(unparsable postgres URL)';
   }
 }
 
-/** The password of a URL (to scrub from any message), if it has one. */
-function passwordOf(url: string): string | undefined {
+/**
+ * A postgres:// URL as pg-connection-string reads it: spaces and stray '%' encoded first, and an
+ * authority with credentials but no host (`postgres://u:pw@/db?host=…`), which WHATWG URL refuses,
+ * read with a stand-in host (`hostless`).
+ */
+function readPgUrl(text: string): { url: URL; hostless: boolean } | undefined {
+  const encoded = / |%[^a-f0-9]|%[a-f0-9][^a-f0-9]/i.test(text) ? encodeURI(text).replace(/%25(\d\d)/g, '%$1') : text;
   try {
-    const password = decodeURIComponent(new URL(url).password);
-    return password === '' ? undefined : password;
+    return { url: new URL(encoded), hostless: false };
   } catch {
-    return undefined;
+    try {
+      return { url: new URL(encoded.replace('@/', '@___DUMMY___/')), hostless: true };
+    } catch {
+      return undefined;
+    }
   }
+}
+
+/** A query parameter as pg reads it: the last of its name wins; '' when absent. */
+const lastParam = (url: URL, name: string): string => url.searchParams.getAll(name).at(-1) ?? '';
+
+/** The passwords of a URL (to scrub from any message): the query's `password=` (which pg uses first) and the authority's. */
+function passwordsOf(url: string): string[] {
+  const read = readPgUrl(url);
+  if (!read) return [];
+  let authority = read.url.password;
+  try {
+    authority = decodeURIComponent(authority);
+  } catch {
+    // kept as written
+  }
+  return [...new Set([...read.url.searchParams.getAll('password'), authority])].filter((password) => password !== '');
 }
 
 let pgModule: typeof import('pg') | undefined;
@@ -135,10 +193,36 @@ async function connectClient(options: PostgresOptions): Promise<Client> {
   }
 }
 
+/**
+ * SQLSTATEs with which a live server refuses a connection for now: its connection slots are full
+ * (53300), it is short of memory (53000), it is starting up or shutting down (57P03). A burst of hooks
+ * beyond `max_connections` waits its turn in this loop instead of answering [store_unavailable].
+ */
+const SERVER_BUSY = new Set(['53300', '53000', '57P03']);
+
+/**
+ * connectClient, retried with jittered back-off while the server answers that it is busy and
+ * `connectQueueMs` lasts. A server that does not answer, refuses the port or refuses the role fails at
+ * the first attempt: waiting would not change that, and a hook must not hold a prompt for it.
+ */
+async function connectQueued(options: PostgresOptions): Promise<Client> {
+  const until = performance.now() + (options.connectQueueMs ?? 0);
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await connectClient(options);
+    } catch (error) {
+      const code = ((error as { cause?: { code?: unknown } }).cause?.code ?? '') as string;
+      const pause = Math.min(250, 20 * attempt) * (0.5 + Math.random());
+      if (!SERVER_BUSY.has(code) || performance.now() + pause >= until) throw error;
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
+}
+
 export async function openPostgresStore(options: PostgresOptions): Promise<PostgresStore> {
   const location = redactedLocation(options.url);
   const scrub = scrubber(options.url);
-  const client = await connectClient(options);
+  const client = await connectQueued(options);
   try {
     let meta = await readMeta(client);
     if (options.initialize) {
@@ -163,7 +247,7 @@ export async function openPostgresStore(options: PostgresOptions): Promise<Postg
       location,
       scrub,
       openedMeta(meta),
-      () => connectClient(options),
+      () => connectQueued(options),
       () => connectClient({ ...options, statementTimeoutMs: 0 }),
       transactionTimeoutMs,
     );
@@ -205,10 +289,10 @@ async function inTransaction<T>(client: Client, work: () => Promise<T>): Promise
 }
 
 function scrubber(url: string): (text: string) => string {
-  const password = passwordOf(url);
+  const passwords = passwordsOf(url);
   return (text) => {
     let out = text.split(url).join(redactedLocation(url));
-    if (password) out = out.split(password).join('***');
+    for (const password of passwords) out = out.split(password).join('***');
     return out;
   };
 }
@@ -337,10 +421,62 @@ export class PostgresStore implements StorePort {
 
   private async q<R extends QueryResultRow = QueryResultRow>(text: string, values: unknown[] = []) {
     if (this.deadline === undefined) return this.client.query<R>(text, values);
-    // In a write transaction: whatever is left of the transaction's bound (at least 1 ms, since pg
-    // reads a 0 timeout as "use the connection's").
-    const query_timeout = Math.max(1, Math.ceil(this.deadline - performance.now()));
-    return this.client.query<R>({ text, values, query_timeout } as QueryConfig);
+    // In a write transaction. Receipts appended so far go first, in one call, so every other statement
+    // (a read of what they wrote, COMMIT) sees them.
+    if (this.pendingAppends.length > 0) await this.flushAppends();
+    return this.statementOfWrite<R>(text, values);
+  }
+
+  /**
+   * One statement of the open write transaction. The server bounds it (statement_timeout, set at
+   * BEGIN); the client's own timer, a little longer, only catches a server or network that stopped
+   * answering. Any failure poisons the transaction: it is never followed by a COMMIT. A failure the
+   * server did not report (the client's timer, a lost socket) also ends the connection at once, so the
+   * server rolls the transaction back and releases its row locks; node-postgres would otherwise drop
+   * the timed-out statement from its queue and send the next one (issue: a COMMIT after a dropped
+   * statement committed half an append).
+   */
+  private async statementOfWrite<R extends QueryResultRow>(text: string, values: unknown[]) {
+    if (this.txFailure !== undefined) throw this.txFailure;
+    const query_timeout = Math.max(1, Math.ceil(this.deadline! - performance.now())) + CLIENT_TIMER_GRACE_MS;
+    try {
+      return await this.client.query<R>({ text, values, query_timeout } as QueryConfig);
+    } catch (error) {
+      this.txFailure = error instanceof Error ? error : new Error(String(error));
+      if (typeof (error as { code?: unknown }).code !== 'string') this.abandonConnection();
+      throw error;
+    }
+  }
+
+  /** Closes the socket without a word to the server (which then rolls back), and reconnects on next use. */
+  private abandonConnection(): void {
+    this.broken = true;
+    const stream = (this.client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream;
+    stream?.destroy();
+  }
+
+  /** The receipts appended in this transaction that the server has not seen yet, in seq order. */
+  private pendingAppends: ReceiptInsert[] = [];
+  /** The chain head as this transaction left it (locked by its first read, so no one else moves it). */
+  private txHead: ChainLink | undefined;
+  /** Whether this transaction has read (and locked) the head row. */
+  private txHeadRead = false;
+  /** The first statement of this transaction that failed: nothing after it is sent, COMMIT least of all. */
+  private txFailure: Error | undefined;
+
+  /** Sends the pending receipts in one call of the append function, which checks each against the head. */
+  private async flushAppends(): Promise<void> {
+    const rows = this.pendingAppends;
+    this.pendingAppends = [];
+    await this.statementOfWrite(`SELECT ${APPEND_FUNCTION_NAME}($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])`, [
+      rows.map((row) => row.seq),
+      rows.map((row) => row.doc),
+      rows.map((row) => row.hash),
+      rows.map((row) => row.goal),
+      rows.map((row) => row.todo),
+      rows.map((row) => row.capture),
+      rows.map((row) => row.kind),
+    ]);
   }
 
   private async one<R extends QueryResultRow = QueryResultRow>(text: string, values: unknown[] = []): Promise<R | undefined> {
@@ -353,6 +489,16 @@ export class PostgresStore implements StorePort {
     // SQLSTATE classes 08 (connection), 53 (resources), 57 (operator intervention), and client-side
     // timeouts and socket errors: the store cannot be used now. Anything else is a bug to surface.
     const message = (error as Error).message ?? String(error);
+    // 42501 insufficient_privilege: the role the URL names was never granted what hooks need (a role
+    // made by hand, or granted before the tables it now needs existed). A setup to fix, not a bug.
+    if (code === '42501') {
+      const role = this.client.user ?? '<role>';
+      return new StoreUnavailableError(
+        `the team store ${this.location}: role ${role} lacks a privilege hooks need (${this.scrub(message)}); hooks need USAGE on schema ` +
+          `turnkeeper and SELECT, INSERT and UPDATE on its tables. As the owner of the schema, run: turnkeeper store init --hook-role ${role}`,
+        { cause: error },
+      );
+    }
     const transient =
       (typeof code === 'string' && /^(08|53|57|58)/.test(code)) ||
       /timeout|terminated|ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|not queryable|Connection terminated/i.test(message);
@@ -391,24 +537,36 @@ export class PostgresStore implements StorePort {
     try {
       for (let attempt = 1; ; attempt += 1) {
         let committing = false;
+        this.pendingAppends = [];
+        this.txHead = undefined;
+        this.txHeadRead = false;
+        this.txFailure = undefined;
         try {
           await this.usable();
-          await this.q('BEGIN');
+          await this.q(beginWithin(this.deadline - performance.now()));
           const result = await work(this.tx);
+          if (this.pendingAppends.length > 0) await this.flushAppends();
           faultPoint('store.before_commit');
+          // A statement that failed inside `work` (and was caught there) has aborted the transaction on
+          // the server; its COMMIT would answer ROLLBACK. Never ask: the write failed.
+          // (Read through a cast: TypeScript narrowed the field to undefined at the top of the attempt.)
+          const failed = this.txFailure as Error | undefined;
+          if (failed) throw failed;
           committing = true;
-          await this.q('COMMIT');
+          const commit = await this.q('COMMIT');
+          if (commit.command !== 'COMMIT') throw Object.assign(new Error(`the server rolled the transaction back (${commit.command})`), { code: '25P02' });
           faultPoint('store.after_commit');
           return result;
         } catch (error) {
           const code = (error as { code?: unknown }).code;
-          if (typeof code !== 'string') this.broken = true;
+          if (typeof code !== 'string') this.abandonConnection();
           if (committing && typeof code !== 'string') throw new AmbiguousCommitError(this.location, { cause: error });
           // A lost or stalled connection has no transaction to roll back; another round trip would only
           // spend the hook's time bound.
           if (typeof code !== 'string') throw this.unavailable(error);
-          await this.q('ROLLBACK').catch(() => undefined);
-          if (typeof code === 'string' && RETRYABLE.has(code) && attempt < MAX_ATTEMPTS) {
+          this.txFailure = undefined;
+          await this.client.query('ROLLBACK').catch(() => this.abandonConnection());
+          if (RETRYABLE.has(code) && attempt < MAX_ATTEMPTS && performance.now() < this.deadline) {
             await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * attempt));
             continue;
           }
@@ -417,6 +575,8 @@ export class PostgresStore implements StorePort {
       }
     } finally {
       this.deadline = undefined;
+      this.pendingAppends = [];
+      this.txFailure = undefined;
     }
   }
 
@@ -493,27 +653,24 @@ export class PostgresStore implements StorePort {
       );
     },
     // The head row is locked until this transaction ends: appends to the one chain take turns.
+    // The head row is read once and locked until this transaction ends (appends to the one chain take
+    // turns); after that this transaction is the only one that moves it, so it is known without a read.
     chainHead: async () => {
-      const head = await this.one<{ seq: number; hash: string }>('SELECT seq, hash FROM turnkeeper.receipt_head WHERE id = 1 FOR UPDATE');
-      return head && head.seq > 0 ? head : undefined;
+      if (this.txHeadRead) return this.txHead;
+      const head = await this.one<{ seq: number; hash: string }>('SELECT seq, hash FROM turnkeeper.lock_chain_head()');
+      this.txHeadRead = true;
+      this.txHead = head && head.seq > 0 ? head : undefined;
+      return this.txHead;
     },
-    appendReceipt: async (row: ReceiptInsert, previous) => {
-      await this.q('INSERT INTO turnkeeper.receipts (seq, doc, hash) VALUES ($1, $2, $3)', [row.seq, row.doc, row.hash]);
-      await this.q('INSERT INTO turnkeeper.receipt_index (seq, goal, todo, capture, kind) VALUES ($1, $2, $3, $4, $5)', [
-        row.seq,
-        row.goal,
-        row.todo,
-        row.capture,
-        row.kind,
-      ]);
-      // The head advances as a compare-and-set on the head this transaction built from.
-      const moved = await this.q('UPDATE turnkeeper.receipt_head SET seq = $1, hash = $2 WHERE id = 1 AND seq = $3 AND hash = $4', [
-        row.seq,
-        row.hash,
-        previous?.seq ?? 0,
-        previous?.hash ?? ZERO_DIGEST,
-      ]);
-      if (moved.rowCount !== 1) throw new Error(`receipt chain head moved while appending receipt ${row.seq}`);
+    // Appends are sent together with the next statement or before COMMIT, in one call of the append
+    // function: the server checks each extends the head and moves the head (postgresSchema.ts, v2).
+    appendReceipt: (row: ReceiptInsert, previous) => {
+      const head = this.txHead;
+      if (!this.txHeadRead || row.seq !== (head?.seq ?? 0) + 1 || (previous?.hash ?? ZERO_DIGEST) !== (head?.hash ?? ZERO_DIGEST))
+        return Promise.reject(new Error(`receipt ${row.seq} was not built on this transaction's chain head`));
+      this.pendingAppends.push(row);
+      this.txHead = { seq: row.seq, hash: row.hash };
+      return Promise.resolve();
     },
     recentReceiptsOfTodo: async (goal, todo, limit) =>
       (

@@ -75,21 +75,117 @@ export const PG_MIGRATIONS: readonly string[] = [
 
   INSERT INTO turnkeeper.store_meta (key, value) VALUES ('schema_version', '1');
   `,
+  // v2: the database enforces the chain (docs/team.md, "The chain is the server's"). Every row inserted
+  // into receipts, by any role, must extend the head: the next seq, the head's hash as its prevHash,
+  // its own hash the digest of its stored text, and the head moves in the same statement. Hooks append
+  // through one SECURITY DEFINER function (the receipt, its lookup row and the head, for every receipt
+  // of a transaction in one call), and no role but the owner may write receipts, receipt_index or
+  // receipt_head directly: a junk row is refused, and it cannot wedge the store.
+  `
+  CREATE FUNCTION turnkeeper.receipt_extends_head() RETURNS trigger LANGUAGE plpgsql
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+  DECLARE
+    head_seq int8;
+    head_hash text;
+    doc jsonb;
+  BEGIN
+    SELECT seq, hash INTO head_seq, head_hash FROM turnkeeper.receipt_head WHERE id = 1 FOR UPDATE;
+    IF NEW.seq IS DISTINCT FROM head_seq + 1 THEN
+      RAISE EXCEPTION 'turnkeeper receipt % does not extend the chain: the head is receipt %', NEW.seq, head_seq
+        USING ERRCODE = 'check_violation', HINT = 'receipts are appended by turnkeeper.append_receipts, one after the head';
+    END IF;
+    IF NEW.hash IS DISTINCT FROM 'sha256:' || encode(sha256(convert_to(NEW.doc, 'UTF8')), 'hex') THEN
+      RAISE EXCEPTION 'turnkeeper receipt %: its hash is not the digest of its document', NEW.seq USING ERRCODE = 'check_violation';
+    END IF;
+    BEGIN
+      doc := NEW.doc::jsonb;
+    EXCEPTION WHEN others THEN
+      RAISE EXCEPTION 'turnkeeper receipt %: its document is not JSON', NEW.seq USING ERRCODE = 'check_violation';
+    END;
+    IF jsonb_typeof(doc) IS DISTINCT FROM 'object' OR doc->>'schema' IS DISTINCT FROM 'turnkeeper.receipt/v1'
+       OR doc->'seq' IS DISTINCT FROM to_jsonb(NEW.seq) OR doc->>'prevHash' IS DISTINCT FROM head_hash THEN
+      RAISE EXCEPTION 'turnkeeper receipt %: its document does not name seq % and the head''s hash as prevHash', NEW.seq, NEW.seq
+        USING ERRCODE = 'check_violation';
+    END IF;
+    UPDATE turnkeeper.receipt_head SET seq = NEW.seq, hash = NEW.hash WHERE id = 1;
+    RETURN NEW;
+  END $$;
+  CREATE TRIGGER receipts_extend_head BEFORE INSERT ON turnkeeper.receipts
+    FOR EACH ROW EXECUTE FUNCTION turnkeeper.receipt_extends_head();
+
+  -- The one way a hook appends: each receipt with its lookup columns (which must be the document's),
+  -- in seq order, in one statement. Returns the new head seq.
+  CREATE FUNCTION turnkeeper.append_receipts(seqs int8[], docs text[], hashes text[], goals text[], todos text[], captures text[], kinds text[])
+    RETURNS int8 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+  DECLARE
+    n int := coalesce(array_length(seqs, 1), 0);
+    doc jsonb;
+  BEGIN
+    IF coalesce(array_length(docs, 1), 0) <> n OR coalesce(array_length(hashes, 1), 0) <> n OR coalesce(array_length(goals, 1), 0) <> n
+       OR coalesce(array_length(todos, 1), 0) <> n OR coalesce(array_length(captures, 1), 0) <> n OR coalesce(array_length(kinds, 1), 0) <> n THEN
+      RAISE EXCEPTION 'turnkeeper.append_receipts: the arrays differ in length' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    FOR i IN 1 .. n LOOP
+      INSERT INTO turnkeeper.receipts (seq, doc, hash) VALUES (seqs[i], docs[i], hashes[i]);
+      doc := docs[i]::jsonb;
+      IF doc->>'goal' IS DISTINCT FROM goals[i] OR doc->>'todo' IS DISTINCT FROM todos[i]
+         OR doc->>'capture' IS DISTINCT FROM captures[i] OR doc->>'kind' IS DISTINCT FROM kinds[i] THEN
+        RAISE EXCEPTION 'turnkeeper receipt %: its lookup columns are not its document''s', seqs[i] USING ERRCODE = 'check_violation';
+      END IF;
+      INSERT INTO turnkeeper.receipt_index (seq, goal, todo, capture, kind) VALUES (seqs[i], goals[i], todos[i], captures[i], kinds[i]);
+    END LOOP;
+    RETURN (SELECT seq FROM turnkeeper.receipt_head WHERE id = 1);
+  END $$;
+  -- A write's first read of the head locks it until the transaction ends (appends take turns). FOR
+  -- UPDATE needs UPDATE rights on the table, which no hook role has: the lock is taken here.
+  CREATE FUNCTION turnkeeper.lock_chain_head(OUT seq int8, OUT hash text) LANGUAGE sql
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT h.seq, h.hash FROM turnkeeper.receipt_head h WHERE h.id = 1 FOR UPDATE
+  $$;
+  REVOKE ALL ON FUNCTION turnkeeper.lock_chain_head() FROM PUBLIC;
+  REVOKE ALL ON FUNCTION turnkeeper.append_receipts(int8[], text[], text[], text[], text[], text[], text[]) FROM PUBLIC;
+  REVOKE ALL ON FUNCTION turnkeeper.receipt_extends_head() FROM PUBLIC;
+
+  -- Roles granted under v1 (store init --hook-role) move to the function: no direct writes of the chain.
+  DO $$
+  DECLARE
+    grantee_name text;
+  BEGIN
+    FOR grantee_name IN
+      SELECT DISTINCT a.grantee::regrole::text FROM pg_class c, aclexplode(c.relacl) a
+      WHERE c.oid IN ('turnkeeper.receipts'::regclass, 'turnkeeper.receipt_index'::regclass, 'turnkeeper.receipt_head'::regclass)
+        AND a.grantee <> c.relowner AND a.grantee <> 0 AND a.privilege_type IN ('INSERT', 'UPDATE', 'DELETE', 'TRUNCATE')
+    LOOP
+      EXECUTE format('REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON turnkeeper.receipts, turnkeeper.receipt_index, turnkeeper.receipt_head FROM %s', grantee_name);
+      EXECUTE format('GRANT UPDATE (goal, todo) ON turnkeeper.receipt_index TO %s', grantee_name);
+      EXECUTE format('GRANT EXECUTE ON FUNCTION turnkeeper.append_receipts(int8[], text[], text[], text[], text[], text[], text[]), turnkeeper.lock_chain_head() TO %s', grantee_name);
+    END LOOP;
+  END $$;
+
+  UPDATE turnkeeper.store_meta SET value = '2' WHERE key = 'schema_version';
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;
 
 /**
- * Grants for the role hooks connect as: read and write rows, append receipts, never change or remove
- * them (the trigger refuses that to everyone; these grants also withhold UPDATE, DELETE and TRUNCATE).
+ * Grants for the role hooks connect as: read and write rows; append receipts only through
+ * `turnkeeper.append_receipts` (which checks that each extends the head), never insert, change or
+ * remove them directly. Revokes first, so a role granted under an older schema ends with exactly these.
+ * `goal move` relabels the lookup rows of a Goal: UPDATE of receipt_index's goal and todo columns only.
  */
 export function hookRoleGrants(role: string): string {
   const name = `"${role.replace(/"/g, '""')}"`;
   return `
+  REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON turnkeeper.receipts, turnkeeper.receipt_index, turnkeeper.receipt_head FROM ${name};
   GRANT USAGE ON SCHEMA turnkeeper TO ${name};
   GRANT SELECT, INSERT, UPDATE ON turnkeeper.todos, turnkeeper.captures, turnkeeper.leases, turnkeeper.ready_captures,
-    turnkeeper.sessions, turnkeeper.checkouts, turnkeeper.goals, turnkeeper.receipt_head, turnkeeper.store_meta TO ${name};
-  GRANT SELECT, INSERT ON turnkeeper.receipts TO ${name};
-  GRANT SELECT, INSERT, UPDATE ON turnkeeper.receipt_index TO ${name};
+    turnkeeper.sessions, turnkeeper.checkouts, turnkeeper.goals, turnkeeper.store_meta TO ${name};
+  GRANT SELECT ON turnkeeper.receipts, turnkeeper.receipt_index, turnkeeper.receipt_head TO ${name};
+  GRANT UPDATE (goal, todo) ON turnkeeper.receipt_index TO ${name};
+  GRANT EXECUTE ON FUNCTION ${APPEND_FUNCTION}, turnkeeper.lock_chain_head() TO ${name};
   `;
 }
+
+/** The signature of the append function, as GRANT and the client name it. */
+export const APPEND_FUNCTION = 'turnkeeper.append_receipts(int8[], text[], text[], text[], text[], text[], text[])';

@@ -13,6 +13,7 @@ import pg from 'pg';
 import { CLI, contextOf } from '../support/world';
 import { usePostgres } from '../support/postgres';
 import { makeMachine } from '../support/teamMachine';
+import { PG_MIGRATIONS } from '../../src/store/postgresSchema';
 
 const server = usePostgres({ beforeAll, afterAll });
 const HOOK_ROLE = 'tk_hook';
@@ -165,5 +166,155 @@ describe('the administrator', () => {
     } finally {
       await admin.end();
     }
+  });
+});
+
+/** receipt_head's seq and hash, and the newest receipt's: they must name the same receipt. */
+async function headAndLast(client: pg.Client): Promise<{ head: number; last: number }> {
+  const row = (
+    await client.query<{ head: string; last: string }>(
+      'SELECT (SELECT seq FROM turnkeeper.receipt_head) AS head, (SELECT COALESCE(max(seq), 0) FROM turnkeeper.receipts) AS last',
+    )
+  ).rows[0]!;
+  return { head: Number(row.head), last: Number(row.last) };
+}
+
+// A store of their own: the administrator's tests above leave theirs damaged on purpose.
+const CHAIN_DB = 'chain';
+const chainHookStore = () => server().url(CHAIN_DB, HOOK_ROLE, HOOK_PASSWORD);
+const chainAdminStore = () => server().url(CHAIN_DB);
+
+/** The store takes a write (a Todo) and verifies, as the hook role. */
+function expectStoreWhole(id: string): void {
+  const add = cli(['todo', 'add', `Whole after ${id}`, '--id', id], chainHookStore());
+  expect(add.code, add.stderr).toBe(0);
+  const verify = cli(['verify', '--json'], chainHookStore());
+  expect(JSON.parse(verify.stdout), verify.stderr).toMatchObject({ ok: true, breaks: [] });
+}
+
+describe('the database enforces the chain (schema v2)', () => {
+  beforeAll(async () => {
+    await server().createDatabase(CHAIN_DB);
+    const init = cli(['store', 'init', '--hook-role', HOOK_ROLE], chainAdminStore());
+    expect(init.code, init.stderr).toBe(0);
+    expectStoreWhole('first');
+  });
+
+  it('the hook role writes no receipt, lookup row or head directly: a junk row is refused and the store keeps working', async () => {
+    const hook = await connect(chainHookStore());
+    try {
+      const { head } = await headAndLast(hook);
+      for (const sql of [
+        `INSERT INTO turnkeeper.receipts VALUES (${head + 1}, 'junk', 'junk')`,
+        `INSERT INTO turnkeeper.receipt_index (seq, goal, kind) VALUES (${head + 1}, 'g', 'junk')`,
+        `UPDATE turnkeeper.receipt_head SET seq = ${head + 1}`,
+      ]) {
+        const refused = await refusal(hook, sql);
+        expect(refused.code, sql).toBe('42501');
+      }
+      // Through the one function the hook role may call, junk is refused by the chain's own check.
+      const junk = await refusal(
+        hook,
+        `SELECT turnkeeper.append_receipts(ARRAY[${head + 1}]::int8[], ARRAY['junk'], ARRAY['junk'], ARRAY['g'], ARRAY[NULL]::text[], ARRAY[NULL]::text[], ARRAY['junk'])`,
+      );
+      expect(junk).toMatchObject({ code: '23514', message: `turnkeeper receipt ${head + 1}: its hash is not the digest of its document` });
+      expect(await headAndLast(hook)).toStrictEqual({ head, last: head });
+    } finally {
+      await hook.end();
+    }
+    expectStoreWhole('after-junk');
+  });
+
+  it('even the owner cannot insert a receipt that does not extend the head: a gap, a wrong prevHash, a wrong hash', async () => {
+    const admin = await connect(chainAdminStore());
+    try {
+      const { head } = await headAndLast(admin);
+      const headHash = (await admin.query<{ hash: string }>('SELECT hash FROM turnkeeper.receipt_head')).rows[0]!.hash;
+      const doc = (seq: number, prevHash: string) =>
+        JSON.stringify({ at: '2026-01-01T00:00:00.000Z', goal: 'g', kind: 'todo_added', prevHash, schema: 'turnkeeper.receipt/v1', seq });
+      const insert = (seq: number, text: string, hash?: string) =>
+        refusal(
+          admin,
+          `INSERT INTO turnkeeper.receipts VALUES (${seq}, $$${text}$$, ${hash ? `'${hash}'` : `'sha256:' || encode(sha256(convert_to($$${text}$$, 'UTF8')), 'hex')`})`,
+        );
+      expect(await insert(head + 2, doc(head + 2, headHash))).toMatchObject({ code: '23514', message: like.stringContaining('does not extend the chain') });
+      expect(await insert(head + 1, doc(head + 1, 'sha256:' + 'f'.repeat(64)))).toMatchObject({ code: '23514', message: like.stringContaining('prevHash') });
+      expect(await insert(head + 1, doc(head + 1, headHash), 'sha256:' + '0'.repeat(64))).toMatchObject({
+        code: '23514',
+        message: like.stringContaining('hash'),
+      });
+      // Control: the same statement with a document that extends the head goes in, and moves the head.
+      const good = doc(head + 1, headHash);
+      await admin.query(`INSERT INTO turnkeeper.receipts VALUES (${head + 1}, $1, 'sha256:' || encode(sha256(convert_to($1, 'UTF8')), 'hex'))`, [good]);
+      expect(await headAndLast(admin)).toStrictEqual({ head: head + 1, last: head + 1 });
+    } finally {
+      await admin.end();
+    }
+    expectStoreWhole('after-owner');
+  });
+});
+
+describe('a store made by the previous release (schema v1) and its hook role', () => {
+  const V1 = 'roles_v1';
+  const v1Store = () => server().url(V1);
+  const v1HookStore = () => server().url(V1, HOOK_ROLE, HOOK_PASSWORD);
+
+  it('control: under v1 the hook role could insert a junk row past the head (the hole v2 closes)', async () => {
+    await server().createDatabase(V1);
+    const admin = await connect(v1Store());
+    try {
+      await admin.query(PG_MIGRATIONS[0]!);
+      // The grants `store init --hook-role` gave under v1.
+      await admin.query(`GRANT USAGE ON SCHEMA turnkeeper TO ${HOOK_ROLE};
+        GRANT SELECT, INSERT, UPDATE ON turnkeeper.todos, turnkeeper.captures, turnkeeper.leases, turnkeeper.ready_captures,
+          turnkeeper.sessions, turnkeeper.checkouts, turnkeeper.goals, turnkeeper.receipt_head, turnkeeper.store_meta TO ${HOOK_ROLE};
+        GRANT SELECT, INSERT ON turnkeeper.receipts TO ${HOOK_ROLE};
+        GRANT SELECT, INSERT, UPDATE ON turnkeeper.receipt_index TO ${HOOK_ROLE};`);
+    } finally {
+      await admin.end();
+    }
+    const hook = await connect(v1HookStore());
+    try {
+      await hook.query('BEGIN');
+      await hook.query("INSERT INTO turnkeeper.receipts VALUES (1, 'junk', 'junk')");
+      expect(await headAndLast(hook)).toStrictEqual({ head: 0, last: 1 });
+      await hook.query('ROLLBACK');
+    } finally {
+      await hook.end();
+    }
+  });
+
+  it('store init migrates it to v2: the role keeps what hooks need and loses direct writes of the chain', async () => {
+    const init = cli(['store', 'init'], v1Store());
+    expect(init.code, init.stderr).toBe(0);
+    const admin = await connect(v1Store());
+    try {
+      const rights = (
+        await admin.query<{ table: string; insert: boolean; update: boolean }>(
+          `SELECT t AS table, has_table_privilege($1, 'turnkeeper.' || t, 'INSERT') AS insert, has_table_privilege($1, 'turnkeeper.' || t, 'UPDATE') AS update
+           FROM unnest(ARRAY['receipts', 'receipt_index', 'receipt_head']) AS t ORDER BY t`,
+          [HOOK_ROLE],
+        )
+      ).rows;
+      expect(rights).toStrictEqual([
+        { table: 'receipt_head', insert: false, update: false },
+        { table: 'receipt_index', insert: false, update: false },
+        { table: 'receipts', insert: false, update: false },
+      ]);
+    } finally {
+      await admin.end();
+    }
+    const hook = await connect(v1HookStore());
+    try {
+      expect((await refusal(hook, "INSERT INTO turnkeeper.receipts VALUES (1, 'junk', 'junk')")).code).toBe('42501');
+    } finally {
+      await hook.end();
+    }
+    const add = spawnSync(process.execPath, [CLI, 'todo', 'add', 'After the migration', '--id', 'migrated'], {
+      cwd: repo,
+      env: { ...baseEnv, TURNKEEPER_STORE: v1HookStore() },
+      encoding: 'utf8',
+    });
+    expect(add.status, add.stderr).toBe(0);
   });
 });
