@@ -28,6 +28,8 @@ import {
   type RenewResult,
   type RequesterIdentification,
   type SessionTouch,
+  type StatusChangeRequest,
+  type StatusChangeResult,
   type Todo,
   type TodoStatus,
 } from '../store/authority';
@@ -60,8 +62,12 @@ interface ReleaseRecord {
 /** Writes a release (compare-and-set on the version it read) and its receipt. */
 async function releaseIn(tx: StoreTx, lease: Lease, why: ReleaseRecord, now: number): Promise<Lease> {
   const released: Lease = { ...lease, status: 'released' };
+  // The Todo row is locked, so no other release or claim of it runs meanwhile; a renewal by the holder
+  // (which locks only the lease) can still have moved the version. That is a conflict to decide again
+  // from fresh reads, as a serialization failure is (a team store retries the transaction), never an
+  // internal error.
   if (!(await tx.updateLease(lease, released, { at: now, reason: why.reason })))
-    throw new Error(`lease ${lease.todo} epoch ${lease.epoch} moved inside its own transaction`);
+    throw Object.assign(new Error(`lease ${lease.todo} epoch ${lease.epoch} moved inside its own transaction`), { code: '40001' });
   await append(
     tx,
     {
@@ -112,19 +118,39 @@ export class Ledger implements Authority {
     });
   }
 
-  setTodoStatus(goal: string, id: string, status: TodoStatus, clientNow: number): Promise<{ todo: Todo; released?: Lease } | undefined> {
-    return this.rows.write(async (tx) => {
+  setTodoStatus(
+    goal: string,
+    id: string,
+    status: TodoStatus,
+    clientNow: number,
+    request: StatusChangeRequest = { identifiedBy: 'unidentified', force: false },
+  ): Promise<StatusChangeResult | undefined> {
+    return this.rows.write(async (tx): Promise<StatusChangeResult | undefined> => {
       const now = await tx.clock(clientNow);
       const todo = await tx.todo(goal, id);
       if (!todo) return undefined;
+      // A status other than open releases the active lease: decided as `release` decides, before
+      // anything is written, so another Owner's lease needs force and a reason, and a refusal changes
+      // nothing (the Todo keeps its status, the lease stays active).
+      const active = status === 'open' ? undefined : await tx.activeLeaseOfTodo(goal, id);
+      let record: ReleaseRecord | undefined;
+      if (active) {
+        const decision = decideRelease(active, request);
+        if (decision.kind === 'refuse')
+          return { kind: 'refused', why: decision.why === 'force_needs_reason' ? decision.why : 'not_owner', todo, lease: active };
+        const byHolder = request.by === active.owner;
+        record = {
+          reason: request.reason?.trim() || `todo_${status}`,
+          forced: !byHolder,
+          identifiedBy: byHolder ? request.identifiedBy : 'force',
+          requestedBy: request.by,
+          requester: request.requester,
+        };
+      }
       await tx.setTodoStatus(goal, id, status, now);
       await append(tx, { kind: 'todo_status_changed', goal, todo: id, detail: { from: todo.status, to: status } }, now);
-      let released: Lease | undefined;
-      if (status !== 'open') {
-        const active = await tx.activeLeaseOfTodo(goal, id);
-        if (active) released = await releaseIn(tx, active, { reason: `todo_${status}`, forced: false, identifiedBy: 'todo_status' }, now);
-      }
-      return { todo: { ...todo, status, updatedAt: now }, ...(released ? { released } : {}) };
+      const released = active && record ? await releaseIn(tx, active, record, now) : undefined;
+      return { kind: 'changed', todo: { ...todo, status, updatedAt: now }, ...(released ? { released } : {}) };
     });
   }
 
@@ -293,6 +319,9 @@ export class Ledger implements Authority {
   release(request: ReleaseRequest, clientNow: number): Promise<ReleaseResult> {
     return this.rows.write(async (tx): Promise<ReleaseResult> => {
       const now = await tx.clock(clientNow);
+      // Lock the Todo row (FOR UPDATE on a team store), as a claim does: two releases of one lease
+      // decide one after the other, and the second finds it released instead of failing its write.
+      await tx.todo(request.goal, request.todo);
       const active = await tx.activeLeaseOfTodo(request.goal, request.todo);
       const decision = decideRelease(active, request);
       if (decision.kind === 'refuse') return { kind: 'refused', why: decision.why, lease: active };
