@@ -72,16 +72,20 @@ export async function openAuthority(env: Env, options: AuthorityOptions): Promis
   if (options.create) secureHome(env);
   if (selection.kind === 'postgres') {
     // One authority, no fallback: an unreachable team store is StoreUnavailableError, never SQLite.
-    // Bounded for hooks (spec §4): connect ≤ 2 s; each statement ≤ 1.5 s and a whole write transaction,
-    // waits for its row locks and retries included, ≤ 2.5 s (a claim that only waits its turn behind
-    // another claim of the Todo must not time out; a stalled network fails within it). The rest of the
-    // hook's 5 s covers start-up and one reconnect to re-read after a COMMIT whose answer was lost.
+    // Bounded for hooks (spec §4, docs/team.md "Bounds"): a server that does not answer fails the
+    // connect within 2 s; a live server that says it is busy (connection slots full) is asked again
+    // for up to 4 s more, so a burst queues. A read outside a write ≤ 2 s. One write transaction, its
+    // waits for row locks and its retries included, gets the busy timeout (4 s by default, as a
+    // SQLite writer waits for the file's lock), enforced by the server itself (statement_timeout): a
+    // claim that waits its turn behind others is the server's queue, not a stall. What is left of the
+    // 15 s hook timeout Turnkeeper installs covers start-up and one reconnect after a lost COMMIT.
     const hook = options.busyTimeoutMs !== undefined;
     const rows = await openPostgresStore({
       url: selection.url,
       connectTimeoutMs: 2000,
-      statementTimeoutMs: hook ? Math.min(1500, options.busyTimeoutMs) : 3000,
-      transactionTimeoutMs: hook ? Math.min(2500, options.busyTimeoutMs + 1000) : 4000,
+      connectQueueMs: hook ? 4000 : 10_000,
+      statementTimeoutMs: hook ? Math.min(2000, Math.max(options.busyTimeoutMs, 1)) : 3000,
+      transactionTimeoutMs: hook ? Math.max(options.busyTimeoutMs, 1) : 6000,
     });
     return new Ledger(withCheckpoints(rows, env));
   }

@@ -18,8 +18,12 @@ import type { Authority } from '../../src/store/authority';
 const server = usePostgres({ beforeAll, afterAll });
 const ORIGIN = 'https://example.invalid/acme/app.git';
 const READY = /^Turnkeeper: Todo ([a-z0-9_-]+) · capture (cap_[0-9a-f]{24}) · epoch (\d+)$/m;
-/** Spec §4: an unusable team store is said within 5 s, the whole hook process included. */
-const HOOK_BOUND_MS = 5000;
+/**
+ * Spec §4: a server that does not answer is said within the connect bound (2 s); one that stops in
+ * the middle of a write within the write budget (TURNKEEPER_BUSY_TIMEOUT_MS, 4 s, enforced by the
+ * server) plus the client's 0.5 s grace; start-up on top. 6.5 s, the whole hook process included.
+ */
+const HOOK_BOUND_MS = 6500;
 
 /** A CLI run; `killed` after RUN_LIMIT_MS: a process that never ends is a finding, not a hung test. */
 type Run = CliRun;
