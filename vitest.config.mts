@@ -9,6 +9,8 @@ const SERIAL = [
   // 64 hook processes across four "machines", and a claim storm through a server crash: load on purpose.
   'test/integration/postgres-machines.test.ts',
   'test/integration/postgres-faults.test.ts',
+  // 64 hook processes from eight "machines" through PgBouncer (a pool of 4), and the change feed's timing.
+  'test/integration/postgres-pooler.test.ts',
   // A clone, npm run demo, npm pack and a global install from a loopback registry: minutes of both cores.
   'test/integration/newcomer.test.ts',
   // A server crashed and restarted, and latencies measured against 1 s windows: load beside it skews them.

@@ -10,8 +10,7 @@
 // - Binaries come from the highest /usr/lib/postgresql/<version>/bin, never from PATH, so a stray
 //   client-only install or a wrapper script is never picked up.
 // - PostgreSQL refuses to run as root, and tests run as root: initdb and pg_ctl run as the `postgres`
-//   OS user (looked up when needed: on a fresh machine it exists only after `apt-get install
-//   postgresql`). Run by another user, they run as that user.
+//   OS user (./serviceProcess.ts, shared with ./pgbouncer.ts).
 // - Authentication: TCP is scram-sha-256 for everyone, so the product is always tested with a real
 //   password (in the URL or a pgpass file). The superuser is `tk_admin` with a random password.
 //   Only the harness's own psql uses the Unix socket, with `trust`; that socket lives inside the
@@ -20,13 +19,14 @@
 //   the page cache), which fsync does not take part in; only a power loss would, and no test has one.
 // - A test process that dies without stop() (an exception, process.exit, SIGKILL) must not leave a
 //   server behind: an 'exit' hook stops it at once, and a detached watchdog that waits for the test
-//   process to go stops it and removes the directory if even that hook never ran.
-import { execFile, execFileSync, spawn } from 'node:child_process';
+//   process to go stops it and removes the directory if even that hook never ran (guardService).
+import { execFile, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { cleanEnv, guardService, quoteShell, runAs, serviceDir } from './serviceProcess';
 
 const PG_ADMIN_USER = 'tk_admin';
 const INSTALL_HINT = 'apt-get install postgresql, or run .ci/run';
@@ -89,34 +89,6 @@ export async function freeLoopbackPort(): Promise<number> {
   return port;
 }
 
-interface RunAs {
-  /** Prefix for commands that must not run as root: ['runuser', '-u', 'postgres', '--'] or []. */
-  prefix: string[];
-  uid: number;
-  gid: number;
-}
-
-function runAs(): RunAs {
-  if (process.getuid?.() !== 0) return { prefix: [], uid: process.getuid?.() ?? -1, gid: process.getgid?.() ?? -1 };
-  let uid: number;
-  let gid: number;
-  try {
-    uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
-    gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
-  } catch {
-    throw new Error(`Tests run as root, PostgreSQL refuses root, and there is no 'postgres' OS user to run it as: ${INSTALL_HINT}`);
-  }
-  return { prefix: ['runuser', '-u', 'postgres', '--'], uid, gid };
-}
-
-/** The environment for server tools and psql: the caller's, without libpq variables that would redirect them. */
-function cleanEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('PG')) env[key] = value;
-  env.LC_ALL = 'C';
-  return env;
-}
-
 function run(argv: string[], options: { cwd: string; input?: string; timeoutMs?: number }): Promise<{ stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = execFile(
@@ -138,20 +110,8 @@ function run(argv: string[], options: { cwd: string; input?: string; timeoutMs?:
   });
 }
 
-// Servers started by this process that stop() has not yet taken down; the 'exit' hook kills them.
-const live = new Set<{ emergencyStop(): void }>();
-let exitHookInstalled = false;
-function installExitHook(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  process.on('exit', () => {
-    for (const server of live) server.emergencyStop();
-  });
-}
-
 const quoteIdent = (name: string): string => `"${name.replaceAll('"', '""')}"`;
 const quoteLiteral = (value: string): string => `'${value.replaceAll("'", "''")}'`;
-const quoteShell = (value: string): string => `'${value.replaceAll("'", `'\\''`)}'`;
 
 export interface StartOptions {
   /** Extra `name = value` lines for postgresql.conf. */
@@ -160,32 +120,16 @@ export interface StartOptions {
 
 export async function startPostgres(options: StartOptions = {}): Promise<PgServer> {
   const { bin, version } = findPostgresBin();
-  const as = runAs();
+  const as = runAs(INSTALL_HINT);
   const tool = (name: string, ...args: string[]): string[] => [...as.prefix, path.join(bin, name), ...args];
 
-  // The data directory's parents must be traversable by the postgres user; os.tmpdir() may be a
-  // private directory of root's, so fall back to /tmp, which always is.
-  let root = '';
-  for (const parent of [...new Set([os.tmpdir(), '/tmp'])]) {
-    const candidate = mkdtempSync(path.join(parent, 'tk-pg-'));
-    chownSync(candidate, as.uid, as.gid);
-    chmodSync(candidate, 0o700);
-    try {
-      if (as.prefix.length) execFileSync(as.prefix[0]!, [...as.prefix.slice(1), 'test', '-w', candidate], { stdio: 'ignore' });
-      root = candidate;
-      break;
-    } catch {
-      rmSync(candidate, { recursive: true, force: true });
-    }
-  }
-  if (!root) throw new Error(`No temporary directory the postgres user can write to (tried ${os.tmpdir()} and /tmp)`);
+  const root = serviceDir('tk-pg-', as);
   const dataDir = path.join(root, 'data');
   const logFile = path.join(root, 'server.log');
   const adminPassword = randomBytes(18).toString('base64url');
 
   let port = 0;
   let pid: number | undefined;
-  let watchdog: number | undefined;
   let removed = false;
 
   const readPid = (): number | undefined => {
@@ -205,16 +149,14 @@ export async function startPostgres(options: StartOptions = {}): Promise<PgServe
     }
   };
 
-  const handle = {
-    emergencyStop(): void {
-      try {
-        const [command, ...args] = tool('pg_ctl', '-D', dataDir, 'stop', '-m', 'immediate', '-w', '-t', '10');
-        execFileSync(command!, args, { stdio: 'ignore', cwd: root, env: cleanEnv() });
-      } catch {
-        // Not running, or already gone.
-      }
-      rmSync(root, { recursive: true, force: true });
-    },
+  const emergencyStop = (): void => {
+    try {
+      const [command, ...args] = tool('pg_ctl', '-D', dataDir, 'stop', '-m', 'immediate', '-w', '-t', '10');
+      execFileSync(command!, args, { stdio: 'ignore', cwd: root, env: cleanEnv() });
+    } catch {
+      // Not running, or already gone.
+    }
+    rmSync(root, { recursive: true, force: true });
   };
 
   try {
@@ -267,18 +209,9 @@ export async function startPostgres(options: StartOptions = {}): Promise<PgServe
     pid = readPid();
   };
 
-  const startWatchdog = (): void => {
-    // Detached into its own session so that killing the test's process group does not kill it; it
-    // polls the test process and, once that is gone, crashes the server and removes the directory.
-    const pgCtl = [...as.prefix, path.join(bin, 'pg_ctl')].map(quoteShell).join(' ');
-    const script = `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; ${pgCtl} -D ${quoteShell(dataDir)} stop -m immediate -w -t 10 >/dev/null 2>&1; rm -rf ${quoteShell(root)}`;
-    const child = spawn('sh', ['-c', script], { detached: true, stdio: 'ignore', cwd: '/', env: cleanEnv() });
-    child.unref();
-    watchdog = child.pid;
-  };
-
-  installExitHook();
-  live.add(handle);
+  // Once the test process is gone, the watchdog crashes the server and removes the directory.
+  const pgCtl = [...as.prefix, path.join(bin, 'pg_ctl')].map(quoteShell).join(' ');
+  const guard = guardService(emergencyStop, `${pgCtl} -D ${quoteShell(dataDir)} stop -m immediate -w -t 10 >/dev/null 2>&1; rm -rf ${quoteShell(root)}`);
   try {
     for (let attempt = 1; ; attempt++) {
       port = await freeLoopbackPort();
@@ -291,10 +224,9 @@ export async function startPostgres(options: StartOptions = {}): Promise<PgServe
         throw new Error(`${(error as Error).message}\n--- server log ---\n${log()}`);
       }
     }
-    startWatchdog();
   } catch (error) {
-    live.delete(handle);
-    handle.emergencyStop();
+    guard.release();
+    emergencyStop();
     throw error;
   }
 
@@ -375,18 +307,11 @@ export async function startPostgres(options: StartOptions = {}): Promise<PgServe
         try {
           await run(tool('pg_ctl', '-D', dataDir, 'stop', '-m', 'fast', '-w', '-t', '30'), { cwd: root });
         } catch {
-          handle.emergencyStop();
+          emergencyStop();
         }
       }
       pid = undefined;
-      live.delete(handle);
-      if (watchdog !== undefined) {
-        try {
-          process.kill(watchdog, 'SIGKILL');
-        } catch {
-          // Already gone.
-        }
-      }
+      guard.release();
       rmSync(root, { recursive: true, force: true });
     },
     log,

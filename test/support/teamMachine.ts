@@ -2,7 +2,7 @@
 // own HOME, TURNKEEPER_HOME and TMPDIR and its own checkout of the team's repository (the same origin
 // URL, hence one Goal), and an environment that names the store. Nothing of process.env but PATH.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
 /** git with a fixed identity, quiet. */
@@ -74,4 +74,25 @@ export function makeMachine(base: string, options: { store: string; origin: stri
     git(checkout, 'remote', 'add', 'origin', options.origin);
   }
   return { base, userHome, home: env.TURNKEEPER_HOME, checkout, env };
+}
+
+/**
+ * Waits until every process blocks in read(0, …) (x86-64 syscall 0 on fd 0): loaded, waiting for its
+ * payload. 64 processes starting at once on two cores would measure Node's start-up, not the store;
+ * on real machines each starts on its own CPU. So a race starts every process first, waits here, and
+ * then writes all payloads at the same moment.
+ */
+export async function untilAllReadStdin(pids: readonly number[], timeoutMs = 90_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const waiting = (pid: number) => {
+    try {
+      return /^0 0x0 /.test(readFileSync(`/proc/${pid}/syscall`, 'utf8'));
+    } catch {
+      return false;
+    }
+  };
+  while (!pids.every(waiting)) {
+    if (Date.now() > deadline) throw new Error(`processes never reached their read of stdin: ${pids.filter((pid) => !waiting(pid)).join(' ')}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
