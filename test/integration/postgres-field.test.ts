@@ -2,7 +2,7 @@
 // meets, each beside its control. A role short of a privilege, a URL whose query names the host, a
 // password from a pgpass file or from nowhere, doctor's text, and `store init` run twice.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { contextOf, runCli, type CliRun } from '../support/world';
@@ -11,6 +11,7 @@ import { makeMachine } from '../support/teamMachine';
 
 const server = usePostgres({ beforeAll, afterAll });
 const ORIGIN = 'https://example.invalid/acme/app.git';
+const READY = /^Turnkeeper: Todo ([a-z0-9_-]+) · capture (cap_[0-9a-f]{24}) · epoch (\d+)$/m;
 
 let root: string;
 let machines = 0;
@@ -115,5 +116,56 @@ describe('a URL whose query names the host and port (pg honours ?host= and ?port
     const doctor = JSON.parse((await node.run(['doctor', '--json'])).stdout) as { store: { path: string; error?: string; receipts?: number } };
     expect(doctor.store.error).toBeUndefined();
     expect(doctor.store).toMatchObject({ path: `${dataDir}:${port}/field_socket`, receipts: 0 });
+  });
+});
+
+describe('a password from a pgpass file, or from nowhere', () => {
+  const ROLE = 'tk_pgpass';
+  const PASSWORD = 'pgpass-pw:with\\odd';
+  const DB = 'field_pgpass';
+  /** A pgpass line for this server, the database and the role; ':' and '\\' escaped as the format wants. */
+  const line = (password = PASSWORD) => `127.0.0.1:${server().port}:${DB}:${ROLE}:${password.replace(/[\\:]/g, (c) => `\\${c}`)}\n`;
+  let todos = 0;
+
+  beforeAll(async () => {
+    await server().createRole(ROLE, PASSWORD);
+    await server().createDatabase(DB);
+    const init = await machine(server().url(DB)).run(['store', 'init', '--hook-role', ROLE]);
+    expect(init.code, init.stderr).toBe(0);
+  });
+
+  it('PGPASSFILE (mode 0600): every command works and prints nothing on stderr (no DeprecationWarning)', async () => {
+    const node = machine(server().url(DB, ROLE));
+    const pgpass = join(node.userHome, 'team.pgpass');
+    writeFileSync(pgpass, line(), { mode: 0o600 });
+    const env = { PGPASSFILE: pgpass };
+    const id = `fix-${++todos}`;
+    const runs = [
+      await node.run(['todo', 'add', 'Fix it', '--id', id], { env }),
+      await node.run(['hook'], { input: node.prompt(`s-${id}`, 't1', `#todo:${id}`), env }),
+      await node.run(['status'], { env }),
+      await node.run(['verify', '--json'], { env }),
+      await node.run(['doctor', '--json'], { env }),
+    ];
+    expect(contextOf(runs[1]!.stdout), runs[1]!.stderr).toMatch(READY);
+    for (const run of runs) expect(run.stderr).toBe('');
+    expect(JSON.parse(runs[3]!.stdout)).toMatchObject({ ok: true });
+    expect((JSON.parse(runs[4]!.stdout) as { store: { error?: string } }).store.error).toBeUndefined();
+  });
+
+  it('~/.pgpass (mode 0600) without PGPASSFILE: the same, and a group-readable one is ignored as libpq and the pgpass module ignore it', async () => {
+    const node = machine(server().url(DB, ROLE));
+    const pgpass = join(node.userHome, '.pgpass');
+    writeFileSync(pgpass, line(), { mode: 0o600 });
+    const status = await node.run(['status']);
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stderr).toBe('');
+    // Control: the password really came from the file.
+    rmSync(pgpass);
+    writeFileSync(pgpass, line(), { mode: 0o640 });
+    const open = await node.run(['status']);
+    expect(open.code).toBe(1);
+    expect(open.stderr).toContain(`WARNING: password file "${pgpass}" has group or world access`);
+    expect(open.stderr).not.toContain(PASSWORD);
   });
 });
