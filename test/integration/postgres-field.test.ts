@@ -166,6 +166,35 @@ describe('a password from a pgpass file, or from nowhere', () => {
     const open = await node.run(['status']);
     expect(open.code).toBe(1);
     expect(open.stderr).toContain(`WARNING: password file "${pgpass}" has group or world access`);
+    expect(open.stderr).toContain(`the pgpass file ${pgpass} (ignored: it has group or world access; chmod 600 it)`);
     expect(open.stderr).not.toContain(PASSWORD);
+  });
+
+  it('no password anywhere: [store_unavailable] saying the server asks for one and where it was looked for, never the raw SASL error', async () => {
+    const node = machine(server().url(DB, ROLE));
+    const missing = join(node.userHome, 'no-such.pgpass');
+    const id = `fix-${++todos}`;
+    expect((await machine(server().url(DB)).run(['todo', 'add', 'Fix it', '--id', id])).code).toBe(0);
+    const claim = await node.run(['hook'], { input: node.prompt(`s-${id}`, 't1', `#todo:${id}`), env: { PGPASSFILE: missing } });
+    const context = contextOf(claim.stdout) ?? '';
+    expect(context, claim.stdout + claim.stderr).toContain('[store_unavailable]');
+    for (const text of [context, claim.stderr]) {
+      expect(text).not.toMatch(/SASL|client password must be a string/);
+      expect(text).toContain(`the server asks for a password for role ${ROLE}`);
+      expect(text).toContain('none was found in the URL, PGPASSWORD or the pgpass file');
+      expect(text).toContain(`${missing} (it does not exist)`);
+    }
+    // A pgpass file without a line for this server, database and role: named, and said so.
+    const other = join(node.userHome, 'other.pgpass');
+    writeFileSync(other, `db.example:5432:${DB}:${ROLE}:not-this-one\n`, { mode: 0o600 });
+    const status = await node.run(['status', '--json'], { env: { PGPASSFILE: other } });
+    expect(status.code).toBe(1);
+    expect(JSON.parse(status.stdout)).toMatchObject({ ok: false, error: { code: 'store_unavailable' } });
+    expect(status.stderr).toContain(`${other} (no line in it matches 127.0.0.1:${server().port}:${DB}:${ROLE})`);
+    // An empty PGPASSWORD is set, so no pgpass file is read (as libpq): said so too.
+    const empty = await node.run(['status'], { env: { PGPASSWORD: '', PGPASSFILE: other } });
+    expect(empty.code).toBe(1);
+    expect(empty.stderr).toContain('PGPASSWORD is set but empty');
+    expect(empty.stderr).not.toMatch(/SASL/);
   });
 });
