@@ -90,6 +90,13 @@ export async function doctorCommand(args: string[], io: Io): Promise<number> {
     io.out(
       `store: ${String(store.path)} ${store.exists ? `(schema ${store.schemaVersion ?? '?'}, integrity ${store.integrity ?? '?'})` : '(not created yet)'}\n`,
     );
+    // A team server: what --json reports of it (installation.ts), in one line.
+    if (typeof store.serverVersion === 'string') {
+      const ms = (value: unknown): string => (typeof value === 'number' ? String(Math.round(value)) : '?');
+      io.out(
+        `server: PostgreSQL ${store.serverVersion}; round trip ${ms(store.roundTripMs)} ms; clock skew ${ms(store.clockSkewMs)} ms (server minus this machine, ±${ms(store.clockSkewBoundMs)} ms)\n`,
+      );
+    }
     if (store.chain) io.out(`${witnessSentence(store.chain.witness, store.chain.breaks)}\n`);
     for (const item of report.hooks) if (item.installed) io.out(`hooks: ${item.agent} (${item.scope}) installed in ${item.path}\n`);
     // What each agent will do with them: one line per check, its fix under a problem.

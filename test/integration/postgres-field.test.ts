@@ -198,3 +198,21 @@ describe('a password from a pgpass file, or from nowhere', () => {
     expect(empty.stderr).not.toMatch(/SASL/);
   });
 });
+
+describe('doctor on a team store, in text', () => {
+  it('prints the server version, the round trip and the clock skew that --json reports', async () => {
+    await initializedDatabase('field_doctor');
+    const node = machine(server().url('field_doctor'));
+    // A client clock 10 min ahead: the skew printed is the server's clock minus this machine's.
+    const env = { TURNKEEPER_TEST_CLOCK_OFFSET_MS: '600000' };
+    const json = JSON.parse((await node.run(['doctor', '--json'], { env })).stdout) as { store: { serverVersion: string } };
+    const text = await node.run(['doctor'], { env });
+    expect(text.stdout).toContain(`store: 127.0.0.1:${server().port}/field_doctor (schema`);
+    const line = /^server: PostgreSQL (.+?); round trip (\d+) ms; clock skew (-?\d+) ms \(server minus this machine, ±(\d+) ms\)$/m.exec(text.stdout);
+    expect(line, text.stdout).not.toBeNull();
+    expect(line![1]).toBe(json.store.serverVersion);
+    expect(line![1]).toMatch(new RegExp(`^${server().version}\\.`));
+    expect(Math.abs(Number(line![3]) + 600_000)).toBeLessThan(2000);
+    expect(text.stdout).toMatch(/^problem: this machine's clock is \d+ ms ahead of the team server's/m);
+  });
+});
