@@ -9,6 +9,7 @@ import type { ChainReport } from '../core/receipts';
 import { parseReceipt } from '../core/receipts';
 import { storePath, type Env } from '../store/location';
 import type { Authority, ReceiptRow, Todo } from '../store/authority';
+import type { FeedMode } from '../store/port';
 import { describeSelection, openAuthority, selectStore, type StoreSelection } from '../lifecycle/open';
 import { statusSnapshot, type StatusSnapshot } from '../lifecycle/status';
 import { resolveGoal, type ResolvedGoal } from '../lifecycle/goal';
@@ -132,7 +133,15 @@ export class Ctx implements vscode.Disposable {
       if (this.store) this.log.info(`opened ${describeSelection(selection)}`);
       // A team server announces every receipt (LISTEN/NOTIFY, polling while it is down); a local
       // file is watched on disk.
-      const follow = await this.store?.follow(() => this.scheduleRefresh());
+      const follow = await this.store?.follow(
+        () => this.scheduleRefresh(),
+        (mode) => {
+          this.feedMode = mode;
+          if (mode.kind === 'listen') this.log.info('change feed: live (LISTEN/NOTIFY)');
+          else this.log.warn(`change feed: polling every ${mode.everyMs / 1000} s, because ${mode.reason}`);
+          this.snapshotChanged.fire(this.snapshot);
+        },
+      );
       if (follow) this.unfollow = follow;
       else if (selection.kind === 'sqlite') this.watch(selection.path);
     }
@@ -150,6 +159,7 @@ export class Ctx implements vscode.Disposable {
   closeStore(): void {
     this.unfollow?.();
     this.unfollow = undefined;
+    this.feedMode = undefined;
     this.watcher?.close();
     this.watcher = undefined;
     this.store?.close();
@@ -158,6 +168,9 @@ export class Ctx implements vscode.Disposable {
 
   /** Stops following a team server's change feed. */
   private unfollow: (() => void) | undefined;
+
+  /** How the team server's changes reach this window (live, or polled and why); undefined for a local file. */
+  feedMode: FeedMode | undefined;
 
   /** The store selected at the last refresh (spec §4 "Selection"), or undefined before it or when none is valid. */
   private selection: StoreSelection | undefined;

@@ -27,6 +27,8 @@ export function createStatusBar(ctx: Ctx): vscode.Disposable {
     item.tooltip = [
       t('Turnkeeper: {0} active leases', active),
       ...(team ? [t('authority: {0}', team)] : []),
+      ...(ctx.feedMode?.kind === 'listen' ? [t('changes: live (LISTEN/NOTIFY)')] : []),
+      ...(ctx.feedMode?.kind === 'polling' ? [t('changes: polled every {0} s ({1})', ctx.feedMode.everyMs / 1000, ctx.feedMode.reason)] : []),
       ...(silent > 0 ? [t('{0} launched agents never fired a hook (run Turnkeeper: Doctor)', silent)] : []),
       ...(broken ? [t('the receipt chain is broken (run Turnkeeper: Verify Receipt Chain)')] : []),
     ].join('\n');

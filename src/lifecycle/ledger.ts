@@ -33,7 +33,7 @@ import {
   type Todo,
   type TodoStatus,
 } from '../store/authority';
-import type { StorePort, StoreTx } from '../store/port';
+import type { FeedMode, StorePort, StoreTx } from '../store/port';
 import { faultPoint } from '../store/faults';
 import { latestStartOfTodo, startOfCapture } from './starts';
 
@@ -590,8 +590,8 @@ export class Ledger implements Authority {
     return this.rows.serverVersion?.();
   }
 
-  async follow(onChange: (headSeq: number | undefined) => void): Promise<(() => void) | undefined> {
-    return this.rows.follow?.(onChange);
+  async follow(onChange: (headSeq: number | undefined) => void, onMode?: (mode: FeedMode) => void): Promise<(() => void) | undefined> {
+    return this.rows.follow?.(onChange, undefined, onMode);
   }
 
   async launchReceipts(captureId: string): Promise<LaunchReceipt[]> {

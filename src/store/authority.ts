@@ -8,6 +8,7 @@ import type { Lease } from '../core/lease';
 import type { Agent, Owner } from '../core/ids';
 import type { Preconditions } from '../core/ready';
 import type { ReceiptFields } from '../core/receipts';
+import type { FeedMode } from './port';
 
 export type TodoStatus = 'open' | 'done' | 'blocked';
 
@@ -307,9 +308,10 @@ export interface Authority {
   serverVersion(): Promise<string | undefined>;
   /**
    * Follows the store's changes made by other processes and machines: a team server's LISTEN/NOTIFY
-   * feed (with polling while it is down). Undefined for a local file, which the caller watches itself.
+   * feed (with polling while it is down, or for good where notifications do not reach it: `onMode`
+   * says which). Undefined for a local file, which the caller watches itself.
    */
-  follow(onChange: (headSeq: number | undefined) => void): Promise<(() => void) | undefined>;
+  follow(onChange: (headSeq: number | undefined) => void, onMode?: (mode: FeedMode) => void): Promise<(() => void) | undefined>;
   close(): void;
 
   /**

@@ -85,6 +85,9 @@ export interface StoreTx {
   meta(key: string): Promise<string | undefined>;
 }
 
+/** How a change feed learns of changes: live notifications, or a poll of the head (with why). */
+export type FeedMode = { readonly kind: 'listen' } | { readonly kind: 'polling'; readonly everyMs: number; readonly reason: string };
+
 export interface GoalRecord {
   readonly id: string;
   readonly key: string;
@@ -122,8 +125,11 @@ export interface StorePort {
   serverClock?(): Promise<number>;
   /** A networked store's server version, for doctor. */
   serverVersion?(): Promise<string>;
-  /** A networked store's change feed: calls `onChange` with each new chain head; resolves to a stop function. */
-  follow?(onChange: (headSeq: number | undefined) => void): Promise<() => void>;
+  /**
+   * A networked store's change feed: calls `onChange` with each new chain head; resolves to a stop
+   * function. `onMode` is told whether changes arrive live or are polled (and why), once known.
+   */
+  follow?(onChange: (headSeq: number | undefined) => void, pollMs?: number, onMode?: (mode: FeedMode) => void): Promise<() => void>;
   listGoals(): Promise<GoalRecord[]>;
   goalOfPlace(place: string): Promise<{ goal: string; checkout: string } | undefined>;
   close(): void;

@@ -33,7 +33,7 @@ import {
   type StoredReady,
   type Todo,
 } from './authority';
-import type { ClaimOfTurn, GoalRecord, ReceiptInsert, StorePort, StoreTx } from './port';
+import type { ClaimOfTurn, FeedMode, GoalRecord, ReceiptInsert, StorePort, StoreTx } from './port';
 import { faultPoint } from './faults';
 import {
   CAPTURE_COLUMNS,
@@ -87,6 +87,10 @@ const MAX_ATTEMPTS = 8;
  */
 const CLIENT_TIMER_GRACE_MS = 500;
 const APPEND_FUNCTION_NAME = 'turnkeeper.append_receipts';
+/** The channel a new change-feed listener NOTIFYs itself on, to learn whether LISTEN reaches it. */
+const FEED_PROBE_CHANNEL = 'turnkeeper_feed_probe';
+/** How long a listener waits for its own probe: a server that answers at all delivers it in milliseconds. */
+const FEED_PROBE_MS = 2000;
 
 /**
  * BEGIN, with the server's own bounds for what is left of the write's time: each statement (a wait
@@ -180,6 +184,10 @@ async function connectClient(options: PostgresOptions): Promise<Client> {
     application_name: 'turnkeeper',
   };
   const client = new pg.Client(config);
+  // pg takes the password from the URL or PGPASSWORD; with neither, pg 8 would read the pgpass file
+  // itself and print a DeprecationWarning on stderr. The password function it documents does the
+  // same lookup, with the same module, and says where it looked when there is none (./pgPassword.ts).
+  if (client.password == null) Object.assign(client, { password: (await import('./pgPassword')).pgpassPassword });
   // A server that goes away later must fail the operation in flight, not crash the process.
   client.on('error', () => undefined);
   try {
@@ -327,6 +335,13 @@ export class PostgresStore implements StorePort {
    * calls `onChange`. Session state on a dedicated connection is what LISTEN needs; the transactional
    * connection stays stateless.
    *
+   * A transaction-mode pooler (PgBouncer) accepts LISTEN but leaves the registration on a pooled
+   * server connection, and the notifications go nowhere (test/integration/postgres-pooler.test.ts). So
+   * a new listener first proves it hears: it NOTIFYs a nonce on a probe channel from the transactional
+   * connection and waits for it. Heard: the feed is live ('listen'). Not heard within FEED_PROBE_MS:
+   * the listener is closed and the head is polled every `pollMs` for the life of this feed
+   * ('polling'). `onMode` is told which, so the editor can say it.
+   *
    * The head known at the start is the baseline: a poll that finds it unchanged calls back nothing.
    * The poll reads through `read()`, so a transactional connection lost with the server is replaced
    * (a poll that only re-used it would fail at every tick until something else reconnected). When the
@@ -334,12 +349,16 @@ export class PostgresStore implements StorePort {
    * is reported then, not a poll later. One connect at a time; a connection that errors is dropped
    * only if it is still the feed's.
    */
-  async follow(onChange: (headSeq: number | undefined) => void, pollMs = 5000): Promise<() => void> {
+  async follow(onChange: (headSeq: number | undefined) => void, pollMs = 5000, onMode?: (mode: FeedMode) => void): Promise<() => void> {
     let stopped = false;
     let listener: Client | undefined;
     let connecting = false;
     let lost = false;
     let lastHead: number | undefined;
+    /** Set once a listener did not hear its own probe: LISTEN does not reach us here; poll only. */
+    let deaf = false;
+    let probe: { nonce: string; heard: () => void } | undefined;
+    let liveReported = false;
     const report = (seq: number | undefined): void => {
       if (stopped || seq === lastHead) return;
       lastHead = seq;
@@ -349,13 +368,17 @@ export class PostgresStore implements StorePort {
       this.read(async () => (await this.one<{ seq: number }>('SELECT seq FROM turnkeeper.receipt_head WHERE id = 1'))?.seq);
     const check = (): Promise<void> => readHead().then(report, () => undefined);
     const connect = async (): Promise<void> => {
-      if (connecting || listener || stopped) return;
+      if (connecting || listener || stopped || deaf) return;
       connecting = true;
       let client: Client | undefined;
       try {
         client = await this.listenerConnection();
         const own = client;
         own.on('notification', (message) => {
+          if (message.channel === FEED_PROBE_CHANNEL) {
+            if (probe && message.payload === probe.nonce) probe.heard();
+            return;
+          }
           const seq = Number(message.payload);
           if (!Number.isSafeInteger(seq)) return void (!stopped && onChange(undefined));
           // Receipts are numbered in commit order; an older seq than the known head is no news.
@@ -368,8 +391,21 @@ export class PostgresStore implements StorePort {
           }
           void own.end().catch(() => undefined);
         });
-        await own.query('LISTEN turnkeeper');
+        await own.query(`LISTEN turnkeeper; LISTEN ${FEED_PROBE_CHANNEL}`);
+        if (!(await this.hears(own, (pending) => (probe = pending)))) {
+          deaf = true;
+          void own.end().catch(() => undefined);
+          onMode?.({
+            kind: 'polling',
+            everyMs: pollMs,
+            reason: `a NOTIFY sent to ${this.location} did not come back to its listener within ${FEED_PROBE_MS} ms (a transaction-mode pooler in between?)`,
+          });
+          return;
+        }
+        probe = undefined;
         if (stopped) return void own.end().catch(() => undefined);
+        if (!liveReported) onMode?.({ kind: 'listen' });
+        liveReported = true;
         listener = own;
         if (lost) {
           lost = false;
@@ -398,6 +434,28 @@ export class PostgresStore implements StorePort {
       void listener?.end().catch(() => undefined);
       listener = undefined;
     };
+  }
+
+  /**
+   * Whether `listener` hears a NOTIFY: one nonce on the probe channel, sent from the transactional
+   * connection (another server session, as every hook's is), awaited for FEED_PROBE_MS.
+   */
+  private async hears(listener: Client, expect: (pending: { nonce: string; heard: () => void }) => void): Promise<boolean> {
+    const nonce = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const heard = new Promise<boolean>((resolve) => {
+      expect({ nonce, heard: () => resolve(true) });
+      timer = setTimeout(() => resolve(false), FEED_PROBE_MS);
+      listener.once('end', () => resolve(false));
+    });
+    try {
+      await this.read(() => this.q('SELECT pg_notify($1, $2)', [FEED_PROBE_CHANNEL, nonce]));
+      return await heard;
+    } catch {
+      return false;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** The reconnect in flight: reads that find the connection broken at once (the feed's poll and a refresh) share it. */

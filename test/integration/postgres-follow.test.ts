@@ -25,6 +25,7 @@ import { pgEnv, usePostgres } from '../support/postgres';
 import { makeMachine, makeUpstream } from '../support/teamMachine';
 import { initializeStore, openAuthority } from '../../src/lifecycle/open';
 import type { Authority } from '../../src/store/authority';
+import type { FeedMode } from '../../src/store/port';
 
 const server = usePostgres({ beforeAll, afterAll });
 const DATABASE = 'feed';
@@ -104,6 +105,8 @@ interface Follower {
   /** performance.now() just before follow() was called: the poll ticks at startedAt + k·POLL_MS. */
   startedAt: number;
   events: { seq: number | undefined; at: number }[];
+  /** What the feed said of itself: live, or polling and why. */
+  modes: FeedMode[];
   /** When onChange first reported a head ≥ `seq`, waiting up to `timeoutMs`; undefined if it never did. */
   seen(seq: number, timeoutMs: number): Promise<number | undefined>;
   stop(): void;
@@ -114,13 +117,18 @@ async function follow(): Promise<Follower> {
   const authority = (await openAuthority(pgEnv(store, { TURNKEEPER_HOME: editorHome }), { create: false, busyTimeoutMs: 2000 }))!;
   const events: Follower['events'] = [];
   const startedAt = performance.now();
-  const unfollow = await authority.follow((seq) => events.push({ seq, at: performance.now() }));
+  const modes: FeedMode[] = [];
+  const unfollow = await authority.follow(
+    (seq) => events.push({ seq, at: performance.now() }),
+    (mode) => modes.push(mode),
+  );
   expect(unfollow).toBeTypeOf('function');
   const firstAt = (seq: number) => events.find((event) => event.seq !== undefined && event.seq >= seq)?.at;
   return {
     authority,
     startedAt,
     events,
+    modes,
     async seen(seq, timeoutMs) {
       const deadline = performance.now() + timeoutMs;
       while (firstAt(seq) === undefined && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
@@ -172,6 +180,8 @@ describe('Change feed: the editor follows a team server (LISTEN/NOTIFY, polling 
       expect(latency).toBeLessThan(FAST_MS);
       // Each receipt of the claim was announced, in order: the feed's signature (a poll sees only the head).
       expect(follower.events.map((event) => event.seq)).toStrictEqual(seqsAfter(before, after));
+      // And the feed said so, once: it heard its own probe (through a pooler it would say 'polling').
+      expect(follower.modes).toStrictEqual([{ kind: 'listen' }]);
     } finally {
       follower.stop();
     }
