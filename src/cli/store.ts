@@ -19,7 +19,9 @@ export async function storeCommand(args: string[], io: Io): Promise<number> {
   else {
     io.out(`store ${describeSelection(selection)} at schema version ${report.schemaVersion}\n`);
     for (const line of report.created) io.out(`  created ${line}\n`);
-    if (report.created.length === 0) io.out('  nothing to create: it was up to date\n');
+    for (const line of report.revoked) io.out(`  revoked ${line}\n`);
+    for (const line of report.unchanged) io.out(`  ${line}\n`);
+    if (report.created.length === 0 && report.revoked.length === 0) io.out('  nothing to create: it was up to date\n');
   }
   return EXIT.done;
 }

@@ -216,3 +216,35 @@ describe('doctor on a team store, in text', () => {
     expect(text.stdout).toMatch(/^problem: this machine's clock is \d+ ms ahead of the team server's/m);
   });
 });
+
+describe('store init --hook-role, run again', () => {
+  it('says "created" only for grants that were not in place, and "already granted" for the rest', async () => {
+    const ROLE = 'tk_again';
+    await server().createRole(ROLE, 'again-pw-1');
+    await server().createDatabase('field_again');
+    const admin = machine(server().url('field_again'));
+    const init = (json = false) => admin.run(['store', 'init', '--hook-role', ROLE, ...(json ? ['--json'] : [])]);
+
+    const first = await init();
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout).toMatch(new RegExp(`^  created grants for role ${ROLE}: .*USAGE on schema turnkeeper`, 'm'));
+    expect(first.stdout).toMatch(/SELECT, INSERT, UPDATE on [^;]*turnkeeper\.todos/);
+    expect(first.stdout).not.toContain('already granted');
+
+    const again = await init();
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).not.toContain('created');
+    expect(again.stdout).toContain(`  grants for role ${ROLE} were already granted\n`);
+    expect(again.stdout).toContain('nothing to create');
+    const json = JSON.parse((await init(true)).stdout) as { ok: boolean; created: string[]; unchanged: string[] };
+    expect(json).toMatchObject({ ok: true, created: [], unchanged: [`grants for role ${ROLE} were already granted`] });
+
+    // One privilege taken away by hand: only it is created again.
+    await server().psql(`REVOKE INSERT ON turnkeeper.todos FROM ${ROLE}`, 'field_again');
+    const repaired = await init();
+    expect(repaired.code, repaired.stderr).toBe(0);
+    expect(repaired.stdout).toContain(`  created grants for role ${ROLE}: INSERT on turnkeeper.todos\n`);
+    expect(repaired.stdout).toContain(`  the other grants for role ${ROLE} were already granted\n`);
+    expect(await server().psql(`SELECT has_table_privilege('${ROLE}', 'turnkeeper.todos', 'INSERT')`, 'field_again')).toBe('t');
+  });
+});
