@@ -74,7 +74,9 @@ export async function openAuthority(env: Env, options: AuthorityOptions): Promis
     // One authority, no fallback: an unreachable team store is StoreUnavailableError, never SQLite.
     // Bounded for hooks (spec §4, docs/team.md "Bounds"): a server that does not answer fails the
     // connect within 2 s; a live server that says it is busy (connection slots full) is asked again
-    // for up to 4 s more, so a burst queues. A read outside a write ≤ 2 s. One write transaction, its
+    // for up to 4 s more, so a burst queues (and a write's BEGIN may wait as long for a pooled server
+    // connection). A read outside a write gets the busy timeout too: behind a pooler it waits in the
+    // pooler's queue for a server connection, which a burst fills. One write transaction, its
     // waits for row locks and its retries included, gets the busy timeout (4 s by default, as a
     // SQLite writer waits for the file's lock), enforced by the server itself (statement_timeout): a
     // claim that waits its turn behind others is the server's queue, not a stall. What is left of the
@@ -84,7 +86,7 @@ export async function openAuthority(env: Env, options: AuthorityOptions): Promis
       url: selection.url,
       connectTimeoutMs: 2000,
       connectQueueMs: hook ? 4000 : 10_000,
-      statementTimeoutMs: hook ? Math.min(2000, Math.max(options.busyTimeoutMs, 1)) : 3000,
+      statementTimeoutMs: hook ? Math.max(options.busyTimeoutMs, 1) : 3000,
       transactionTimeoutMs: hook ? Math.max(options.busyTimeoutMs, 1) : 6000,
     });
     return new Ledger(withCheckpoints(rows, env));
@@ -111,14 +113,24 @@ export interface StoreInitReport {
  * `turnkeeper store init`: creates (or migrates) the selected store's schema and says what it did. For
  * a team server, optionally grants a hook role what hooks need (rows, and receipts append-only).
  */
-export async function initializeStore(env: Env, options: { readonly hookRole?: string | undefined } = {}): Promise<StoreInitReport> {
+export async function initializeStore(
+  env: Env,
+  options: { readonly hookRole?: string | undefined } = {},
+): Promise<StoreInitReport & { readonly unchanged: readonly string[]; readonly revoked: readonly string[] }> {
   const selection = selectStore(env);
   if (selection.kind === 'sqlite') {
     const existed = existsSync(selection.path);
     const authority = (await openSqliteAuthority({ path: selection.path, create: true }))!;
     const version = (await authority.health()).schemaVersion;
     authority.close();
-    return { store: selection.path, kind: 'sqlite', schemaVersion: version, created: existed ? [] : [`SQLite database ${selection.path} (schema ${version})`] };
+    return {
+      store: selection.path,
+      kind: 'sqlite',
+      schemaVersion: version,
+      created: existed ? [] : [`SQLite database ${selection.path} (schema ${version})`],
+      unchanged: [],
+      revoked: [],
+    };
   }
   const before = await openPostgresStore({ url: selection.url, initialize: false }).then(
     (store) => (store.close(), true),
@@ -126,12 +138,25 @@ export async function initializeStore(env: Env, options: { readonly hookRole?: s
   );
   const rows = await openPostgresStore({ url: selection.url, initialize: true, statementTimeoutMs: 30_000 });
   const created = before ? [] : ['schema turnkeeper: tables, unique indexes, the receipt head row, the append-only and NOTIFY triggers'];
+  const unchanged: string[] = [];
+  const revoked: string[] = [];
   try {
     if (options.hookRole) {
-      await rows.grantHookRole(options.hookRole);
-      created.push(`grants for role ${options.hookRole}: rows read/write, receipts SELECT and INSERT only`);
+      // The role's privileges read before and after the GRANTs: only what was not in place is
+      // "created", and a second run says the grants were already there.
+      const role = options.hookRole;
+      const grants = await import('../store/postgresGrants');
+      const had = await grants.privilegesOf(selection.url, role);
+      await rows.grantHookRole(role);
+      const { added, removed } = grants.privilegeChanges(had, await grants.privilegesOf(selection.url, role));
+      if (added.length > 0) created.push(`grants for role ${role}: ${grants.describePrivileges(added)}`);
+      if (removed.length > 0) revoked.push(`from role ${role}: ${grants.describePrivileges(removed)}`);
+      if (had.length > removed.length)
+        unchanged.push(
+          added.length + removed.length === 0 ? `grants for role ${role} were already granted` : `the other grants for role ${role} were already granted`,
+        );
     }
-    return { store: `team: ${rows.location}`, kind: 'postgres', schemaVersion: Number(await rows.getMeta('schema_version')), created };
+    return { store: `team: ${rows.location}`, kind: 'postgres', schemaVersion: Number(await rows.getMeta('schema_version')), created, unchanged, revoked };
   } finally {
     rows.close();
   }

@@ -61,6 +61,8 @@ export interface PostgresOptions {
   /**
    * How long to keep trying while a live server answers that it is busy (connection slots full,
    * starting up): a burst beyond max_connections queues instead of failing. Default 0: one attempt.
+   * A write's BEGIN may wait as long (default 4 s) for its answer: behind a transaction-mode pooler
+   * that is the queue for a free server connection, and it is not taken from the write's own bound.
    */
   readonly connectQueueMs?: number;
   /** Bound on every statement outside a write transaction; a stalled network fails within it. */
@@ -174,8 +176,8 @@ function loadPg(): typeof import('pg') {
   return pgModule;
 }
 
-/** Connects one client (no pool: a hook is one short process; the extension keeps one client). */
-async function connectClient(options: PostgresOptions): Promise<Client> {
+/** Connects one client (no pool: a hook is one short process; the extension keeps one client; `store init` reads a role's grants on one of its own). */
+export async function connectClient(options: PostgresOptions): Promise<Client> {
   const pg = loadPg();
   const config: ClientConfig = {
     connectionString: options.url,
@@ -258,6 +260,7 @@ export async function openPostgresStore(options: PostgresOptions): Promise<Postg
       () => connectQueued(options),
       () => connectClient({ ...options, statementTimeoutMs: 0 }),
       transactionTimeoutMs,
+      options.connectQueueMs || 4000,
     );
   } catch (error) {
     await client.end().catch(() => undefined);
@@ -327,6 +330,8 @@ export class PostgresStore implements StorePort {
     /** A second connection for LISTEN: a feed must not wait behind (or hold up) a transaction. */
     private readonly listenerConnection: () => Promise<Client>,
     private readonly transactionTimeoutMs = 6000,
+    /** How long a write's BEGIN may wait: for a free server connection behind a pooler, else one round trip. */
+    private readonly beginTimeoutMs = 4000,
   ) {}
 
   /**
@@ -506,6 +511,17 @@ export class PostgresStore implements StorePort {
     }
   }
 
+  /** A write's BEGIN, bounded by the wait for a pooled server connection rather than by the write's own time. */
+  private async begin(text: string): Promise<void> {
+    try {
+      await this.client.query({ text, query_timeout: this.beginTimeoutMs } as QueryConfig);
+    } catch (error) {
+      this.txFailure = error instanceof Error ? error : new Error(String(error));
+      if (typeof (error as { code?: unknown }).code !== 'string') this.abandonConnection();
+      throw error;
+    }
+  }
+
   /** Closes the socket without a word to the server (which then rolls back), and reconnects on next use. */
   private abandonConnection(): void {
     this.broken = true;
@@ -553,7 +569,8 @@ export class PostgresStore implements StorePort {
       const role = this.client.user ?? '<role>';
       return new StoreUnavailableError(
         `the team store ${this.location}: role ${role} lacks a privilege hooks need (${this.scrub(message)}); hooks need USAGE on schema ` +
-          `turnkeeper and SELECT, INSERT and UPDATE on its tables. As the owner of the schema, run: turnkeeper store init --hook-role ${role}`,
+          `turnkeeper, SELECT, INSERT and UPDATE on its row tables and EXECUTE on its append functions. As the owner of the schema, run: ` +
+          `turnkeeper store init --hook-role ${role}`,
         { cause: error },
       );
     }
@@ -591,6 +608,9 @@ export class PostgresStore implements StorePort {
 
   private async writeNow<T>(work: (tx: StoreTx) => Promise<T>): Promise<T> {
     // One bound for the whole write, retries included: its statements wait for row locks out of it.
+    // The time a BEGIN waits for its answer is not taken from it: behind a transaction-mode pooler
+    // that is the wait for a free server connection (the pooler's queue; the BEGIN has its own
+    // bound), and the server counts its statement_timeout from when it has the transaction too.
     this.deadline = performance.now() + this.transactionTimeoutMs;
     try {
       for (let attempt = 1; ; attempt += 1) {
@@ -601,7 +621,9 @@ export class PostgresStore implements StorePort {
         this.txFailure = undefined;
         try {
           await this.usable();
-          await this.q(beginWithin(this.deadline - performance.now()));
+          const asked = performance.now();
+          await this.begin(beginWithin(this.deadline - asked));
+          this.deadline += performance.now() - asked;
           const result = await work(this.tx);
           if (this.pendingAppends.length > 0) await this.flushAppends();
           faultPoint('store.before_commit');

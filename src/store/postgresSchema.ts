@@ -168,6 +168,9 @@ export const PG_MIGRATIONS: readonly string[] = [
 
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;
 
+/** The signature of the append function, as GRANT names it. */
+const APPEND_FUNCTION = 'turnkeeper.append_receipts(int8[], text[], text[], text[], text[], text[], text[])';
+
 /**
  * Grants for the role hooks connect as: read and write rows; append receipts only through
  * `turnkeeper.append_receipts` (which checks that each extends the head), never insert, change or
@@ -186,6 +189,3 @@ export function hookRoleGrants(role: string): string {
   GRANT EXECUTE ON FUNCTION ${APPEND_FUNCTION}, turnkeeper.lock_chain_head() TO ${name};
   `;
 }
-
-/** The signature of the append function, as GRANT and the client name it. */
-export const APPEND_FUNCTION = 'turnkeeper.append_receipts(int8[], text[], text[], text[], text[], text[], text[])';
