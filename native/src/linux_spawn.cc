@@ -10,6 +10,7 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -80,6 +81,31 @@ void ResetSignalsInChild() {
 }
 
 int OpenPipe(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
+
+// Whether an inherited-stdio child should own the terminal: stdin is a terminal whose foreground
+// process group is ours (a person ran us in a shell). Then the child, which gets a process group of
+// its own, must be made that terminal's foreground group, or its first read of the terminal stops it
+// with SIGTTIN (state T: a TUI that never draws) and Ctrl-C and window size changes never reach it.
+bool OwnsForegroundTerminal() { return isatty(STDIN_FILENO) == 1 && tcgetpgrp(STDIN_FILENO) == getpgrp(); }
+
+// tcsetpgrp from a process group that is not the foreground one raises SIGTTOU unless the calling
+// thread blocks it: block it around the call (async-signal-safe: the child uses it between fork and exec).
+void ForegroundTo(pid_t group) {
+  sigset_t ttou, saved;
+  sigemptyset(&ttou);
+  sigaddset(&ttou, SIGTTOU);
+  pthread_sigmask(SIG_BLOCK, &ttou, &saved);
+  tcsetpgrp(STDIN_FILENO, group);
+  pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+}
+
+// Gives the terminal back to the launching process group when the launch is over, however it ends.
+struct TerminalReturn {
+  bool given = false;
+  ~TerminalReturn() {
+    if (given) ForegroundTo(getpgrp());
+  }
+};
 
 }  // namespace
 
@@ -222,6 +248,9 @@ void RunSpawn(std::shared_ptr<PreparedSpawn> prepared, LaunchChannel& channel) {
     return;
   }
   pid_t parentPid = getpid();
+  bool takeTerminal = plan->ptySlave < 0 && plan->childStdio[0] < 0 && OwnsForegroundTerminal();
+  TerminalReturn terminal;
+  terminal.given = takeTerminal;
   pid_t pid = fork();
   if (pid == 0) {
     // Child. Die with the launching thread: while parked this is what keeps an unverified child from
@@ -235,6 +264,8 @@ void RunSpawn(std::shared_ptr<PreparedSpawn> prepared, LaunchChannel& channel) {
       ioctl(plan->ptySlave, TIOCSCTTY, 0);
     } else {
       setpgid(0, 0);
+      // Signals are at their defaults (ResetSignalsInChild): ForegroundTo blocks SIGTTOU for the call.
+      if (takeTerminal) ForegroundTo(getpid());
     }
     for (int target = 0; target < 3; target++) {
       int source = plan->childStdio[target];
@@ -262,6 +293,7 @@ void RunSpawn(std::shared_ptr<PreparedSpawn> prepared, LaunchChannel& channel) {
   if (plan->cwdFd >= 0) close(plan->cwdFd);
   plan->cwdFd = -1;
   if (pid < 0) {
+    terminal.given = false;
     close(status[0]);
     channel.Emit(new LaunchEvent("refused", 0, "launch_verification_failed", "fork: " + ErrnoText(forkErr)));
     return;
@@ -313,6 +345,9 @@ void RunSpawn(std::shared_ptr<PreparedSpawn> prepared, LaunchChannel& channel) {
   channel.Emit(new LaunchEvent("running", pid));
   while (waitpid(pid, &wstatus, __WALL) < 0 && errno == EINTR) {
   }
+  // The terminal back to the launcher before it hears of the exit (and writes its last lines).
+  if (terminal.given) ForegroundTo(getpgrp());
+  terminal.given = false;
   LaunchEvent* exited = new LaunchEvent("exit", pid);
   if (WIFEXITED(wstatus)) exited->code = WEXITSTATUS(wstatus);
   if (WIFSIGNALED(wstatus)) exited->signal = WTERMSIG(wstatus);
