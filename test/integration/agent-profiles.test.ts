@@ -75,7 +75,8 @@ describe('agent profiles', () => {
       ['--resume=S', '--no-auto-update', '--x', '-p', 'go'],
     ]);
     expect(AGENTS.map((agent) => resumeArguments(agent, 'S', 'interactive', 'go', extra))).toEqual([
-      ['resume', '--x', 'S'],
+      // Codex's TUI on its embedded app server: a shared daemon would run the hooks in another environment.
+      ['resume', '--no-daemon', '--x', 'S'],
       ['--x', '--resume', 'S'],
       ['--x', '--resume', 'S'],
       ['--resume=S', '--no-auto-update', '--x'],
@@ -87,12 +88,12 @@ describe('agent profiles', () => {
       ['--no-auto-update', '--x', '-p', 'go'],
     ]);
     expect(AGENTS.map((agent) => startArguments(agent, 'interactive', 'go', extra))).toEqual([
-      ['--x', 'go'],
+      ['--no-daemon', '--x', 'go'],
       ['--x', '--', 'go'],
       ['--x', '-i', 'go'],
       ['--no-auto-update', '--x', '-i', 'go'],
     ]);
-    expect(AGENTS.map((agent) => startArguments(agent, 'interactive', undefined))).toEqual([[], [], [], ['--no-auto-update']]);
+    expect(AGENTS.map((agent) => startArguments(agent, 'interactive', undefined))).toEqual([['--no-daemon'], [], [], ['--no-auto-update']]);
     expect(() => startArguments('copilot', 'headless', undefined)).toThrow(/needs a prompt/);
   });
 

@@ -3,6 +3,9 @@ import { join, resolve } from 'node:path';
 import type { AgentProfile } from './index';
 import { CLAUDE_STYLE_EVENTS, commandEntry, HOOK_SPECIFIC_OUTPUT, homeOf, nonEmpty } from './common';
 
+/** The TUI's switch to its embedded app server (see `launch.start`). */
+const CODEX_NO_DAEMON = '--no-daemon';
+
 export const codex: AgentProfile = {
   agent: 'codex',
   displayName: 'Codex CLI',
@@ -40,8 +43,15 @@ export const codex: AgentProfile = {
       kind: 'npm-shim',
       note: 'the shim execs @openai/codex-<platform>-<arch>/vendor/<triple>/bin/codex with CODEX_MANAGED_PACKAGE_ROOT and CODEX_MANAGED_BY_NPM=1; the launcher leases that binary',
     },
-    resume: (session, mode, prompt, extra) => (mode === 'headless' ? ['exec', ...extra, 'resume', session, prompt] : ['resume', ...extra, session]),
+    // Interactive Codex (0.171) runs its turns in a shared background app server, the daemon, when one
+    // runs or it can start one; the daemon runs every hook with its own environment, the one of the
+    // codex that started it. A launch's TURNKEEPER_TODO/TURN/LAUNCH would then miss its hooks (a
+    // daemon a plain codex started), or outlive the launch and reach the next session's hooks (a
+    // daemon this TUI started). `--no-daemon` is Codex's own switch to the embedded app server, which
+    // runs the hooks with this process's environment. `exec` is always embedded.
+    resume: (session, mode, prompt, extra) =>
+      mode === 'headless' ? ['exec', ...extra, 'resume', session, prompt] : ['resume', CODEX_NO_DAEMON, ...extra, session],
     start: (mode, prompt, extra) =>
-      mode === 'headless' ? ['exec', ...extra, ...(prompt === undefined ? [] : [prompt])] : [...extra, ...(prompt === undefined ? [] : [prompt])],
+      mode === 'headless' ? ['exec', ...extra, ...(prompt === undefined ? [] : [prompt])] : [CODEX_NO_DAEMON, ...extra, ...(prompt === undefined ? [] : [prompt])],
   },
 };
