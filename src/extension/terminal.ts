@@ -29,6 +29,7 @@ function openLaunchTerminal(ctx: Ctx, spec: TerminalLaunch): vscode.Terminal {
   const write = new vscode.EventEmitter<string>();
   const close = new vscode.EventEmitter<number | void>();
   let launch: RunningLaunch | undefined;
+  let refused = false;
   const cancel = new AbortController();
 
   // The progress notification covers attestation and the receipt, not the agent's whole run.
@@ -61,9 +62,11 @@ function openLaunchTerminal(ctx: Ctx, spec: TerminalLaunch): vscode.Terminal {
     }
     void ctx.refresh();
     if (!result.ok) {
-      say(`${result.guidance}\n`);
-      void vscode.window.showWarningMessage(spec.refusedMessage(result.reason));
-      close.fire(1);
+      // The terminal stays, with the whole guidance, until a key closes it: a refusal is not a
+      // crash ("terminal process failed to launch"), and the person needs to read it.
+      say(`${result.guidance}\n\n${t('Press any key to close this terminal.')}\n`);
+      refused = true;
+      void showRefusal(spec, result);
       return;
     }
     launch = result.launch;
@@ -85,12 +88,31 @@ function openLaunchTerminal(ctx: Ctx, spec: TerminalLaunch): vscode.Terminal {
       cancel.abort();
       launch?.kill('SIGHUP');
     },
-    handleInput: (data) => launch?.pty?.write(data),
+    handleInput: (data) => {
+      if (refused) return close.fire();
+      launch?.pty?.write(data);
+    },
     setDimensions: (dimensions) => launch?.pty?.resize(dimensions.columns, dimensions.rows),
   };
   const terminal = vscode.window.createTerminal({ name: spec.name, pty, iconPath: new vscode.ThemeIcon(spec.icon) });
   terminal.show();
   return terminal;
+}
+
+/**
+ * A refused launch as a notification a person can act on: the reason's first sentence, not a bare
+ * code, and one action: the agent's path setting when its executable was not found, else the
+ * guidance in full.
+ */
+async function showRefusal(spec: TerminalLaunch, refusal: { readonly reason: string; readonly guidance: string }): Promise<void> {
+  const sentence = refusal.guidance.replace(/^Turnkeeper \[[a-z_]+\]:\s*/, '').split(/(?<=[.:])\s/)[0] ?? refusal.guidance;
+  const openSetting = t('Open Setting');
+  const showGuidance = t('Show Guidance');
+  const action = refusal.reason === 'agent_not_found' ? openSetting : showGuidance;
+  const picked = await vscode.window.showWarningMessage(`${spec.refusedMessage(refusal.reason)} ${sentence}`, { detail: refusal.guidance }, action);
+  if (picked === openSetting) await vscode.commands.executeCommand('workbench.action.openSettings', `turnkeeper.agents.${spec.agent}.path`);
+  if (picked === showGuidance)
+    await vscode.window.showTextDocument(await vscode.workspace.openTextDocument({ content: refusal.guidance, language: 'markdown' }));
 }
 
 /** What a resume and a start from a terminal share: the store, the environment, the agent's path setting, the PTY. */

@@ -58,7 +58,11 @@ export async function attestAgent(agent: Agent, sources: { agentBin?: string | u
   }
   const binary = resolveAgentBinary(agent, sources);
   if (!binary)
-    return { ok: false, reason: 'unsupported_entrypoint', detail: `no ${agent} executable: pass --agent-bin or set TURNKEEPER_${agent.toUpperCase()}_BIN` };
+    return {
+      ok: false,
+      reason: 'agent_not_found',
+      detail: `no ${agent} executable on the PATH: pass --agent-bin, set TURNKEEPER_${agent.toUpperCase()}_BIN, or set turnkeeper.agents.${agent}.path in the editor`,
+    };
   try {
     // The closures directory (TURNKEEPER_HOME) and a script's runtime (PATH) come from the caller's environment.
     return { ok: true, attestation: await attest(binary, { env: sources.env }) };

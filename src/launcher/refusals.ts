@@ -4,6 +4,8 @@ import type { GuidanceFacts } from '../core/reasons';
 
 export const LAUNCH_REFUSALS = [
   'unsupported_platform',
+  /** No executable of the agent where Turnkeeper looks (--agent-bin, TURNKEEPER_<AGENT>_BIN, the editor setting, PATH). */
+  'agent_not_found',
   'unsupported_entrypoint',
   'resolution_changed',
   'object_changed',
@@ -46,6 +48,8 @@ export class CommitRefused extends Error {
 /** What each refusal means to a user, and what to do about it. */
 export const REFUSAL_GUIDANCE: Readonly<Record<LaunchRefusal, string>> = {
   unsupported_platform: 'This platform has no launch backend yet (Linux x64 only); nothing was started.',
+  agent_not_found:
+    'No executable of the agent was found. Turnkeeper looks at --agent-bin, then TURNKEEPER_<AGENT>_BIN, then the editor setting turnkeeper.agents.<agent>.path, then the PATH it runs with (an editor started from a desktop launcher often has a shorter PATH than your shell): install the agent, or name its path in one of those.',
   unsupported_entrypoint:
     'The executable is not a program Turnkeeper can attest: a native ELF, or a proven script shape run from its attested closure (Gemini CLI). Other scripts and loaders that unpack a runtime (Copilot CLI) are refused; point --agent-bin at the native binary.',
   resolution_changed:

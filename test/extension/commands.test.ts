@@ -75,7 +75,8 @@ describe('extension commands', () => {
     store.close();
     // Started while another turn holds the Todo (a race with the pick): refused before any attestation.
     const terminal = openStartTerminal(ctx, 'fix-login', 'codex', world.repo);
-    expect(await waitFor(() => double.terminals[0]!.closed, 10_000)).toBe(true);
+    // A refused launch keeps its terminal, with the guidance, until a key closes it.
+    expect(await waitFor(() => double.terminals[0]!.output.includes('Press any key'), 10_000)).toBe(true);
     const output = double.terminals[0]!.output;
     expect(output).toContain('is leased to codex:sess-x');
     expect(output).toContain('/srv/\\x1b]0;owned\\x07\\x1b[2Jclone');
@@ -287,6 +288,38 @@ describe('Start Turn on Todo and the Todos view', () => {
     expect(double.terminals).toHaveLength(1);
     expect(await waitFor(() => double.terminals[0]!.closed, 15_000)).toBe(true);
     expect(double.terminals[0]!.output).toContain('launch receipt #');
+  });
+
+  it('an agent the editor cannot find: the notification says so and opens its path setting; the terminal keeps the guidance until a key', async () => {
+    expect(world.cli(['todo', 'add', 'Write the docs', '--id', 'write-docs']).code).toBe(0);
+    await ctx.refresh();
+    const opened: unknown[] = [];
+    double.commands.set('workbench.action.openSettings', (query: unknown) => opened.push(query));
+    // The editor's PATH (a desktop launcher's, say) has no codex, and no setting names one.
+    const path = process.env.PATH;
+    process.env.PATH = '/usr/bin:/bin';
+    try {
+      double.answers.quickPick.push((items: { agent?: string }[]) => items.find((item) => item.agent === 'codex'));
+      double.answers.message.push('Open Setting');
+      await run('turnkeeper.startTurn', node('write-docs'));
+      const terminal = double.terminals.at(-1)!;
+      expect(await waitFor(() => terminal.output.includes('Press any key'), 15_000), terminal.output).toBe(true);
+      expect(terminal.output).toContain('[agent_not_found]');
+      expect(terminal.output).toContain('turnkeeper.agents.codex.path');
+      // Not a bare code: the reason's first sentence, and the action that fixes it.
+      expect(double.shown.at(-1)).toMatchObject({
+        kind: 'warning',
+        text: like.stringMatching(/^Turnkeeper did not start write-docs: \[agent_not_found\] No executable of the agent was found\./),
+      });
+      expect(await waitFor(() => opened.length > 0, 5000)).toBe(true);
+      expect(opened).toStrictEqual(['turnkeeper.agents.codex.path']);
+      // The terminal is still there (a refusal is not a crash) until the person presses a key.
+      expect(terminal.closed).toBe(false);
+      terminal.input('x');
+      expect(terminal.closed).toBe(true);
+    } finally {
+      process.env.PATH = path;
+    }
   });
 
   it('is refused in an untrusted workspace before anything is picked or launched', async () => {

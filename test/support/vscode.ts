@@ -120,6 +120,7 @@ interface PseudoterminalLike {
   readonly onDidClose?: (listener: (code: number | void) => unknown) => unknown;
   open(dimensions: { columns: number; rows: number } | undefined): void;
   close(): void;
+  handleInput?(data: string): void;
 }
 
 export interface DoubleTerminal {
@@ -131,6 +132,8 @@ export interface DoubleTerminal {
   closed: boolean;
   /** The user closes the terminal (the editor calls the Pseudoterminal's close). */
   close(): void;
+  /** The user types into the terminal (the editor calls the Pseudoterminal's handleInput). */
+  input(data: string): void;
 }
 
 function createTerminal(options: { name: string; pty?: PseudoterminalLike }): { show(): void; dispose(): void } {
@@ -144,6 +147,7 @@ function createTerminal(options: { name: string; pty?: PseudoterminalLike }): { 
       terminal.closed = true;
       options.pty?.close();
     },
+    input: (data) => options.pty?.handleInput?.(data),
   };
   double.terminals.push(terminal);
   options.pty?.onDidWrite((text) => (terminal.output += text));

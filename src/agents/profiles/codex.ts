@@ -52,6 +52,8 @@ export const codex: AgentProfile = {
     resume: (session, mode, prompt, extra) =>
       mode === 'headless' ? ['exec', ...extra, 'resume', session, prompt] : ['resume', CODEX_NO_DAEMON, ...extra, session],
     start: (mode, prompt, extra) =>
-      mode === 'headless' ? ['exec', ...extra, ...(prompt === undefined ? [] : [prompt])] : [CODEX_NO_DAEMON, ...extra, ...(prompt === undefined ? [] : [prompt])],
+      mode === 'headless'
+        ? ['exec', ...extra, ...(prompt === undefined ? [] : [prompt])]
+        : [CODEX_NO_DAEMON, ...extra, ...(prompt === undefined ? [] : [prompt])],
   },
 };
