@@ -11,6 +11,9 @@
 //   [hooks.state."<hooks.json>:<event>:<group>:<handler>"] trusted_hash), and loads <repo>/.codex only
 //   in a trusted project. Doctor asks the real Codex (`codex app-server`, JSON-RPC `hooks/list`, what
 //   the TUI's /hooks shows) which of Turnkeeper's hooks it will run, rather than re-deriving its hashes.
+// - agent_version: the agent's own `--version`, against the version Turnkeeper's facts about it were
+//   observed and tested on (its profile's testedVersion): a newer agent may have changed its hook
+//   events, payloads or outputs, which doctor cannot see from here, so it says so.
 // - on_path: a project-scope config calls `turnkeeper` through PATH (it is committed, so it names no
 //   path of one machine): an agent whose PATH has no `turnkeeper` fails every hook.
 import { spawn } from 'node:child_process';
@@ -25,7 +28,7 @@ import { shimPath } from '../agents/shim';
 import { findExecutable } from './executables';
 import { PROFILES, type ConfigSyntax } from '../agents/profiles/index';
 
-type CheckName = 'config_syntax' | 'both_scopes' | 'codex_trust' | 'on_path';
+type CheckName = 'config_syntax' | 'both_scopes' | 'codex_trust' | 'on_path' | 'agent_version';
 
 export interface AgentCheck {
   readonly check: CheckName;
@@ -93,7 +96,60 @@ export async function agentChecks(options: AgentCheckOptions): Promise<AgentChec
   if (project.length > 0) checks.push(pathCheck(options, project));
   const codex = files.filter((file) => file.agent === 'codex' && file.installed);
   if (codex.length > 0) checks.push(...(await codexTrust(options, codex)));
+  for (const agent of agents) if (files.some((file) => file.agent === agent && file.installed)) checks.push(await versionCheck(agent, options.env));
   return checks;
+}
+
+// ---------------------------------------------------------------------------------------------
+// agent_version
+
+/** The agent's executable doctor asks: TURNKEEPER_<AGENT>_BIN when absolute, else the PATH's. */
+function agentBinary(agent: Agent, env: Env): string | undefined {
+  const named = env[`TURNKEEPER_${agent.toUpperCase()}_BIN`];
+  if (named) return isAbsolute(named) ? named : undefined;
+  return findExecutable(env, PROFILES[agent].launch.executable);
+}
+
+/** -1, 0 or 1 as dotted version `a` is older than, equal to or newer than `b` (numeric parts). */
+export function compareVersions(a: string, b: string): number {
+  const left = a.split('.').map(Number);
+  const right = b.split('.').map(Number);
+  for (let i = 0; i < Math.max(left.length, right.length); i++) {
+    const diff = (left[i] ?? 0) - (right[i] ?? 0);
+    if (diff !== 0) return Math.sign(diff);
+  }
+  return 0;
+}
+
+async function versionCheck(agent: Agent, env: Env): Promise<AgentCheck> {
+  const tested = PROFILES[agent].testedVersion;
+  const binary = agentBinary(agent, env);
+  const base = { check: 'agent_version', agent } as const;
+  if (!binary) return { ...base, status: 'unknown', detail: `no ${PROFILES[agent].launch.executable} on the PATH to ask its version (tested with ${tested})` };
+  const output = await new Promise<string>((resolvePromise) => {
+    let text = '';
+    const child = spawn(binary, ['--version'], { env, stdio: ['ignore', 'pipe', 'pipe'], timeout: 10_000 });
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (text += chunk.slice(0, 4096)));
+    child.on('error', () => resolvePromise(''));
+    child.on('close', () => resolvePromise(text));
+  });
+  const version = /\b(\d+\.\d+\.\d+)\b/.exec(output)?.[1];
+  if (!version) return { ...base, status: 'unknown', path: binary, detail: `${binary} --version printed no version (tested with ${tested})` };
+  const order = compareVersions(version, tested);
+  if (order <= 0)
+    return {
+      ...base,
+      status: 'ok',
+      path: binary,
+      detail: `${nameOf(agent)} ${version}${order < 0 ? `, older than the ${tested} Turnkeeper was tested with` : ''}`,
+    };
+  return {
+    ...base,
+    status: 'unknown',
+    path: binary,
+    detail: `${nameOf(agent)} ${version} is newer than the ${tested} Turnkeeper was tested with: its hook events, payloads or outputs may have changed, which doctor cannot check from here`,
+    fix: `if a claim or the context goes missing with ${nameOf(agent)} ${version}, pin ${tested} or report it with turnkeeper doctor --json`,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------

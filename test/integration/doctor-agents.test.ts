@@ -9,6 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { like } from '../support/matchers';
 import { codexBinaryPath, makeCodexHome, cleanupCodexHome, trustAllHooks, type CodexHome } from '../support/codexHarness';
 import { makeWorld, type World } from '../support/world';
+import { PROFILES } from '../../src/agents/profiles/index';
 
 interface Row {
   check: string;
@@ -248,5 +249,43 @@ describe('both_scopes and on_path', () => {
     // Control: uninstall gives back an empty config of the user's own (the old entry was ours too).
     expect(world.cli(['hooks', 'uninstall', '--agent', 'codex', '--scope', 'project'], { env }).code).toBe(0);
     expect(readFileSync(path, 'utf8')).not.toContain('turnkeeper');
+  });
+});
+
+describe("agent_version: the agent's own --version against the version Turnkeeper was tested with", () => {
+  it('the pinned Codex is the tested version; a newer one is unknown, named, with what to do (control: an older one is ok and says older)', () => {
+    expect(install('codex').code).toBe(0);
+    expect(row(doctor().rows, 'agent_version')).toMatchObject({ agent: 'codex', status: 'ok', detail: 'Codex CLI 0.171.0' });
+    const fake = (version: string): string => {
+      const path = join(world.root, `codex-${version}`);
+      writeFileSync(path, `#!/bin/sh\n[ "$1" = --version ] && echo "codex-cli ${version}" && exit 0\nexit 3\n`, { mode: 0o755 });
+      return path;
+    };
+    const newer = doctor({ TURNKEEPER_CODEX_BIN: fake('0.172.0') });
+    expect(row(newer.rows, 'agent_version')).toMatchObject({
+      status: 'unknown',
+      detail: like.stringContaining('Codex CLI 0.172.0 is newer than the 0.171.0 Turnkeeper was tested with'),
+      fix: like.stringContaining('pin 0.171.0'),
+    });
+    expect(newer.text).toMatch(/unknown codex agent_version: Codex CLI 0\.172\.0 is newer/);
+    expect(row(doctor({ TURNKEEPER_CODEX_BIN: fake('0.99.3') }).rows, 'agent_version')).toMatchObject({
+      status: 'ok',
+      detail: 'Codex CLI 0.99.3, older than the 0.171.0 Turnkeeper was tested with',
+    });
+  });
+
+  it("every profile's tested version is the one package.json pins for the end-to-end tests", () => {
+    const pinned = (JSON.parse(readFileSync(join(__dirname, '../../package.json'), 'utf8')) as { devDependencies: Record<string, string> }).devDependencies;
+    expect({
+      codex: PROFILES.codex.testedVersion,
+      claude: PROFILES.claude.testedVersion,
+      gemini: PROFILES.gemini.testedVersion,
+      copilot: PROFILES.copilot.testedVersion,
+    }).toStrictEqual({
+      codex: pinned['@openai/codex'],
+      claude: pinned['@anthropic-ai/claude-code'],
+      gemini: pinned['@google/gemini-cli'],
+      copilot: pinned['@github/copilot'],
+    });
   });
 });

@@ -24,6 +24,7 @@ export const claude: AgentProfile = {
     hint: 'Claude Code runs hooks only in trusted folders: start claude in the folder once and accept the trust prompt.',
   },
   sessionEnv: ['CLAUDE_CODE_SESSION_ID'],
+  testedVersion: '2.1.332',
   launch: {
     executable: 'claude',
     // A Bun single-file executable: BUN_OPTIONS and Bun's preload variables are its injection points.

@@ -34,6 +34,7 @@ export const codex: AgentProfile = {
     hint: 'Codex runs a new or changed hook only after you trust it: open codex and review it in /hooks (or pass --dangerously-bypass-hook-trust for one run).',
   },
   sessionEnv: ['CODEX_THREAD_ID', 'CODEX_SESSION_ID'],
+  testedVersion: '0.171.0',
   launch: {
     executable: 'codex',
     runtime: 'native',

@@ -80,6 +80,7 @@ export const copilot: AgentProfile = {
     check: trustCheck,
   },
   sessionEnv: ['COPILOT_AGENT_SESSION_ID'],
+  testedVersion: '1.0.102',
   launch: {
     executable: 'copilot',
     // A Node single executable application: Node's injection variables apply.

@@ -47,6 +47,7 @@ export const gemini: AgentProfile = {
     hint: 'Gemini CLI runs hooks only in trusted folders: run gemini in the folder once and trust it.',
   },
   sessionEnv: ['GEMINI_SESSION_ID'],
+  testedVersion: '0.61.0',
   launch: {
     executable: 'gemini',
     runtime: 'node',

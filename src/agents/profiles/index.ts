@@ -132,6 +132,12 @@ export interface AgentProfile {
   /** Variables the agent sets in its tools' environment naming its session (`release` without --force). */
   readonly sessionEnv: readonly string[];
 
+  /**
+   * The version the end-to-end tests run (package.json's devDependency) and what Turnkeeper's facts
+   * about the agent were observed on: doctor names the installed version and says so when it is newer.
+   */
+  readonly testedVersion: string;
+
   readonly launch: {
     /** The executable's name on PATH. */
     readonly executable: string;
