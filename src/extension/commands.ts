@@ -12,7 +12,8 @@ import { REASONS } from '../core/reasons';
 import { TodoExistsError, type Authority } from '../store/authority';
 import { openAuthority } from '../lifecycle/open';
 import type { Ctx } from './ctx';
-import { receiptUri, guidanceUri } from './documents';
+import { receiptUri, guidanceUri, doctorUri } from './documents';
+import { doctorMarkdown } from '../lifecycle/doctorMarkdown';
 import { relativeTime, type ViewNode } from './models';
 import { exportReceipts } from './receipts';
 import { openResumeTerminal, openStartTerminal } from './terminal';
@@ -404,8 +405,10 @@ async function doctor(ctx: Ctx): Promise<void> {
   const report = await doctorReport(ctx.env, ctx.checkout ?? ctx.extension.extensionPath, () => openAuthority(ctx.env, { create: false }), {
     shimOnTerminalPath: true,
   });
+  // A document a person reads (problems first, each with its fix; a section per agent), read-only;
+  // the JSON goes to the log for a bug report.
   ctx.log.info(`doctor: ${JSON.stringify(report)}`);
-  ctx.log.show(true);
+  await vscode.window.showTextDocument(await vscode.workspace.openTextDocument(doctorUri(doctorMarkdown(report))), { preview: true });
   if (report.problems.length === 0) void vscode.window.showInformationMessage(t('Turnkeeper doctor: no problems found.'));
   else void vscode.window.showWarningMessage(t('Turnkeeper doctor: {0}', report.problems[0]!), { detail: report.problems.join('\n') });
 }

@@ -21,6 +21,15 @@ export const guidanceUri = (captureId: string, text: string): vscode.Uri => {
   return vscode.Uri.from({ scheme: SCHEME, path: `/guidance/${captureId}.md`, query: key });
 };
 
+/** The doctor reports this window rendered (`turnkeeper:/doctor.md?<n>`), kept as the guidance texts are. */
+const doctorTexts = new Map<string, string>();
+
+export const doctorUri = (markdown: string): vscode.Uri => {
+  const key = String(doctorTexts.size + 1);
+  doctorTexts.set(key, markdown);
+  return vscode.Uri.from({ scheme: SCHEME, path: '/doctor.md', query: key });
+};
+
 export class TurnkeeperDocuments implements vscode.TextDocumentContentProvider {
   constructor(private readonly ctx: Ctx) {}
 
@@ -40,6 +49,7 @@ export class TurnkeeperDocuments implements vscode.TextDocumentContentProvider {
       const broken = this.ctx.chainReport?.breaks.find((item) => item.seq === seq);
       return `// receipt #${seq}, hash ${row.hash ?? 'MISSING'}${broken ? ` — chain break: ${broken.kind}` : ''}\n// stored text (what the hash covers): ${row.doc}\n${pretty}\n`;
     }
+    if (uri.path === '/doctor.md') return doctorTexts.get(uri.query) ?? '';
     const guidance = /^\/guidance\/(cap_[0-9a-f]{24})\.md$/.exec(uri.path);
     const text = guidanceTexts.get(uri.query);
     if (guidance && text !== undefined) {

@@ -182,6 +182,34 @@ describe('extension commands', () => {
     }
   });
 
+  it('Doctor opens a document a person reads: problems first with their fix, a section per agent, the store (not a JSON line)', async () => {
+    const saved = { HOME: process.env.HOME, TURNKEEPER_HOME: process.env.TURNKEEPER_HOME };
+    process.env.HOME = world.env.HOME;
+    process.env.TURNKEEPER_HOME = world.home;
+    try {
+      // Both scopes for Claude Code: a problem row with a fix.
+      expect(world.cli(['hooks', 'install', '--agent', 'claude', '--scope', 'project']).code).toBe(0);
+      expect(world.cli(['hooks', 'install', '--agent', 'claude', '--scope', 'user']).code).toBe(0);
+      await run('turnkeeper.doctor');
+      const document = double.documents.at(-1)!;
+      expect(document.uri.path).toBe('/doctor.md');
+      const text = document.text;
+      expect(text).toMatch(/^# Turnkeeper doctor\n/);
+      expect(text).not.toMatch(/^\{/m);
+      const sections = [...text.matchAll(/^## (.+)$/gm)].map((match) => match[1]);
+      expect(sections[0]).toBe('Problems');
+      expect(sections).toStrictEqual(expect.arrayContaining(['Claude Code', 'Store']));
+      const problems = text.slice(text.indexOf('## Problems'), text.indexOf('## Claude Code'));
+      expect(problems).toMatch(/\*\*Claude Code\*\* \(both_scopes\): .*runs every hook twice/);
+      expect(problems).toMatch(/\n {2}- fix: keep one scope: turnkeeper hooks uninstall --agent claude/);
+    } finally {
+      for (const [key, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[key];
+        else process.env[key] = value;
+      }
+    }
+  });
+
   it('Add Todo creates a Todo in the workspace Goal', async () => {
     double.answers.inputBox.push('Write the docs', 'write-docs', 'All of them.');
     await run('turnkeeper.addTodo');
