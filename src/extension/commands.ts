@@ -12,7 +12,7 @@ import { REASONS } from '../core/reasons';
 import { TodoExistsError, type Authority } from '../store/authority';
 import { openAuthority } from '../lifecycle/open';
 import type { Ctx } from './ctx';
-import { receiptUri, guidanceUri, doctorUri } from './documents';
+import { receiptUri, guidanceUri, doctorUri, RECEIPT_LANGUAGE } from './documents';
 import { doctorMarkdown } from '../lifecycle/doctorMarkdown';
 import { relativeTime, type ViewNode } from './models';
 import { exportReceipts } from './receipts';
@@ -388,7 +388,7 @@ async function openReceipt(arg: unknown): Promise<void> {
   const seq = typeof arg === 'number' ? arg : Number(/^receipt\/(\d+)$/.exec((arg as ViewNode | undefined)?.id ?? '')?.[1]);
   if (!Number.isSafeInteger(seq)) return;
   const document = await vscode.workspace.openTextDocument(receiptUri(seq));
-  await vscode.languages.setTextDocumentLanguage(document, 'json');
+  await vscode.languages.setTextDocumentLanguage(document, RECEIPT_LANGUAGE);
   await vscode.window.showTextDocument(document, { preview: true });
 }
 

@@ -1,12 +1,16 @@
-// Read-only documents: a receipt as pretty JSON (`turnkeeper:/receipt/<seq>.json`) and recovery
+// Read-only documents: a receipt as pretty JSON (`turnkeeper:/receipt/<seq>.jsonc`) and recovery
 // guidance as Markdown (`turnkeeper:/guidance/<capture>.md`). Content providers give read-only
-// editors for free, which is what a receipt must be.
+// editors for free, which is what a receipt must be. A receipt document starts with `//` lines (its
+// seq and hash, a chain break, the stored text the hash covers), so it is JSON with Comments: as
+// `json` the editor listed each comment in the Problems view.
 import * as vscode from 'vscode';
 import type { Ctx } from './ctx';
 
 export const SCHEME = 'turnkeeper';
 
-export const receiptUri = (seq: number): vscode.Uri => vscode.Uri.from({ scheme: SCHEME, path: `/receipt/${seq}.json` });
+export const receiptUri = (seq: number): vscode.Uri => vscode.Uri.from({ scheme: SCHEME, path: `/receipt/${seq}.jsonc` });
+/** The language of a receipt document (commands.ts sets it too, over any files.associations). */
+export const RECEIPT_LANGUAGE = 'jsonc';
 /**
  * The guidance texts this window produced, by the number in their URI's query. The text is never read
  * from the URI itself: any link to `turnkeeper:/guidance/…` (in a repository's README, say) could then
@@ -34,7 +38,8 @@ export class TurnkeeperDocuments implements vscode.TextDocumentContentProvider {
   constructor(private readonly ctx: Ctx) {}
 
   async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
-    const receipt = /^\/receipt\/(\d+)\.json$/.exec(uri.path);
+    // `.json`: the URI of earlier versions, which the editor may restore in a tab.
+    const receipt = /^\/receipt\/(\d+)\.jsonc?$/.exec(uri.path);
     if (receipt) {
       const seq = Number(receipt[1]);
       const store = await this.ctx.openStore();

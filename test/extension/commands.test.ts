@@ -6,6 +6,7 @@ import * as vscode from 'vscode';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { parse as parseJsonc, type ParseError } from 'jsonc-parser';
 import { double } from '../support/vscode';
 import { buildFixtures, scene, waitFor, type Fixtures } from '../launcher/fixtures';
 import { Ctx } from '../../src/extension/ctx';
@@ -222,6 +223,22 @@ describe('extension commands', () => {
     const text = double.documents.at(-1)!.text;
     expect(text).toContain('// receipt #2, hash sha256:');
     expect(text).toContain('"kind": "capture_bound"');
+  });
+
+  it('Open Receipt gives the document a language that allows its // comments: JSON with Comments, no Problems', async () => {
+    await run('turnkeeper.openReceipt', 2);
+    const { uri, text, languageId } = double.documents.at(-1)!;
+    expect(languageId).toBe('jsonc');
+    // Its extension says so too, so no JSON validation runs before the language is set.
+    expect(uri.path).toBe('/receipt/2.jsonc');
+    // The comments are there (plain JSON refuses them: the two Problems) and are all JSONC has to allow.
+    expect(() => JSON.parse(text) as unknown).toThrow();
+    const errors: ParseError[] = [];
+    expect(parseJsonc(text, errors, { allowTrailingComma: false, disallowComments: false })).toMatchObject({ kind: 'capture_bound' });
+    expect(errors).toStrictEqual([]);
+    // A receipt that does not exist is said in a comment as well.
+    await run('turnkeeper.openReceipt', 9999);
+    expect(double.documents.at(-1)).toMatchObject({ text: '// receipt #9999 does not exist\n', languageId: 'jsonc' });
   });
 });
 

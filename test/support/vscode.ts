@@ -85,7 +85,8 @@ export class Uri {
 export const double = {
   answers: { quickPick: [] as unknown[], inputBox: [] as (string | undefined)[], message: [] as (string | undefined)[], saveDialog: [] as (Uri | undefined)[] },
   shown: [] as { kind: string; text: string; detail?: string }[],
-  documents: [] as { uri: Uri; text: string }[],
+  /** Documents the extension opened, with the language the editor gives them (its file extension, or setTextDocumentLanguage). */
+  documents: [] as { uri: Uri; text: string; languageId: string }[],
   configuration: {} as Record<string, unknown>,
   trusted: true,
   folders: [] as { uri: Uri; name: string; index: number }[],
@@ -259,9 +260,15 @@ export const workspace = {
   openTextDocument: async (uri: Uri) => {
     const provider = double.providers.get(uri.scheme);
     const text = provider ? await provider.provideTextDocumentContent(uri) : '';
-    const document = { uri, text, getText: () => text };
-    double.documents.push({ uri, text });
-    return document;
+    const record = { uri, text, languageId: languageOfPath(uri.path) };
+    double.documents.push(record);
+    return {
+      uri,
+      getText: () => text,
+      get languageId() {
+        return record.languageId;
+      },
+    };
   },
   registerTextDocumentContentProvider: (scheme: string, provider: { provideTextDocumentContent(uri: Uri): Promise<string> | string }) => {
     double.providers.set(scheme, provider);
@@ -271,7 +278,15 @@ export const workspace = {
   onDidGrantWorkspaceTrust: () => new Disposable(),
 };
 
-export const languages = { setTextDocumentLanguage: (document: unknown) => Promise.resolve(document) };
+/** The language the editor's built-in extensions give a path by its extension (the ones the extension opens). */
+const languageOfPath = (path: string): string => ({ json: 'json', jsonc: 'jsonc', md: 'markdown' })[/\.([a-z]+)$/.exec(path)?.[1] ?? ''] ?? 'plaintext';
+
+export const languages = {
+  setTextDocumentLanguage: (document: { uri: Uri }, languageId: string) => {
+    for (const record of double.documents) if (record.uri === document.uri) record.languageId = languageId;
+    return Promise.resolve(document);
+  },
+};
 export const env = {
   clipboard: {
     text: '',
