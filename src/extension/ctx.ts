@@ -11,7 +11,7 @@ import { storePath, type Env } from '../store/location';
 import type { Authority, ReceiptRow, Todo } from '../store/authority';
 import type { FeedMode } from '../store/port';
 import { describeSelection, openAuthority, selectStore, type StoreSelection } from '../lifecycle/open';
-import { statusSnapshot, type StatusSnapshot } from '../lifecycle/status';
+import { activeLeaseCount, statusSnapshot, type StatusSnapshot } from '../lifecycle/status';
 import { resolveGoal, type ResolvedGoal } from '../lifecycle/goal';
 import { writeHookSettings } from '../lifecycle/homeConfig';
 import * as settings from './config';
@@ -46,6 +46,11 @@ export class Ctx implements vscode.Disposable {
   snapshot: StatusSnapshot = { leases: [], captures: [], silentLaunches: [] };
   /** Whether `snapshot` has been read from the store (or found none) yet: not before a view is shown. */
   snapshotRead = false;
+  /**
+   * The number of active leases, for the status bar: read from the window's start and on each change
+   * (the status read, `readStatus`), and with every snapshot; undefined until first read.
+   */
+  activeLeases: number | undefined;
   /** The Todos of the workspace's Goal, as of the last refresh. */
   todoList: readonly Todo[] = [];
   /** Whether any agent has Turnkeeper's hook (user or project scope); read once, reset by Install Agent Hooks. */
@@ -197,7 +202,10 @@ export class Ctx implements vscode.Disposable {
 
   // ---- views -------------------------------------------------------------------------------
 
-  /** Whether a view has been shown: until then nothing reads the store (activation stays free of it). */
+  /**
+   * Whether a view has been shown: until then the store is read for the status bar's count only (the
+   * status read), after activation and on each change; the snapshot, the Todos and the receipts wait.
+   */
   private viewsShown = false;
   /**
    * Whether the Receipts view (or Verify Receipt Chain) has asked for receipts: only then does a refresh
@@ -213,15 +221,24 @@ export class Ctx implements vscode.Disposable {
     this.scheduleRefresh(0);
   }
 
-  /** A `turnkeeper.*` setting changed: the store may be another one; it is read again once a view has been shown. */
-  settingsChanged(): void {
-    this.closeStore();
-    if (this.viewsShown) this.scheduleRefresh(0);
+  /**
+   * After activation (main.ts, off its path): the status bar's count, which opens and follows the store.
+   * Before a view is shown each change reads that count again, and nothing else.
+   */
+  readStatus(): void {
+    this.scheduleRefresh(0);
   }
 
+  /** A `turnkeeper.*` setting changed: the store may be another one; it is read again (the status read until a view is shown). */
+  settingsChanged(): void {
+    this.closeStore();
+    this.scheduleRefresh(0);
+  }
+
+  /** A change (or a view, a setting): a full refresh once a view was shown or the snapshot was read, else the status read. */
   scheduleRefresh(delayMs = 150): void {
     clearTimeout(this.refreshTimer);
-    this.refreshTimer = setTimeout(() => void this.refresh(), delayMs);
+    this.refreshTimer = setTimeout(() => void this.read(this.viewsShown || this.snapshotRead), delayMs);
   }
 
   loadMoreReceipts(): Promise<void> {
@@ -258,23 +275,39 @@ export class Ctx implements vscode.Disposable {
     return report;
   }
 
-  /** Re-reads the store and updates the three models; one refresh at a time, the last one wins. */
+  /** Re-reads the store and updates the four models; one refresh at a time, the last one wins. */
   refresh(): Promise<void> {
+    return this.read(true);
+  }
+
+  /** A full refresh, or (`full` false) the status read: the active leases' count alone. One read at a time. */
+  private read(full: boolean): Promise<void> {
     if (this.refreshing) {
+      // A command awaits a full refresh and then reads the models: a status read under way is not one.
+      if (full && !this.refreshingFull) return this.refreshing.then(() => this.read(true));
       this.scheduleRefresh();
       return this.refreshing;
     }
-    this.refreshing = this.doRefresh().finally(() => (this.refreshing = undefined));
+    this.refreshingFull = full;
+    this.refreshing = this.doRefresh(full).finally(() => (this.refreshing = undefined));
     return this.refreshing;
   }
+  /** Whether the read under way (`refreshing`) is a full refresh. */
+  private refreshingFull = false;
 
-  private async doRefresh(): Promise<void> {
+  private async doRefresh(full: boolean): Promise<void> {
     this.selection = undefined;
     try {
       // config.json is read once per refresh: for the store to open and for the status bar's label.
       this.selection = selectStore(this.env);
       const store = await this.openStore(false, this.selection);
       void vscode.commands.executeCommand('setContext', 'turnkeeper.storeExists', store !== undefined);
+      if (!full) {
+        // No database yet: no lease. The store is not created for a count.
+        this.activeLeases = store ? await activeLeaseCount(store) : 0;
+        this.snapshotChanged.fire(this.snapshot);
+        return;
+      }
       this.hooksInstalled ??= this.anyHooksInstalled();
       void vscode.commands.executeCommand('setContext', 'turnkeeper.hooksInstalled', this.hooksInstalled);
       if (!store) {
@@ -325,6 +358,7 @@ export class Ctx implements vscode.Disposable {
     const now = Date.now();
     this.snapshot = snapshot;
     this.snapshotRead = true;
+    this.activeLeases = snapshot.leases.filter((lease) => lease.status === 'active').length;
     this.todoList = todos;
     void vscode.commands.executeCommand('setContext', 'turnkeeper.hasCaptures', snapshot.captures.length > 0);
     // The walkthrough's "Run a first turn" completes on this, a lease that really exists (package.json).

@@ -1,5 +1,5 @@
 // Activation: register everything, open nothing. The store is opened asynchronously after
-// activation, and only the views and commands touch it.
+// activation: the status bar reads its count of active leases, and only the views and commands read more.
 import * as vscode from 'vscode';
 import { putCliOnPath, type CliOnPath } from './cliPath';
 import { COMMANDS, registerCommands } from './commands';
@@ -32,7 +32,7 @@ export function activate(context: vscode.ExtensionContext): void {
   ] as const) {
     const provider = new TurnkeeperTree(ctx.onDidChange, model);
     const view = vscode.window.createTreeView(id, { treeDataProvider: provider, showCollapseAll: id === 'turnkeeper.captures' });
-    // Nothing is read until a view is shown: activation stays free of database work.
+    // Nothing but the status bar's count is read until a view is shown: activation stays free of database work.
     view.onDidChangeVisibility((event) => event.visible && ctx.viewShown(id));
     if (view.visible) ctx.viewShown(id);
     context.subscriptions.push(provider, view);
@@ -50,13 +50,15 @@ export function activate(context: vscode.ExtensionContext): void {
   );
   void vscode.commands.executeCommand('setContext', 'turnkeeper.trusted', vscode.workspace.isTrusted);
   context.subscriptions.push(vscode.workspace.onDidGrantWorkspaceTrust(() => void vscode.commands.executeCommand('setContext', 'turnkeeper.trusted', true)));
-  // Off the activation path: settings for the hooks, the shim, the native modules' health. The store is
-  // first read when a view becomes visible (ctx.viewShown); the status bar's numbers wait for that.
+  // Off the activation path: settings for the hooks, the shim, the native modules' health, and the status
+  // bar's count of active leases (one read, then one on each change). The rest of the store is first read
+  // when a view becomes visible (ctx.viewShown).
   setTimeout(() => {
     safely(log, () => ctx.writeHookSettings());
     // The `turnkeeper` command in VS Code's terminals: the shim, pointed at this extension when it may (cliPath.ts).
     safely(log, () => logCli(log, putCliOnPath(context, ctx.env)));
     void checkNativeModules(log);
+    ctx.readStatus();
   }, 0);
   log.info(
     `activated in ${(performance.now() - started).toFixed(1)} ms (${Object.keys(COMMANDS).length} commands, napi ${napi}, ${process.versions.electron ? `Electron ${process.versions.electron}` : `Node ${process.versions.node}`})`,

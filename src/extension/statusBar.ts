@@ -13,14 +13,27 @@ export function createStatusBar(ctx: Ctx): vscode.Disposable {
     // The authority is named when it is not this machine's own file (spec §9): `team: host:port/db`,
     // as the last refresh selected it (the status bar reads no config.json of its own).
     const team = ctx.authorityLabel;
-    // Nothing is read before a view is shown (docs/decisions.md): no number rather than a wrong one.
-    if (!ctx.snapshotRead) {
+    const active = ctx.activeLeases;
+    // The count is read from the window's start (docs/decisions.md); until that first read, no number
+    // rather than a wrong one.
+    if (active === undefined) {
       item.text = `$(lock)${team ? ` · ${team}` : ''}`;
-      item.tooltip = t('Turnkeeper: open the Turnkeeper view to read the store');
+      item.tooltip = t('Turnkeeper: reading the store');
       item.show();
       return;
     }
-    const active = ctx.snapshot.leases.filter((lease) => lease.status === 'active').length;
+    // Before a view is shown only the count is read: the launches and the chain wait for the views.
+    if (!ctx.snapshotRead) {
+      item.text = `$(lock) ${active}${team ? ` · ${team}` : ''}`;
+      item.tooltip = [
+        t('Turnkeeper: {0} active leases', active),
+        ...(team ? [t('authority: {0}', team)] : []),
+        t('open the Turnkeeper view to check launches and the receipt chain'),
+      ].join('\n');
+      item.backgroundColor = undefined;
+      item.show();
+      return;
+    }
     const silent = ctx.snapshot.silentLaunches.length;
     const broken = ctx.chainReport && !ctx.chainReport.ok;
     item.text = `$(${broken || silent > 0 ? 'warning' : 'lock'}) ${active}${team ? ` · ${team}` : ''}`;

@@ -63,6 +63,16 @@ export async function silentLaunches(store: Authority, now: number): Promise<Sil
     }));
 }
 
+/**
+ * The number of active leases, for the editor's status bar, which shows it from the window's start,
+ * before any view reads the snapshot (docs/decisions.md, "The extension"). Nothing else is read.
+ */
+export async function activeLeaseCount(store: Authority): Promise<number> {
+  // TODO(store): one indexed query, `activeLeases()` (WHERE status = 'active', the partial index
+  // leases_one_active_per_owner), once the row port has it; until then the leases table alone.
+  return (await store.listLeases()).filter((lease) => lease.status === 'active').length;
+}
+
 export const leaseView = (lease: Lease, checkout?: string): LeaseView => ({
   goal: lease.goal,
   todo: lease.todo,

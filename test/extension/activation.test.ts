@@ -1,6 +1,8 @@
-// Activation opens nothing (docs/decisions.md, "The extension"): the store is first read when a view
-// becomes visible, and the receipt chain is first walked (in full, once) when the Receipts view is.
+// Activation opens nothing (docs/decisions.md, "The extension"): after it the status bar reads the count
+// of active leases, and only that until a view becomes visible; the receipt chain is first walked (in
+// full, once) when the Receipts view is.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { existsSync } from 'node:fs';
 import * as vscode from 'vscode';
 import { double } from '../support/vscode';
 import { waitFor } from '../launcher/fixtures';
@@ -31,7 +33,7 @@ afterEach(() => {
 });
 
 describe('activation', () => {
-  it('reads no store until a view is shown; the first view shown reads it and the status bar follows', async () => {
+  it('the status bar counts the active leases at once and follows them; the rest waits until a view is shown', async () => {
     const subscriptions: { dispose(): unknown }[] = [];
     const collection = { description: undefined, prepend() {} };
     activate({
@@ -41,14 +43,62 @@ describe('activation', () => {
       environmentVariableCollection: collection,
     } as unknown as vscode.ExtensionContext);
     disposables.push(...subscriptions);
-    // The work after activation (hook settings, the shim, the native modules) has run, and no view is visible.
-    await sleep(1000);
-    expect(double.contexts.has('turnkeeper.storeExists')).toBe(false);
-    // The status bar waits too: no number rather than a wrong one.
+    // Activation itself reads nothing: the count comes after it, and no view is visible.
     expect(double.statusBarItems[0]!.text).toBe('$(lock)');
+    const bar = () => double.statusBarItems[0]!.text;
+    expect(await waitFor(() => bar() === '$(lock) 1', 5000), bar()).toBe(true);
+    // A hook's claim in another process: the status bar follows the store, still without a view.
+    expect(world.cli(['todo', 'add', 'Write docs', '--id', 'write-docs']).code).toBe(0);
+    expect(contextOf(world.cli(['hook'], { input: payload.codexPrompt(world, 'sess-y', 'turn-1', '#todo:write-docs') }).stdout)).toContain('epoch 1');
+    expect(await waitFor(() => bar() === '$(lock) 2', 5000), bar()).toBe(true);
+    // Nothing else was read: no snapshot (captures), no hook configs, no Todos, no receipts.
+    await sleep(500);
+    expect(double.contexts.has('turnkeeper.hasCaptures')).toBe(false);
+    expect(double.contexts.has('turnkeeper.hooksInstalled')).toBe(false);
+    expect(double.statusBarItems[0]!.tooltip).toContain('open the Turnkeeper view');
     double.treeViews.get('turnkeeper.todos')!.setVisible(true);
-    expect(await waitFor(() => double.contexts.get('turnkeeper.storeExists') === true, 5000)).toBe(true);
-    expect(await waitFor(() => /^\$\(lock\) 1$/.test(double.statusBarItems[0]!.text), 5000), double.statusBarItems[0]!.text).toBe(true);
+    expect(await waitFor(() => double.contexts.get('turnkeeper.hasCaptures') === true, 5000)).toBe(true);
+    expect(await waitFor(() => double.contexts.get('turnkeeper.hooksInstalled') !== undefined, 5000)).toBe(true);
+    expect(bar()).toBe('$(lock) 2');
+    expect(double.statusBarItems[0]!.tooltip).not.toContain('open the Turnkeeper view');
+  });
+
+  it('the status read reads the leases and nothing else; a window without a database creates none', async () => {
+    const log = vscode.window.createOutputChannel('Turnkeeper', { log: true });
+    const ctx = new Ctx({ extensionPath: world.root, extensionUri: vscode.Uri.file(world.root) } as unknown as vscode.ExtensionContext, log);
+    disposables.push(ctx);
+    const store = (await ctx.openStore()) as Authority;
+    const others = (['listCaptures', 'launches', 'listTodos', 'receipts', 'verifyChain', 'readReady', 'listSessions'] as const).map((name) =>
+      vi.spyOn(store, name),
+    );
+    const listLeases = store.listLeases.bind(store);
+    const leases = vi.spyOn(store, 'listLeases');
+    ctx.readStatus();
+    expect(await waitFor(() => ctx.activeLeases === 1, 5000)).toBe(true);
+    expect(leases).toHaveBeenCalledTimes(1);
+    for (const spy of others) expect(spy, spy.getMockName()).not.toHaveBeenCalled();
+    expect(ctx.snapshotRead).toBe(false);
+    // A command's refresh while a status read is under way waits for it and reads everything after it.
+    let started!: () => void;
+    const underWay = new Promise<void>((resolve) => (started = resolve));
+    leases.mockClear();
+    leases.mockImplementationOnce(async () => {
+      started();
+      await sleep(300);
+      return listLeases();
+    });
+    ctx.readStatus();
+    await underWay;
+    await ctx.refresh();
+    expect(leases).toHaveBeenCalledTimes(2);
+    expect(ctx.snapshotRead).toBe(true);
+    expect(ctx.todoList.map((todo) => todo.id)).toEqual(['fix-login']);
+    // No database at the configured path: the count is 0, and nothing is created for it.
+    ctx.closeStore();
+    double.configuration = { storePath: `${world.root}/none/turnkeeper.db` };
+    ctx.readStatus();
+    expect(await waitFor(() => ctx.activeLeases === 0, 5000)).toBe(true);
+    expect(existsSync(`${world.root}/none`)).toBe(false);
   });
 });
 
