@@ -2,7 +2,7 @@
 // a clean environment, realistic Codex payloads, and helpers that time real cold processes.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -83,6 +83,41 @@ export function childCpuMs() {
   }
 }
 
+/** The fields of /proc/<pid>/stat after the command name: [0] state, [1] ppid, [11] utime, [12] stime, [13] cutime, [14] cstime. */
+function procStat(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
+/** The live children of `pid` (from every /proc/<n>/stat): { pid, state, ticks (utime+stime+cutime+cstime) }. */
+export function childrenOf(pid) {
+  const out = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    let fields;
+    try {
+      fields = procStat(name);
+    } catch {
+      continue; // gone in between
+    }
+    if (Number(fields[1]) === pid) out.push({ pid: Number(name), state: fields[0], ticks: fields.slice(11, 15).reduce((a, b) => a + Number(b), 0) });
+  }
+  return out;
+}
+
+/**
+ * CPU time (user + sys, ms) spent so far by the process `pid` and its children: its own utime+stime,
+ * the cutime+cstime of the children it has reaped, and the utime+stime(+their reaped children's) of
+ * the live ones. For a PostgreSQL postmaster that is the whole server: every backend and background
+ * process is its child. Read while no child exits (a child reaped between the two reads is missed).
+ */
+export function treeCpuMs(pid) {
+  const own = procStat(pid)
+    .slice(11, 15)
+    .reduce((a, b) => a + Number(b), 0);
+  return (own + childrenOf(pid).reduce((sum, child) => sum + child.ticks, 0)) * TICK_MS;
+}
+
 const SPAWN_OPTS = { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 };
 
 /** Runs one cold process and returns its wall time as seen by the parent (fork+exec+run+exit+reap). */
@@ -134,6 +169,68 @@ export function race(inputs, at) {
       child.stdin.end(input);
     });
   });
+}
+
+/**
+ * Waits until every process blocks in read(0, …) (x86-64 syscall 0 on fd 0): loaded, waiting for its
+ * payload (as test/support/teamMachine.ts untilAllReadStdin). Throws if one exits first.
+ */
+async function untilAllReadStdin(pids, timeoutMs = 120_000) {
+  const deadline = Date.now() + timeoutMs;
+  const waiting = (pid) => {
+    let text;
+    try {
+      text = readFileSync(`/proc/${pid}/syscall`, 'utf8');
+    } catch {
+      throw new Error(`hook process ${pid} exited before it read its payload`);
+    }
+    return /^0 0x0 /.test(text);
+  };
+  while (!pids.every(waiting)) {
+    if (Date.now() > deadline) throw new Error(`processes never reached their read of stdin: ${pids.filter((pid) => !waiting(pid)).join(' ')}`);
+    await new Promise((resolvePromise) => setTimeout(resolvePromise, 50));
+  }
+}
+
+/**
+ * A burst of hooks that all receive their payloads at the same moment: every process is started
+ * with its stdin held open and waits in its read of stdin (64 processes starting at once on two
+ * cores would otherwise measure Node's start-up, not the store; on real machines each starts on its
+ * own CPU), then `ready()` runs (a sampler connects), then every payload is written. Each run's `ms`
+ * is from its payload to its 'close' (exit + stdio drained); `wall` from the first payload to the
+ * last close. `at(index)` is where each runs ({ env, cwd }).
+ */
+export async function heldBurst(inputs, at, ready = async () => {}) {
+  const children = inputs.map((_, index) => {
+    const { env, cwd } = at(index);
+    const child = spawn(NODE, [CLI, 'hook'], { env, cwd, stdio: ['pipe', 'pipe', 'pipe'] });
+    const held = { child, stdout: '', stderr: '', releasedAt: undefined };
+    child.stdout.setEncoding('utf8').on('data', (chunk) => (held.stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk) => (held.stderr += chunk));
+    held.done = new Promise((resolvePromise, reject) => {
+      child.on('error', reject);
+      child.on('close', (code) => {
+        const exitedAt = performance.now();
+        resolvePromise({ ms: exitedAt - (held.releasedAt ?? exitedAt), exitedAt, code, stdout: held.stdout, stderr: held.stderr });
+      });
+    });
+    return held;
+  });
+  try {
+    await untilAllReadStdin(children.map((held) => held.child.pid));
+    await ready();
+  } catch (error) {
+    for (const held of children) held.child.kill('SIGKILL');
+    await Promise.allSettled(children.map((held) => held.done));
+    throw error;
+  }
+  const first = performance.now();
+  children.forEach((held, index) => {
+    held.releasedAt = performance.now();
+    held.child.stdin.end(inputs[index]);
+  });
+  const runs = await Promise.all(children.map((held) => held.done));
+  return { runs, wall: Math.max(...runs.map((run) => run.exitedAt)) - first };
 }
 
 export function contextText(stdout) {
