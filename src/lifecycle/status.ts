@@ -50,9 +50,31 @@ export interface StatusSnapshot {
 /** Spec §2 "Proof of life": how long a launched agent has to fire its first hook. */
 export const FIRST_HOOK_DEADLINE_MS = 60_000;
 
+/**
+ * Launches whose agent fired no hook within FIRST_HOOK_DEADLINE_MS, except those a later launch has
+ * answered: a launch of the same agent, or of the same Todo, committed after it whose hooks fired. The
+ * warning is there to say an agent's hooks are skipped (an untrusted hook, a folder not trusted);
+ * once a later launch of that agent reports, or the Todo's work went on through a launch that does,
+ * the old launch has nothing left to say, and the status bar's warning and doctor's problem go away.
+ * Todos are matched by id (a launch receipt names no Goal here).
+ */
 export async function silentLaunches(store: Authority, now: number): Promise<SilentLaunch[]> {
-  return (await store.launches())
-    .filter((launch) => !launch.hooked && now - launch.at > FIRST_HOOK_DEADLINE_MS)
+  const launches = await store.launches();
+  // The seq of the newest launch that fired its hooks, per agent and per Todo.
+  const newest = (key: (launch: (typeof launches)[number]) => string | null): Map<string, number> => {
+    const seqs = new Map<string, number>();
+    for (const launch of launches) {
+      const value = key(launch);
+      if (launch.hooked && value !== null) seqs.set(value, Math.max(seqs.get(value) ?? 0, launch.seq));
+    }
+    return seqs;
+  };
+  const hookedAgent = newest((launch) => launch.agent);
+  const hookedTodo = newest((launch) => launch.todo);
+  const answered = (launch: (typeof launches)[number]): boolean =>
+    (launch.agent !== null && (hookedAgent.get(launch.agent) ?? 0) > launch.seq) || (launch.todo !== null && (hookedTodo.get(launch.todo) ?? 0) > launch.seq);
+  return launches
+    .filter((launch) => !launch.hooked && now - launch.at > FIRST_HOOK_DEADLINE_MS && !answered(launch))
     .map((launch) => ({
       capture: launch.capture,
       todo: launch.todo,

@@ -131,3 +131,38 @@ describe('the receipt chain after a store switch', () => {
     expect(ctx.receipts.find('receipts/chain')).toMatchObject({ label: 'Chain verified', description: '1 receipts' });
   });
 });
+
+describe('the status bar warning for launches whose hooks never fired', () => {
+  it('goes once a later launch of the same agent fired its hooks (control: while none has, it stays)', async () => {
+    const store = await world.store();
+    const long = Date.now() - 60 * 60_000;
+    try {
+      await store.appendReceipt(
+        { kind: 'launch_committed', goal: world.goal, todo: 'fix-login', detail: { start: true, launch: 'l-1', agent: 'codex' } },
+        long,
+      );
+      const ctx = newCtx();
+      const bar = createStatusBar(ctx);
+      try {
+        await ctx.refresh();
+        expect(double.statusBarItems[0]!.text).toBe('$(warning) 0');
+        await store.appendReceipt(
+          { kind: 'launch_committed', goal: world.goal, todo: 'write-docs', detail: { start: true, launch: 'l-2', agent: 'codex' } },
+          long + 1000,
+        );
+        await ctx.refresh();
+        expect(double.statusBarItems[0]!.text).toBe('$(warning) 0');
+        await store.appendReceipt(
+          { kind: 'launch_hooked', goal: world.goal, todo: 'write-docs', owner: 'codex:sess-2', detail: { launch: 'l-2', event: 'SessionStart' } },
+          long + 2000,
+        );
+        await ctx.refresh();
+        expect(double.statusBarItems[0]!.text).toBe('$(lock) 0');
+      } finally {
+        bar.dispose();
+      }
+    } finally {
+      store.close();
+    }
+  });
+});
