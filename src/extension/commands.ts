@@ -119,11 +119,28 @@ async function startTurn(ctx: Ctx, given: string | undefined): Promise<void> {
     if (!picked) return;
     todo = picked.todo;
   }
+  // Every agent is offered, those with Turnkeeper's hooks first; the others say so (docs/decisions.md,
+  // "The extension"). Picking one of them offers the install first: without its hooks the agent's
+  // prompts would claim nothing, and the launch would only end as a warning that its hooks never fired.
+  const installed = new Set(AGENTS.filter((name) => ctx.agentHooksInstalled(name)));
   const agent = await vscode.window.showQuickPick(
-    AGENTS.map((name) => ({ label: name, description: AGENT_NAMES[name], agent: name })),
-    { title: t('Start Turn on {0}: which agent?', todo) },
+    [...AGENTS.filter((name) => installed.has(name)), ...AGENTS.filter((name) => !installed.has(name))].map((name) => ({
+      label: name,
+      description: installed.has(name) ? AGENT_NAMES[name] : t('{0} (hooks not installed: run Install Agent Hooks)', AGENT_NAMES[name]),
+      agent: name,
+    })),
+    {
+      title: t('Start Turn on {0}: which agent?', todo),
+      ...(installed.size === 0 ? { placeHolder: t('No agent has Turnkeeper hooks yet: the one you pick gets them first') } : {}),
+    },
   );
   if (!agent) return;
+  if (!installed.has(agent.agent)) {
+    const install = t('Install Agent Hooks');
+    const detail = t("Without them {0}'s prompts claim nothing and Turnkeeper never hears from it. Install them, then start?", AGENT_NAMES[agent.agent]);
+    if (!(await confirm(t('{0} has no Turnkeeper hooks', AGENT_NAMES[agent.agent]), detail, install))) return;
+    if (!(await installHooks(ctx, agent.agent))) return;
+  }
   // Said here, before any terminal opens; the launch checks again (and the first prompt's claim decides).
   const check = await checkStart(store, workspace, todo, agent.agent, Date.now());
   if (!check.ok) {
@@ -286,18 +303,21 @@ async function verifyReceiptChain(ctx: Ctx): Promise<void> {
   void vscode.window.showErrorMessage(t('Receipt chain broken at receipt #{0}: {1} ({2} breaks in all).', first.seq, first.kind, report.breaks.length));
 }
 
-async function installHooks(ctx: Ctx): Promise<void> {
-  if (!requireTrust(t('install agent hooks'))) return;
-  const agent = await vscode.window.showQuickPick(
-    AGENTS.map((name) => ({ label: name, description: AGENT_NAMES[name] })),
-    { title: t('Install Agent Hooks: which agent?') },
-  );
-  if (!agent) return;
+/** Install Agent Hooks: asks for the agent (unless given: Start Turn's pick) and the scope; true when installed. */
+async function installHooks(ctx: Ctx, given?: Agent): Promise<boolean> {
+  if (!requireTrust(t('install agent hooks'))) return false;
+  const agent = given
+    ? { label: given }
+    : await vscode.window.showQuickPick(
+        AGENTS.map((name) => ({ label: name, description: AGENT_NAMES[name] })),
+        { title: t('Install Agent Hooks: which agent?') },
+      );
+  if (!agent) return false;
   const projectRoot = ctx.checkout;
   const scopes: { label: string; description: string; scope: 'user' | 'project' }[] = [{ label: t('User'), description: t('every repository'), scope: 'user' }];
   if (projectRoot) scopes.push({ label: t('Project'), description: projectRoot, scope: 'project' });
   const scope = await vscode.window.showQuickPick(scopes, { title: t('Install Agent Hooks: where?') });
-  if (!scope) return;
+  if (!scope) return false;
   // The hook runs on this extension host's own runtime, so every process loads the modules shipped here.
   const result = installAgentHooks(
     { agent: agent.label, scope: scope.scope, env: ctx.env, projectRoot: projectRoot ?? ctx.extension.extensionPath },
@@ -311,6 +331,7 @@ async function installHooks(ctx: Ctx): Promise<void> {
   ctx.hooksInstalled = true;
   void vscode.commands.executeCommand('setContext', 'turnkeeper.hooksInstalled', true);
   void vscode.window.showInformationMessage(t('{0} hooks installed in {1}. {2}', agent.label, result.path, result.trustHint));
+  return true;
 }
 
 async function addTodo(ctx: Ctx): Promise<void> {

@@ -57,12 +57,15 @@ export class Ctx implements vscode.Disposable {
   hooksInstalled: boolean | undefined;
 
   private anyHooksInstalled(): boolean {
+    return AGENTS.some((agent) => this.agentHooksInstalled(agent));
+  }
+
+  /** Whether the agent has Turnkeeper's hook at user scope, or at project scope in the workspace's checkout (read now). */
+  agentHooksInstalled(agent: Agent): boolean {
     // Project-scope configs live in the checkout (a folder); the Goal is an id, not a place.
     const projectRoot = this.checkout;
-    return AGENTS.some((agent) =>
-      (['user', 'project'] as const).some((scope) =>
-        scope === 'project' && !projectRoot ? false : agentHooksStatus({ agent, scope, env: this.env, projectRoot: projectRoot ?? '' }).installed,
-      ),
+    return (['user', 'project'] as const).some((scope) =>
+      scope === 'project' && !projectRoot ? false : agentHooksStatus({ agent, scope, env: this.env, projectRoot: projectRoot ?? '' }).installed,
     );
   }
 

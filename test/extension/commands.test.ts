@@ -248,6 +248,21 @@ describe('Start Turn on Todo and the Todos view', () => {
     fx = buildFixtures('tk-ext-start');
   });
   afterAll(() => fx?.cleanup());
+  // The extension host's environment is its process's: the agents' configs live in this world's home,
+  // where Codex has Turnkeeper's hooks (the picker offers the agents with hooks first).
+  const savedEnv = { HOME: process.env.HOME, TURNKEEPER_HOME: process.env.TURNKEEPER_HOME };
+  beforeEach(() => {
+    process.env.HOME = world.env.HOME;
+    process.env.TURNKEEPER_HOME = world.home;
+    const installed = world.cli(['hooks', 'install', '--agent', 'codex', '--scope', 'user']);
+    expect(installed.code, installed.stderr).toBe(0);
+  });
+  afterEach(() => {
+    for (const [key, value] of Object.entries(savedEnv)) {
+      if (value === undefined) delete process.env[key];
+      else process.env[key] = value;
+    }
+  });
 
   const node = (todo: string) => ctx.todos.find(`todo/${world.goal}/${todo}`);
   /** Answers the Todo pick, then the agent pick. */
@@ -365,6 +380,58 @@ describe('Start Turn on Todo and the Todos view', () => {
     } finally {
       process.env.PATH = path;
     }
+  });
+
+  it('the agent pick offers the agents with hooks first and marks the others (control: with none, all are marked)', async () => {
+    let offered: { label: string; description: string }[] = [];
+    const look = (items: { label: string; description: string }[]) => void (offered = items);
+    expect(world.cli(['hooks', 'install', '--agent', 'gemini', '--scope', 'project']).code).toBe(0);
+    double.answers.quickPick.push(look);
+    await run('turnkeeper.startTurn', 'fix-login');
+    expect(offered.map((item) => item.label)).toStrictEqual(['codex', 'gemini', 'claude', 'copilot']);
+    expect(offered.map((item) => item.description)).toStrictEqual([
+      'Codex CLI',
+      'Gemini CLI',
+      'Claude Code (hooks not installed: run Install Agent Hooks)',
+      'Copilot CLI (hooks not installed: run Install Agent Hooks)',
+    ]);
+    // Cancelled: nothing was asked or launched.
+    expect(double.shown).toStrictEqual([]);
+    expect(double.terminals).toHaveLength(0);
+
+    expect(world.cli(['hooks', 'uninstall', '--agent', 'codex', '--scope', 'user']).code).toBe(0);
+    expect(world.cli(['hooks', 'uninstall', '--agent', 'gemini', '--scope', 'project']).code).toBe(0);
+    double.answers.quickPick.push(look);
+    await run('turnkeeper.startTurn', 'fix-login');
+    expect(offered.map((item) => item.label)).toStrictEqual(['codex', 'claude', 'gemini', 'copilot']);
+    expect(offered.every((item) => item.description.endsWith('(hooks not installed: run Install Agent Hooks)'))).toBe(true);
+  });
+
+  it('an agent without hooks is installed before it starts, when the person agrees (cancelled: nothing installed, no terminal)', async () => {
+    expect(world.cli(['todo', 'add', 'Write the docs', '--id', 'write-docs']).code).toBe(0);
+    await ctx.refresh();
+    const claudeHooks = () => ctx.agentHooksInstalled('claude');
+    double.answers.quickPick.push((items: { agent?: string }[]) => items.find((item) => item.agent === 'claude'));
+    double.answers.message.push(undefined);
+    await run('turnkeeper.startTurn', node('write-docs'));
+    expect(double.shown.at(-1)).toMatchObject({ kind: 'warning', text: 'Claude Code has no Turnkeeper hooks', detail: like.stringContaining('claim nothing') });
+    expect(claudeHooks()).toBe(false);
+    expect(double.terminals).toHaveLength(0);
+
+    // Agreed: the scope is asked (user), the hooks are installed, and the start goes on in a terminal.
+    const s = await scene(fx);
+    double.configuration['agents.claude.path'] = s.victim;
+    double.answers.quickPick.push(
+      (items: { agent?: string }[]) => items.find((item) => item.agent === 'claude'),
+      (items: { scope?: string }[]) => items.find((item) => item.scope === 'user'),
+    );
+    double.answers.message.push('Install Agent Hooks');
+    await run('turnkeeper.startTurn', node('write-docs'));
+    expect(claudeHooks()).toBe(true);
+    expect(double.shown.at(-1)).toMatchObject({ kind: 'info', text: like.stringContaining('claude hooks installed') });
+    expect(double.terminals.at(-1)?.name).toBe('Turnkeeper: write-docs (claude)');
+    expect(await waitFor(() => double.terminals.at(-1)!.closed || double.terminals.at(-1)!.output.includes('launch receipt #'), 15_000)).toBe(true);
+    double.terminals.at(-1)!.close();
   });
 
   it('is refused in an untrusted workspace before anything is picked or launched', async () => {
