@@ -10,13 +10,16 @@
 //   environment), a started TUI still claims its own Todo: the hook sees the launch's variables;
 // - two starts one after the other, on two Todos: each claims its own (a daemon that one start's TUI
 //   left behind would hand the first Todo's variables to the second's hooks: [not_live_bound]);
+// - start → prompt → claim → tool call → quit → `turnkeeper resume --interactive` in a terminal: the
+//   tool's change is a drift resume names (and starts nothing), `--accept-drift` resumes the TUI on
+//   its session, whose next prompt is told it still holds the same capture's lease;
 // - control: a plain TUI (`codex`, not through Turnkeeper) does use the shared daemon when one runs,
 //   which is why a launch must not.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { readdirSync, readFileSync, realpathSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { makeWorld, CLI, type World } from '../support/world';
-import { developerTexts, startMockModelServer, type MockModelServer } from '../support/mockModelServer';
+import { developerTexts, shellCallReply, startMockModelServer, textReply, type MockModelServer, type RecordedRequest } from '../support/mockModelServer';
 import { cleanupCodexHome, makeCodexHome, trustAllHooks, writeCodexConfig, type CodexHome } from '../support/codexHarness';
 import { killAll, receiptDocs, runProcess, turnkeeperRun } from '../support/agentHarness';
 import { startTmux, type Tmux } from '../support/tmux';
@@ -24,6 +27,16 @@ import { waitFor } from '../support/waitFor';
 
 const CODEX_SHIM = resolve(__dirname, '../../node_modules/.bin/codex');
 const TUI_READY = /Ask Codex to do anything/;
+const TOOL_PROMPT = 'please run the tool';
+
+/** The model: a shell call for a prompt that asks for the tool (once per such prompt), text otherwise. */
+function modelScript(request: RecordedRequest) {
+  const input = request.body?.input ?? [];
+  const last = [...input].reverse().find((item) => item.type === 'message' && item.role === 'user');
+  const asked = JSON.stringify(last ?? {}).includes(TOOL_PROMPT);
+  const followUp = input.some((item) => item.type === 'function_call_output');
+  return asked && !followUp ? shellCallReply('echo tool-ran > tool-ran.txt') : textReply('ok');
+}
 
 let world: World;
 let codex: CodexHome;
@@ -74,7 +87,7 @@ async function quit(term: Tmux): Promise<void> {
 }
 
 beforeAll(async () => {
-  mock = await startMockModelServer();
+  mock = await startMockModelServer({ script: modelScript });
   world = makeWorld('tk-e2e-tui');
   codex = makeCodexHome({ prefix: 'tk-e2e-tui-codex-', extraEnv: { TURNKEEPER_HOME: world.home, TERM: 'xterm-256color' } });
   env = codex.env;
@@ -84,6 +97,7 @@ beforeAll(async () => {
     ['fix-signup', 'ibis-7730'],
     ['fix-logout', 'kite-3391'],
     ['fix-about', 'moth-6604'],
+    ['fix-tool', 'lynx-2287'],
   ] as const)
     expect((await turnkeeper(['todo', 'add', `Task ${id}`, '--id', id, '--body', `Typed in the TUI (${word}).`])).code).toBe(0);
   expect((await turnkeeper(['hooks', 'install', '--agent', 'codex'])).code).toBe(0);
@@ -144,6 +158,38 @@ describe('the Codex TUI in a terminal, started by turnkeeper start --interactive
       await quit(term);
       for (const pid of daemonPids()) expect(readFileSync(`/proc/${pid}/environ`, 'utf8')).not.toContain('TURNKEEPER_TODO=');
     }
+  });
+
+  it('start → prompt → claim → tool call → quit → resume: drift named first, then the resumed TUI still holds the same capture and lease', async () => {
+    const term = startTui('fix-tool');
+    await term.waitForText(TUI_READY, 60_000);
+    await prompt(term, `${TOOL_PROMPT} for fix-tool`);
+    expect(await waitFor(() => existsSync(join(world.repo, 'tool-ran.txt')), 60_000, 100), term.screen()).toBe(true);
+    await quit(term);
+    const status = JSON.parse((await turnkeeper(['status', '--json'])).stdout) as {
+      leases: { todo: string; capture: string; epoch: number; status: string }[];
+    };
+    const lease = status.leases.find((item) => item.todo === 'fix-tool' && item.status === 'active')!;
+    expect(lease).toBeDefined();
+    expect(presentations().some((text) => text.includes(lease.capture) && text.includes('lynx-2287'))).toBe(true);
+
+    // The tool changed the checkout since the capture: resume says so and how to go on, and starts nothing.
+    const refused = terminal([process.execPath, CLI, 'resume', lease.capture, '--interactive', '--agent-bin', CODEX_SHIM]);
+    await refused.waitForText(/--accept-drift/, 60_000);
+    expect(await waitFor(() => refused.exited(), 10_000, 100)).toBe(true);
+    const resumed = terminal([process.execPath, CLI, 'resume', lease.capture, '--interactive', '--accept-drift', '--agent-bin', CODEX_SHIM]);
+    await resumed.waitForText(TUI_READY, 60_000);
+    await prompt(resumed, 'go on with it');
+    // The resumed conversation already holds the ready capture: its next prompt is told it still holds the lease.
+    const reminded = () =>
+      presentations().some((text) => text.startsWith(`Turnkeeper: Todo fix-tool · capture ${lease.capture}`) && text.includes('still holds the lease'));
+    expect(await waitFor(reminded, 60_000, 100), resumed.screen()).toBe(true);
+    await quit(resumed);
+    const after = JSON.parse((await turnkeeper(['status', '--json'])).stdout) as typeof status;
+    expect(after.leases.filter((item) => item.todo === 'fix-tool' && item.status === 'active')).toMatchObject([{ capture: lease.capture, epoch: lease.epoch }]);
+    const kinds = (await receiptDocs(world)).filter((doc) => doc.todo === 'fix-tool').map((doc) => doc.kind);
+    expect(kinds.filter((kind) => kind === 'launch_committed')).toHaveLength(2);
+    expect(kinds.filter((kind) => kind === 'lease_acquired')).toHaveLength(1);
   });
 
   it('control: a plain codex TUI uses the shared daemon when one runs (why a launch must not)', async () => {

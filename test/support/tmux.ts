@@ -96,7 +96,17 @@ export function startTmux(options: { cwd: string; env: NodeJS.ProcessEnv; comman
         timeoutMs,
         100,
       );
-      if (!shown) throw new Error(`the pane never showed ${pattern}; it shows:\n${last}`);
+      if (!shown) {
+        // What ran in the pane, with each process's state and groups: a stopped agent (T) or one that
+        // is not the terminal's foreground group is the usual reason for a pane that stays empty.
+        let processes = '';
+        try {
+          processes = execFileSync('ps', ['-o', 'pid,ppid,stat,pgid,tpgid,args', '-g', String(display('#{pane_pid}'))], { encoding: 'utf8' });
+        } catch {
+          processes = '(ps found none)';
+        }
+        throw new Error(`the pane never showed ${pattern}; it shows:\n${last}\nits processes:\n${processes}`);
+      }
       return last;
     },
     type(text) {
