@@ -3,6 +3,7 @@
 // docs/recovery.md has one section per code (a test keeps the two in step).
 
 import { TODO_ID_RULE } from './ids';
+import { terminalSafe } from './terminal';
 
 export const REASON_CODES = [
   'lease_held',
@@ -46,6 +47,8 @@ export interface GuidanceFacts {
   readonly command?: string | undefined;
   /** The launch nonce a started agent carries (TURNKEEPER_LAUNCH), when no capture names the launch. */
   readonly launch?: string | undefined;
+  /** Open Todo ids of the Goal close to an unknown one, nearest first (src/core/suggest.ts). */
+  readonly suggestions?: readonly string[] | undefined;
 }
 
 interface ReasonEntry {
@@ -55,9 +58,20 @@ interface ReasonEntry {
   readonly explain: (facts: GuidanceFacts) => string;
   /** The exact command (or action) that recovers. */
   readonly recover: (facts: GuidanceFacts) => string;
+  /**
+   * What the person is told beside the model, in a few words, and the one thing to do (renderNotice
+   * makes it one line). Present for the refusals the hook answers with context; a code without one is
+   * never told to the person by the hook (a block's reason, a CLI's guidance and a denied tool's reason
+   * reach them already, or the model alone needs it).
+   */
+  readonly notice?: (facts: GuidanceFacts) => string;
 }
 
 const q = (value: string | number | undefined, fallback = '<todo>'): string => (value === undefined ? fallback : String(value));
+
+/** `a`, `a or b`, `a, b or c`. */
+const either = (items: readonly string[]): string => (items.length <= 1 ? items.join('') : `${items.slice(0, -1).join(', ')} or ${items.at(-1)!}`);
+const hasSuggestions = (f: GuidanceFacts): f is GuidanceFacts & { suggestions: readonly string[] } => (f.suggestions?.length ?? 0) > 0;
 
 export const REASONS: Readonly<Record<ReasonCode, ReasonEntry>> = {
   lease_held: {
@@ -65,40 +79,52 @@ export const REASONS: Readonly<Record<ReasonCode, ReasonEntry>> = {
     explain: (f) =>
       `Todo ${q(f.todo)} is leased to ${q(f.holder, 'another agent')} (epoch ${q(f.epoch, '?')})${f.checkout ? ` in ${f.checkout}` : ''} until ${q(f.expiresAt, '?')}. This turn did not claim it; work on something else or wait.`,
     recover: (f) => `turnkeeper status   # if the holder is gone for good: turnkeeper release ${q(f.todo)} --force --reason "<why>"`,
+    notice: (f) => `Todo ${q(f.todo)} is held by ${q(f.holder, 'another agent')}; nothing was claimed. See: turnkeeper status`,
   },
   lease_expired_hold: {
     conflict: true,
     explain: (f) =>
       `Todo ${q(f.todo)} is still held by ${q(f.holder, 'another agent')} (epoch ${q(f.epoch, '?')})${f.checkout ? ` in ${f.checkout}` : ''}; its lease expired at ${q(f.expiresAt, '?')} but expiry is a hold, not a release. Nothing was taken over automatically.`,
     recover: (f) => `turnkeeper release ${q(f.todo)} --force --reason "take over from ${q(f.holder, 'holder')}"   # then send the prompt again`,
+    notice: (f) =>
+      `Todo ${q(f.todo)} is still held by ${q(f.holder, 'another agent')} (its lease expired); nothing was claimed. Take it over: turnkeeper release ${q(f.todo)} --force --reason "<why>"`,
   },
   no_turn: {
     conflict: false,
     explain: (f) =>
       `The prompt names Todo ${q(f.todo)}, but ${q(f.agent, 'the agent')} gave this hook no Turn id, so no capture can be bound (a claim without a Turn could not be replayed safely).`,
     recover: () => `export TURNKEEPER_TURN=<unique-turn-id>   # or start the agent through Turnkeeper, which sets it`,
+    notice: (f) => `Todo ${q(f.todo)} was not claimed: no Turn id. Start it with: turnkeeper start ${q(f.todo)} --agent ${q(f.agent, '<agent>')}`,
   },
   unknown_todo: {
     conflict: false,
-    explain: (f) => `Todo ${q(f.todo)} does not exist in this workspace.`,
-    recover: (f) => `turnkeeper todo add "<title>" --id ${q(f.todo)}   # or: turnkeeper todo list`,
+    explain: (f) => `Todo ${q(f.todo)} does not exist in this workspace.${hasSuggestions(f) ? ` Did you mean ${either(f.suggestions)}?` : ''}`,
+    recover: (f) =>
+      hasSuggestions(f)
+        ? `send the prompt again with #todo:${f.suggestions[0]!}   # or add it: turnkeeper todo add "<title>" --id ${q(f.todo)}`
+        : `turnkeeper todo add "<title>" --id ${q(f.todo)}   # or: turnkeeper todo list`,
+    notice: (f) =>
+      `No Todo ${q(f.todo)} here; nothing was claimed. ${hasSuggestions(f) ? `Did you mean ${either(f.suggestions.map((id) => `#todo:${id}`))}?` : 'List them: turnkeeper todo list'}`,
   },
   todo_not_open: {
     conflict: false,
     explain: (f) => `Todo ${q(f.todo)} is ${q(f.status, 'not open')}; only open Todos can be claimed.`,
     recover: (f) => `turnkeeper todo reopen ${q(f.todo)}   # if it is not finished after all; or pick an open Todo: turnkeeper todo list`,
+    notice: (f) => `Todo ${q(f.todo)} is ${q(f.status, 'not open')}; nothing was claimed. Reopen it: turnkeeper todo reopen ${q(f.todo)}`,
   },
   session_holds_other: {
     conflict: true,
     explain: (f) =>
       `This session already holds Todo ${q(f.heldTodo)} (capture ${q(f.capture, '?')}, epoch ${q(f.epoch, '?')}); one session works on one Todo at a time, so ${q(f.todo)} was not claimed.`,
     recover: (f) => `turnkeeper todo done ${q(f.heldTodo)}   # or: turnkeeper release ${q(f.heldTodo)} --force --reason "switch"; then prompt again`,
+    notice: (f) => `This session holds Todo ${q(f.heldTodo)}; ${q(f.todo)} was not claimed. Finish it: turnkeeper todo done ${q(f.heldTodo)}`,
   },
   capture_released: {
     conflict: true,
     explain: (f) => `Capture ${q(f.capture, '?')} of Todo ${q(f.todo)} (epoch ${q(f.epoch, '?')}) was released; a released capture never comes back.`,
     recover: (f) =>
       `start a new turn that names #todo:${q(f.todo)} (it acquires a new lease; if the Todo was marked done, first: turnkeeper todo reopen ${q(f.todo)}), or read it: turnkeeper show ${q(f.capture, '<captureId>')}`,
+    notice: (f) => `Capture ${q(f.capture, '?')} of Todo ${q(f.todo)} was released; nothing was claimed. Name #todo:${q(f.todo)} in a new prompt`,
   },
   not_live_bound: {
     conflict: true,
@@ -110,18 +136,24 @@ export const REASONS: Readonly<Record<ReasonCode, ReasonEntry>> = {
       f.capture === undefined && f.launch !== undefined
         ? `unset TURNKEEPER_LAUNCH TURNKEEPER_TODO TURNKEEPER_TURN   # or start it properly: turnkeeper start ${q(f.todo)} --agent ${q(f.agent, '<agent>')}`
         : `unset TURNKEEPER_CAPTURE TURNKEEPER_TURN   # or resume it properly: turnkeeper resume ${q(f.capture, '<captureId>')}`,
+    notice: (f) =>
+      f.capture === undefined && f.launch !== undefined
+        ? `TURNKEEPER_LAUNCH is stale; nothing was claimed. Start it properly: turnkeeper start ${q(f.todo)} --agent ${q(f.agent, '<agent>')}`
+        : `TURNKEEPER_CAPTURE is stale; nothing was claimed. Resume it properly: turnkeeper resume ${q(f.capture, '<captureId>')}`,
   },
   ready_corrupted: {
     conflict: false,
     explain: (f) => `The stored ready capture ${q(f.capture, '?')} no longer matches its digest; it is not re-rendered or re-claimed.`,
     recover: (f) =>
       `turnkeeper verify && turnkeeper show ${q(f.capture, '<captureId>')}   # then: turnkeeper release ${q(f.todo)} --force --reason "ready capture corrupted"`,
+    notice: (f) => `Ready capture ${q(f.capture, '?')} fails its digest and was not presented. Check: turnkeeper verify`,
   },
   store_unavailable: {
     conflict: false,
     explain: (f) =>
       `The Turnkeeper store could not be used (${q(f.detail, 'locked or unreadable')}); nothing was claimed and the prompt goes on without context.`,
     recover: () => `turnkeeper doctor   # then send the prompt again`,
+    notice: () => `The store could not be used; nothing was claimed. Check: turnkeeper doctor`,
   },
   precondition_changed: {
     conflict: false,
@@ -166,6 +198,8 @@ export const REASONS: Readonly<Record<ReasonCode, ReasonEntry>> = {
     explain: (f) =>
       `The prompt says ${q(f.detail, '#todo:…')}, which is not a Todo id, so no Todo was bound and nothing was claimed. A Todo id is ${TODO_ID_RULE}, and the mention is written in lower case: #todo:<id>.`,
     recover: (f) => `turnkeeper todo list   # then send the prompt again with #todo:<id>${f.todo ? ` (perhaps #todo:${f.todo})` : ''}`,
+    notice: (f) =>
+      `${q(f.detail, '#todo:…')} is not a Todo id; nothing was claimed. ${f.todo ? `Did you mean #todo:${f.todo}?` : 'List them: turnkeeper todo list'}`,
   },
   goal_changed: {
     conflict: true,
@@ -173,6 +207,7 @@ export const REASONS: Readonly<Record<ReasonCode, ReasonEntry>> = {
       `This repository (${q(f.checkout, 'this checkout')}) used Goal ${q(f.previousGoal, '?')} until now, but its key now gives Goal ${q(f.goal, '?')} (an origin was added or renamed, or .turnkeeper.json appeared). Nothing was claimed, so the repository is not split into two Goals.`,
     recover: (f) =>
       `turnkeeper goal move --from ${q(f.previousGoal, '<old goal>')}   # carries its Todos, leases and captures to the new Goal; then send the prompt again`,
+    notice: (f) => `This repository's Goal changed; nothing was claimed. Carry it over: turnkeeper goal move --from ${q(f.previousGoal, '<old goal>')}`,
   },
   checkout_missing: {
     conflict: false,
@@ -191,4 +226,14 @@ export const REASONS: Readonly<Record<ReasonCode, ReasonEntry>> = {
 export function renderGuidance(code: ReasonCode, facts: GuidanceFacts): string {
   const entry = REASONS[code];
   return [`Turnkeeper [${code}]: ${entry.explain(facts)}`, `Recover: ${entry.recover(facts)}`, `See docs/recovery.md#${code}`].join('\n');
+}
+
+/**
+ * The person's line for a refusal the model is told about (spec §2 "Output"): `Turnkeeper [<code>]:`,
+ * what happened in a few words and the one thing to do, on one line with nothing a terminal would act
+ * on. Undefined for a code the hook never tells the person about.
+ */
+export function renderNotice(code: ReasonCode, facts: GuidanceFacts): string | undefined {
+  const notice = REASONS[code].notice;
+  return notice === undefined ? undefined : terminalSafe(`Turnkeeper [${code}]: ${notice(facts)}`.replace(/\s+/g, ' '));
 }

@@ -7,7 +7,8 @@ import { buildCapture, type Binding } from '../core/capture';
 import { digestText } from '../core/canonical';
 import { isCaptureId, isLaunchId, isTodoId, isTurnId, malformedTodoMention, ownerOf, todoMentionedIn, type Agent, type Owner } from '../core/ids';
 import { isFenced, isoTime, type Lease } from '../core/lease';
-import { REASONS, renderGuidance, type GuidanceFacts, type ReasonCode } from '../core/reasons';
+import { REASONS, renderGuidance, renderNotice, type GuidanceFacts, type ReasonCode } from '../core/reasons';
+import { nearestTodoIds } from '../core/suggest';
 import { blockOutput, contextOutput, denyToolOutput, type HookOutput } from '../agents/output';
 import { InvalidHookInput, isWriteTool, parseHookInput, type HookEvent } from '../agents/payload';
 import type { Authority, Placement, SessionTouch, StoredReady } from '../store/authority';
@@ -202,10 +203,15 @@ function optionalEnv(env: Env, name: string, valid: (value: string) => boolean):
   return value;
 }
 
+/**
+ * Guidance for the model, and the one-line notice for the person where the agent shows one (spec §2
+ * "Output"). A block needs no notice: its reason is what the agent shows the person instead of a turn.
+ */
 function guidanceOutput(request: HookRequest, env: Env, code: ReasonCode, facts: GuidanceFacts): HookOutput {
-  const text = renderGuidance(code, { agent: request.event.agent, ...facts });
+  const all: GuidanceFacts = { agent: request.event.agent, ...facts };
+  const text = renderGuidance(code, all);
   if (REASONS[code].conflict && request.event.kind === 'prompt' && onConflict(env) === 'block') return blockOutput(request.event.agent, text);
-  return contextOutput(request.event.agent, request.event.eventName, text);
+  return contextOutput(request.event.agent, request.event.eventName, text, renderNotice(code, all));
 }
 
 /** `[invalid_todo_mention]`, quoting what was written and suggesting the id it may have meant. */
@@ -386,7 +392,7 @@ class HookDecider {
         // The claim read (or wrote) the ready capture in its transaction: presented without reading it again.
         return this.present(result.lease.capture, todo, undefined, result.ready);
       case 'unknown_todo':
-        return this.guidance('unknown_todo', { todo });
+        return this.guidance('unknown_todo', { todo, suggestions: await this.nearTodoIds(goal, todo) });
       case 'todo_not_open':
         return this.guidance('todo_not_open', { todo, status: result.status });
       case 'capture_released':
@@ -404,6 +410,24 @@ class HookDecider {
           expiresAt: isoTime(result.holder.expiresAt),
           checkout: result.holderCheckout,
         });
+    }
+  }
+
+  /**
+   * "Did you mean": the Goal's open Todo ids near an unknown one (src/core/suggest.ts). Read only on
+   * this path, after the refused claim; a store that fails the read gives no suggestion, not an error.
+   */
+  private async nearTodoIds(goal: string, todo: string): Promise<string[]> {
+    try {
+      const todos = await this.store.listTodos(goal);
+      return nearestTodoIds(
+        todo,
+        todos.filter((row) => row.status === 'open').map((row) => row.id),
+      );
+    } catch (error) {
+      if (!(error instanceof StoreUnavailableError)) throw error;
+      this.stderr.push(`turnkeeper: no Todo ids to suggest: ${error.message}`);
+      return [];
     }
   }
 

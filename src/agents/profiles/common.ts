@@ -12,7 +12,7 @@ export const CLAUDE_STYLE_EVENTS: Readonly<Record<string, EventKind>> = {
   Stop: 'stop',
 };
 
-/** `{"hookSpecificOutput":{"hookEventName","additionalContext"}}`, nothing else (Codex rejects unknown fields). */
+/** `{"hookSpecificOutput":{"hookEventName","additionalContext"}}`, nothing else in it (Codex rejects unknown fields). */
 export const hookSpecificContext = (eventName: string, text: string): HookOutput => ({
   hookSpecificOutput: { hookEventName: eventName, additionalContext: text },
 });
@@ -25,8 +25,21 @@ const hookSpecificDeny = (eventName: string, text: string): HookOutput => ({
 /** `{"decision":"block","reason"}`: how Codex, Claude Code and Copilot CLI stop a prompt. */
 export const decisionBlock = (text: string): HookOutput => ({ decision: 'block', reason: text });
 
-/** The output of the Codex/Claude dialect: context and tool denials in `hookSpecificOutput`, a prompt stopped by `decision`. */
-export const HOOK_SPECIFIC_OUTPUT: AgentProfile['output'] = { context: hookSpecificContext, block: decisionBlock, denyTool: hookSpecificDeny };
+/**
+ * A top-level `systemMessage`: for the person, not sent to the model; Codex, Claude Code and Gemini
+ * CLI accept it beside any output. Codex 0.171's TUI shows `↳ Hook · <line>` (`codex exec` prints no
+ * hook text at all); `gemini -p` prints `Hook system message: <line>` on stderr; `claude -p` prints it
+ * nowhere (docs/hook-protocol.md, "What the person sees").
+ */
+export const systemMessage = (output: HookOutput, line: string): HookOutput => ({ ...output, systemMessage: line });
+
+/** The output of the Codex/Claude dialect: context and tool denials in `hookSpecificOutput`, a prompt stopped by `decision`, the person told in `systemMessage`. */
+export const HOOK_SPECIFIC_OUTPUT: AgentProfile['output'] = {
+  context: hookSpecificContext,
+  block: decisionBlock,
+  denyTool: hookSpecificDeny,
+  notice: systemMessage,
+};
 
 /** A hook entry that runs `command`, with the timeout in the agent's unit. */
 export const commandEntry = (command: string, timeout: number): Record<string, unknown> => ({ type: 'command', command, timeout });

@@ -65,6 +65,9 @@ export const copilot: AgentProfile = {
     context: (_eventName, text) => ({ additionalContext: text }),
     block: decisionBlock,
     denyTool: (_eventName, text) => ({ permissionDecision: 'deny', permissionDecisionReason: text }),
+    // No notice: no sessionStart or userPromptSubmitted output field of Copilot CLI 1.0.102 reaches the
+    // person (its SDK's hook output types: additionalContext, modifiedPrompt, modifiedConfig,
+    // suppressOutput, decision and reason). Only a blocked prompt's `reason` does, as a warning.
   },
   install: {
     userConfig: (env) => join(copilotHome(env), 'settings.json'),

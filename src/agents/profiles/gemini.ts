@@ -1,7 +1,7 @@
 // Google Gemini CLI (npm @google/gemini-cli 0.61.0; observed in docs/notes/).
 import { join, resolve } from 'node:path';
 import type { AgentProfile, EventKind } from './index';
-import { commandEntry, hookSpecificContext, homeOf, nonEmpty } from './common';
+import { commandEntry, hookSpecificContext, homeOf, nonEmpty, systemMessage } from './common';
 
 const EVENTS: Readonly<Record<string, EventKind>> = {
   SessionStart: 'session_start',
@@ -32,6 +32,7 @@ export const gemini: AgentProfile = {
     context: hookSpecificContext,
     block: (text) => ({ decision: 'deny', reason: text }),
     denyTool: (_eventName, text) => ({ decision: 'deny', reason: text }),
+    notice: systemMessage,
   },
   install: {
     // GEMINI_CLI_HOME stands in for the home directory, so `.gemini` still goes under it.

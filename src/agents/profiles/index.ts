@@ -100,6 +100,11 @@ export interface AgentProfile {
     readonly block: (text: string) => HookOutput;
     /** Denies one tool call (fencing). */
     readonly denyTool: (eventName: string, text: string) => HookOutput;
+    /**
+     * Adds a one-line notice for the person (not the model) to a context output, in the field the
+     * agent shows its user. Absent: the agent has none, and only the model is told.
+     */
+    readonly notice?: (output: HookOutput, line: string) => HookOutput;
   };
 
   readonly install: {
