@@ -140,6 +140,8 @@ describe('Claude Code with Turnkeeper hooks (real binary)', () => {
     expect(text).toContain('[lease_held]');
     expect(text).toContain(`claude:${session}`);
     expect(text).not.toContain(BODY);
+    // The person's line (systemMessage, docs/hook-protocol.md "What the person sees") is not the model's.
+    expect(JSON.stringify(req)).not.toContain('nothing was claimed');
 
     const status = statusOf(world);
     expect(status.leases).toHaveLength(1);

@@ -161,13 +161,18 @@ describe('Gemini CLI with Turnkeeper hooks (real binary)', () => {
   it('a second Gemini session naming the same Todo (with a Turn) gets [lease_held] and claims nothing', async () => {
     const prompt = 'I also want #todo:fix-login';
     const from = mock.requests.length;
-    parseResult('second gemini -p', await gemini(['-p', prompt], { TURNKEEPER_TURN: 'turn-gemini-2' }));
+    const run = await gemini(['-p', prompt], { TURNKEEPER_TURN: 'turn-gemini-2' });
+    parseResult('second gemini -p', run);
     const req = turnRequest(from, prompt);
     expect(req).toBeDefined();
     const text = lastUserText(req!);
     expect(text).toContain('[lease_held]');
     expect(text).toContain(`gemini:${session}`);
     expect(text).not.toContain(BODY);
+    // The person's line (systemMessage, docs/hook-protocol.md "What the person sees"): `gemini -p`
+    // prints it on stderr; the model's request does not carry it.
+    expect(run.stderr).toContain(`Hook system message: Turnkeeper [lease_held]: Todo fix-login is held by gemini:${session}; nothing was claimed.`);
+    expect(JSON.stringify(req)).not.toContain('nothing was claimed');
     const status = statusOf(world);
     expect(status.leases).toHaveLength(1);
     expect(status.leases[0]).toMatchObject({ owner: lease.owner, epoch: 1, status: 'active' });
