@@ -56,8 +56,10 @@ import { hookRoleGrants, PG_MIGRATIONS, PG_SCHEMA_VERSION } from './postgresSche
 
 export interface PostgresOptions {
   readonly url: string;
-  /** Bound on one connection attempt (spec §4: ≤ 2 s): a server that does not answer fails within it. */
+  /** Bound on one connection attempt, TLS and authentication included (hooks: 4 s). */
   readonly connectTimeoutMs?: number;
+  /** Bound on the TCP handshake (spec §4: ≤ 2 s): a server or network that does not answer fails within it. Default: connectTimeoutMs. */
+  readonly answerTimeoutMs?: number;
   /**
    * How long to keep trying while a live server answers that it is busy (connection slots full,
    * starting up): a burst beyond max_connections queues instead of failing. Default 0: one attempt.
@@ -179,9 +181,10 @@ function loadPg(): typeof import('pg') {
 /** Connects one client (no pool: a hook is one short process; the extension keeps one client; `store init` reads a role's grants on one of its own). */
 export async function connectClient(options: PostgresOptions): Promise<Client> {
   const pg = loadPg();
+  const answerMs = options.answerTimeoutMs ?? options.connectTimeoutMs ?? 2000;
   const config: ClientConfig = {
     connectionString: options.url,
-    connectionTimeoutMillis: options.connectTimeoutMs ?? 2000,
+    connectionTimeoutMillis: Math.max(options.connectTimeoutMs ?? 2000, answerMs),
     query_timeout: options.statementTimeoutMs ?? 3000,
     application_name: 'turnkeeper',
   };
@@ -192,6 +195,15 @@ export async function connectClient(options: PostgresOptions): Promise<Client> {
   if (client.password == null) Object.assign(client, { password: (await import('./pgPassword')).pgpassPassword });
   // A server that goes away later must fail the operation in flight, not crash the process.
   client.on('error', () => undefined);
+  // Two bounds: the TCP handshake (a server or network that does not answer at all fails within
+  // answerMs), and the whole connect with TLS and authentication (connectTimeoutMs): a live server
+  // or pooler under a burst answers its SCRAM exchanges late, and is waited for.
+  const stream = (client as unknown as { connection?: { stream?: import('node:net').Socket } }).connection?.stream;
+  let answered = false;
+  stream?.once('connect', () => (answered = true));
+  const noAnswer = setTimeout(() => {
+    if (!answered) stream?.destroy(new Error(`no answer within ${answerMs} ms`));
+  }, answerMs);
   try {
     await client.connect();
     return client;
@@ -200,6 +212,8 @@ export async function connectClient(options: PostgresOptions): Promise<Client> {
     throw new StoreUnavailableError(`cannot connect to the team store ${redactedLocation(options.url)}: ${scrubber(options.url)((error as Error).message)}`, {
       cause: error,
     });
+  } finally {
+    clearTimeout(noAnswer);
   }
 }
 
