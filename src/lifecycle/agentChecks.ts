@@ -111,7 +111,7 @@ function agentBinary(agent: Agent, env: Env): string | undefined {
 }
 
 /** -1, 0 or 1 as dotted version `a` is older than, equal to or newer than `b` (numeric parts). */
-export function compareVersions(a: string, b: string): number {
+function compareVersions(a: string, b: string): number {
   const left = a.split('.').map(Number);
   const right = b.split('.').map(Number);
   for (let i = 0; i < Math.max(left.length, right.length); i++) {
