@@ -39,3 +39,13 @@ export function isLaunchLive(previous: PreviousLaunch): boolean {
   if (previous.boot !== null && boot !== null && previous.boot !== boot) return false;
   return processStart(previous.pid) === previous.pidStart;
 }
+
+/**
+ * What doctor says of a launch whose agent fired no hook: its process still runs here, has exited,
+ * or cannot be told (another machine, or a receipt written before the process facts were recorded).
+ */
+export function launchProcessState(previous: PreviousLaunch): 'running' | 'exited' | 'unknown' {
+  if (previous.pid === null || previous.host === null || previous.pidStart === null) return 'unknown';
+  if (previous.host !== hostname() || (previous.machine !== null && previous.machine !== currentMachine())) return 'unknown';
+  return isLaunchLive(previous) ? 'running' : 'exited';
+}

@@ -21,7 +21,7 @@ import { readShim, shimPath, writeShim } from '../agents/shim';
 import type { Authority, StoreHealth } from '../store/authority';
 import type { ChainReport } from '../core/receipts';
 import { closuresDir, SNAPSHOT_NAME, storePath, treeSize, turnkeeperHome, type Env } from '../store/location';
-import { silentLaunches, type SilentLaunch } from './status';
+import { silentLaunches, type LaunchProcessState, type SilentLaunch } from './status';
 import { clientClock, hookBusyTimeoutMs } from './settings';
 import { agentChecks, strictSyntaxProblem, type AgentCheck } from './agentChecks';
 
@@ -129,6 +129,8 @@ export interface DoctorOptions {
    * on_path check then counts the shim as found.
    */
   readonly shimOnTerminalPath?: boolean;
+  /** Whether a launch's process still runs (the shells pass the launcher's liveness rule); without it, silent launches say no cause. */
+  readonly launchProcessState?: LaunchProcessState;
 }
 
 /** Store health, the receipt chain, the shim, hooks per agent and scope, launches whose hooks never fired. */
@@ -143,6 +145,7 @@ export async function doctorReport(
   let store: DoctorStore = { path: storePath(env), exists: false };
   let sessions: DoctorReport['sessions'] = [];
   let silent: SilentLaunch[] = [];
+  const silentAgents = new Map<number, Agent | undefined>();
   try {
     const authority = await open();
     if (authority) {
@@ -184,14 +187,12 @@ export async function doctorReport(
           lastHookAt: new Date(s.lastHookAt).toISOString(),
           transcriptPath: s.transcriptPath,
         }));
-        silent = await silentLaunches(authority, Date.now());
-        for (const launch of silent) {
-          const agent = (launch.capture ? (await authority.getCapture(launch.capture))?.agent : undefined) ?? (launch.agent as Agent | null) ?? undefined;
-          const what = launch.capture ? launch.capture : `a start of Todo ${launch.todo ?? '?'}`;
-          problems.push(
-            `the agent launched for ${what} at ${launch.committedAt} fired no hook within a minute: its hooks are skipped. ${agent && agent in TRUST_HINT ? TRUST_HINT[agent] : ''}`.trim(),
+        silent = await silentLaunches(authority, Date.now(), options.launchProcessState);
+        for (const launch of silent)
+          silentAgents.set(
+            launch.seq,
+            (launch.capture ? (await authority.getCapture(launch.capture))?.agent : undefined) ?? (launch.agent as Agent | null) ?? undefined,
           );
-        }
       } finally {
         authority.close();
       }
@@ -228,6 +229,9 @@ export async function doctorReport(
     files: hooks.map((item) => ({ ...item, command: scopeCommand(item.agent, item.scope, env) })),
     shimOnTerminalPath: options.shimOnTerminalPath ?? false,
   });
+  // Silent launches by cause, now that the agents' own checks are known: a trust hint only where the
+  // agent's hooks are not known to be trusted.
+  for (const launch of silent) problems.push(silentLaunchProblem(launch, silentAgents.get(launch.seq), checks));
   const all = [...problems, ...checks.filter((check) => check.status === 'problem').map((check) => `${check.detail}${check.fix ? `. Fix: ${check.fix}` : ''}`)];
   return {
     ok: all.length === 0,
@@ -241,6 +245,22 @@ export async function doctorReport(
     problems: all,
     otherProblems: problems,
   };
+}
+
+/** What a person reads of one launch that fired no hook, by what is known of its process. */
+function silentLaunchProblem(launch: SilentLaunch, agent: Agent | undefined, checks: readonly AgentCheck[]): string {
+  const what = `the agent launched for ${launch.capture ?? `a start of Todo ${launch.todo ?? '?'}`} at ${launch.committedAt}`;
+  if (launch.process === 'exited')
+    return `${what} exited without firing a hook: it was quit before its first prompt, or it failed to start (run it by hand to see its error). Nothing to fix if you quit it; this entry goes after a day.`;
+  if (launch.process === 'unknown')
+    return `${what} on ${launch.host ?? 'another machine'} has fired no hook: check it there (turnkeeper doctor on that machine).`;
+  // Codex is the agent whose trust doctor asks of the agent itself (codex_trust rows).
+  const trustRows = checks.filter((check) => check.agent === agent && check.check === 'codex_trust');
+  const trusted = trustRows.length > 0 && trustRows.every((check) => check.status === 'ok');
+  const running = launch.process === 'running' ? ' is still running and' : '';
+  if (trusted)
+    return `${what}${running} has fired no hook within a minute, although its hooks are installed, parse and are trusted: it has not been prompted yet, or it runs its turns somewhere else (a Codex TUI on a shared app-server daemon: Turnkeeper starts and resumes Codex with --no-daemon since this release).`;
+  return `${what}${running} fired no hook within a minute: its hooks are skipped. ${agent && agent in TRUST_HINT ? TRUST_HINT[agent] : ''}`.trim();
 }
 
 /** Snapshots under $TURNKEEPER_HOME/closures (named by a 64-hex digest) and the bytes they and any interrupted copies take. */

@@ -675,6 +675,7 @@ function launchReceiptsOf(rows: { seq: number; doc: string }[]): LaunchReceipt[]
       agent: typeof agent === 'string' ? agent : null,
       launch: typeof launch === 'string' ? launch : null,
       at: Date.parse(doc.at),
+      ...(doc.kind === 'launch_committed' ? { process: previousLaunchOf(row) } : {}),
     });
   }
   return out;

@@ -2,7 +2,7 @@
 import { captureState, type CaptureState } from '../core/capture';
 import { digestTextBulk } from '../core/canonical';
 import { isExpired, isoTime, type Lease } from '../core/lease';
-import type { Authority } from '../store/authority';
+import type { Authority, PreviousLaunch } from '../store/authority';
 
 export interface LeaseView {
   readonly goal: string;
@@ -38,6 +38,10 @@ export interface SilentLaunch {
   readonly launch: string | null;
   readonly seq: number;
   readonly committedAt: string;
+  /** Whether its agent still runs, when the caller could tell (a launch of this machine). */
+  readonly process?: 'running' | 'exited' | 'unknown';
+  /** The machine it was launched on (the receipt's host name). */
+  readonly host?: string | null;
 }
 
 export interface StatusSnapshot {
@@ -58,7 +62,22 @@ export const FIRST_HOOK_DEADLINE_MS = 60_000;
  * the old launch has nothing left to say, and the status bar's warning and doctor's problem go away.
  * Todos are matched by id (a launch receipt names no Goal here).
  */
-export async function silentLaunches(store: Authority, now: number): Promise<SilentLaunch[]> {
+/** How long a silent launch whose process is gone stays listed: long enough to be seen once, then it ages out. */
+export const EXITED_SILENT_LAUNCH_KEPT_MS = 24 * 3600_000;
+
+/**
+ * Whether a launch's process still runs: the launcher's liveness rule (src/launcher/liveness.ts),
+ * passed in by the shells, which may use the launcher; 'unknown' for a process of another machine.
+ */
+export type LaunchProcessState = (launch: PreviousLaunch) => 'running' | 'exited' | 'unknown';
+
+/**
+ * Launches whose agent fired no hook within FIRST_HOOK_DEADLINE_MS. With `processState`, each says
+ * whether its agent still runs (its hooks are being skipped, or it has not been prompted yet) or has
+ * exited (it quit or failed before a first hook: a person quitting a TUI unprompted is not a fault),
+ * and an exited one ages out after EXITED_SILENT_LAUNCH_KEPT_MS.
+ */
+export async function silentLaunches(store: Authority, now: number, processState?: LaunchProcessState): Promise<SilentLaunch[]> {
   const launches = await store.launches();
   // The seq of the newest launch that fired its hooks, per agent and per Todo.
   const newest = (key: (launch: (typeof launches)[number]) => string | null): Map<string, number> => {
@@ -82,7 +101,9 @@ export async function silentLaunches(store: Authority, now: number): Promise<Sil
       launch: launch.launch,
       seq: launch.seq,
       committedAt: isoTime(launch.at),
-    }));
+      ...(processState && launch.process ? { process: processState(launch.process), host: launch.process.host } : {}),
+    }))
+    .filter((launch) => launch.process !== 'exited' || now - Date.parse(launch.committedAt) <= EXITED_SILENT_LAUNCH_KEPT_MS);
 }
 
 /**

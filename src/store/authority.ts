@@ -163,6 +163,8 @@ export interface LaunchReceipt {
   /** The launch nonce the launcher put in the agent's environment (TURNKEEPER_LAUNCH). */
   readonly launch: string | null;
   readonly at: number;
+  /** A `launch_committed` receipt's process facts (pid, host, boot, start time), for liveness. */
+  readonly process?: PreviousLaunch;
 }
 
 export interface ClockSkew {

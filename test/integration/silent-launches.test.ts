@@ -2,7 +2,10 @@
 // warning, the Captures view's mark and doctor's problem. A silent launch stops counting once a later
 // launch of the same agent, or of the same Todo, fired its hooks; each case has its control.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FIRST_HOOK_DEADLINE_MS, silentLaunches } from '../../src/lifecycle/status';
+import { EXITED_SILENT_LAUNCH_KEPT_MS, FIRST_HOOK_DEADLINE_MS, silentLaunches } from '../../src/lifecycle/status';
+import { launchProcessState } from '../../src/launcher/liveness';
+import { hostname } from 'node:os';
+import { readFileSync } from 'node:fs';
 import type { SqliteAuthority } from '../../src/lifecycle/open';
 import { makeWorld, type World } from '../support/world';
 
@@ -18,6 +21,8 @@ afterEach(() => {
 });
 
 const T0 = Date.parse('2026-12-01T10:00:00Z');
+/** Field 22 of /proc/<pid>/stat, as the launcher records it. */
+const processStartOf = (pid: number): string => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[19]!;
 /** Long after every launch's first-hook deadline. */
 const LATER = T0 + 60 * 60_000;
 let launches = 0;
@@ -67,5 +72,53 @@ describe('a silent launch', () => {
     await start('codex', 'fix-login', T0);
     await start('codex', 'fix-login', T0 + 120_000);
     expect(await silent()).toEqual(['codex fix-login', 'codex fix-login']);
+  });
+});
+
+describe('a silent launch by cause (what doctor says of it)', () => {
+  const processFacts = { pid: 4242, host: 'this-host', machine: 'm', boot: 'b', pidStart: '1' };
+  async function startWith(facts: Record<string, string | number>, at: number): Promise<void> {
+    await store.appendReceipt(
+      { kind: 'launch_committed', goal: world.goal, todo: 'fix-login', detail: { start: true, launch: 'launch-p', agent: 'codex', ...facts } },
+      at,
+    );
+  }
+
+  it("names its process state as the launcher's rule says, and an exited one ages out after a day (control: a running one stays)", async () => {
+    await startWith(processFacts, T0);
+    const states: string[] = [];
+    const state = (answer: 'running' | 'exited' | 'unknown') => (launch: { pid: number | null }) => {
+      states.push(String(launch.pid));
+      return answer;
+    };
+    expect(await silentLaunches(store, LATER, state('running'))).toMatchObject([{ process: 'running', host: 'this-host' }]);
+    // The rule was asked about the receipt's own process.
+    expect(states).toEqual(['4242']);
+    expect(await silentLaunches(store, LATER, state('exited'))).toMatchObject([{ process: 'exited' }]);
+    const dayLater = T0 + EXITED_SILENT_LAUNCH_KEPT_MS + 60_000;
+    expect(await silentLaunches(store, dayLater, state('exited'))).toEqual([]);
+    expect(await silentLaunches(store, dayLater, state('running'))).toMatchObject([{ process: 'running' }]);
+    // Without the rule (a reader that cannot see processes) nothing is said of the process, and nothing ages out.
+    expect((await silentLaunches(store, dayLater))[0]).not.toHaveProperty('process');
+  });
+
+  it("the launcher's rule: this machine's dead pid is exited, our own live process is running, another host is unknown", () => {
+    const self = { seq: 1, launch: 'l', pid: process.pid, host: hostname(), machine: null, boot: null, pidStart: processStartOf(process.pid) };
+    expect(launchProcessState(self)).toBe('running');
+    expect(launchProcessState({ ...self, pidStart: '1' })).toBe('exited');
+    expect(launchProcessState({ ...self, host: 'another-host' })).toBe('unknown');
+    expect(launchProcessState({ ...self, pidStart: null })).toBe('unknown');
+  });
+
+  it('doctor: an agent that exited before its first hook is said to have exited, not blamed on trust', async () => {
+    // This machine (no machine id recorded: compared by host name), a pid that is gone.
+    await startWith({ pid: 999_999_999, host: hostname(), boot: 'b', pidStart: '1' }, Date.now() - 10 * 60_000);
+    store.close();
+    const report = JSON.parse(world.cli(['doctor', '--json']).stdout) as { problems: string[]; silentLaunches: { process?: string }[] };
+    expect(report.silentLaunches).toMatchObject([{ process: 'exited' }]);
+    const said = report.problems.find((problem) => problem.includes('launched for a start of Todo fix-login'))!;
+    expect(said).toContain('exited without firing a hook');
+    expect(said).not.toMatch(/trust/i);
+    store = await world.store();
   });
 });

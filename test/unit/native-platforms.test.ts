@@ -53,6 +53,6 @@ describe('the launcher on a platform without a backend', () => {
     expect(loadedAddons().some((path) => path.endsWith('turnkeeper-launcher.node'))).toBe(true); // the control: loading shows
     // The control for attestAgent: with a backend, a missing agent is what it says.
     const { attestAgent } = await import('../../src/launcher/plumbing');
-    expect(await attestAgent('codex', { env: { PATH: '' } })).toMatchObject({ ok: false, reason: 'unsupported_entrypoint' });
+    expect(await attestAgent('codex', { env: { PATH: '' } })).toMatchObject({ ok: false, reason: 'agent_not_found' });
   });
 });
