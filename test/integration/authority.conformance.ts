@@ -68,6 +68,7 @@ export function authorityConformance(name: string, factory: AuthorityFactory): v
         const expired = await a.claim(claimInput('codex:s2', 't1'), T0 + TTL * 1000);
         expect(expired.kind).toBe('lease_expired_hold');
         expect(await a.listLeases()).toHaveLength(1);
+        expect(await a.activeLeaseCount()).toBe(1);
         expect(await a.readReady(input.capture.captureId)).toStrictEqual(first.ready);
         expect(await a.getCapture(input.capture.captureId)).toMatchObject({ canonical: input.capture.canonical, turn: 't1', op: input.capture.op });
       }),
@@ -80,6 +81,7 @@ export function authorityConformance(name: string, factory: AuthorityFactory): v
         await a.setTodoStatus(GOAL, 'fix-login', 'blocked', T0);
         expect(await a.claim(claimInput('codex:s1', 't1'), T0)).toStrictEqual({ kind: 'todo_not_open', status: 'blocked' });
         expect(await a.listLeases()).toHaveLength(0);
+        expect(await a.activeLeaseCount()).toBe(0);
       }),
     );
 
@@ -215,6 +217,8 @@ export function authorityConformance(name: string, factory: AuthorityFactory): v
             agent: null,
             launch: 'launch_00000000000000aa',
             at: T0 + 1,
+            // What the receipt says of its process: none of it here (liveness then says not live).
+            process: { seq: committed.seq, launch: 'launch_00000000000000aa', pid: null, host: null, machine: null, boot: null, pidStart: null },
           },
         ]);
         expect(await a.launches()).toMatchObject([{ launch: 'launch_00000000000000aa', hooked: false }]);
