@@ -22,6 +22,11 @@ export interface HookEvent {
   readonly turn: string | undefined;
   readonly cwd: string;
   readonly transcriptPath: string | undefined;
+  /**
+   * Why a SessionStart fired, as the agent says it (`source`: `startup`, `resume`, `clear`, `compact`,
+   * Copilot's `new`); undefined on other events and when the payload has none.
+   */
+  readonly sessionSource: string | undefined;
   readonly prompt: string | undefined;
   readonly toolName: string | undefined;
 }
@@ -70,6 +75,7 @@ const makeSnakeSchema = () =>
     model: z.nullish(wellFormed(256)),
     permission_mode: z.nullish(wellFormed(256)),
     timestamp: z.nullish(wellFormed(256)),
+    source: z.nullish(wellFormed(256)),
   });
 
 // Copilot CLI under camelCase event names: `timestamp` is milliseconds since the epoch.
@@ -92,6 +98,7 @@ interface Fields {
   readonly session: string;
   readonly cwd: string;
   readonly transcriptPath: string | null | undefined;
+  readonly source: string | null | undefined;
   readonly turnId: string | null | undefined;
   readonly promptId: string | null | undefined;
   readonly prompt: string | null | undefined;
@@ -122,6 +129,7 @@ function fieldsOf(dialect: PayloadDialect, json: unknown): Fields {
       session: p.sessionId,
       cwd: p.cwd,
       transcriptPath: p.transcriptPath,
+      source: p.source,
       turnId: undefined,
       promptId: undefined,
       prompt: p.prompt,
@@ -134,6 +142,7 @@ function fieldsOf(dialect: PayloadDialect, json: unknown): Fields {
     session: p.session_id,
     cwd: p.cwd,
     transcriptPath: p.transcript_path,
+    source: p.source,
     turnId: p.turn_id,
     promptId: p.prompt_id,
     prompt: p.prompt,
@@ -187,6 +196,7 @@ export function parseHookInput(raw: string | Buffer, forcedAgent?: Agent, contex
     turn: kind === 'session_start' ? undefined : (payloadTurn ?? undefined),
     cwd: fields.cwd,
     transcriptPath: fields.transcriptPath ?? profile.payload.transcriptFallback?.(fields.session, env),
+    sessionSource: kind === 'session_start' ? (fields.source ?? undefined) : undefined,
     prompt,
     toolName: fields.toolName ?? undefined,
   };

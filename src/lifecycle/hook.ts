@@ -460,12 +460,28 @@ class HookDecider {
       return this.guidance('ready_corrupted', { capture: captureId, todo });
     }
     const { event } = this.request;
-    if (heldEpoch !== undefined && transcriptCarries(event.transcriptPath, captureId)) {
+    if (heldEpoch !== undefined && (transcriptCarries(event.transcriptPath, captureId) || (await this.resumedTranscriptCarries(captureId)))) {
       // Only a prompt can be a retry of the claiming Turn (SessionStart has no Turn): only then is the capture read.
       const sameTurn = event.kind === 'prompt' && this.request.turn !== undefined && (await this.store.getCapture(captureId))?.turn === this.request.turn;
       if (!sameTurn) return contextOutput(this.request.event.agent, this.request.event.eventName, heldReminder(todo, captureId, heldEpoch));
     }
     return contextOutput(this.request.event.agent, this.request.event.eventName, ready.presentation);
+  }
+
+  /**
+   * A SessionStart of a resumed session continues the conversation its earlier events wrote, and some
+   * agents name another file in this payload: Gemini CLI 0.61 fires a headless resume's SessionStart
+   * before it reopens the session, so `transcript_path` is the fresh file of a throwaway chat named by
+   * the current minute (the session's own file only when the resume starts in the minute the session
+   * did). So a resume's SessionStart also checks the transcript this session last reported (read
+   * before this event's touch replaces it). Only `source: "resume"`: after a clear the old file is
+   * no longer the conversation.
+   */
+  private async resumedTranscriptCarries(captureId: string): Promise<boolean> {
+    const { event, owner } = this.request;
+    if (event.kind !== 'session_start' || event.sessionSource !== 'resume') return false;
+    const recorded = (await this.store.getSession(owner))?.transcriptPath ?? undefined;
+    return recorded !== undefined && recorded !== event.transcriptPath && transcriptCarries(recorded, captureId);
   }
 
   /** The first hook event of a launch: proof that the launched agent's hooks fire (doctor checks it). */

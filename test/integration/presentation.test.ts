@@ -1,7 +1,7 @@
 // How often a holder gets the full ready capture (docs/hook-protocol.md, "How often the full capture
 // is presented"): the full stored bytes unless the agent's own transcript already carries them after
 // its last compaction; then one line that names the capture. Each case has its control.
-import { appendFileSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -90,6 +90,63 @@ describe('a holder whose transcript carries the full capture gets a one-line rem
     record(full.split('\n')[0]!);
     record(`Turnkeeper [lease_held]: … ${capture} …`);
     expect(prompt('turn-2')).toBe(full);
+  });
+});
+
+describe('a Gemini CLI resume whose SessionStart names a fresh chat file', () => {
+  // Gemini CLI 0.61 fires a headless resume's SessionStart before it reopens the session: its
+  // transcript_path is a throwaway chat `session-<minute now>-<id8>.jsonl`, the session's own file only
+  // when the resume starts in the minute the session did. Its BeforeAgent then names the session's file.
+  const SESSION_ID = '8830363e-0000-4000-8000-000000000001';
+  const chats = () => join(world.root, 'chats');
+  const chat = (minute: string) => join(chats(), `session-2026-12-01T22-${minute}-${SESSION_ID.slice(0, 8)}.jsonl`);
+  const gemini = (event: string, transcript: string, extra: Record<string, unknown> = {}, env: Record<string, string> = {}) => {
+    const run = world.cli(['hook', '--agent', 'gemini'], {
+      input: JSON.stringify({
+        session_id: SESSION_ID,
+        transcript_path: transcript,
+        cwd: world.repo,
+        hook_event_name: event,
+        timestamp: '2026-12-01T22:29:00.000Z',
+        ...extra,
+      }),
+      env,
+    });
+    expect(run.code, run.stderr).toBe(0);
+    return contextOf(run.stdout);
+  };
+  /** The claiming run: its chat file records the prompt with the hook's context, as Gemini does. */
+  function claimed(): string {
+    mkdirSync(chats(), { recursive: true });
+    writeFileSync(chat('29'), JSON.stringify({ sessionId: SESSION_ID, kind: 'main' }) + '\n');
+    // Gemini payloads carry no Turn: the claiming run names it (TURNKEEPER_TURN); the resumes do not.
+    const full = gemini('BeforeAgent', chat('29'), { prompt: 'please work on #todo:fix-login' }, { TURNKEEPER_TURN: 'turn-gemini-1' })!;
+    expect(full).toMatch(/^Turnkeeper: Todo fix-login · capture cap_[0-9a-f]{24} · epoch 1\n/);
+    appendFileSync(chat('29'), JSON.stringify({ type: 'user', content: [{ text: `<hook_context>${full}</hook_context>` }] }) + '\n');
+    return full;
+  }
+
+  it('the resume a minute later gets the reminder on SessionStart and on BeforeAgent (control: the same minute)', () => {
+    const full = claimed();
+    // A minute later: SessionStart names a new file that holds only the chat's metadata.
+    writeFileSync(chat('30'), JSON.stringify({ sessionId: SESSION_ID, kind: 'main' }) + '\n');
+    const reminder = gemini('SessionStart', chat('30'), { source: 'resume' });
+    expect(reminder).toMatch(/^Turnkeeper: Todo fix-login · capture cap_[0-9a-f]{24} · epoch 1\nThis session still holds the lease/);
+    expect(gemini('BeforeAgent', chat('29'), { prompt: 'continue' })).toBe(reminder);
+    // A second resume, later still: the session's file is the one its last events named.
+    writeFileSync(chat('31'), JSON.stringify({ sessionId: SESSION_ID, kind: 'main' }) + '\n');
+    expect(gemini('SessionStart', chat('31'), { source: 'resume' })).toBe(reminder);
+    // Control: the same minute, where Gemini appends to the session's own file.
+    expect(gemini('SessionStart', chat('29'), { source: 'resume' })).toBe(reminder);
+    expect(full).not.toBe(reminder);
+  });
+
+  it('only a resume: a cleared chat, a fresh startup or no source in a new file gets the full bytes', () => {
+    const full = claimed();
+    writeFileSync(chat('30'), JSON.stringify({ sessionId: SESSION_ID, kind: 'main' }) + '\n');
+    expect(gemini('SessionStart', chat('30'), { source: 'clear' })).toBe(full);
+    expect(gemini('SessionStart', chat('30'), { source: 'startup' })).toBe(full);
+    expect(gemini('SessionStart', chat('30'))).toBe(full);
   });
 });
 
