@@ -627,6 +627,7 @@ export class Ledger implements Authority {
   getSession = (owner: Owner) => this.rows.getSession(owner);
   listSessions = () => this.rows.listSessions();
   listLeases = () => this.rows.listLeases();
+  activeLeaseCount = () => this.rows.activeLeaseCount();
   listCaptures = () => this.rows.listCaptures();
   receipts = (page: { beforeSeq?: number | undefined; limit: number }) => this.rows.receipts(page);
   verifyChain = (after?: { seq: number; hash: string }) => this.rows.verifyChain(after);

@@ -110,10 +110,9 @@ export async function silentLaunches(store: Authority, now: number, processState
  * The number of active leases, for the editor's status bar, which shows it from the window's start,
  * before any view reads the snapshot (docs/decisions.md, "The extension"). Nothing else is read.
  */
-export async function activeLeaseCount(store: Authority): Promise<number> {
-  // TODO(store): one indexed query, `activeLeases()` (WHERE status = 'active', the partial index
-  // leases_one_active_per_owner), once the row port has it; until then the leases table alone.
-  return (await store.listLeases()).filter((lease) => lease.status === 'active').length;
+export function activeLeaseCount(store: Authority): Promise<number> {
+  // One count over the partial index leases_one_active_per_owner (WHERE status = 'active').
+  return store.activeLeaseCount();
 }
 
 export const leaseView = (lease: Lease, checkout?: string): LeaseView => ({

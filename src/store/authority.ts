@@ -290,6 +290,8 @@ export interface Authority {
   listSessions(): Promise<SessionRecord[]>;
 
   listLeases(): Promise<Lease[]>;
+  /** How many leases are active (the editor's status bar, before any view reads the rest): one indexed count. */
+  activeLeaseCount(): Promise<number>;
   listCaptures(): Promise<StoredCapture[]>;
   /** Newest first, `limit` rows with seq < `beforeSeq` (all when undefined). */
   receipts(page: { beforeSeq?: number | undefined; limit: number }): Promise<ReceiptRow[]>;

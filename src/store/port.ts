@@ -115,6 +115,8 @@ export interface StorePort {
   getSession(owner: Owner): Promise<SessionRecord | undefined>;
   listSessions(): Promise<SessionRecord[]>;
   listLeases(): Promise<Lease[]>;
+  /** How many leases are active: one count over the partial index `leases_one_active_per_owner`. */
+  activeLeaseCount(): Promise<number>;
   listCaptures(): Promise<StoredCapture[]>;
   receipts(page: { beforeSeq?: number | undefined; limit: number }): Promise<ReceiptRow[]>;
   /** Walks the chain in one snapshot (and compares the store's anchor, where it has one). */

@@ -930,6 +930,11 @@ export class PostgresStore implements StorePort {
     );
   }
 
+  activeLeaseCount(): Promise<number> {
+    // An index-only scan of the partial index leases_one_active_per_owner.
+    return this.read(async () => (await this.q<{ n: number }>("SELECT COUNT(*)::int4 AS n FROM turnkeeper.leases WHERE status = 'active'")).rows[0]!.n);
+  }
+
   listCaptures(): Promise<StoredCapture[]> {
     return this.read(async () =>
       (await this.q('SELECT * FROM turnkeeper.captures ORDER BY created_at DESC, id')).rows.map((row) => toCapture(row as CaptureRowRaw)),

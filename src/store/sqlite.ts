@@ -587,6 +587,11 @@ export class SqliteStore implements StorePort {
     return this.read(() => (this.sql(`SELECT ${LEASE_COLUMNS} FROM leases ORDER BY acquired_at DESC, epoch DESC`).all() as LeaseRowRaw[]).map(toLease));
   }
 
+  activeLeaseCount(): Promise<number> {
+    // SCAN leases USING COVERING INDEX leases_one_active_per_owner: the active rows only.
+    return this.read(() => (this.sql("SELECT COUNT(*) AS n FROM leases WHERE status = 'active'").get() as { n: number }).n);
+  }
+
   listCaptures(): Promise<StoredCapture[]> {
     return this.read(() => (this.sql('SELECT * FROM captures ORDER BY created_at DESC, id').all() as CaptureRowRaw[]).map(toCapture));
   }
