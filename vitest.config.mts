@@ -11,6 +11,8 @@ const SERIAL = [
   'test/integration/postgres-faults.test.ts',
   // 64 hook processes from eight "machines" through PgBouncer (a pool of 4), and the change feed's timing.
   'test/integration/postgres-pooler.test.ts',
+  // The same burst straight to the server, once with connection slots too few for it.
+  'test/integration/postgres-burst.test.ts',
   // A clone, npm run demo, npm pack and a global install from a loopback registry: minutes of both cores.
   'test/integration/newcomer.test.ts',
   // A server crashed and restarted, and latencies measured against 1 s windows: load beside it skews them.

@@ -13,7 +13,8 @@
 //   verify) through a pool of 2 server connections, which the server never sees exceeded;
 // - a burst: 64 hooks from 8 machines at once through a pool of 4, half on one Todo and half on a Todo
 //   each: every hook answers, no [store_unavailable], one holder per Todo, a verifying chain, and the
-//   server never holds more than 4 connections of the hooks' role;
+//   server never holds more than 4 connections of the hooks' role (the burst is test/support/burst.ts,
+//   which postgres-burst.test.ts sends straight to the server);
 // - the change feed through the bouncer: LISTEN is accepted, but its registration stays on whichever
 //   server connection ran it; a NOTIFY reaches that connection while no client is linked to it (the
 //   bouncer drops it and logs a warning) or while another client is (that client gets it). The
@@ -27,10 +28,11 @@ import { performance } from 'node:perf_hooks';
 import { buildSync } from 'esbuild';
 import pg from 'pg';
 import type { ReceiptDocument } from '../../src/core/receipts';
-import { CLI, contextOf } from '../support/world';
+import { contextOf } from '../support/world';
 import { pgEnv, usePostgres } from '../support/postgres';
 import { startPgBouncer, usePgBouncer, type PgBouncer } from '../support/pgbouncer';
-import { makeMachine, makeUpstream, untilAllReadStdin, type TeamMachine } from '../support/teamMachine';
+import { makeUpstream } from '../support/teamMachine';
+import { BURST_HOOKS, codexPrompt, outcome, runBurst, sampleConnections, spawnMachine, type ConnectionSampler, type Machine } from '../support/burst';
 import { waitFor } from '../support/waitFor';
 import { openAuthority } from '../../src/lifecycle/open';
 import type { Authority } from '../../src/store/authority';
@@ -63,108 +65,14 @@ afterAll(() => {
   if (root) rmSync(root, { recursive: true, force: true });
 });
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  /** From the payload (stdin end) to exit. */
-  ms: number;
-  exitedAt: number;
-}
-interface Machine extends TeamMachine {
-  readonly name: string;
-  run(args: string[], input?: string): Promise<Run>;
-  /** Starts `args` with stdin held open: `release` writes `input`, ends stdin and starts the clock. */
-  start(args: string[]): { pid: number; release(input: string): void; done: Promise<Run> };
-}
-
 /** A machine (its own HOME, TURNKEEPER_HOME and clone of the one repository) whose store is `store`. */
-function machine(name: string, store: string): Machine {
-  const made = makeMachine(join(root, name), { store, origin: ORIGIN, upstream });
-  const start = (args: string[]) => {
-    let started = performance.now();
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: made.checkout, env: made.env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    const done = new Promise<Run>((resolvePromise, reject) => {
-      child.on('error', reject);
-      child.on('close', (code) => {
-        const exitedAt = performance.now();
-        resolvePromise({ code, stdout, stderr, ms: Math.round(exitedAt - started), exitedAt });
-      });
-    });
-    return {
-      pid: child.pid!,
-      release(input: string) {
-        started = performance.now();
-        child.stdin.end(input);
-      },
-      done,
-    };
-  };
-  return {
-    ...made,
-    name,
-    start,
-    run(args, input = '') {
-      const child = start(args);
-      child.release(input);
-      return child.done;
-    },
-  };
-}
+const machine = (name: string, store: string): Machine => spawnMachine(join(root, name), name, { store, origin: ORIGIN, upstream });
 
-/** A Codex UserPromptSubmit payload from `m` (as postgres-machines.test.ts sends). */
-const codexPrompt = (m: Machine, session: string, turn: string, prompt: string): string =>
-  JSON.stringify({
-    session_id: session,
-    turn_id: turn,
-    transcript_path: join(m.userHome, `${session}.jsonl`),
-    cwd: m.checkout,
-    hook_event_name: 'UserPromptSubmit',
-    model: 'gpt-test',
-    permission_mode: 'default',
-    prompt,
-  });
-
-/** What a hook answered: a claim (the ready capture), a reason code, or nothing. */
-function outcome(run: Run): string {
-  const text = contextOf(run.stdout) ?? '';
-  if (text.startsWith('Turnkeeper: Todo ')) return 'claimed';
-  return /\[([a-z_]+)\]/.exec(text)?.[1] ?? (text === '' ? 'nothing' : 'other');
-}
-
-/**
- * Samples the server's count of the hooks' backends in `database` (pg_stat_activity, a direct
- * connection) every few ms until stop(): the peak, and how many samples it rests on.
- */
-function sampleServerConnections(bouncer: PgBouncer, database: string): { stop(): Promise<{ peak: number; samples: number; errors: string[] }> } {
-  let stopped = false;
-  let peak = 0;
-  let samples = 0;
-  const errors: string[] = [];
-  const loop = (async () => {
-    while (!stopped) {
-      try {
-        peak = Math.max(peak, await bouncer.serverConnections({ database }));
-        samples += 1;
-      } catch (error) {
-        errors.push((error as Error).message);
-        if (errors.length > 5) return;
-      }
-      await new Promise((resolvePromise) => setTimeout(resolvePromise, 5));
-    }
-  })();
-  return {
-    async stop() {
-      stopped = true;
-      await loop;
-      return { peak, samples, errors };
-    },
-  };
-}
+/** The server's count of the hooks' backends in `database` (pg_stat_activity, over the bouncer's direct connection). */
+const bouncerBackends = (bouncer: PgBouncer, database: string): ConnectionSampler => ({
+  source: 'pg_stat_activity',
+  count: () => bouncer.serverConnections({ database }),
+});
 
 /** An authority on the server itself, as tk_admin (never through a bouncer, never as the hooks' role). */
 async function onServer<T>(database: string, work: (authority: Authority) => Promise<T>): Promise<T> {
@@ -347,7 +255,7 @@ describe('the CLI through a transaction-mode pool of 2', () => {
     await storeInitDirect('ops');
     const a = machine('ops-a', pooled(bouncer, 'ops'));
     const b = machine('ops-b', pooled(bouncer, 'ops'));
-    const sampler = sampleServerConnections(bouncer, 'ops');
+    const sampler = sampleConnections(bouncerBackends(bouncer, 'ops'));
     try {
       const add = await a.run(['todo', 'add', 'Fix login', '--id', 'fix-login', '--body', 'The form rejects valid passwords.']);
       expect(add.code, add.stderr).toBe(0);
@@ -407,108 +315,36 @@ describe('the CLI through a transaction-mode pool of 2', () => {
 });
 
 describe('a burst through a transaction-mode pool of 4', () => {
-  const MACHINES = 8;
-  const HOOKS = 64;
-  const SHARED = 'shared-todo';
-  const solo = (k: number): string => `solo-${String(k).padStart(2, '0')}`;
-
   it('64 hooks from 8 machines, half on one Todo and half on a Todo each: every hook answers, no [store_unavailable], one holder per Todo, ≤ 4 server connections', async () => {
     const bouncer = pool4();
     expect(bouncer.poolSize).toBe(4);
     await storeInitDirect('burst');
-    const machines = Array.from({ length: MACHINES }, (_, i) => machine(`burst-${i}`, pooled(bouncer, 'burst')));
-    const todos = [SHARED, ...Array.from({ length: HOOKS / 2 }, (_, k) => solo(k))];
-    // Todos added through the bouncer, eight machines at a time.
-    for (let at = 0; at < todos.length; at += MACHINES) {
-      const adds = await Promise.all(todos.slice(at, at + MACHINES).map((id, i) => machines[i]!.run(['todo', 'add', `Task ${id}`, '--id', id])));
-      for (const add of adds) expect(add.code, add.stderr).toBe(0);
-    }
-    // Machines that have used Turnkeeper before: each has run a command (its compile cache is warm).
-    for (const m of machines) expect((await m.run(['verify', '--json'])).code).toBe(0);
-
-    // Even k: the shared Todo; odd k: a Todo of its own.
-    const hooks = Array.from({ length: HOOKS }, (_, k) => {
-      const m = machines[k % MACHINES]!;
-      const todo = k % 2 === 0 ? SHARED : solo((k - 1) / 2);
-      return { m, k, todo, session: `${m.name}-hook-${k}`, child: m.start(['hook']) };
+    let held = 0;
+    const { summary, peak } = await runBurst({
+      root,
+      upstream,
+      origin: ORIGIN,
+      prefix: 'burst',
+      stores: pooled(bouncer, 'burst'),
+      adminUrl: server().url('burst'),
+      via: `through PgBouncer (transaction mode, pool ${bouncer.poolSize})`,
+      connections: bouncerBackends(bouncer, 'burst'),
+      async around() {
+        const statsOf = async () => (await bouncer.show('STATS')).find((row) => row.database === 'burst')!;
+        const statsBefore = await statsOf();
+        return async () => {
+          const pool = (await bouncer.show('POOLS')).find((row) => row.database === 'burst' && row.user === APP)!;
+          const statsAfter = await statsOf();
+          const during = (key: string) => Number(statsAfter[key]) - Number(statsBefore[key]);
+          held = ['sv_active', 'sv_idle', 'sv_used', 'sv_tested', 'sv_login'].reduce((sum, key) => sum + Number(pool[key]), 0);
+          return (
+            `${held} in the bouncer's pool after; ` +
+            `through the bouncer during the burst: ${during('total_xact_count')} transactions, ${during('total_query_count')} queries, ` +
+            `clients waited ${Math.round(during('total_wait_time') / 1000)} ms in all for a server connection (${Math.round(during('total_wait_time') / 1000 / BURST_HOOKS)} ms a hook)`
+          );
+        };
+      },
     });
-    await untilAllReadStdin(hooks.map((h) => h.child.pid));
-    const statsOf = async () => (await bouncer.show('STATS')).find((row) => row.database === 'burst')!;
-    const statsBefore = await statsOf();
-    const sampler = sampleServerConnections(bouncer, 'burst');
-    const started = performance.now();
-    for (const h of hooks) h.child.release(codexPrompt(h.m, h.session, 'turn-1', `please work on #todo:${h.todo}`));
-    const runs = await Promise.all(hooks.map((h) => h.child.done));
-    const wall = Math.round(performance.now() - started);
-    const { peak, samples, errors } = await sampler.stop();
-
-    const outcomes = runs.map(outcome);
-    const count = (list: string[]) => list.reduce<Record<string, number>>((acc, o) => ({ ...acc, [o]: (acc[o] ?? 0) + 1 }), {});
-    const shared = count(outcomes.filter((_, k) => hooks[k]!.todo === SHARED));
-    const own = count(outcomes.filter((_, k) => hooks[k]!.todo !== SHARED));
-    const times = runs.map((r) => r.ms).sort((x, y) => x - y);
-    const pool = (await bouncer.show('POOLS')).find((row) => row.database === 'burst' && row.user === APP)!;
-    const statsAfter = await statsOf();
-    const during = (key: string) => Number(statsAfter[key]) - Number(statsBefore[key]);
-    const held = ['sv_active', 'sv_idle', 'sv_used', 'sv_tested', 'sv_login'].reduce((sum, key) => sum + Number(pool[key]), 0);
-    const summary =
-      `burst of ${HOOKS} hooks from ${MACHINES} machines through PgBouncer (transaction mode, pool ${bouncer.poolSize}): ` +
-      `wall ${wall} ms; per hook slowest ${times.at(-1)} ms, median ${times[HOOKS / 2]} ms, fastest ${times[0]} ms; ` +
-      `shared Todo ${JSON.stringify(shared)}, own Todos ${JSON.stringify(own)}; ` +
-      `server connections: peak ${peak} in ${samples} samples (pg_stat_activity), ${held} in the bouncer's pool after; ` +
-      `through the bouncer during the burst: ${during('total_xact_count')} transactions, ${during('total_query_count')} queries, ` +
-      `clients waited ${Math.round(during('total_wait_time') / 1000)} ms in all for a server connection (${Math.round(during('total_wait_time') / 1000 / HOOKS)} ms a hook)`;
-    console.log(summary);
-    const failures = runs
-      .map((r, k) => ({
-        k,
-        session: hooks[k]!.session,
-        todo: hooks[k]!.todo,
-        outcome: outcomes[k],
-        ms: r.ms,
-        code: r.code,
-        context: contextOf(r.stdout),
-        stderr: r.stderr.trim(),
-      }))
-      .filter((f) => f.code !== 0 || !['claimed', 'lease_held'].includes(f.outcome!) || f.stderr !== '');
-    const failed = failures.length ? `\nhooks that did not claim or get [lease_held]:\n${failures.map((f) => JSON.stringify(f)).join('\n')}` : '';
-    if (failed) console.log(failed);
-
-    expect(
-      runs.map((r) => r.code),
-      summary + failed,
-    ).toStrictEqual(Array(HOOKS).fill(0));
-    for (const run of runs) expect(run.stderr).not.toMatch(/internal error/i);
-    // Every hook answered: a claim, [lease_held] or guidance; never nothing, never [store_unavailable].
-    expect(
-      outcomes.filter((o) => o === 'nothing' || o === 'other'),
-      summary + failed,
-    ).toStrictEqual([]);
-    expect(
-      outcomes.filter((o) => o === 'store_unavailable'),
-      summary + failed,
-    ).toStrictEqual([]);
-    expect(shared, summary).toStrictEqual({ claimed: 1, lease_held: HOOKS / 2 - 1 });
-    expect(own, summary).toStrictEqual({ claimed: HOOKS / 2 });
-
-    // One holder per Todo, and the shared Todo's holder is the one hook that claimed it.
-    const leases = await onServer('burst', (a) => a.listLeases());
-    const active = leases.filter((lease) => lease.status === 'active');
-    expect(new Set(active.map((lease) => lease.todo)).size).toBe(active.length);
-    expect(active.map((lease) => lease.todo).sort()).toStrictEqual([...todos].sort());
-    const winner = hooks.find((h, k) => h.todo === SHARED && outcomes[k] === 'claimed')!;
-    expect(active.find((lease) => lease.todo === SHARED)).toMatchObject({ owner: `codex:${winner.session}`, epoch: 1 });
-    for (const [k, h] of hooks.entries())
-      if (h.todo !== SHARED) expect(active.find((lease) => lease.todo === h.todo)?.owner, `hook ${k}`).toBe(`codex:${h.session}`);
-
-    for (const m of machines) {
-      const verify = await m.run(['verify', '--json']);
-      expect(verify.code, verify.stderr).toBe(0);
-      expect(JSON.parse(verify.stdout)).toMatchObject({ ok: true, breaks: [] });
-    }
-    expect(times.at(-1), summary).toBeLessThan(15_000); // the hook timeout Turnkeeper installs
-    expect(errors).toStrictEqual([]);
-    expect(samples).toBeGreaterThan(10);
     // Control: the burst filled the pool (the bound, not a light load, kept the count down), and the
     // sampler saw connections.
     expect(held, summary).toBe(bouncer.poolSize);
