@@ -75,7 +75,7 @@ export async function openAuthority(env: Env, options: AuthorityOptions): Promis
     // Bounded for hooks (spec §4, docs/team.md "Bounds"): a server that does not answer (no TCP
     // handshake) fails the connect within 2 s; one that answers gets 4 s for TLS and authentication
     // (a burst's SCRAM exchanges queue on the server or the pooler); a live server that says it is busy (connection slots full) is asked again
-    // for up to 4 s more, so a burst queues (and a write's BEGIN may wait as long for a pooled server
+    // for up to 8 s more, so a burst queues (and a write's BEGIN may wait 4 s for a pooled server
     // connection). A read outside a write gets the busy timeout too: behind a pooler it waits in the
     // pooler's queue for a server connection, which a burst fills. One write transaction, its
     // waits for row locks and its retries included, gets the busy timeout (4 s by default, as a
@@ -87,7 +87,7 @@ export async function openAuthority(env: Env, options: AuthorityOptions): Promis
       url: selection.url,
       answerTimeoutMs: 2000,
       connectTimeoutMs: 4000,
-      connectQueueMs: hook ? 4000 : 10_000,
+      connectQueueMs: hook ? 8000 : 10_000,
       statementTimeoutMs: hook ? Math.max(options.busyTimeoutMs, 1) : 3000,
       transactionTimeoutMs: hook ? Math.max(options.busyTimeoutMs, 1) : 6000,
     });

@@ -236,7 +236,7 @@ async function connectQueued(options: PostgresOptions): Promise<Client> {
       return await connectClient(options);
     } catch (error) {
       const code = ((error as { cause?: { code?: unknown } }).cause?.code ?? '') as string;
-      const pause = Math.min(250, 20 * attempt) * (0.5 + Math.random());
+      const pause = Math.min(500, 40 * attempt) * (0.5 + Math.random());
       if (!SERVER_BUSY.has(code) || performance.now() + pause >= until) throw error;
       await new Promise((resolve) => setTimeout(resolve, pause));
     }
@@ -274,7 +274,7 @@ export async function openPostgresStore(options: PostgresOptions): Promise<Postg
       () => connectQueued(options),
       () => connectClient({ ...options, statementTimeoutMs: 0 }),
       transactionTimeoutMs,
-      options.connectQueueMs || 4000,
+      4000,
     );
   } catch (error) {
     await client.end().catch(() => undefined);
