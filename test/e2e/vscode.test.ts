@@ -37,6 +37,7 @@ int main(int argc, char **argv) {
 }
 `;
 let standInAgent: string;
+let codexHome: string;
 const SETUP_TIMEOUT = 30 * 60_000; // first run installs code-server (minutes)
 
 interface Receipt {
@@ -75,6 +76,11 @@ beforeAll(() => {
   vsix = buildVsix();
   world = makeWorld('tk-vscode');
   standInAgent = join(world.root, 'codex-stand-in');
+  // Codex's hooks installed, as a person has them before Start Turn (which offers to install them
+  // otherwise): the editor's extension host sees them through CODEX_HOME.
+  codexHome = join(world.root, 'codex-home');
+  mkdirSync(codexHome, { recursive: true });
+  expect(world.cli(['hooks', 'install', '--agent', 'codex'], { env: { CODEX_HOME: codexHome } }).code).toBe(0);
   writeFileSync(`${standInAgent}.c`, STAND_IN_SOURCE);
   execFileSync('cc', ['-O2', '-o', standInAgent, `${standInAgent}.c`]);
   cli(['todo', 'add', 'Fix login', '--id', 'fix-login', '--body', 'The login form drops the session cookie.']);
@@ -121,7 +127,7 @@ describe('trusted workspace', () => {
       entry,
       vsix,
       trusted: true,
-      env: { TURNKEEPER_HOME: world.home },
+      env: { TURNKEEPER_HOME: world.home, CODEX_HOME: codexHome },
       settings: QUIET_SETTINGS,
       machineSettings: { 'turnkeeper.agents.codex.path': standInAgent },
     });
@@ -167,7 +173,8 @@ describe('trusted workspace', () => {
     await expect.poll(() => committed().length, { timeout: 30_000 }).toBe(before + 1);
     const seq = committed()[0]!.seq;
     // The terminal names the receipt the store holds, then the agent runs on its own session.
-    const terminal = await workbench.waitForTerminalText(new RegExp(`launch receipt #${seq} committed[\\s\\S]*stand-in codex: resume sess-a`));
+    // (Codex's interactive resume runs on its embedded app server: --no-daemon, src/agents/profiles/codex.ts.)
+    const terminal = await workbench.waitForTerminalText(new RegExp(`launch receipt #${seq} committed[\\s\\S]*stand-in codex: resume --no-daemon sess-a`));
     expect(terminal).toContain('codex is running');
     await workbench.waitForRow('Receipts', `#${seq} launch_committed`, 15_000);
     await page.screenshot({ path: join(IMAGES, 'resume.png') });

@@ -36,6 +36,8 @@ import { BURST_HOOKS, codexPrompt, outcome, runBurst, sampleConnections, spawnMa
 import { waitFor } from '../support/waitFor';
 import { openAuthority } from '../../src/lifecycle/open';
 import type { Authority } from '../../src/store/authority';
+import type { FeedMode } from '../../src/store/port';
+import { like } from '../support/matchers';
 
 const server = usePostgres({ beforeAll, afterAll });
 /** The hooks' role: the only one that connects through the bouncers (tk_admin checks the server directly). */
@@ -406,13 +408,19 @@ describe('the change feed (LISTEN/NOTIFY) through a transaction-mode bouncer', (
     }
   });
 
-  async function followerSees(url: string): Promise<{ events: { seq: number | undefined; at: number }[]; claimedAt: number; head: number; startedAt: number }> {
+  async function followerSees(
+    url: string,
+  ): Promise<{ events: { seq: number | undefined; at: number }[]; modes: FeedMode[]; claimedAt: number; head: number; startedAt: number }> {
     const editorHome = join(root, `editor-${Math.random().toString(36).slice(2)}`, 'tkhome');
     mkdirSync(editorHome, { recursive: true });
     const authority = (await openAuthority(pgEnv(url, { TURNKEEPER_HOME: editorHome }), { create: false, busyTimeoutMs: 2000 }))!;
     const events: { seq: number | undefined; at: number }[] = [];
     const startedAt = performance.now();
-    const unfollow = (await authority.follow((seq) => events.push({ seq, at: performance.now() })))!;
+    const modes: FeedMode[] = [];
+    const unfollow = (await authority.follow(
+      (seq) => events.push({ seq, at: performance.now() }),
+      (mode) => modes.push(mode),
+    ))!;
     try {
       const m = machine(`feed-${Math.random().toString(36).slice(2)}`, url);
       const todo = `feed-${Math.random().toString(36).slice(2, 8)}`;
@@ -424,7 +432,7 @@ describe('the change feed (LISTEN/NOTIFY) through a transaction-mode bouncer', (
       expect(head).toBeGreaterThan(before);
       expect(hook.exitedAt - startedAt, 'the claim took too long to tell the feed from the poll').toBeLessThan(POLL_MS - FAST_MS - 500);
       await waitFor(() => events.some((e) => e.seq !== undefined && e.seq >= head), POLL_MS + 2000, 10);
-      return { events, claimedAt: hook.exitedAt, head, startedAt };
+      return { events, modes, claimedAt: hook.exitedAt, head, startedAt };
     } finally {
       unfollow();
       authority.close();
@@ -438,6 +446,8 @@ describe('the change feed (LISTEN/NOTIFY) through a transaction-mode bouncer', (
     expect(straightAt, JSON.stringify(straight.events)).toBeDefined();
     expect(straightAt! - straight.claimedAt).toBeLessThan(FAST_MS);
     expect(straight.events.length).toBeGreaterThan(1);
+    // And the feed says which it is: live straight to the server, polled behind the pooler (with why).
+    expect(straight.modes).toStrictEqual([{ kind: 'listen' }]);
 
     const bouncer = pool2();
     const warningsBefore = bouncer.log().match(/got packet 'A' from server when not linked/g)?.length ?? 0;
@@ -453,5 +463,6 @@ describe('the change feed (LISTEN/NOTIFY) through a transaction-mode bouncer', (
     // Not by NOTIFY: at the poll tick, one report of the head.
     expect(pooledAt! - pooledFeed.startedAt).toBeGreaterThanOrEqual(POLL_MS - 50);
     expect(pooledFeed.events.map((e) => e.seq)).toStrictEqual([pooledFeed.head]);
+    expect(pooledFeed.modes).toStrictEqual([{ kind: 'polling', everyMs: POLL_MS, reason: like.stringContaining('did not come back to its listener') }]);
   });
 });
