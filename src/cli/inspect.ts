@@ -1,15 +1,14 @@
 // Read-mostly commands: `status`, `show`, `verify`, `release`, `receipts`.
 import { digestText } from '../core/canonical';
-import { isCaptureId, isOwner } from '../core/ids';
+import { isCaptureId } from '../core/ids';
 import { isoTime } from '../core/lease';
 import { parseReceipt, type ReceiptDocument } from '../core/receipts';
 import { storePath } from '../store/location';
 import { readAnchor } from '../store/anchor';
 import { statusSnapshot, leaseView } from '../lifecycle/status';
-import { callerOwner, requesterOf } from '../lifecycle/settings';
 import { witnessSentence } from '../lifecycle/checkpoints';
 import type { Authority, ReceiptRow } from '../store/authority';
-import { EXIT, goalFrom, openStore, parse, placementFrom, printJson, todoIdArg, UsageError, type Io } from './io';
+import { EXIT, goalFrom, openStore, parse, placementFrom, printJson, releaseRequester, todoIdArg, UsageError, type Io } from './io';
 
 export async function statusCommand(args: string[], io: Io): Promise<number> {
   const { values } = parse(args, { json: { type: 'boolean' } }, { min: 0, max: 0, usage: 'turnkeeper status [--json]' });
@@ -203,20 +202,9 @@ export async function releaseCommand(args: string[], io: Io): Promise<number> {
   );
   const todo = positionals[0]!;
   todoIdArg(todo, usage);
-  if (values.force && !values.reason?.trim()) throw new UsageError(`--force needs --reason <why>: the reason goes into the receipt\nusage: ${usage}`);
   const goal = goalFrom(io, values.goal);
-  const caller = callerOwner(io.env, values.owner);
-  if (caller && !isOwner(caller.owner)) throw new UsageError(`--owner ${JSON.stringify(caller.owner)} is not <agent>:<session>\nusage: ${usage}`);
+  const request = { goal, todo, ...releaseRequester(io, values, usage) };
   const store = await openStore(io, false);
-  const request = {
-    goal,
-    todo,
-    by: caller?.owner,
-    identifiedBy: caller?.identifiedBy ?? 'unidentified',
-    requester: requesterOf(io.env),
-    force: values.force ?? false,
-    reason: values.reason,
-  } as const;
   const result = store ? await store.release(request, Date.now()) : ({ kind: 'refused', why: 'no_active_lease' } as const);
   store?.close();
   if (result.kind === 'released') {

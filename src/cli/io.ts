@@ -7,7 +7,9 @@ import { openAuthority } from '../lifecycle/open';
 import { placementOf, resolveGoal, type ResolvedGoal } from '../lifecycle/goal';
 import { GoalError } from '../core/goal';
 import { terminalSafe } from '../core/terminal';
-import { isTodoId, TODO_ID_RULE } from '../core/ids';
+import { isOwner, isTodoId, TODO_ID_RULE } from '../core/ids';
+import { callerOwner, requesterOf } from '../lifecycle/settings';
+import type { StatusChangeRequest } from '../store/authority';
 
 export interface Io {
   readonly env: Env;
@@ -33,6 +35,28 @@ export function todoIdArg(id: string, usage?: string): string {
   if (isTodoId(id)) return id;
   const hint = id.toLowerCase() !== id && isTodoId(id.toLowerCase()) ? ` (did you mean ${id.toLowerCase()}?)` : '';
   throw new UsageError(`${JSON.stringify(id)} is not a Todo id${hint}: a Todo id is ${TODO_ID_RULE}${usage ? `\nusage: ${usage}` : ''}`);
+}
+
+/**
+ * Who asks for a lease to be released, and how they were identified, from `--owner`, `--force` and
+ * `--reason` (release, and `todo done` of a held Todo): `--force` needs a reason, which goes into the
+ * receipt; an `--owner` must be `<agent>:<session>`.
+ */
+export function releaseRequester(
+  io: Io,
+  values: { readonly owner?: string | undefined; readonly force?: boolean | undefined; readonly reason?: string | undefined },
+  usage: string,
+): StatusChangeRequest {
+  if (values.force && !values.reason?.trim()) throw new UsageError(`--force needs --reason <why>: the reason goes into the receipt\nusage: ${usage}`);
+  const caller = callerOwner(io.env, values.owner);
+  if (caller && !isOwner(caller.owner)) throw new UsageError(`--owner ${JSON.stringify(caller.owner)} is not <agent>:<session>\nusage: ${usage}`);
+  return {
+    by: caller?.owner,
+    identifiedBy: caller?.identifiedBy ?? 'unidentified',
+    requester: requesterOf(io.env),
+    force: values.force ?? false,
+    reason: values.reason,
+  };
 }
 
 /** parseArgs with usage errors instead of exceptions a user has to decode. */

@@ -1,9 +1,8 @@
 // `turnkeeper todo add|list|done|reopen`
-import { isOwner, todoIdFromTitle } from '../core/ids';
+import { todoIdFromTitle } from '../core/ids';
 import { GoalChangedError, TodoExistsError } from '../store/authority';
-import { callerOwner, requesterOf } from '../lifecycle/settings';
 import { leaseView } from '../lifecycle/status';
-import { EXIT, goalFrom, openStore, parse, placementFrom, printJson, todoIdArg, UsageError, type Io } from './io';
+import { EXIT, goalFrom, openStore, parse, placementFrom, printJson, releaseRequester, todoIdArg, UsageError, type Io } from './io';
 
 export async function todoCommand(args: string[], io: Io): Promise<number> {
   const [sub, ...rest] = args;
@@ -89,18 +88,9 @@ async function todoDone(args: string[], io: Io): Promise<number> {
   );
   const id = positionals[0]!;
   todoIdArg(id, usage);
-  if (values.force && !values.reason?.trim()) throw new UsageError(`--force needs --reason <why>: the reason goes into the receipt\nusage: ${usage}`);
   const goal = goalFrom(io, values.goal);
-  const caller = callerOwner(io.env, values.owner);
-  if (caller && !isOwner(caller.owner)) throw new UsageError(`--owner ${JSON.stringify(caller.owner)} is not <agent>:<session>\nusage: ${usage}`);
+  const request = releaseRequester(io, values, usage);
   const store = await openStore(io, false);
-  const request = {
-    by: caller?.owner,
-    identifiedBy: caller?.identifiedBy ?? 'unidentified',
-    requester: requesterOf(io.env),
-    force: values.force ?? false,
-    reason: values.reason,
-  } as const;
   let result;
   try {
     result = store ? await store.setTodoStatus(goal, id, 'done', Date.now(), request) : undefined;
