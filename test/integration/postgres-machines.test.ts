@@ -6,12 +6,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ReceiptDocument } from '../../src/core/receipts';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CLI, contextOf } from '../support/world';
 import { pgEnv, usePostgres } from '../support/postgres';
-import { filesUnder, makeMachine, makeUpstream } from '../support/teamMachine';
+import { filesUnder, makeMachine, makeUpstream, untilAllReadStdin } from '../support/teamMachine';
 import { openAuthority } from '../../src/lifecycle/open';
 import { resolveGoal } from '../../src/lifecycle/goal';
 
@@ -39,22 +39,6 @@ interface Machine {
 let root: string;
 let store: string;
 const machines: Machine[] = [];
-
-/** Waits until every process blocks in read(0, …) (x86-64 syscall 0 on fd 0): loaded, waiting for its payload. */
-async function untilAllReadStdin(pids: number[]): Promise<void> {
-  const deadline = Date.now() + 90_000;
-  const waiting = (pid: number) => {
-    try {
-      return /^0 0x0 /.test(readFileSync(`/proc/${pid}/syscall`, 'utf8'));
-    } catch {
-      return false;
-    }
-  };
-  while (!pids.every(waiting)) {
-    if (Date.now() > deadline) throw new Error(`hook processes never reached their read of stdin: ${pids.filter((pid) => !waiting(pid)).join(' ')}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 const codexPrompt = (machine: Machine, session: string, turn: string, prompt: string) =>
   JSON.stringify({

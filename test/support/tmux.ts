@@ -7,7 +7,7 @@
 //   await term.type('please fix it\r');
 //   term.kill();
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { waitFor } from './waitFor';
@@ -127,7 +127,7 @@ export function startTmux(options: { cwd: string; env: NodeJS.ProcessEnv; comman
       const pid = Number(display('#{pane_pid}'));
       try {
         // Field 8 of /proc/<pid>/stat (after the comm in parentheses) is tpgid: the tty's foreground group.
-        const stat = execFileSync('cat', [`/proc/${pid}/stat`], { encoding: 'utf8' });
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
         const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
         return Number(fields[5]);
       } catch {
