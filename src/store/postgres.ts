@@ -356,10 +356,10 @@ export class PostgresStore implements StorePort {
    *
    * A transaction-mode pooler (PgBouncer) accepts LISTEN but leaves the registration on a pooled
    * server connection, and the notifications go nowhere (test/integration/postgres-pooler.test.ts). So
-   * a new listener first proves it hears: it NOTIFYs a nonce on a probe channel from the transactional
-   * connection and waits for it. Heard: the feed is live ('listen'). Not heard within FEED_PROBE_MS:
-   * the listener is closed and the head is polled every `pollMs` for the life of this feed
-   * ('polling'). `onMode` is told which, so the editor can say it.
+   * the first listener proves it hears, in the background: it NOTIFYs a nonce on a probe channel from
+   * the transactional connection and waits for it. Heard: the feed is live ('listen'). Not heard within
+   * FEED_PROBE_MS: the listener is closed and the head is polled every `pollMs` for the life of this
+   * feed ('polling'). `onMode` is told which, so the editor can say it.
    *
    * The head known at the start is the baseline: a poll that finds it unchanged calls back nothing.
    * The poll reads through `read()`, so a transactional connection lost with the server is replaced
@@ -377,7 +377,9 @@ export class PostgresStore implements StorePort {
     /** Set once a listener did not hear its own probe: LISTEN does not reach us here; poll only. */
     let deaf = false;
     let probe: { nonce: string; heard: () => void } | undefined;
-    let liveReported = false;
+    /** The first listener's probe: under way, then answered (heard: live; not heard: deaf). */
+    let proving = false;
+    let proven = false;
     const report = (seq: number | undefined): void => {
       if (stopped || seq === lastHead) return;
       lastHead = seq;
@@ -411,21 +413,33 @@ export class PostgresStore implements StorePort {
           void own.end().catch(() => undefined);
         });
         await own.query(`LISTEN turnkeeper; LISTEN ${FEED_PROBE_CHANNEL}`);
-        if (!(await this.hears(own, (pending) => (probe = pending)))) {
-          deaf = true;
-          void own.end().catch(() => undefined);
-          onMode?.({
-            kind: 'polling',
-            everyMs: pollMs,
-            reason: `a NOTIFY sent to ${this.location} did not come back to its listener within ${FEED_PROBE_MS} ms (a transaction-mode pooler in between?)`,
-          });
-          return;
-        }
-        probe = undefined;
         if (stopped) return void own.end().catch(() => undefined);
-        if (!liveReported) onMode?.({ kind: 'listen' });
-        liveReported = true;
         listener = own;
+        // The first listener proves it hears, in the background: follow() (and the editor's first
+        // refresh) does not wait for the probe. Until it answers, the poll runs as always.
+        if (!proven && !proving) {
+          proving = true;
+          void this.hears(own, (pending) => (probe = pending)).then((heard) => {
+            probe = undefined;
+            proving = false;
+            if (stopped) return;
+            if (heard) {
+              proven = true;
+              onMode?.({ kind: 'listen' });
+              return;
+            }
+            // Lost while it waited (a restart): not a verdict; the next listener probes again.
+            if (listener !== own) return;
+            deaf = true;
+            listener = undefined;
+            void own.end().catch(() => undefined);
+            onMode?.({
+              kind: 'polling',
+              everyMs: pollMs,
+              reason: `a NOTIFY sent to ${this.location} did not come back to its listener within ${FEED_PROBE_MS} ms (a transaction-mode pooler in between?)`,
+            });
+          });
+        }
         if (lost) {
           lost = false;
           await check();
