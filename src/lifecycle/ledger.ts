@@ -646,10 +646,13 @@ function historyOf(docsNewestFirst: string[]): HistoryEntry[] {
 
 /** What a `launch_committed` receipt says about its process (pid, host, boot, start time), for the liveness test. */
 function previousLaunchOf(row: { seq: number; doc: string }): PreviousLaunch {
-  const detail = parseReceipt(row.doc)?.detail ?? {};
+  return processOf(row.seq, parseReceipt(row.doc)?.detail);
+}
+
+function processOf(seq: number, detail: Readonly<Record<string, unknown>> = {}): PreviousLaunch {
   const text = (value: unknown) => (typeof value === 'string' ? value : null);
   return {
-    seq: row.seq,
+    seq,
     launch: text(detail.launch),
     pid: typeof detail.pid === 'number' ? detail.pid : null,
     host: text(detail.host),
@@ -676,7 +679,7 @@ function launchReceiptsOf(rows: { seq: number; doc: string }[]): LaunchReceipt[]
       agent: typeof agent === 'string' ? agent : null,
       launch: typeof launch === 'string' ? launch : null,
       at: Date.parse(doc.at),
-      ...(doc.kind === 'launch_committed' ? { process: previousLaunchOf(row) } : {}),
+      ...(doc.kind === 'launch_committed' ? { process: processOf(row.seq, doc.detail) } : {}),
     });
   }
   return out;

@@ -5,16 +5,19 @@
 // - Time: `tx.clock()` is the server's `clock_timestamp()`, so lease times never come from a client.
 // - Concurrency: READ COMMITTED; unique indexes guarantee one active lease per Todo and per Owner. A
 //   write transaction locks the Todo row it decides about (`todo()` is FOR UPDATE) and the chain head
-//   (`chainHead()` is FOR UPDATE, advanced by UPDATE in the same transaction), only for the length of
-//   that transaction: never while an agent works. Lease updates are compare-and-sets on the version
-//   the Ledger planned from, with their row count checked.
+//   (`chainHead()` through `turnkeeper.lock_chain_head()`), only for the length of that transaction:
+//   never while an agent works. Its receipts go to the server in one `turnkeeper.append_receipts`
+//   call, and the database's trigger checks each extends the head and moves it (schema v2). Lease
+//   updates are compare-and-sets on the version the Ledger planned from, with their row count checked.
+// - All or nothing: a statement that fails inside a write ends it (no COMMIT follows; a client-side
+//   timeout drops the connection, so the server rolls back), and a COMMIT answered ROLLBACK fails.
 // - Retries: only serialization failures and deadlocks (40001, 40P01), and a unique violation (23505),
 //   which means another transaction won a race the locks did not cover: the decision is made again
 //   from fresh reads, never replayed blindly.
 // - A connection lost during COMMIT is ambiguous: `AmbiguousCommitError`; the Ledger re-reads and
 //   decides (claims are idempotent per Turn) or reports the outcome unknown.
-// - No advisory locks, no session state (nothing SET at session level, no named statements): safe
-//   behind a transaction-mode pooler. Bounded: connect ≤ 2 s, every statement ≤ the operation timeout.
+// - No advisory locks, no session state (SET LOCAL only, no named statements): safe behind a
+//   transaction-mode pooler. Bounds: docs/team.md "Bounds" (src/lifecycle/open.ts sets them).
 // - Credentials never leave this file: `location` is host:port/database, errors are redacted.
 import type { Client, ClientConfig, QueryConfig, QueryResultRow } from 'pg';
 import { ZERO_DIGEST } from '../core/canonical';

@@ -1,5 +1,6 @@
 // Who may change the receipt chain on a team server. `store init --hook-role` gives the role hooks
-// connect as rows, and receipts SELECT and INSERT only; a trigger refuses UPDATE, DELETE and TRUNCATE
+// connect as rows, receipts SELECT only and the append function (schema v2: the database checks every
+// receipt extends the head, for every role); a trigger refuses UPDATE, DELETE and TRUNCATE
 // of receipts to everyone who uses the tables, the owner and superusers included. What a superuser can
 // still do is switch the trigger off (docs/team.md); verify then names the damage.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -69,7 +70,7 @@ afterAll(() => {
 });
 
 describe('the hook role', () => {
-  it('claims through a real hook: its INSERTs and the chain head work', () => {
+  it('claims through a real hook: its row writes and the append function work', () => {
     const prompt = JSON.stringify({
       session_id: 'role-session',
       turn_id: 'turn-1',
