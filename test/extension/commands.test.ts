@@ -40,6 +40,21 @@ afterEach(() => {
   world.cleanup();
 });
 
+/** Runs `work` with HOME and TURNKEEPER_HOME the world's (where the CLI installs hooks), then restores them. */
+async function asTheWorldsUser(work: () => Promise<void>): Promise<void> {
+  const saved = { HOME: process.env.HOME, TURNKEEPER_HOME: process.env.TURNKEEPER_HOME };
+  process.env.HOME = world.env.HOME;
+  process.env.TURNKEEPER_HOME = world.home;
+  try {
+    await work();
+  } finally {
+    for (const [key, value] of Object.entries(saved)) {
+      if (value === undefined) delete process.env[key];
+      else process.env[key] = value;
+    }
+  }
+}
+
 describe('extension commands', () => {
   it('Verify Receipt Chain names the first tampered receipt (control: it verifies before)', async () => {
     await run('turnkeeper.verifyReceiptChain');
@@ -163,10 +178,7 @@ describe('extension commands', () => {
   });
 
   it("Doctor checks project-scope hooks against the terminals' PATH, which has the shim (control: the host's own PATH has no turnkeeper)", async () => {
-    const saved = { HOME: process.env.HOME, TURNKEEPER_HOME: process.env.TURNKEEPER_HOME };
-    process.env.HOME = world.env.HOME;
-    process.env.TURNKEEPER_HOME = world.home;
-    try {
+    await asTheWorldsUser(async () => {
       // The project's config runs `turnkeeper` from PATH; the install writes the shim under TURNKEEPER_HOME.
       expect(world.cli(['hooks', 'install', '--agent', 'claude', '--scope', 'project']).code).toBe(0);
       const missing = /run `turnkeeper` from PATH, and this PATH has none/;
@@ -175,19 +187,11 @@ describe('extension commands', () => {
       await run('turnkeeper.doctor');
       const shown = double.shown.at(-1)!;
       expect(`${shown.text}\n${shown.detail ?? ''}`).not.toMatch(missing);
-    } finally {
-      for (const [key, value] of Object.entries(saved)) {
-        if (value === undefined) delete process.env[key];
-        else process.env[key] = value;
-      }
-    }
+    });
   });
 
   it('Doctor opens a document a person reads: problems first with their fix, a section per agent, the store (not a JSON line)', async () => {
-    const saved = { HOME: process.env.HOME, TURNKEEPER_HOME: process.env.TURNKEEPER_HOME };
-    process.env.HOME = world.env.HOME;
-    process.env.TURNKEEPER_HOME = world.home;
-    try {
+    await asTheWorldsUser(async () => {
       // Both scopes for Claude Code: a problem row with a fix.
       expect(world.cli(['hooks', 'install', '--agent', 'claude', '--scope', 'project']).code).toBe(0);
       expect(world.cli(['hooks', 'install', '--agent', 'claude', '--scope', 'user']).code).toBe(0);
@@ -203,12 +207,7 @@ describe('extension commands', () => {
       const problems = text.slice(text.indexOf('## Problems'), text.indexOf('## Claude Code'));
       expect(problems).toMatch(/\*\*Claude Code\*\* \(both_scopes\): .*runs every hook twice/);
       expect(problems).toMatch(/\n {2}- fix: keep one scope: turnkeeper hooks uninstall --agent claude/);
-    } finally {
-      for (const [key, value] of Object.entries(saved)) {
-        if (value === undefined) delete process.env[key];
-        else process.env[key] = value;
-      }
-    }
+    });
   });
 
   it('Add Todo creates a Todo in the workspace Goal', async () => {
