@@ -11,9 +11,9 @@
 // A release is checkpointed too, but out of the chain (store_meta and the witness): the release stays
 // the newest receipt of its Todo, as every reader of the log expects, and is still signed.
 //
-// Automatic checkpoints come from a decorator of the row port (`withCheckpoints`), applied by the one
-// store factory (open.ts) for every authority: after a write transaction's own receipts, in the same
-// transaction; the witness line is appended after the commit (never naming what was rolled back). A
+// Automatic checkpoints come from the Ledger's collaborator `Checkpoints`, which the one store factory
+// (open.ts) hands every authority it opens and through which the Ledger runs each write transaction:
+// after the transaction's own receipts, in the same transaction; the witness line is appended after the commit (never naming what was rolled back). A
 // write that appends nothing (a replay) does nothing here: no key, no node:crypto, no config read.
 import { appendFileSync, closeSync, openSync, readSync, fstatSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -43,6 +43,7 @@ import type { StorePort, StoreTx } from '../store/port';
 import type { Authority, ReceiptRow } from '../store/authority';
 import { noteVerifier, signingKey, signNote, trustedKeys, type SigningKey, type TrustedKey } from './keys';
 import { readHomeConfig } from './homeConfig';
+import { Ledger } from './ledger';
 
 const DEFAULT_CHECKPOINT_EVERY = 100;
 /** store_meta key of the newest checkpoint this store signed (any machine). */
@@ -97,29 +98,9 @@ export interface WrittenCheckpoint {
   readonly key: string;
 }
 
-const CONTROLLER = Symbol('turnkeeper.checkpoints');
-
 /** The checkpoint machinery of an authority opened by the factory (undefined for a bare one). */
 export function checkpointsOf(authority: Authority): Checkpoints | undefined {
-  const rows = (authority as { rows?: unknown }).rows as Record<symbol, unknown> | undefined;
-  return rows?.[CONTROLLER] as Checkpoints | undefined;
-}
-
-/** The row port with automatic checkpoints on write and the witness compared on verify. */
-export function withCheckpoints(rows: StorePort, env: Env): StorePort {
-  const checkpoints = new Checkpoints(rows, env);
-  const overrides: Partial<Record<PropertyKey, unknown>> = {
-    write: checkpoints.write.bind(checkpoints),
-    verifyChain: checkpoints.verifyChain.bind(checkpoints),
-    [CONTROLLER]: checkpoints,
-  };
-  return new Proxy(rows, {
-    get(target, property) {
-      if (Object.hasOwn(overrides, property)) return overrides[property];
-      const value = Reflect.get(target, property, target) as unknown;
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-    },
-  });
+  return authority instanceof Ledger ? authority.checkpoints : undefined;
 }
 
 export class Checkpoints {

@@ -36,6 +36,7 @@ import {
 import type { FeedMode, StorePort, StoreTx } from '../store/port';
 import { faultPoint } from '../store/faults';
 import { latestStartOfTodo, startOfCapture } from './starts';
+import type { Checkpoints } from './checkpoints';
 
 const HISTORY_LENGTH = 5;
 
@@ -93,14 +94,27 @@ async function releaseIn(tx: StoreTx, lease: Lease, why: ReleaseRecord, now: num
 }
 
 export class Ledger implements Authority {
-  constructor(readonly rows: StorePort) {}
+  /**
+   * `checkpoints`: when given (the factory's stores), every write transaction goes through it, so a
+   * transaction whose receipts cross a checkpoint interval also signs the head (./checkpoints.ts), and
+   * `verifyChain` compares the witness too. Tests' bare ledgers have none.
+   */
+  constructor(
+    readonly rows: StorePort,
+    readonly checkpoints?: Checkpoints,
+  ) {}
+
+  /** One write transaction: through the checkpoints when there are some, else straight to the rows. */
+  private write<T>(work: (tx: StoreTx) => Promise<T>): Promise<T> {
+    return this.checkpoints ? this.checkpoints.write(work) : this.rows.write(work);
+  }
 
   get location(): string {
     return this.rows.location;
   }
 
   addTodo(todo: { goal: string; id: string; title: string; body: string }, clientNow: number, placement?: Placement): Promise<Todo> {
-    return this.rows.write(async (tx) => {
+    return this.write(async (tx) => {
       const now = await tx.clock(clientNow);
       if (placement) {
         const known = await tx.goalOfPlace(placement.place);
@@ -125,7 +139,7 @@ export class Ledger implements Authority {
     clientNow: number,
     request: StatusChangeRequest = { identifiedBy: 'unidentified', force: false },
   ): Promise<StatusChangeResult | undefined> {
-    return this.rows.write(async (tx): Promise<StatusChangeResult | undefined> => {
+    return this.write(async (tx): Promise<StatusChangeResult | undefined> => {
       const now = await tx.clock(clientNow);
       const todo = await tx.todo(goal, id);
       if (!todo) return undefined;
@@ -167,7 +181,7 @@ export class Ledger implements Authority {
 
   private claimOnce(input: ClaimInput, clientNow: number): Promise<ClaimResult> {
     faultPoint('claim.before_transaction');
-    return this.rows.write(async (tx): Promise<ClaimResult> => {
+    return this.write(async (tx): Promise<ClaimResult> => {
       const now = await tx.clock(clientNow);
       const { capture, owner } = input;
       if (input.session) await tx.upsertSession(input.session, now);
@@ -291,7 +305,7 @@ export class Ledger implements Authority {
     if (!read) return { kind: 'skipped', why: 'no_active_lease' };
     const first = decideRenewal(read, owner, clientNow, ttlSeconds);
     if (first.kind === 'skip') return { kind: 'skipped', why: first.why };
-    return this.rows.write(async (tx): Promise<RenewResult> => {
+    return this.write(async (tx): Promise<RenewResult> => {
       const now = await tx.clock(clientNow);
       const current = await tx.activeLeaseOfOwner(owner);
       if (!current) return { kind: 'skipped', why: 'no_active_lease' };
@@ -317,7 +331,7 @@ export class Ledger implements Authority {
   }
 
   release(request: ReleaseRequest, clientNow: number): Promise<ReleaseResult> {
-    return this.rows.write(async (tx): Promise<ReleaseResult> => {
+    return this.write(async (tx): Promise<ReleaseResult> => {
       const now = await tx.clock(clientNow);
       // Lock the Todo row (FOR UPDATE on a team store), as a claim does: two releases of one lease
       // decide one after the other, and the second finds it released instead of failing its write.
@@ -344,7 +358,7 @@ export class Ledger implements Authority {
   }
 
   appendReceipt(fields: ReceiptFields, clientNow: number, session?: SessionTouch): Promise<{ seq: number; hash: string }> {
-    return this.rows.write(async (tx) => {
+    return this.write(async (tx) => {
       const now = await tx.clock(clientNow);
       if (session) await tx.upsertSession(session, now);
       return append(tx, fields, now);
@@ -355,12 +369,12 @@ export class Ledger implements Authority {
     const current = await this.rows.getSession(record.owner);
     const transcriptChanged = record.transcriptPath !== null && current?.transcriptPath !== record.transcriptPath;
     if (current && now - current.lastHookAt < minIntervalMs && !transcriptChanged) return;
-    await this.rows.write((tx) => tx.upsertSession(record, now));
+    await this.write((tx) => tx.upsertSession(record, now));
   }
 
   commitLaunch(request: LaunchCommit, clientNow: number): Promise<LaunchCommitResult> {
     type Refused = Extract<LaunchCommitResult, { kind: 'refused' }>;
-    return this.rows.write(async (tx): Promise<LaunchCommitResult> => {
+    return this.write(async (tx): Promise<LaunchCommitResult> => {
       const now = await tx.clock(clientNow);
       const { expected, receipt } = request;
       const refuse = async (refusal: Omit<Refused, 'kind'>): Promise<LaunchCommitResult> => {
@@ -416,7 +430,7 @@ export class Ledger implements Authority {
 
   commitStart(request: StartCommit, clientNow: number): Promise<StartCommitResult> {
     type Refused = Extract<StartCommitResult, { kind: 'refused' }>;
-    return this.rows.write(async (tx): Promise<StartCommitResult> => {
+    return this.write(async (tx): Promise<StartCommitResult> => {
       const now = await tx.clock(clientNow);
       const { goal, todo: todoId } = request;
       const refuse = async (refusal: Omit<Refused, 'kind'>): Promise<StartCommitResult> => {
@@ -467,7 +481,7 @@ export class Ledger implements Authority {
     clientNow: number,
     options: { readonly renameCollidingWith?: string } = {},
   ): Promise<GoalMoveResult> {
-    return this.rows.write(async (tx): Promise<GoalMoveResult> => {
+    return this.write(async (tx): Promise<GoalMoveResult> => {
       const now = await tx.clock(clientNow);
       if (from === to.goal) return { kind: 'refused', why: 'same_goal' };
       const moving = await tx.todoIdsOf(from);
@@ -535,7 +549,7 @@ export class Ledger implements Authority {
     clientNow: number,
   ): Promise<{ adopted: number; left: string[] }> {
     if ((await this.rows.getMeta('legacy_goals')) !== 'pending') return { adopted: 0, left: [] };
-    return this.rows.write(async (tx) => {
+    return this.write(async (tx) => {
       const now = await tx.clock(clientNow);
       let adopted = 0;
       const left: string[] = [];
@@ -566,7 +580,7 @@ export class Ledger implements Authority {
 
   noteClockSkew(skew: ClockSkew, host: string, clientNow: number): Promise<boolean> {
     if (Math.abs(skew.skewMs) <= 1000 + skew.boundMs) return Promise.resolve(false);
-    return this.rows.write(async (tx) => {
+    return this.write(async (tx) => {
       const now = await tx.clock(clientNow);
       // At most once an hour per host, on the server's clock (store_meta holds the last time per host).
       const key = `clock_skew_noted:${host}`;
@@ -630,7 +644,7 @@ export class Ledger implements Authority {
   activeLeaseCount = () => this.rows.activeLeaseCount();
   listCaptures = () => this.rows.listCaptures();
   receipts = (page: { beforeSeq?: number | undefined; limit: number }) => this.rows.receipts(page);
-  verifyChain = (after?: { seq: number; hash: string }) => this.rows.verifyChain(after);
+  verifyChain = (after?: { seq: number; hash: string }) => (this.checkpoints ? this.checkpoints.verifyChain(after) : this.rows.verifyChain(after));
   health = () => this.rows.health();
   close = () => this.rows.close();
 }

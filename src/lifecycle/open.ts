@@ -20,7 +20,7 @@ import { openPostgresStore, redactedLocation } from '../store/postgres';
 import { Ledger } from './ledger';
 import { resolveGoal } from './goal';
 import { readHomeConfig } from './homeConfig';
-import { withCheckpoints } from './checkpoints';
+import { Checkpoints } from './checkpoints';
 
 export interface AuthorityOptions {
   /** Create the store when it does not exist (a claim, `todo add`); otherwise a missing store is `undefined`. */
@@ -91,7 +91,7 @@ export async function openAuthority(env: Env, options: AuthorityOptions): Promis
       statementTimeoutMs: hook ? Math.max(options.busyTimeoutMs, 1) : 3000,
       transactionTimeoutMs: hook ? Math.max(options.busyTimeoutMs, 1) : 6000,
     });
-    return new Ledger(withCheckpoints(rows, env));
+    return new Ledger(rows, new Checkpoints(rows, env));
   }
   return openSqliteAuthority({ path: selection.path, create: options.create, busyTimeoutMs: options.busyTimeoutMs, checkpoints: env });
 }
@@ -171,7 +171,7 @@ export type SqliteAuthority = Ledger & { readonly connection: BetterSqlite3.Data
 export async function openSqliteAuthority(options: OpenOptions & { readonly checkpoints?: Env }): Promise<SqliteAuthority | undefined> {
   const rows = await openSqliteStore(options);
   if (!rows) return undefined;
-  const ledger = Object.assign(new Ledger(options.checkpoints ? withCheckpoints(rows, options.checkpoints) : rows), {
+  const ledger = Object.assign(new Ledger(rows, options.checkpoints ? new Checkpoints(rows, options.checkpoints) : undefined), {
     connection: rows.connection,
     path: rows.path,
   });
