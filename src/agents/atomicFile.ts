@@ -46,6 +46,33 @@ export function writeFileAtomic(path: string, content: string | Uint8Array, mode
   return true;
 }
 
+/**
+ * The streaming form of writeFileAtomic, for content produced piece by piece (an export bundle of any
+ * size): `produce` gets a `write` that writes every byte it is given into a temp file beside `path`;
+ * once it resolves, the file is fsynced and renamed over `path`. When it throws, the temp file is
+ * removed and `path` keeps what it held. `mode` is the new file's, less the umask (a bundle or an
+ * attestation is for others to read; a umask of 077 keeps it private).
+ */
+export async function writeFileAtomicStreaming<T>(path: string, mode: number, produce: (write: (chunk: string) => void) => T | Promise<T>): Promise<T> {
+  const dir = dirname(path);
+  const temp = join(dir, `.${basename(path)}.${process.pid}.${process.getBuiltinModule('node:crypto').randomBytes(6).toString('hex')}.tmp`);
+  const fd = openSync(temp, 'wx', mode);
+  let closed = false;
+  try {
+    const result = await produce((chunk) => writeAll(fd, chunk));
+    fsyncSync(fd);
+    closeSync(fd);
+    closed = true;
+    renameSync(temp, path);
+    syncDir(dir);
+    return result;
+  } catch (error) {
+    if (!closed) closeSync(fd);
+    if (existsSync(temp)) unlinkSync(temp);
+    throw error;
+  }
+}
+
 export function syncDir(dir: string): void {
   try {
     const fd = openSync(dir, 'r');

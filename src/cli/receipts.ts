@@ -1,9 +1,9 @@
 // `turnkeeper receipts export|attestation`, `turnkeeper checkpoint` and `turnkeeper verify --bundle`
 // (docs/receipts.md, "Checkpoints", "Export", "Launch attestations"). Plain `turnkeeper receipts`
 // (the log, newest first) stays in inspect.ts.
-import { randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { writeFileAtomicStreaming } from '../agents/atomicFile';
 import { checkpointsOf, exportBundle, ExportRefused, launchAttestation, signersOf, verifyBundleBytes } from '../lifecycle/checkpoints';
 import { readPublicKey, trustedKeys, type TrustedKey } from '../lifecycle/keys';
 import { storePath } from '../store/location';
@@ -40,30 +40,17 @@ async function exportCommand(args: string[], io: Io): Promise<number> {
   const store = await openStore(io, false);
   if (!store) return noStore(io, values.json);
   const out = values.out === undefined ? undefined : resolve(io.cwd, values.out);
-  // Written beside the target and renamed over it only once the export succeeded: a refused export
-  // (a broken chain) leaves the previous bundle as it was.
-  const temporary = out === undefined ? undefined : join(dirname(out), `.${basename(out)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
-  const fd = temporary === undefined ? undefined : openSync(temporary, 'wx', 0o644);
-  let done = false;
   try {
-    const chunks: string[] = [];
-    let size = 0;
-    const flush = () => {
-      const text = chunks.join('');
-      chunks.length = 0;
-      size = 0;
-      if (fd === undefined) io.out(text);
-      else writeSync(fd, text);
+    // To a file: written beside the target and renamed over it only once the export succeeded, so a
+    // refused export (a broken chain) leaves the previous bundle as it was. To stdout: in chunks of
+    // up to 4 MiB.
+    const exportTo = async (write: (text: string) => void) => {
+      const sink = batched(write);
+      const exported = await exportBundle(store, goalOrNone(io), from, (chunk) => sink.push(chunk));
+      sink.flush();
+      return exported;
     };
-    const result = await exportBundle(store, goalOrNone(io), from, (chunk) => {
-      chunks.push(chunk);
-      size += chunk.length;
-      if (size > 1 << 22) flush();
-    });
-    flush();
-    if (fd !== undefined) fsyncSync(fd);
-    if (temporary !== undefined && out !== undefined) renameSync(temporary, out);
-    done = true;
+    const result = out === undefined ? await exportTo((text) => io.out(text)) : await writeFileAtomicStreaming(out, 0o644, exportTo);
     if (values.json)
       printJson(io, {
         ok: true,
@@ -85,10 +72,28 @@ async function exportCommand(args: string[], io: Io): Promise<number> {
     else io.err(`${error.message}\n`);
     return EXIT.refused;
   } finally {
-    if (fd !== undefined) closeSync(fd);
-    if (!done && temporary !== undefined) rmSync(temporary, { force: true });
     store.close();
   }
+}
+
+/** Gathers an export's many small chunks (one page of receipts each) into writes of up to 4 MiB. */
+function batched(write: (text: string) => void): { push(chunk: string): void; flush(): void } {
+  const chunks: string[] = [];
+  let size = 0;
+  const flush = () => {
+    if (chunks.length === 0) return;
+    write(chunks.join(''));
+    chunks.length = 0;
+    size = 0;
+  };
+  return {
+    push: (chunk) => {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size > 1 << 22) flush();
+    },
+    flush,
+  };
 }
 
 async function attestationCommand(args: string[], io: Io): Promise<number> {
@@ -106,14 +111,7 @@ async function attestationCommand(args: string[], io: Io): Promise<number> {
     }
     const text = JSON.stringify(result.envelope) + '\n';
     if (values.out === undefined) io.out(text);
-    else {
-      const fd = openSync(resolve(io.cwd, values.out), 'w', 0o644);
-      try {
-        writeSync(fd, text);
-      } finally {
-        closeSync(fd);
-      }
-    }
+    else await writeFileAtomicStreaming(resolve(io.cwd, values.out), 0o644, (write) => write(text));
     return EXIT.done;
   } finally {
     store.close();

@@ -1,9 +1,8 @@
 // "Turnkeeper: Export Receipts…": the bundle of `turnkeeper receipts export` (docs/receipts.md,
 // "Export and offline verification"), written where the user chooses in a save dialog.
 import * as vscode from 'vscode';
-import { randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { join } from 'node:path';
+import { writeFileAtomicStreaming } from '../agents/atomicFile';
 import { exportBundle, ExportRefused } from '../lifecycle/checkpoints';
 import type { Ctx } from './ctx';
 
@@ -25,25 +24,12 @@ export async function exportReceipts(ctx: Ctx): Promise<void> {
   if (!target) return;
   // Written beside the chosen file and renamed over it only once the bundle is complete: a refused or
   // failed export leaves an existing bundle of that name as it was.
-  const temp = join(dirname(target.fsPath), `.${basename(target.fsPath)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
-  const fd = openSync(temp, 'wx', 0o644);
   let result: Awaited<ReturnType<typeof exportBundle>> | undefined;
   let failure: unknown;
   try {
-    result = await exportBundle(store, ctx.goal ?? '', 1, (chunk) => void writeSync(fd, chunk));
-    fsyncSync(fd);
+    result = await writeFileAtomicStreaming(target.fsPath, 0o644, (write) => exportBundle(store, ctx.goal ?? '', 1, write));
   } catch (error) {
     failure = error;
-  } finally {
-    closeSync(fd);
-  }
-  try {
-    if (result) renameSync(temp, target.fsPath);
-  } catch (error) {
-    result = undefined;
-    failure = error;
-  } finally {
-    if (!result) rmSync(temp, { force: true });
   }
   await ctx.refresh();
   if (result) {
