@@ -25,7 +25,7 @@ export function closuresCommand(args: string[], io: Io): number {
   for (const snapshot of listing.snapshots) {
     const why = [
       ...snapshot.current.map((source) => `current for ${source}`),
-      ...(snapshot.inUse.length > 0 ? [`in use by pid ${snapshot.inUse.join(', ')}`] : []),
+      ...(snapshot.inUse === 'unknown' ? ['maybe in use'] : snapshot.inUse.length > 0 ? [`in use by pid ${snapshot.inUse.join(', ')}`] : []),
     ];
     io.out(
       `  ${snapshot.digest}  ${snapshot.files} files, ${mib(snapshot.bytes)}  ${why.length > 0 ? why.join('; ') : 'unused (turnkeeper closures prune removes it)'}\n`,

@@ -3,6 +3,7 @@
 // `contributes.commands` equal.
 import * as vscode from 'vscode';
 import { AGENTS, isTodoId, todoIdFromTitle, type Agent } from '../core/ids';
+import { byAgent } from '../agents/profiles';
 import type { CaptureView, StatusSnapshot } from '../lifecycle/status';
 import { doctorReport, installAgentHooks } from '../lifecycle/installation';
 import { requesterOf } from '../lifecycle/settings';
@@ -70,7 +71,7 @@ function todoIdOf(arg: unknown): string | undefined {
   return isTodoId(todo) ? todo : undefined;
 }
 
-const AGENT_NAMES: Readonly<Record<Agent, string>> = { codex: 'Codex CLI', claude: 'Claude Code', gemini: 'Gemini CLI', copilot: 'Copilot CLI' };
+const AGENT_NAMES: Readonly<Record<Agent, string>> = byAgent((profile) => profile.displayName);
 
 /** A modal warning with one action besides Cancel: true when the user chose `action`. */
 async function confirm(message: string, detail: string, action: string): Promise<boolean> {

@@ -3,10 +3,11 @@
 // Hashing reads the retained descriptor from JavaScript (Node's own SHA-256), so the addon needs no
 // crypto library of its own and loads unchanged in Electron.
 import { existsSync, readSync, realpathSync } from 'node:fs';
-import { dirname, isAbsolute, join, sep } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import { findExecutable } from '../lifecycle/executables';
 import type { Env } from '../store/location';
-import { closureEntryPath, closureGuard, closureOf, closureShapeOf, type Closure } from './closure';
+import { closureEntryPath, closureGuard, closureOf, type Closure } from './closure';
+import { installedPackageOf, PROFILES } from '../agents/profiles';
 import { launchBackend } from './backends';
 import { digestOfDescriptor } from './digest';
 import { identityKey, identityOf, isRacy, sameIdentity, type Identity } from './identity';
@@ -28,8 +29,10 @@ export interface Attestation {
   readonly digest: string;
   readonly entrypoint: 'elf-static' | 'elf-dynamic';
   readonly interpreter?: { readonly path: string; readonly identity: Identity; readonly digest: string } | undefined;
-  /** Environment the program expects from its usual launcher (the npm Codex shim's variables). */
+  /** Environment the program expects from its usual launcher (an npm shim's variables, from the agent's profile). */
   readonly environment: Readonly<Record<string, string>>;
+  /** Prefixes of variables that launcher clears before setting `environment` (none unless a shim does). */
+  readonly clearedPrefixes?: readonly string[] | undefined;
   /** Arguments between argv[0] and the caller's (a closure's runtime flags and its script inside the snapshot). */
   readonly arguments?: readonly string[] | undefined;
   /** For a script shape: the attested closure the runtime (this attestation's executable) runs. */
@@ -60,10 +63,19 @@ export const clearAttestationCache = (): void => attestationCache.clear();
 /**
  * Node's single-executable fuse as postject flips it: every Node binary carries the sentinel with
  * `:0`, a single-executable application (SEA) with `:1`. An SEA is a loader in front of the runtime
- * inside it, and the one agent shipped that way (Copilot CLI) loads its JavaScript and native modules
- * from a user-writable cache directory, not from its own file: unproven, so refused (docs/launcher.md §9).
+ * inside it, and the agents shipped that way (`unpacking-loader` in their profiles) load their
+ * JavaScript and native modules from a user-writable cache directory, not from their own file:
+ * unproven, so refused (docs/launcher.md §9).
  */
 const SEA_FUSE = Buffer.from('NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2:1', 'latin1');
+
+/** ` (Copilot CLI)`: the agents known to ship as an unpacking loader, for the refusal's reader. */
+const unpackingLoaders = (): string => {
+  const names = Object.values(PROFILES)
+    .filter((profile) => profile.launch.shape.kind === 'unpacking-loader')
+    .map((profile) => profile.displayName);
+  return names.length === 0 ? '' : ` (${names.join(', ')})`;
+};
 
 /** Finds a byte string across the chunks of one pass over a file. */
 function chunkSearch(needle: Buffer): { onChunk: (chunk: Buffer) => void; found: () => boolean } {
@@ -80,24 +92,19 @@ function chunkSearch(needle: Buffer): { onChunk: (chunk: Buffer) => void; found:
 }
 
 /**
- * The npm package @openai/codex installs a Node shim (bin/codex.js) that only execs its platform's
- * native binary with two variables set. Scripts are never launched, so the shim is replaced by that
- * binary and the variables it would have set.
+ * An agent's npm shim (a Node script that only execs its platform's native binary with a few
+ * variables set; the profile names where that binary is): scripts are never launched, so the shim is
+ * replaced by that binary and the variables it would have set.
  */
-function codexShimTarget(resolved: string): { binary: string; environment: Record<string, string> } | undefined {
-  if (!resolved.endsWith(`${sep}@openai${sep}codex${sep}bin${sep}codex.js`)) return undefined;
-  const packageRoot = realpathSync(dirname(dirname(resolved)));
-  const triples: Readonly<Record<string, string>> = { 'linux-x64': 'x86_64-unknown-linux-musl', 'linux-arm64': 'aarch64-unknown-linux-musl' };
-  const triple = triples[`${process.platform}-${process.arch}`];
-  if (!triple) return undefined;
-  const platformPackage = `codex-${process.platform}-${process.arch}`;
-  const candidates = [
-    join(dirname(packageRoot), platformPackage, 'vendor', triple, 'bin', 'codex'),
-    join(packageRoot, 'node_modules', '@openai', platformPackage, 'vendor', triple, 'bin', 'codex'),
-    join(packageRoot, 'vendor', triple, 'bin', 'codex'),
-  ];
-  const binary = candidates.find((candidate) => existsSync(candidate));
-  return binary ? { binary, environment: { CODEX_MANAGED_PACKAGE_ROOT: packageRoot, CODEX_MANAGED_BY_NPM: '1' } } : undefined;
+function shimTarget(
+  installed: ReturnType<typeof installedPackageOf>,
+): { binary: string; environment: Readonly<Record<string, string>>; clearedPrefixes: readonly string[] } | undefined {
+  const target = installed?.profile.launch.shape.shimTarget;
+  if (!installed || !target) return undefined;
+  const packageRoot = realpathSync(installed.packageRoot);
+  const { candidates, environment, clearedPrefixes } = target(packageRoot, launchBackend().packagePlatform());
+  const binary = candidates.map((candidate) => join(packageRoot, candidate)).find((candidate) => existsSync(candidate));
+  return binary ? { binary, environment, clearedPrefixes } : undefined;
 }
 
 export interface AttestOptions {
@@ -139,23 +146,30 @@ export async function attest(path: string, options: AttestOptions = {}): Promise
   if (!opened.ok) throw new LaunchRefused(opened.reason, opened.detail);
   let keep = false;
   try {
-    const shim = codexShimTarget(opened.resolved);
+    const installed = installedPackageOf(opened.resolved);
+    const shim = shimTarget(installed);
     if (shim) {
       const inner = await attest(shim.binary, options);
-      return { ...inner, path, chain: [...opened.chain, ...inner.chain], environment: { ...inner.environment, ...shim.environment } };
+      return {
+        ...inner,
+        path,
+        chain: [...opened.chain, ...inner.chain],
+        environment: { ...inner.environment, ...shim.environment },
+        clearedPrefixes: shim.clearedPrefixes,
+      };
     }
-    // A proven script shape (Gemini CLI): the runtime is attested like any executable, and the
-    // package is closed over into a snapshot it runs from; the installed script itself never runs.
-    const script = closureShapeOf(opened.resolved);
-    if (script) {
+    // A proven script shape (an agent installed as a Node script, `node-script` in its profile): the
+    // runtime is attested like any executable, and the package is closed over into a snapshot it runs
+    // from; the installed script itself never runs.
+    if (installed?.profile.launch.shape.kind === 'node-script') {
       const runtime = await attest(scriptRuntime(opened.fd, opened.resolved, env), options);
       try {
-        const closure = closureOf(script.packageRoot, script.entry, env);
+        const closure = closureOf(installed.packageRoot, installed.bin, env);
         return {
           ...runtime,
           path,
           chain: [...opened.chain, ...runtime.chain],
-          environment: { ...runtime.environment, ...script.shape.environment },
+          environment: { ...runtime.environment, ...installed.profile.launch.shape.closureEnvironment },
           arguments: ['--import', closureGuard(closure), closureEntryPath(closure)],
           closure,
         };
@@ -186,7 +200,7 @@ export async function attest(path: string, options: AttestOptions = {}): Promise
       if (sea.found()) {
         throw new LaunchRefused(
           'unsupported_entrypoint',
-          `${opened.resolved} is a Node single-executable application: it runs JavaScript and native modules it unpacks into a cache directory, which Turnkeeper cannot attest yet (Copilot CLI)`,
+          `${opened.resolved} is a Node single-executable application: it runs JavaScript and native modules it unpacks into a cache directory, which Turnkeeper cannot attest yet${unpackingLoaders()}`,
         );
       }
       // A writer during hashing changes ctime: then the digest is of no single version of the file.

@@ -31,7 +31,7 @@ import {
   existsSync,
   type BigIntStats,
 } from 'node:fs';
-import { dirname, join, sep } from 'node:path';
+import { join, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { writeFileAtomic } from '../agents/atomicFile';
 import { canonicalJson, digestDocument, digestHex } from '../core/canonical';
@@ -39,6 +39,7 @@ import { closuresDir, SNAPSHOT_NAME, treeSize, turnkeeperHome, type Env } from '
 import { digestOfDescriptorSync, HASH_CHUNK } from './digest';
 import { identityKey, isRacy } from './identity';
 import { LaunchRefused } from './refusals';
+import { launchBackend } from './backends';
 
 /** One file of a closure: its path under `files/` ('/'-separated), SHA-256, and mode (0o444 or 0o555). */
 export type ManifestEntry = readonly [relativePath: string, fileDigest: string, mode: number];
@@ -58,47 +59,9 @@ export interface Closure {
   readonly built: boolean;
 }
 
-/** A script shape Turnkeeper knows how to close over. */
-export interface ClosureShape {
-  readonly name: string;
-  /** The installed package root, from the resolved script path; undefined when the path is not this shape. */
-  packageRoot(resolved: string): string | undefined;
-  /** The environment the package's own launcher would set (or that keeps it from re-launching itself by path). */
-  readonly environment: Readonly<Record<string, string>>;
-}
-
 const MODE_FILE = 0o444;
 const MODE_EXEC = 0o555;
 const MODE_DIR = 0o555;
-
-/**
- * Gemini CLI: `bundle/gemini.js` and the chunks it imports, run by Node. Left alone it re-launches
- * itself with `process.execPath` (a pathname, outside the launcher) unless GEMINI_CLI_NO_RELAUNCH is
- * set; the re-launched child is what normally runs the agent, with that variable set.
- */
-const GEMINI_CLI: ClosureShape = {
-  name: 'gemini-cli',
-  packageRoot: (resolved) => (resolved.endsWith(`${sep}@google${sep}gemini-cli${sep}bundle${sep}gemini.js`) ? dirname(dirname(resolved)) : undefined),
-  environment: { GEMINI_CLI_NO_RELAUNCH: 'true' },
-};
-
-const CLOSURE_SHAPES: readonly ClosureShape[] = [GEMINI_CLI];
-
-export function closureShapeOf(resolved: string): { shape: ClosureShape; packageRoot: string; entry: string } | undefined {
-  for (const shape of CLOSURE_SHAPES) {
-    const root = shape.packageRoot(resolved);
-    if (root !== undefined)
-      return {
-        shape,
-        packageRoot: root,
-        entry: resolved
-          .slice(root.length + 1)
-          .split(sep)
-          .join('/'),
-      };
-  }
-  return undefined;
-}
 
 const uid = (): number => process.getuid?.() ?? 0;
 
@@ -569,7 +532,8 @@ export interface ClosureListing {
   /** Installations whose current snapshot this is (from the index). */
   readonly current: readonly string[];
   /** Processes whose command line names this snapshot. */
-  readonly inUse: readonly number[];
+  /** The pids running from it, or 'unknown' where the platform cannot list processes. */
+  readonly inUse: readonly number[] | 'unknown';
 }
 
 /** Every snapshot under the closures directory, with disk use; staging leftovers are counted as stale. */
@@ -598,29 +562,20 @@ export function listClosures(env: Env): { dir: string; snapshots: ClosureListing
       current: Object.entries(index.installs)
         .filter(([, entry]) => entry.closure === name)
         .map(([source]) => source),
-      inUse: users.filter((user) => user.cmdline.includes(path)).map((user) => user.pid),
+      inUse: users === undefined ? 'unknown' : users.filter((user) => user.cmdline.includes(path)).map((user) => user.pid),
     });
   }
   return { dir, snapshots, staleBytes, stale };
 }
 
-function processesNaming(dir: string): { pid: number; cmdline: string }[] {
-  const found: { pid: number; cmdline: string }[] = [];
-  let pids: string[] = [];
-  try {
-    pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name));
-  } catch {
-    return found;
-  }
-  for (const pid of pids) {
-    try {
-      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-      if (cmdline.includes(dir)) found.push({ pid: Number(pid), cmdline });
-    } catch {
-      // gone
-    }
-  }
-  return found;
+/**
+ * The running processes whose command line names `dir`, or undefined where the platform cannot list
+ * processes: then no snapshot counts as unused (prune keeps them rather than delete one in use).
+ */
+function processesNaming(dir: string): { pid: number; cmdline: string }[] | undefined {
+  return launchBackend()
+    .commandLines()
+    ?.filter((process) => process.cmdline.includes(dir));
 }
 
 /**
@@ -644,6 +599,10 @@ export function pruneClosures(
   let freedBytes = listing.staleBytes;
   for (const path of listing.stale) removeTree(path);
   for (const snapshot of listing.snapshots) {
+    if (snapshot.inUse === 'unknown') {
+      kept.push({ digest: snapshot.digest, why: 'maybe in use: this platform cannot list the processes running from it' });
+      continue;
+    }
     if (snapshot.inUse.length > 0) {
       kept.push({ digest: snapshot.digest, why: `in use by pid ${snapshot.inUse.join(', ')}` });
       continue;

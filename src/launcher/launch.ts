@@ -186,9 +186,8 @@ async function prepare(launch: Launch): Promise<Prepared> {
   }
 
   const env: Record<string, string> = { ...request.env };
-  // The npm Codex shim clears every package-manager marker before setting its own; so do we.
-  if (attestation.environment.CODEX_MANAGED_PACKAGE_ROOT !== undefined)
-    for (const name of Object.keys(env)) if (name.startsWith('CODEX_MANAGED_BY_')) delete env[name];
+  // What the agent's usual launcher (an npm shim) clears before setting its own variables; so do we.
+  for (const prefix of attestation.clearedPrefixes ?? []) for (const name of Object.keys(env)) if (name.startsWith(prefix)) delete env[name];
   Object.assign(env, attestation.environment);
   // Code-injection variables of the loader and of every runtime (the closed list in environment.ts).
   const injection = decideInjection(env, request.allowLoaderVariables);

@@ -1,5 +1,6 @@
 // The closed set of launcher refusals (spec §6). Callers render guidance; nothing retries
 // through a pathname.
+import { PROFILES, type AgentProfile } from '../agents/profiles';
 import type { GuidanceFacts } from '../core/reasons';
 
 export const LAUNCH_REFUSALS = [
@@ -45,13 +46,19 @@ export class CommitRefused extends Error {
   }
 }
 
+/** The agents whose profiles say npm installs them this way, by name: `Gemini CLI`. */
+const agentsShipped = (kind: AgentProfile['launch']['shape']['kind']): string =>
+  Object.values(PROFILES)
+    .filter((profile) => profile.launch.shape.kind === kind)
+    .map((profile) => profile.displayName)
+    .join(', ');
+
 /** What each refusal means to a user, and what to do about it. */
 export const REFUSAL_GUIDANCE: Readonly<Record<LaunchRefusal, string>> = {
   unsupported_platform: 'This platform has no launch backend yet (Linux x64 only); nothing was started.',
   agent_not_found:
     'No executable of the agent was found. Turnkeeper looks at --agent-bin, then TURNKEEPER_<AGENT>_BIN, then the editor setting turnkeeper.agents.<agent>.path, then the PATH it runs with (an editor started from a desktop launcher often has a shorter PATH than your shell): install the agent, or name its path in one of those.',
-  unsupported_entrypoint:
-    'The executable is not a program Turnkeeper can attest: a native ELF, or a proven script shape run from its attested closure (Gemini CLI). Other scripts and loaders that unpack a runtime (Copilot CLI) are refused; point --agent-bin at the native binary.',
+  unsupported_entrypoint: `The executable is not a program Turnkeeper can attest: a native ELF, or a proven script shape run from its attested closure (${agentsShipped('node-script')}). Other scripts and loaders that unpack a runtime (${agentsShipped('unpacking-loader')}) are refused; point --agent-bin at the native binary.`,
   resolution_changed:
     'The path of the executable resolved to something else between attestation and launch; run the command again and check who is changing it.',
   object_changed: 'The attested file changed (size, times or identity) before it ran; reinstall or re-attest the agent.',

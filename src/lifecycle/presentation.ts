@@ -1,8 +1,7 @@
 // How often a session needs the full ready capture (docs/hook-protocol.md, "How often the full capture
-// is presented"). Agents keep hook context in the conversation: Codex, Claude Code and Gemini CLI
-// persist it and send it again with every later request, resumes included. Presenting the full
-// capture on every context event of a holder therefore piled copies up: a Codex session resumed
-// twice sent five identical copies in each request. So a holder's later context event gets the full
+// is presented"). Agents keep hook context in the conversation: they persist it and send it again
+// with every later request, resumes included. Presenting the full capture on every context event of a
+// holder therefore piled copies up: a session resumed twice sent five identical copies in each request. So a holder's later context event gets the full
 // stored bytes only when the agent's own transcript does not already carry them (after its last
 // compaction), and otherwise one line that names the capture. The check is the agent's record of
 // what it sent, not Turnkeeper's record of what it printed: an output the agent dropped (a timed-out
@@ -11,21 +10,18 @@
 // mode is the old duplication, never a missing capture.
 import { closeSync, constants, fstatSync, openSync, readSync, statSync } from 'node:fs';
 import { fenceLine } from '../core/ready';
+import { PROFILES } from '../agents/profiles';
 
 /** How much of a transcript's end is read: a capture further back counts as absent (full bytes again). */
 export const TRANSCRIPT_TAIL_BYTES = 16 * 1024 * 1024;
 
 /**
  * Lines an agent writes to its transcript when it compacts the conversation: history before them is
- * replaced by a summary, so a capture before them no longer reaches the model. Codex rollouts:
- * `{"type":"compacted",…}` (and the `context_compacted` event); Claude Code: a system line with
- * `"subtype":"compact_boundary"` (or `microcompact_boundary`); Copilot CLI (events.jsonl, whose
- * `user.message` carries hook context): `{"type":"session.compaction_complete",…}` (per its event
- * schema; a failed compaction also counts, which only presents the bytes once more).
+ * replaced by a summary, so a capture before them no longer reaches the model. Each profile names its
+ * own (`payload.compactionMarkers`); a transcript is searched for all of them (a marker of another
+ * agent's format never appears in one, and finding one only presents the bytes once more).
  */
-const COMPACTION_MARKERS = ['"type":"compacted"', '"context_compacted"', 'compact_boundary"', '"type":"session.compaction_complete"'].map((marker) =>
-  Buffer.from(marker),
-);
+const COMPACTION_MARKERS = Object.values(PROFILES).flatMap((profile) => profile.payload.compactionMarkers.map((marker) => Buffer.from(marker)));
 /**
  * What every compaction marker contains. Searched first: a marker that starts with `"type":"` is slow
  * to search for in a JSONL transcript, where nearly every line has that prefix.

@@ -8,7 +8,12 @@ export const claude: AgentProfile = {
   displayName: 'Claude Code',
   events: { installed: CLAUDE_STYLE_EVENTS, accepted: CLAUDE_STYLE_EVENTS, source: 'payload' },
   // No detector: Claude is what a payload is when it is nothing else (spec §2).
-  payload: { dialects: ['snake'], turnField: 'prompt_id' },
+  payload: {
+    dialects: ['snake'],
+    turnField: 'prompt_id',
+    // A system line with `"subtype":"compact_boundary"` (or `microcompact_boundary`).
+    compactionMarkers: ['compact_boundary"'],
+  },
   writeTools: new Set(['Bash', 'Edit', 'Write', 'MultiEdit', 'NotebookEdit']),
   output: HOOK_SPECIFIC_OUTPUT,
   install: {

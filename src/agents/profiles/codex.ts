@@ -12,6 +12,8 @@ export const codex: AgentProfile = {
   events: { installed: CLAUDE_STYLE_EVENTS, accepted: CLAUDE_STYLE_EVENTS, source: 'payload' },
   payload: {
     dialects: ['snake'],
+    // Rollouts: `{"type":"compacted",…}`, and the `context_compacted` event.
+    compactionMarkers: ['"type":"compacted"', '"context_compacted"'],
     turnField: 'turn_id',
     // `turn_id`, or `model` with `permission_mode` (SessionStart has no turn_id).
     detect: (payload) => payload.turn_id != null || (payload.model != null && payload.permission_mode != null),
@@ -43,6 +45,19 @@ export const codex: AgentProfile = {
       bin: 'bin/codex.js',
       kind: 'npm-shim',
       note: 'the shim execs @openai/codex-<platform>-<arch>/vendor/<triple>/bin/codex with CODEX_MANAGED_PACKAGE_ROOT and CODEX_MANAGED_BY_NPM=1; the launcher leases that binary',
+      // bin/codex.js: the platform package beside @openai/codex (npm's flat layout), nested in it, or
+      // a vendor/ folder in the package itself (older releases), with the two variables it sets.
+      shimTarget: (packageRoot, platform) => {
+        const vendored = platform.rustTarget === undefined ? [] : ['vendor', platform.rustTarget, 'bin', 'codex'];
+        const packageName = `codex-${platform.npm}`;
+        return {
+          candidates:
+            vendored.length === 0 ? [] : [join('..', packageName, ...vendored), join('node_modules', '@openai', packageName, ...vendored), join(...vendored)],
+          environment: { CODEX_MANAGED_PACKAGE_ROOT: packageRoot, CODEX_MANAGED_BY_NPM: '1' },
+          // It clears every package-manager marker before setting its own.
+          clearedPrefixes: ['CODEX_MANAGED_BY_'],
+        };
+      },
     },
     // Interactive Codex (0.171) runs its turns in a shared background app server, the daemon, when one
     // runs or it can start one; the daemon runs every hook with its own environment, the one of the

@@ -54,6 +54,9 @@ export const copilot: AgentProfile = {
   },
   payload: {
     dialects: ['camel', 'snake'],
+    // events.jsonl, whose `user.message` carries hook context, per its event schema (a failed
+    // compaction also counts, which only presents the bytes once more).
+    compactionMarkers: ['"type":"session.compaction_complete"'],
     turnField: undefined, // no payload carries a per-prompt id: only TURNKEEPER_TURN
     detect: (payload, env) => typeof payload.sessionId === 'string' || env.COPILOT_CLI === '1',
     transcriptFallback: transcriptOf,
@@ -92,6 +95,8 @@ export const copilot: AgentProfile = {
       npmPackage: '@github/copilot',
       bin: 'npm-loader.js',
       kind: 'unpacking-loader',
+      refusal:
+        'Copilot CLI is a Node single-executable application: it runs JavaScript and native modules it unpacks into a cache directory, which Turnkeeper cannot attest yet',
       note: 'npm-loader.js execs @github/copilot-<platform>-<arch>/copilot, a Node SEA that unpacks its scripts and native modules into $COPILOT_PKG_CACHE_HOME/pkg, $COPILOT_CACHE_HOME/pkg or $XDG_CACHE_HOME/copilot/pkg (default ~/.cache/copilot/pkg) and runs the newest cached version unless auto-update is off',
     },
     // --no-auto-update on every launch: otherwise the attested binary runs whatever newer package

@@ -21,6 +21,8 @@ export const gemini: AgentProfile = {
   events: { installed: EVENTS, accepted: EVENTS, source: 'payload' },
   payload: {
     dialects: ['snake'],
+    // None observed in its chat files (0.61): a capture there counts as carried until it is gone.
+    compactionMarkers: [],
     // No Gemini payload has a per-prompt id: the Turn comes only from TURNKEEPER_TURN.
     turnField: undefined,
     detect: (payload) => payload.timestamp != null && typeof payload.hook_event_name === 'string' && Object.hasOwn(EVENTS, payload.hook_event_name),
@@ -57,6 +59,10 @@ export const gemini: AgentProfile = {
       bin: 'bundle/gemini.js',
       kind: 'node-script',
       note: 'run from an attested closure: the Node runtime plus bundle/gemini.js and the chunks it loads',
+      // Left alone it re-launches itself with `process.execPath` (a pathname, outside the launcher)
+      // unless GEMINI_CLI_NO_RELAUNCH is set; the re-launched child is what normally runs the agent,
+      // with that variable set.
+      closureEnvironment: { GEMINI_CLI_NO_RELAUNCH: 'true' },
     },
     resume: (session, mode, prompt, extra) => (mode === 'headless' ? [...extra, '--resume', session, '-p', prompt] : [...extra, '--resume', session]),
     start: (mode, prompt, extra) =>

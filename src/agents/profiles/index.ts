@@ -4,6 +4,7 @@
 // it trusts a folder and how doctor checks that, how it resumes and starts, the runtime it is built
 // on and how npm installs it. The rest of Turnkeeper reads these tables instead of switching on the
 // agent name, so a new agent is one new file here plus its tests. See docs/hook-protocol.md.
+import { sep } from 'node:path';
 import { AGENTS, type Agent } from '../../core/ids';
 import { claude } from './claude';
 import { codex } from './codex';
@@ -46,6 +47,37 @@ interface InstallShape {
    */
   readonly kind: 'native' | 'npm-shim' | 'node-script' | 'unpacking-loader';
   readonly note?: string;
+  /**
+   * `npm-shim`: the native binary the shim would exec, relative to the package root (candidates in
+   * the order npm may have placed it), for this platform; and the variables the shim sets. Scripts
+   * are never launched: the launcher attests and runs that binary with those variables instead.
+   */
+  readonly shimTarget?: (
+    packageRoot: string,
+    platform: PackagePlatform,
+  ) => {
+    readonly candidates: readonly string[];
+    readonly environment: Readonly<Record<string, string>>;
+    /** Prefixes of variables the shim clears before setting its own (package-manager markers). */
+    readonly clearedPrefixes: readonly string[];
+  };
+  /**
+   * `node-script`: the environment the package's own launcher would set (or that keeps it from
+   * re-launching itself by path) when the launcher runs the bin from an attested closure.
+   */
+  readonly closureEnvironment?: Readonly<Record<string, string>>;
+  /** `unpacking-loader`: why the launcher refuses it, for the person (docs/launcher.md §9). */
+  readonly refusal?: string;
+}
+
+/**
+ * How npm packages name the platform they run on, as the launch backend reports it: `npm` is
+ * `<process.platform>-<process.arch>` (`@openai/codex-<npm>`), `rustTarget` the Rust target triple a
+ * native agent is vendored under there. The profile never names a platform itself.
+ */
+export interface PackagePlatform {
+  readonly npm: string;
+  readonly rustTarget: string | undefined;
 }
 
 /** What doctor gives a trust check: the hook files are installed for `scope` in `projectRoot`. */
@@ -88,6 +120,12 @@ export interface AgentProfile {
     readonly transcriptFallback?: (session: string, env: Env) => string | undefined;
     /** Removes what the agent itself put into the prompt text (Gemini's earlier hook context). */
     readonly cleanPrompt?: (prompt: string) => string;
+    /**
+     * Byte strings of the lines the agent writes to its transcript when it compacts the conversation
+     * (history before them reaches the model only as a summary): each one contains `compact`, which is
+     * searched first (docs/hook-protocol.md, "How often the full capture is presented").
+     */
+    readonly compactionMarkers: readonly string[];
   };
 
   /** Tools that change the workspace (edits, patches, shells): fenced on pre-tool events. Read-only and MCP tools are not. */
@@ -164,6 +202,19 @@ export const FALLBACK_AGENT: Agent = 'claude';
 /** One value per agent, computed from its profile: tables keyed by agent without listing the agents again. */
 export const byAgent = <T>(value: (profile: AgentProfile) => T): Readonly<Record<Agent, T>> =>
   Object.fromEntries(AGENTS.map((agent) => [agent, value(PROFILES[agent])])) as unknown as Readonly<Record<Agent, T>>;
+
+/**
+ * The agent whose npm package installed `resolved` as its bin (`…/node_modules/@openai/codex/bin/codex.js`),
+ * with the package root and the bin's path inside it ('/'-separated); undefined for anything else.
+ */
+export function installedPackageOf(resolved: string): { readonly profile: AgentProfile; readonly packageRoot: string; readonly bin: string } | undefined {
+  for (const profile of Object.values(PROFILES)) {
+    const { npmPackage, bin } = profile.launch.shape;
+    const tail = [...npmPackage.split('/'), ...bin.split('/')].join(sep);
+    if (resolved.endsWith(sep + tail)) return { profile, packageRoot: resolved.slice(0, resolved.length - bin.length - 1), bin };
+  }
+  return undefined;
+}
 
 /** `TURNKEEPER_CODEX_BIN`, …: the variable that names the agent's executable (spec §7). */
 export const binaryVariable = (agent: Agent): string => `TURNKEEPER_${agent.toUpperCase()}_BIN`;

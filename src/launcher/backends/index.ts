@@ -3,6 +3,7 @@
 // that refuses `unsupported_platform`. A macOS or Windows backend is one new file here plus one in native/src.
 import type { Attestation } from '../attest';
 import type { EntryShape } from '../elf';
+import type { PackagePlatform } from '../../agents/profiles';
 import { LAUNCH_BACKENDS, type NativeLauncher, type NativeStat } from '../native';
 import { linuxBackend } from './linux';
 import { unsupportedBackend } from './unsupported';
@@ -26,6 +27,13 @@ export interface LaunchBackend {
   currentBoot(): string | null;
   /** This machine's identity (Linux: /etc/machine-id), or null where it cannot be read. */
   machineId(): string | null;
+  /**
+   * Every process this user can see, with its command line (NUL-separated argv), or undefined where
+   * the platform cannot list them (closure prune then treats every snapshot as maybe in use).
+   */
+  commandLines(): { readonly pid: number; readonly cmdline: string }[] | undefined;
+  /** How npm packages name this platform (an agent's profile finds its vendored native binary by it). */
+  packagePlatform(): PackagePlatform;
 }
 
 /** The one platform gate (spec §6 "Platforms"): a `<platform>-<arch>` of LAUNCH_BACKENDS gets its backend, every other the refusing one. */

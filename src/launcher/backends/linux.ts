@@ -2,11 +2,14 @@
 // the retained descriptor, the /proc checks at the exec boundary (the mapped image and loader), and
 // the process facts liveness needs (/proc/<pid>/stat start time, the boot id). The native half is
 // native/src/linux_spawn.cc.
-import { readFileSync, readSync } from 'node:fs';
+import { readdirSync, readFileSync, readSync } from 'node:fs';
 import { entryShape } from '../elf';
 import { sameIdentity } from '../identity';
 import { nativeLauncher } from '../native';
 import type { LaunchBackend } from './index';
+
+/** The Rust target triples native agents vendor for Linux (statically linked musl builds). */
+const RUST_TARGETS: Readonly<Record<string, string>> = { x64: 'x86_64-unknown-linux-musl', arm64: 'aarch64-unknown-linux-musl' };
 
 let bootId: string | null | undefined;
 let machine: string | null | undefined;
@@ -62,6 +65,24 @@ export const linuxBackend: LaunchBackend = {
     }
     return bootId;
   },
+  commandLines() {
+    let pids: string[];
+    try {
+      pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name));
+    } catch {
+      return undefined;
+    }
+    const found: { pid: number; cmdline: string }[] = [];
+    for (const pid of pids) {
+      try {
+        found.push({ pid: Number(pid), cmdline: readFileSync(`/proc/${pid}/cmdline`, 'utf8') });
+      } catch {
+        // gone, or not ours to read
+      }
+    }
+    return found;
+  },
+  packagePlatform: () => ({ npm: `linux-${process.arch}`, rustTarget: RUST_TARGETS[process.arch] }),
   machineId() {
     // systemd's, else D-Bus's copy (older or non-systemd systems): unique per installation, unlike a
     // host name that cloned VMs and containers share.
