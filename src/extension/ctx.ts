@@ -55,6 +55,12 @@ export class Ctx implements vscode.Disposable {
   activeLeases: number | undefined;
   /** The Todos of the workspace's Goal, as of the last refresh. */
   todoList: readonly Todo[] = [];
+  /**
+   * Whether an agent's Turnkeeper hook has reported in the workspace's repository (a session record:
+   * every hook event writes one), so the agent trusts and runs it: the walkthrough's trust step waits
+   * for this (`turnkeeper.hookReported`). Read at each full refresh until true.
+   */
+  private hookReported = false;
   /** Whether any agent has Turnkeeper's hook (user or project scope); read once, reset by Install Agent Hooks. */
   hooksInstalled: boolean | undefined;
 
@@ -326,6 +332,10 @@ export class Ctx implements vscode.Disposable {
       const goal = this.goal;
       const snapshot = snapshotOfGoal(await statusSnapshot(store, now), goal);
       const todos = goal ? await store.listTodos(goal) : [];
+      if (!this.hookReported) {
+        this.hookReported = (await store.listSessions()).some((session) => goal === undefined || session.goal === goal);
+        void vscode.commands.executeCommand('setContext', 'turnkeeper.hookReported', this.hookReported);
+      }
       const rows = this.receiptsWanted ? await this.readReceipts(store, goal) : [];
       this.apply(
         snapshot,
