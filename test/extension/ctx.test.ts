@@ -136,7 +136,9 @@ describe('the receipt chain after a store switch', () => {
 });
 
 describe('the status bar warning for launches whose hooks never fired', () => {
-  it('goes once a later launch of the same agent fired its hooks (control: while none has, it stays)', async () => {
+  it('goes once a later launch of the same agent fired its hooks, from the status bar and the Todo (control: while none has, it stays)', async () => {
+    expect(world.cli(['todo', 'add', 'Fix login', '--id', 'fix-login']).code).toBe(0);
+    const todoIcon = () => ctx!.todos.find(`todo/${world.goal}/fix-login`)?.icon;
     const store = await world.store();
     const long = Date.now() - 60 * 60_000;
     try {
@@ -149,6 +151,7 @@ describe('the status bar warning for launches whose hooks never fired', () => {
       try {
         await ctx.refresh();
         expect(double.statusBarItems[0]!.text).toBe('$(warning) 0');
+        expect(todoIcon()).toBe('warning');
         await store.appendReceipt(
           { kind: 'launch_committed', goal: world.goal, todo: 'write-docs', detail: { start: true, launch: 'l-2', agent: 'codex' } },
           long + 1000,
@@ -161,6 +164,7 @@ describe('the status bar warning for launches whose hooks never fired', () => {
         );
         await ctx.refresh();
         expect(double.statusBarItems[0]!.text).toBe('$(lock) 0');
+        expect(todoIcon()).toBe('circle-large-outline');
       } finally {
         bar.dispose();
       }
