@@ -31,6 +31,18 @@ export const RECEIPT_KINDS = [
 ] as const;
 type ReceiptKind = (typeof RECEIPT_KINDS)[number];
 
+/**
+ * Receipts about the whole store rather than one repository: a signed checkpoint covers the chain of
+ * every Goal, a clock skew is the machine's, an import copies a store. They name a Goal all the same
+ * (the one at hand when written, or `-`), so a per-repository reading keeps them by kind, and keeps
+ * any receipt whose Goal is `-` or empty.
+ */
+export const STORE_WIDE_KINDS: readonly string[] = ['checkpoint', 'clock_skew_detected', 'history_imported'];
+
+/** Whether a receipt is about the whole store (STORE_WIDE_KINDS, or no Goal of its own). */
+export const isStoreWide = (doc: { readonly kind: string; readonly goal: string }): boolean =>
+  STORE_WIDE_KINDS.includes(doc.kind) || doc.goal === '' || doc.goal === '-';
+
 export interface ReceiptFields {
   readonly kind: ReceiptKind;
   readonly goal: string;

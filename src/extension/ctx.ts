@@ -6,12 +6,12 @@ import { basename, dirname } from 'node:path';
 import { AGENTS, type Agent } from '../core/ids';
 import { agentHooksStatus } from '../lifecycle/installation';
 import type { ChainReport } from '../core/receipts';
-import { parseReceipt } from '../core/receipts';
+import { isStoreWide, parseReceipt } from '../core/receipts';
 import { storePath, type Env } from '../store/location';
 import type { Authority, ReceiptRow, Todo } from '../store/authority';
 import type { FeedMode } from '../store/port';
 import { describeSelection, openAuthority, selectStore, type StoreSelection } from '../lifecycle/open';
-import { activeLeaseCount, statusSnapshot, type StatusSnapshot } from '../lifecycle/status';
+import { activeLeaseCount, snapshotOfGoal, statusSnapshot, type StatusSnapshot } from '../lifecycle/status';
 import { resolveGoal, type ResolvedGoal } from '../lifecycle/goal';
 import { writeHookSettings } from '../lifecycle/homeConfig';
 import * as settings from './config';
@@ -43,16 +43,24 @@ export class Ctx implements vscode.Disposable {
   private verifiedUpTo: { seq: number; hash: string } | undefined;
   /** The store (its location) that `chain` and `verifiedUpTo` describe. */
   private chainOf: string | undefined;
+  /** The workspace Goal's leases, captures and silent launches (the whole store's without a local folder): what the views show. */
   snapshot: StatusSnapshot = { leases: [], captures: [], silentLaunches: [] };
   /** Whether `snapshot` has been read from the store (or found none) yet: not before a view is shown. */
   snapshotRead = false;
   /**
-   * The number of active leases, for the status bar: read from the window's start and on each change
+   * The number of active leases of the workspace's Goal (of the whole store without a local folder),
+   * as the Leases view lists them, for the status bar: read from the window's start and on each change
    * (the status read, `readStatus`), and with every snapshot; undefined until first read.
    */
   activeLeases: number | undefined;
   /** The Todos of the workspace's Goal, as of the last refresh. */
   todoList: readonly Todo[] = [];
+  /**
+   * Whether an agent's Turnkeeper hook has reported in the workspace's repository (a session record:
+   * every hook event writes one), so the agent trusts and runs it: the walkthrough's trust step waits
+   * for this (`turnkeeper.hookReported`). Read at each full refresh until true.
+   */
+  private hookReported = false;
   /** Whether any agent has Turnkeeper's hook (user or project scope); read once, reset by Install Agent Hooks. */
   hooksInstalled: boolean | undefined;
 
@@ -307,7 +315,7 @@ export class Ctx implements vscode.Disposable {
       void vscode.commands.executeCommand('setContext', 'turnkeeper.storeExists', store !== undefined);
       if (!full) {
         // No database yet: no lease. The store is not created for a count.
-        this.activeLeases = store ? await activeLeaseCount(store) : 0;
+        this.activeLeases = store ? await activeLeaseCount(store, this.goal) : 0;
         this.snapshotChanged.fire(this.snapshot);
         return;
       }
@@ -318,12 +326,23 @@ export class Ctx implements vscode.Disposable {
         return;
       }
       const now = Date.now();
-      const snapshot = await statusSnapshot(store, now);
-      // The workspace's Goal only: every worktree and clone of the repository shares its Todos.
+      // The workspace's Goal only, in every view: every worktree and clone of the repository shares its
+      // Todos, leases, captures and receipts, and a store holds other repositories' too. Without a local
+      // folder there is no Goal to scope by: Captures, Leases and Receipts show the whole store.
       const goal = this.goal;
+      const snapshot = snapshotOfGoal(await statusSnapshot(store, now), goal);
       const todos = goal ? await store.listTodos(goal) : [];
-      const rows = this.receiptsWanted ? await this.readReceipts(store) : [];
-      this.apply(snapshot, rows.slice(0, RECEIPTS_PAGE * this.receiptPages).map(receiptRowView), rows.length > RECEIPTS_PAGE * this.receiptPages, todos);
+      if (!this.hookReported) {
+        this.hookReported = (await store.listSessions()).some((session) => goal === undefined || session.goal === goal);
+        void vscode.commands.executeCommand('setContext', 'turnkeeper.hookReported', this.hookReported);
+      }
+      const rows = this.receiptsWanted ? await this.readReceipts(store, goal) : [];
+      this.apply(
+        snapshot,
+        rows.slice(0, RECEIPTS_PAGE * this.receiptPages).map((row) => receiptRowView(row, goal !== undefined)),
+        rows.length > RECEIPTS_PAGE * this.receiptPages,
+        todos,
+      );
     } catch (error) {
       this.log.error(`refresh failed: ${(error as Error).message}`);
       this.closeStore();
@@ -337,13 +356,15 @@ export class Ctx implements vscode.Disposable {
   }
 
   /**
-   * The Receipts view's page of rows (one more, to know whether there are more), the newest checkpoint,
-   * and the chain: walked in full the first time (over the network for a team store), then incrementally
-   * while it is intact (hooks only append); a broken chain is walked in full.
+   * The Receipts view's page of rows (one more, to know whether there are more): the Goal's and the
+   * store-wide ones (core/receipts.ts isStoreWide), all without a Goal. Then the newest checkpoint, and
+   * the chain, which is the whole store's: walked in full the first time (over the network for a team
+   * store), then incrementally while it is intact (hooks only append); a broken chain is walked in full.
    */
-  private async readReceipts(store: Authority): Promise<ReceiptRow[]> {
-    const rows = await store.receipts({ limit: RECEIPTS_PAGE * this.receiptPages + 1 });
-    const head = rows[0]?.seq ?? 0;
+  private async readReceipts(store: Authority, goal: string | undefined): Promise<ReceiptRow[]> {
+    const rows = await store.receipts({ limit: RECEIPTS_PAGE * this.receiptPages + 1, goal });
+    // The chain's head, which another repository's receipt may have moved past the Goal's newest.
+    const head = (goal === undefined ? rows[0] : (await store.receipts({ limit: 1 }))[0])?.seq ?? 0;
     // A verified prefix is one store's: after a switch (a setting named another) the walk starts afresh.
     if (this.chainOf !== store.location) {
       this.chain = undefined;
@@ -370,7 +391,8 @@ export class Ctx implements vscode.Disposable {
       [this.todos, todoNodes(todos, snapshot, now)],
       [this.captures, captureNodes(snapshot, now)],
       [this.leases, leaseNodes(snapshot, now)],
-      [this.receipts, rows.length > 0 ? receiptNodes(rows, this.chain, hasMore, this.checkpointView()) : []],
+      // A chain without a receipt of the workspace's Goal still shows its state (it is the store's).
+      [this.receipts, rows.length > 0 || this.chain?.end !== undefined ? receiptNodes(rows, this.chain, hasMore, this.checkpointView()) : []],
     ] as const) {
       const changed = model.update(nodes);
       if (changed.length > 0) this.changed.fire({ model, nodes: changed });
@@ -397,7 +419,16 @@ export class Ctx implements vscode.Disposable {
   }
 }
 
-function receiptRowView(row: { seq: number; doc: string; hash: string | null }): ReceiptRowView {
+/** `scoped`: the rows are one Goal's, so the store-wide ones among them are marked. */
+function receiptRowView(row: { seq: number; doc: string; hash: string | null }, scoped: boolean): ReceiptRowView {
   const doc = parseReceipt(row.doc);
-  return { seq: row.seq, kind: doc?.kind ?? '(unreadable)', at: doc?.at ?? '?', todo: doc?.todo, owner: doc?.owner, hash: row.hash };
+  return {
+    seq: row.seq,
+    kind: doc?.kind ?? '(unreadable)',
+    at: doc?.at ?? '?',
+    todo: doc?.todo,
+    owner: doc?.owner,
+    hash: row.hash,
+    ...(scoped && doc && isStoreWide(doc) ? { storeWide: true } : {}),
+  };
 }

@@ -199,8 +199,8 @@ export function todoNodes(todos: readonly TodoRowView[], snapshot: StatusSnapsho
   // No Todos at all: no groups either, so the view shows its welcome (Add Todo).
   if (todos.length === 0) return [];
   const holderOf = new Map(snapshot.leases.filter((lease) => lease.status === 'active').map((lease) => [`${lease.goal}\n${lease.todo}`, lease]));
-  // Starts whose agent never fired a hook: no capture to show them on, so their Todo says it. A silent
-  // launch names its Todo but not its Goal; the list is the workspace Goal's Todos.
+  // Starts whose agent never fired a hook: no capture to show them on, so their Todo says it (the
+  // snapshot is the workspace Goal's, as the list of Todos: lifecycle/status.ts snapshotOfGoal).
   const silentStarts = new Set(snapshot.silentLaunches.flatMap((launch) => (launch.capture === null && launch.todo ? [launch.todo] : [])));
   return TODO_GROUPS.map((group) => {
     const members = todos.filter((todo) => todo.status === group.status);
@@ -266,6 +266,8 @@ export interface ReceiptRowView {
   readonly todo?: string | undefined;
   readonly owner?: string | undefined;
   readonly hash: string | null;
+  /** A receipt about the whole store (a checkpoint, a clock skew, an import), shown beside the workspace Goal's own. */
+  readonly storeWide?: boolean;
 }
 
 /** The newest signed checkpoint (store_meta) and what the witness said when the chain was last verified. */
@@ -352,11 +354,13 @@ export function receiptNodes(
     return {
       id: `receipt/${row.seq}`,
       label: `#${row.seq} ${row.kind}`,
-      description: [row.todo, row.owner, row.at.replace('T', ' ').replace(/\.\d+Z$/, 'Z')].filter(Boolean).join(' · '),
+      description: [row.storeWide ? 'store-wide' : undefined, row.todo, row.owner, row.at.replace('T', ' ').replace(/\.\d+Z$/, 'Z')]
+        .filter(Boolean)
+        .join(' · '),
       icon: breakKind ? 'error' : receiptIcon(row.kind),
       ...(breakKind ? { iconColor: 'list.errorForeground' } : {}),
       contextValue: 'receipt',
-      tooltip: `**#${row.seq} ${row.kind}**${breakKind ? ` — $(error) **${breakKind}**` : ''}\n\n${row.at}\n\nhash \`${row.hash ?? 'missing'}\``,
+      tooltip: `**#${row.seq} ${row.kind}**${breakKind ? ` — $(error) **${breakKind}**` : ''}\n\n${row.at}${row.storeWide ? '\n\nstore-wide: about every repository of the store, so listed in each' : ''}\n\nhash \`${row.hash ?? 'missing'}\``,
       command: { command: 'turnkeeper.openReceipt', title: 'Open Receipt', arguments: [row.seq] },
     };
   });

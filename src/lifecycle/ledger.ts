@@ -21,6 +21,7 @@ import {
   type LaunchCommitResult,
   type LaunchReceipt,
   type PreviousLaunch,
+  type ReceiptPage,
   type StartCommit,
   type StartCommitResult,
   type ReleaseRequest,
@@ -641,9 +642,9 @@ export class Ledger implements Authority {
   getSession = (owner: Owner) => this.rows.getSession(owner);
   listSessions = () => this.rows.listSessions();
   listLeases = () => this.rows.listLeases();
-  activeLeaseCount = () => this.rows.activeLeaseCount();
+  activeLeaseCount = (goal?: string) => this.rows.activeLeaseCount(goal);
   listCaptures = () => this.rows.listCaptures();
-  receipts = (page: { beforeSeq?: number | undefined; limit: number }) => this.rows.receipts(page);
+  receipts = (page: ReceiptPage) => this.rows.receipts(page);
   verifyChain = (after?: { seq: number; hash: string }) => (this.checkpoints ? this.checkpoints.verifyChain(after) : this.rows.verifyChain(after));
   health = () => this.rows.health();
   close = () => this.rows.close();
@@ -688,6 +689,7 @@ function launchReceiptsOf(rows: { seq: number; doc: string }[]): LaunchReceipt[]
     out.push({
       seq: row.seq,
       kind: doc.kind as LaunchReceipt['kind'],
+      goal: doc.goal,
       capture: doc.capture ?? null,
       todo: doc.todo ?? null,
       agent: typeof agent === 'string' ? agent : null,

@@ -34,6 +34,8 @@ export interface SilentLaunch {
   /** The resumed capture, or null for a start. */
   readonly capture: string | null;
   readonly todo: string | null;
+  /** The Goal its receipt names, when it names one: what the editor's views scope by. */
+  readonly goal?: string;
   readonly agent: string | null;
   readonly launch: string | null;
   readonly seq: number;
@@ -97,6 +99,7 @@ export async function silentLaunches(store: Authority, now: number, processState
     .map((launch) => ({
       capture: launch.capture,
       todo: launch.todo,
+      ...(launch.goal ? { goal: launch.goal } : {}),
       agent: launch.agent,
       launch: launch.launch,
       seq: launch.seq,
@@ -108,11 +111,31 @@ export async function silentLaunches(store: Authority, now: number, processState
 
 /**
  * The number of active leases, for the editor's status bar, which shows it from the window's start,
- * before any view reads the snapshot (docs/decisions.md, "The extension"). Nothing else is read.
+ * before any view reads the snapshot (docs/decisions.md, "The extension"): of the workspace's Goal
+ * when there is one, as the Leases view. Nothing else is read.
  */
-export function activeLeaseCount(store: Authority): Promise<number> {
-  // One count over the partial index leases_one_active_per_owner (WHERE status = 'active').
-  return store.activeLeaseCount();
+export function activeLeaseCount(store: Authority, goal?: string): Promise<number> {
+  // One count over a partial index (WHERE status = 'active'): per owner, or per (goal, todo).
+  return store.activeLeaseCount(goal);
+}
+
+/**
+ * The snapshot of one repository (Goal): its leases, its captures and the silent launches that name
+ * it (or, a resume, one of its captures). Undefined `goal`: the whole store, unchanged. Which
+ * launches are silent is decided over the whole store before this (a later launch of the same agent
+ * answers an old one in any repository: trust is the agent's, not the repository's).
+ */
+export function snapshotOfGoal(snapshot: StatusSnapshot, goal: string | undefined): StatusSnapshot {
+  if (goal === undefined) return snapshot;
+  const captures = snapshot.captures.filter((capture) => capture.goal === goal);
+  const ours = new Set(captures.map((capture) => capture.id));
+  return {
+    leases: snapshot.leases.filter((lease) => lease.goal === goal),
+    captures,
+    silentLaunches: snapshot.silentLaunches.filter(
+      (launch) => (launch.capture !== null && ours.has(launch.capture)) || (launch.capture === null && launch.goal === goal),
+    ),
+  };
 }
 
 export const leaseView = (lease: Lease, checkout?: string): LeaseView => ({

@@ -153,9 +153,18 @@ export interface ReceiptRow {
   readonly hash: string | null;
 }
 
+/** A page of receipts, newest first: `limit` rows with seq < `beforeSeq`, of one Goal (and the store-wide ones) when `goal` is given. */
+export interface ReceiptPage {
+  readonly beforeSeq?: number | undefined;
+  readonly limit: number;
+  readonly goal?: string | undefined;
+}
+
 export interface LaunchReceipt {
   readonly seq: number;
   readonly kind: 'launch_committed' | 'launch_hooked';
+  /** The Goal the receipt names (the Goal of its Todo when it was written). */
+  readonly goal?: string;
   /** The resumed capture; null for a start (`turnkeeper start`), which claims at its first prompt. */
   readonly capture: string | null;
   readonly todo: string | null;
@@ -290,11 +299,15 @@ export interface Authority {
   listSessions(): Promise<SessionRecord[]>;
 
   listLeases(): Promise<Lease[]>;
-  /** How many leases are active (the editor's status bar, before any view reads the rest): one indexed count. */
-  activeLeaseCount(): Promise<number>;
+  /** How many leases are active, of `goal` only when given (the editor's status bar, before any view reads the rest): one indexed count. */
+  activeLeaseCount(goal?: string): Promise<number>;
   listCaptures(): Promise<StoredCapture[]>;
-  /** Newest first, `limit` rows with seq < `beforeSeq` (all when undefined). */
-  receipts(page: { beforeSeq?: number | undefined; limit: number }): Promise<ReceiptRow[]>;
+  /**
+   * Newest first, `limit` rows with seq < `beforeSeq` (all when undefined). With `goal`, only the
+   * receipts `receipt_index` files under that Goal (it follows `goal move`) and the store-wide ones
+   * (`isStoreWide`: checkpoints, clock skews, imports, Goal `-`); a row the index lacks is kept.
+   */
+  receipts(page: ReceiptPage): Promise<ReceiptRow[]>;
   /** Walks the whole chain, or only the rows after a prefix already verified (`after`). */
   verifyChain(after?: { seq: number; hash: string }): Promise<ChainReport>;
   health(): Promise<StoreHealth>;

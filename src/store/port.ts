@@ -4,7 +4,7 @@
 import type { ChainLink, ChainReport } from '../core/receipts';
 import type { Lease } from '../core/lease';
 import type { Owner } from '../core/ids';
-import type { ReceiptRow, SessionRecord, SessionTouch, StoreHealth, StoredCapture, StoredReady, Todo, TodoStatus } from './authority';
+import type { ReceiptPage, ReceiptRow, SessionRecord, SessionTouch, StoreHealth, StoredCapture, StoredReady, Todo, TodoStatus } from './authority';
 
 /** A receipt row to append: the stored text, its hash, and the lookup columns beside the chain. */
 export interface ReceiptInsert {
@@ -115,10 +115,14 @@ export interface StorePort {
   getSession(owner: Owner): Promise<SessionRecord | undefined>;
   listSessions(): Promise<SessionRecord[]>;
   listLeases(): Promise<Lease[]>;
-  /** How many leases are active: one count over the partial index `leases_one_active_per_owner`. */
-  activeLeaseCount(): Promise<number>;
+  /**
+   * How many leases are active (of `goal` only, when given): one count over the partial index
+   * `leases_one_active_per_owner`, or `leases_one_active_per_todo` (goal, todo) for one Goal.
+   */
+  activeLeaseCount(goal?: string): Promise<number>;
   listCaptures(): Promise<StoredCapture[]>;
-  receipts(page: { beforeSeq?: number | undefined; limit: number }): Promise<ReceiptRow[]>;
+  /** Newest first; with `goal`, only that Goal's receipts (by `receipt_index`) and the store-wide ones (`isStoreWide`). */
+  receipts(page: ReceiptPage): Promise<ReceiptRow[]>;
   /** Walks the chain in one snapshot (and compares the store's anchor, where it has one). */
   verifyChain(after?: ChainLink): Promise<ChainReport>;
   health(): Promise<StoreHealth>;

@@ -21,13 +21,14 @@
 // - Credentials never leave this file: `location` is host:port/database, errors are redacted.
 import type { Client, ClientConfig, QueryConfig, QueryResultRow } from 'pg';
 import { ZERO_DIGEST } from '../core/canonical';
-import { ChainWalker, type ChainLink, type ChainReport } from '../core/receipts';
+import { ChainWalker, STORE_WIDE_KINDS, type ChainLink, type ChainReport } from '../core/receipts';
 import type { Lease } from '../core/lease';
 import type { Owner } from '../core/ids';
 import {
   AmbiguousCommitError,
   SchemaTooNewError,
   StoreUnavailableError,
+  type ReceiptPage,
   type ReceiptRow,
   type SessionRecord,
   type SessionTouch,
@@ -947,9 +948,16 @@ export class PostgresStore implements StorePort {
     );
   }
 
-  activeLeaseCount(): Promise<number> {
-    // An index-only scan of the partial index leases_one_active_per_owner.
-    return this.read(async () => (await this.q<{ n: number }>("SELECT COUNT(*)::int4 AS n FROM turnkeeper.leases WHERE status = 'active'")).rows[0]!.n);
+  activeLeaseCount(goal?: string): Promise<number> {
+    // An index-only scan of the partial index leases_one_active_per_owner; of one Goal, of leases_one_active_per_todo (goal, todo).
+    return this.read(
+      async () =>
+        (
+          await (goal === undefined
+            ? this.q<{ n: number }>("SELECT COUNT(*)::int4 AS n FROM turnkeeper.leases WHERE status = 'active'")
+            : this.q<{ n: number }>("SELECT COUNT(*)::int4 AS n FROM turnkeeper.leases WHERE status = 'active' AND goal = $1", [goal]))
+        ).rows[0]!.n,
+    );
   }
 
   listCaptures(): Promise<StoredCapture[]> {
@@ -958,14 +966,19 @@ export class PostgresStore implements StorePort {
     );
   }
 
-  receipts(page: { beforeSeq?: number | undefined; limit: number }): Promise<ReceiptRow[]> {
+  receipts(page: ReceiptPage): Promise<ReceiptRow[]> {
+    const before = page.beforeSeq ?? Number.MAX_SAFE_INTEGER;
     return this.read(
       async () =>
-        (
-          await this.q<ReceiptRow>('SELECT seq, doc, hash FROM turnkeeper.receipts WHERE seq < $1 ORDER BY seq DESC LIMIT $2', [
-            page.beforeSeq ?? Number.MAX_SAFE_INTEGER,
-            page.limit,
-          ])
+        (page.goal === undefined
+          ? await this.q<ReceiptRow>('SELECT seq, doc, hash FROM turnkeeper.receipts WHERE seq < $1 ORDER BY seq DESC LIMIT $2', [before, page.limit])
+          : await this.q<ReceiptRow>(
+              // One Goal's receipts by the index, the store-wide ones (core/receipts.ts isStoreWide), and any row the index lacks.
+              `SELECT r.seq, r.doc, r.hash FROM turnkeeper.receipts r LEFT JOIN turnkeeper.receipt_index i ON i.seq = r.seq
+               WHERE r.seq < $1 AND (i.seq IS NULL OR i.goal = $2 OR i.goal IN ('', '-') OR i.kind = ANY($3::text[]))
+               ORDER BY r.seq DESC LIMIT $4`,
+              [before, page.goal, [...STORE_WIDE_KINDS], page.limit],
+            )
         ).rows,
     );
   }

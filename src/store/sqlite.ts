@@ -6,7 +6,7 @@ import { closeSync, constants, existsSync, mkdirSync, openSync, statSync } from 
 import { dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { ZERO_DIGEST } from '../core/canonical';
-import { checkAnchor, walkChain, type ChainLink, type ChainReport, type StoredReceiptRow } from '../core/receipts';
+import { checkAnchor, STORE_WIDE_KINDS, walkChain, type ChainLink, type ChainReport, type StoredReceiptRow } from '../core/receipts';
 import type { Lease } from '../core/lease';
 import type { Owner } from '../core/ids';
 import { MIGRATIONS, SCHEMA_VERSION } from './schema';
@@ -32,6 +32,7 @@ import { advanceAnchor, anchorPath, readAnchor, readWalSalts, walHasCommit } fro
 import {
   SchemaTooNewError,
   StoreUnavailableError,
+  type ReceiptPage,
   type ReceiptRow,
   type SessionRecord,
   type SessionTouch,
@@ -42,6 +43,9 @@ import {
   type TodoStatus,
 } from './authority';
 import type { ClaimOfTurn, GoalRecord, ReceiptInsert, StorePort, StoreTx } from './port';
+
+/** One Goal's receipts (`?`) by the index, the store-wide ones (core/receipts.ts isStoreWide), and any row the index lacks. */
+const ONE_GOAL_OR_STORE_WIDE = `(i.seq IS NULL OR i.goal = ? OR i.goal IN ('', '-') OR i.kind IN (${STORE_WIDE_KINDS.map((kind) => `'${kind}'`).join(', ')}))`;
 
 export interface OpenOptions {
   readonly path: string;
@@ -587,22 +591,33 @@ export class SqliteStore implements StorePort {
     return this.read(() => (this.sql(`SELECT ${LEASE_COLUMNS} FROM leases ORDER BY acquired_at DESC, epoch DESC`).all() as LeaseRowRaw[]).map(toLease));
   }
 
-  activeLeaseCount(): Promise<number> {
-    // SCAN leases USING COVERING INDEX leases_one_active_per_owner: the active rows only.
-    return this.read(() => (this.sql("SELECT COUNT(*) AS n FROM leases WHERE status = 'active'").get() as { n: number }).n);
+  activeLeaseCount(goal?: string): Promise<number> {
+    // SCAN leases USING COVERING INDEX leases_one_active_per_owner: the active rows only; of one Goal,
+    // a search of leases_one_active_per_todo (goal, todo).
+    return this.read(
+      () =>
+        (
+          (goal === undefined
+            ? this.sql("SELECT COUNT(*) AS n FROM leases WHERE status = 'active'").get()
+            : this.sql("SELECT COUNT(*) AS n FROM leases WHERE status = 'active' AND goal = ?").get(goal)) as { n: number }
+        ).n,
+    );
   }
 
   listCaptures(): Promise<StoredCapture[]> {
     return this.read(() => (this.sql('SELECT * FROM captures ORDER BY created_at DESC, id').all() as CaptureRowRaw[]).map(toCapture));
   }
 
-  receipts(page: { beforeSeq?: number | undefined; limit: number }): Promise<ReceiptRow[]> {
+  receipts(page: ReceiptPage): Promise<ReceiptRow[]> {
+    const before = page.beforeSeq ?? Number.MAX_SAFE_INTEGER;
     return this.read(
       () =>
-        this.sql('SELECT seq, doc, hash FROM receipts WHERE seq < ? ORDER BY seq DESC LIMIT ?').all(
-          page.beforeSeq ?? Number.MAX_SAFE_INTEGER,
-          page.limit,
-        ) as ReceiptRow[],
+        (page.goal === undefined
+          ? this.sql('SELECT seq, doc, hash FROM receipts WHERE seq < ? ORDER BY seq DESC LIMIT ?').all(before, page.limit)
+          : this.sql(
+              `SELECT r.seq AS seq, r.doc AS doc, r.hash AS hash FROM receipts r LEFT JOIN receipt_index i ON i.seq = r.seq
+               WHERE r.seq < ? AND ${ONE_GOAL_OR_STORE_WIDE} ORDER BY r.seq DESC LIMIT ?`,
+            ).all(before, page.goal, page.limit)) as ReceiptRow[],
     );
   }
 

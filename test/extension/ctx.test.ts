@@ -9,6 +9,9 @@ import { readHomeConfig } from '../../src/lifecycle/homeConfig';
 import { contextOf, makeWorld, payload, type World } from '../support/world';
 import { waitFor } from '../launcher/fixtures';
 import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { resolveGoal } from '../../src/lifecycle/goal';
 
 // Every read of $TURNKEEPER_HOME/config.json goes through readHomeConfig: counted here.
 vi.mock('../../src/lifecycle/homeConfig', async (importOriginal) => {
@@ -133,7 +136,9 @@ describe('the receipt chain after a store switch', () => {
 });
 
 describe('the status bar warning for launches whose hooks never fired', () => {
-  it('goes once a later launch of the same agent fired its hooks (control: while none has, it stays)', async () => {
+  it('goes once a later launch of the same agent fired its hooks, from the status bar and the Todo (control: while none has, it stays)', async () => {
+    expect(world.cli(['todo', 'add', 'Fix login', '--id', 'fix-login']).code).toBe(0);
+    const todoIcon = () => ctx!.todos.find(`todo/${world.goal}/fix-login`)?.icon;
     const store = await world.store();
     const long = Date.now() - 60 * 60_000;
     try {
@@ -146,6 +151,7 @@ describe('the status bar warning for launches whose hooks never fired', () => {
       try {
         await ctx.refresh();
         expect(double.statusBarItems[0]!.text).toBe('$(warning) 0');
+        expect(todoIcon()).toBe('warning');
         await store.appendReceipt(
           { kind: 'launch_committed', goal: world.goal, todo: 'write-docs', detail: { start: true, launch: 'l-2', agent: 'codex' } },
           long + 1000,
@@ -158,11 +164,86 @@ describe('the status bar warning for launches whose hooks never fired', () => {
         );
         await ctx.refresh();
         expect(double.statusBarItems[0]!.text).toBe('$(lock) 0');
+        expect(todoIcon()).toBe('circle-large-outline');
       } finally {
         bar.dispose();
       }
     } finally {
       store.close();
     }
+  });
+});
+
+describe('a store that holds two repositories (the Captures, Leases and Receipts views, and the status bar)', () => {
+  /** A second repository beside the world's, with a Todo claimed there by another Codex session. */
+  function otherRepository(): { repo: string; goal: string } {
+    const repo = join(world.root, 'other');
+    mkdirSync(repo);
+    execFileSync('git', ['init', '-q', repo]);
+    const other = { ...world, repo };
+    expect(world.cli(['todo', 'add', 'Theirs', '--id', 'theirs'], { cwd: repo }).code).toBe(0);
+    expect(contextOf(world.cli(['hook'], { input: payload.codexPrompt(other, 'sess-b', 'turn-1', '#todo:theirs'), cwd: repo }).stdout)).toContain('epoch 1');
+    return { repo, goal: resolveGoal(repo).id };
+  }
+
+  it("show the workspace repository's only, from every worktree of it, with the store-wide receipts marked (control: the other repository's are in the store)", async () => {
+    expect(world.cli(['todo', 'add', 'Mine', '--id', 'mine']).code).toBe(0);
+    expect(contextOf(world.cli(['hook'], { input: payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:mine') }).stdout)).toContain('epoch 1');
+    // A linked worktree of the workspace's repository is the same Goal: its lease is the workspace's.
+    const worktree = join(world.root, 'repo-wt');
+    execFileSync('git', ['-C', world.repo, 'worktree', 'add', '-q', worktree]);
+    expect(world.cli(['todo', 'add', 'In the worktree', '--id', 'in-wt'], { cwd: worktree }).code).toBe(0);
+    const inWorktree = { ...world, repo: worktree };
+    expect(contextOf(world.cli(['hook'], { input: payload.codexPrompt(inWorktree, 'sess-c', 'turn-1', '#todo:in-wt'), cwd: worktree }).stdout)).toContain(
+      'epoch 1',
+    );
+    const other = otherRepository();
+    const store = await world.store();
+    try {
+      await store.appendReceipt({ kind: 'clock_skew_detected', goal: '-', detail: { host: 'h', skewMs: 5000, boundMs: 1, roundTripMs: 2 } }, Date.now());
+      // Control: the store holds both repositories' leases and receipts.
+      expect((await store.listLeases()).map((lease) => lease.todo).sort()).toStrictEqual(['in-wt', 'mine', 'theirs']);
+    } finally {
+      store.close();
+    }
+
+    const ctx = newCtx();
+    const bar = createStatusBar(ctx);
+    try {
+      // The status read (no view shown yet) counts the workspace's active leases only.
+      ctx.readStatus();
+      expect(await waitFor(() => ctx.activeLeases !== undefined, 5000)).toBe(true);
+      expect(double.statusBarItems[0]!.text).toBe('$(lock) 2');
+
+      ctx.viewShown('turnkeeper.receipts');
+      await ctx.refresh();
+      expect(double.statusBarItems[0]!.text).toBe('$(lock) 2');
+      expect(ctx.leases.rootNodes.map((node) => node.id).sort()).toStrictEqual([`lease/${world.goal}/in-wt/1`, `lease/${world.goal}/mine/1`]);
+      const ready = ctx.captures.find('captures/ready')!;
+      expect(ready.children!.map((node) => node.label).sort()).toStrictEqual(['in-wt', 'mine']);
+      expect(JSON.stringify(ctx.captures.rootNodes)).not.toContain(other.goal);
+
+      const rows = ctx.receipts.rootNodes.filter((node) => node.id.startsWith('receipt/'));
+      expect(rows.some((node) => node.description?.includes('theirs'))).toBe(false);
+      expect(rows.filter((node) => node.description?.includes('mine')).length).toBeGreaterThan(0);
+      expect(rows.find((node) => node.label.endsWith('clock_skew_detected'))?.description).toMatch(/^store-wide · /);
+      expect(rows.find((node) => node.label.endsWith('lease_acquired'))?.description).not.toContain('store-wide');
+      // The chain is the store's: verified whole, the other repository's receipts included.
+      const chain = ctx.receipts.find('receipts/chain')!;
+      expect(chain.label).toBe('Chain verified');
+      expect(Number(chain.description!.split(' ')[0])).toBeGreaterThan(rows.length);
+    } finally {
+      bar.dispose();
+    }
+  });
+
+  it("the Receipts view keeps the chain's state while the workspace's repository has no receipt yet", async () => {
+    otherRepository();
+    const ctx = newCtx();
+    ctx.viewShown('turnkeeper.receipts');
+    await ctx.refresh();
+    expect(ctx.receipts.find('receipts/chain')).toMatchObject({ label: 'Chain verified' });
+    expect(ctx.receipts.rootNodes.filter((node) => node.id.startsWith('receipt/'))).toStrictEqual([]);
+    expect(ctx.leases.rootNodes).toStrictEqual([]);
   });
 });

@@ -3,7 +3,8 @@
 // (capture, ready capture) are explained where users meet them.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import * as vscode from 'vscode';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { double } from '../support/vscode';
 import { Ctx } from '../../src/extension/ctx';
@@ -31,6 +32,12 @@ describe('the walkthrough', () => {
     const turn = steps.find((step) => step.id === 'firstTurn')!;
     expect(turn.completionEvents).toStrictEqual(['onContext:turnkeeper.hasLeases']);
     for (const step of steps) for (const event of step.completionEvents ?? []) expect(event, step.id).not.toMatch(/^onView:/);
+  });
+
+  it('checks "Trust the hook" when a hook has reported, and every step completes on something', () => {
+    const trust = steps.find((step) => step.id === 'trustHooks')!;
+    expect(trust.completionEvents).toStrictEqual(['onContext:turnkeeper.hookReported']);
+    for (const step of steps) expect(step.completionEvents?.length ?? 0, step.id).toBeGreaterThan(0);
   });
 
   it('explains its words, and every page it shows exists', () => {
@@ -72,7 +79,7 @@ describe('the Captures view explains capture and ready capture', () => {
   });
 });
 
-describe('the context key the first-turn step waits for', () => {
+describe('the context keys the trust and first-turn steps wait for', () => {
   let world: World;
   let ctx: Ctx;
   beforeEach(() => {
@@ -86,6 +93,31 @@ describe('the context key the first-turn step waits for', () => {
   afterEach(() => {
     ctx.dispose();
     world.cleanup();
+  });
+
+  it('of the trust step: false until a hook of an agent reports from this repository (control: one from another repository)', async () => {
+    expect(world.cli(['todo', 'add', 'Fix login', '--id', 'fix-login']).code).toBe(0);
+    await ctx.refresh();
+    expect(double.contexts.get('turnkeeper.hookReported')).toBe(false);
+    const elsewhere = join(world.root, 'elsewhere');
+    mkdirSync(elsewhere);
+    execFileSync('git', ['init', '-q', elsewhere]);
+    expect(
+      world.cli(['hook'], { input: payload.codex({ ...world, repo: elsewhere }, 'SessionStart', 'sess-b', undefined, { source: 'startup' }), cwd: elsewhere })
+        .code,
+    ).toBe(0);
+    const store = await world.store();
+    try {
+      expect((await store.listSessions()).map((session) => session.owner)).toStrictEqual(['codex:sess-b']);
+    } finally {
+      store.close();
+    }
+    await ctx.refresh();
+    expect(double.contexts.get('turnkeeper.hookReported')).toBe(false);
+    // A session start names no Todo: the hook ran, which is all the step asks (the agent trusts it).
+    expect(world.cli(['hook'], { input: payload.codex(world, 'SessionStart', 'sess-a', undefined, { source: 'startup' }) }).code).toBe(0);
+    await ctx.refresh();
+    expect(double.contexts.get('turnkeeper.hookReported')).toBe(true);
   });
 
   it('is false with Todos but no lease, and true once a turn claims one', async () => {

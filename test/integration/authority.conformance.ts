@@ -14,11 +14,11 @@ const GOAL = '/work/repo';
 const TTL = 60;
 const T0 = 1_800_000_000_000;
 
-function claimInput(owner: Owner, turn: string, todo = 'fix-login'): ClaimInput {
+function claimInput(owner: Owner, turn: string, todo = 'fix-login', goal = GOAL): ClaimInput {
   const [agent, session] = owner.split(':') as ['codex', string];
   return {
-    capture: buildCapture({ goal: GOAL, todo, agent, session, turn }),
-    cwd: GOAL,
+    capture: buildCapture({ goal, todo, agent, session, turn }),
+    cwd: goal,
     binding: 'prompt',
     owner,
     preconditions: { gitHead: 'a'.repeat(40), statusDigest: digestText('') },
@@ -71,6 +71,28 @@ export function authorityConformance(name: string, factory: AuthorityFactory): v
         expect(await a.activeLeaseCount()).toBe(1);
         expect(await a.readReady(input.capture.captureId)).toStrictEqual(first.ready);
         expect(await a.getCapture(input.capture.captureId)).toMatchObject({ canonical: input.capture.canonical, turn: 't1', op: input.capture.op });
+      }),
+    );
+
+    it(
+      "reads one Goal's receipts (and the store-wide ones) and counts one Goal's active leases: the editor's views of a workspace",
+      withAuthority(async (a) => {
+        await a.addTodo({ goal: '/other', id: 'theirs', title: 'Theirs', body: '' }, T0);
+        expect((await a.claim(claimInput('codex:s1', 't1'), T0)).kind).toBe('acquired');
+        expect((await a.claim(claimInput('codex:s2', 't1', 'theirs', '/other'), T0 + 1)).kind).toBe('acquired');
+        await a.appendReceipt({ kind: 'clock_skew_detected', goal: '-', detail: { host: 'h', skewMs: 5000 } }, T0 + 2);
+        expect(await a.activeLeaseCount()).toBe(2);
+        expect(await a.activeLeaseCount(GOAL)).toBe(1);
+        expect(await a.activeLeaseCount('/nowhere')).toBe(0);
+        const goalOf = (rows: { doc: string }[]) => rows.map((row) => (JSON.parse(row.doc) as ReceiptDocument).goal);
+        const all = await a.receipts({ limit: 100 });
+        expect(new Set(goalOf(all))).toStrictEqual(new Set([GOAL, '/other', '-']));
+        const mine = await a.receipts({ limit: 100, goal: GOAL });
+        expect(new Set(goalOf(mine))).toStrictEqual(new Set([GOAL, '-']));
+        expect(mine.map((row) => row.seq)).toStrictEqual(all.filter((row) => goalOf([row])[0] !== '/other').map((row) => row.seq));
+        // Paged: newest first, before a seq, at most `limit`.
+        const page = await a.receipts({ limit: 2, goal: GOAL, beforeSeq: mine[0]!.seq });
+        expect(page.map((row) => row.seq)).toStrictEqual(mine.slice(1, 3).map((row) => row.seq));
       }),
     );
 
@@ -212,6 +234,7 @@ export function authorityConformance(name: string, factory: AuthorityFactory): v
           {
             seq: committed.seq,
             kind: 'launch_committed',
+            goal: GOAL,
             capture: input.capture.captureId,
             todo: 'fix-login',
             agent: null,
