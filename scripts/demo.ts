@@ -12,12 +12,12 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { startMockModelServer, developerTexts, type MockModelServer } from '../test/support/mockModelServer';
 import { makeCodexHome, writeCodexConfig, runCodexExec, cleanupCodexHome, trustAllHooks } from '../test/support/codexHarness';
-import { LAUNCH_BACKENDS } from '../src/launcher/native';
+import { hasLaunchBackend as launchBackendHere } from '../src/launcher/backends';
 
 // Resume goes through the native launcher: build its addon first (against the pinned Node headers,
 // offline; a no-op when it is up to date), so the quick start leaves a working `turnkeeper resume`.
 // A platform without a launch backend has no addon to build: the demo runs without the resume step.
-const hasLaunchBackend = LAUNCH_BACKENDS.includes(`${process.platform}-${process.arch}`);
+const hasLaunchBackend = launchBackendHere();
 if (hasLaunchBackend) execFileSync(process.execPath, ['scripts/build-native.mjs'], { stdio: ['ignore', 'inherit', 'inherit'] });
 
 const cli = resolve('dist/cli.js');

@@ -19,7 +19,7 @@ const MAX_BYTES = 5 * 1024 * 1024;
 const RUNTIME_MODULES = ['better-sqlite3'];
 // What each vsce target ships besides the JavaScript: better-sqlite3's prebuild for that platform
 // (prebuilds/<target>.node, all of them in its npm package), and the launcher addon only where a
-// launch backend exists (LAUNCH_BACKENDS in src/launcher/native.ts). Elsewhere Resume and Start
+// launch backend exists (LAUNCH_BACKENDS in src/launcher/backends/index.ts). Elsewhere Resume and Start
 // refuse with unsupported_platform while hooks, leases, the sidebar and receipts work.
 const TARGETS = {
   'linux-x64': { launcher: true, tested: true },

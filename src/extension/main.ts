@@ -98,10 +98,10 @@ async function checkNativeModules(log: vscode.LogOutputChannel): Promise<void> {
     problems.push(`better-sqlite3: ${(error as Error).message}`);
   }
   try {
-    const { LAUNCH_BACKENDS, nativeLauncher } = await import('../launcher/native');
+    const { hasLaunchBackend, launchBackend } = await import('../launcher/backends');
     // Without a launch backend (spec §6 "Platforms") there is no addon to load, and that is no error:
     // Resume and Start refuse with [unsupported_platform]; hooks, leases and receipts work.
-    if (LAUNCH_BACKENDS.includes(`${process.platform}-${process.arch}`)) nativeLauncher();
+    if (hasLaunchBackend()) launchBackend().native();
     else log.info(`no launch backend on ${process.platform}-${process.arch}: agents are not launched from here (unsupported_platform)`);
   } catch (error) {
     problems.push(`launcher: ${(error as Error).message}`);

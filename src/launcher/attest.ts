@@ -27,7 +27,8 @@ export interface Attestation {
   readonly fd: number;
   readonly identity: Identity;
   readonly digest: string;
-  readonly entrypoint: 'elf-static' | 'elf-dynamic';
+  /** The backend's name for the executable's format (`elf-static`, `elf-dynamic` on Linux). */
+  readonly entrypoint: string;
   readonly interpreter?: { readonly path: string; readonly identity: Identity; readonly digest: string } | undefined;
   /** Environment the program expects from its usual launcher (an npm shim's variables, from the agent's profile). */
   readonly environment: Readonly<Record<string, string>>;
@@ -51,7 +52,7 @@ export { RACY_WINDOW_MS } from './identity';
 
 interface CachedObject {
   readonly digest: string;
-  readonly entrypoint: 'elf-static' | 'elf-dynamic';
+  readonly entrypoint: string;
   readonly interpreterPath?: string | undefined;
 }
 /** Digests by identity: a second launch of an unchanged 300 MB binary does not rehash it. */
@@ -189,10 +190,10 @@ export async function attest(path: string, options: AttestOptions = {}): Promise
       object = cached;
     } else {
       const shape = backend.entryShape(opened.fd, identity.size);
-      if (shape.kind !== 'elf-static' && shape.kind !== 'elf-dynamic') {
+      if (shape.kind !== 'native') {
         throw new LaunchRefused(
           'unsupported_entrypoint',
-          `${opened.resolved} is ${shape.kind === 'shebang' ? `a script (#!${shape.interpreter})` : 'not a native executable'}`,
+          `${opened.resolved} is ${shape.kind === 'script' ? `a script (#!${shape.interpreter})` : 'not a native executable'}`,
         );
       }
       const sea = chunkSearch(SEA_FUSE);
@@ -206,7 +207,7 @@ export async function attest(path: string, options: AttestOptions = {}): Promise
       // A writer during hashing changes ctime: then the digest is of no single version of the file.
       const after = native.fstatFd(opened.fd);
       if (!after || !sameIdentity(identity, identityOf(after))) throw new LaunchRefused('object_changed', `${opened.resolved} changed while it was hashed`);
-      object = { digest, entrypoint: shape.kind, interpreterPath: shape.kind === 'elf-dynamic' ? shape.interpreter : undefined };
+      object = { digest, entrypoint: shape.entrypoint, interpreterPath: shape.interpreter };
       racy = isRacy(identity.ctimeNs);
       if (!racy) attestationCache.set(identityKey(identity), object);
     }

@@ -2,8 +2,8 @@
 // linux_spawn.cc). It is loaded lazily through node-gyp-build from the prebuild shipped beside the
 // bundle (or from native/ in a checkout); a missing or broken addon becomes
 // `native_backend_unavailable`, never a pathname fallback. Whether this platform has a backend at all
-// is decided once, by launchBackend() (src/launcher/backends/index.ts) from LAUNCH_BACKENDS: only
-// then is this loader reached (spec §6 "Platforms").
+// is decided once, by launchBackend() (src/launcher/backends/index.ts): only then is this loader
+// reached (spec §6 "Platforms").
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { LaunchRefused } from './refusals';
@@ -19,7 +19,7 @@ export interface NativeStat {
   readonly ctimeNs: string;
 }
 
-export type OpenResult =
+type OpenResult =
   | { ok: true; fd: number; chain: { path: string; target?: string }[]; resolved: string; stat: NativeStat }
   | { ok: false; reason: 'resolution_changed' | 'unsupported_entrypoint'; detail: string };
 
@@ -29,7 +29,7 @@ export type NativeEvent =
   | { type: 'exit'; pid: number; code: number | null; signal: number | null }
   | { type: 'refused'; pid: number; reason: string; detail: string };
 
-export interface SpawnOptions {
+interface SpawnOptions {
   readonly fd: number;
   readonly argv: readonly string[];
   readonly env: readonly string[];
@@ -56,13 +56,6 @@ let loaded: NativeLauncher | undefined;
 function addonRoots(): string[] {
   return [__dirname, join(__dirname, 'native'), join(__dirname, '..', 'native'), join(__dirname, '..', '..', 'native')];
 }
-
-/**
- * Where a launch backend exists and its addon ships (`<platform>-<arch>`): the one platform gate,
- * read by launchBackend(). The per-platform .vsix files of other platforms carry no launcher addon
- * (scripts/package-vsix.mjs).
- */
-export const LAUNCH_BACKENDS: readonly string[] = ['linux-x64'];
 
 /** The addon, loaded once; only a backend launchBackend() chose calls this. */
 export function nativeLauncher(): NativeLauncher {

@@ -55,10 +55,10 @@ const agentsShipped = (kind: AgentProfile['launch']['shape']['kind']): string =>
 
 /** What each refusal means to a user, and what to do about it. */
 export const REFUSAL_GUIDANCE: Readonly<Record<LaunchRefusal, string>> = {
-  unsupported_platform: 'This platform has no launch backend yet (Linux x64 only); nothing was started.',
+  unsupported_platform: 'This platform has no launch backend yet (the refusal names the platforms that have one); nothing was started.',
   agent_not_found:
     'No executable of the agent was found. Turnkeeper looks at --agent-bin, then TURNKEEPER_<AGENT>_BIN, then the editor setting turnkeeper.agents.<agent>.path, then the PATH it runs with (an editor started from a desktop launcher often has a shorter PATH than your shell): install the agent, or name its path in one of those.',
-  unsupported_entrypoint: `The executable is not a program Turnkeeper can attest: a native ELF, or a proven script shape run from its attested closure (${agentsShipped('node-script')}). Other scripts and loaders that unpack a runtime (${agentsShipped('unpacking-loader')}) are refused; point --agent-bin at the native binary.`,
+  unsupported_entrypoint: `The executable is not a program Turnkeeper can attest: a native executable, or a proven script shape run from its attested closure (${agentsShipped('node-script')}). Other scripts and loaders that unpack a runtime (${agentsShipped('unpacking-loader')}) are refused; point --agent-bin at the native binary.`,
   resolution_changed:
     'The path of the executable resolved to something else between attestation and launch; run the command again and check who is changing it.',
   object_changed: 'The attested file changed (size, times or identity) before it ran; reinstall or re-attest the agent.',
@@ -66,7 +66,8 @@ export const REFUSAL_GUIDANCE: Readonly<Record<LaunchRefusal, string>> = {
   loader_environment_rejected:
     'The environment sets code-injection variables of the loader or of a runtime (LD_PRELOAD, NODE_OPTIONS, BUN_OPTIONS, PYTHONPATH, …); unset them, or allow each by name with --allow-loader-env NAME.',
   receipt_failed: 'The launch receipt could not be committed, so the agent was killed before its first instruction; run turnkeeper doctor.',
-  launch_verification_failed: 'The parked process could not be verified as the attested executable (or ptrace is unavailable); the agent never ran.',
+  launch_verification_failed:
+    'The parked process could not be verified as the attested executable (or the launch backend could not trace it: docs/launcher.md §2); the agent never ran.',
   launch_timeout: 'The launch was not committed in time; the parked agent was killed before its first instruction.',
   native_backend_unavailable: 'The native launcher addon could not be loaded; reinstall Turnkeeper for this platform.',
 };

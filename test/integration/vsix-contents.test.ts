@@ -13,7 +13,7 @@ import { buildVsix, extractZip, zipEntries } from '../vscode/vsix';
 const ROOT = resolve(__dirname, '../..');
 const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { l10n?: string; repository?: unknown; dependencies: Record<string, string> };
 
-/** Packaged targets; linux-x64 is the one with a launch backend (LAUNCH_BACKENDS in src/launcher/native.ts). */
+/** Packaged targets; linux-x64 is the one with a launch backend (LAUNCH_BACKENDS in src/launcher/backends/index.ts). */
 const TARGETS = ['linux-x64', 'linux-arm64', 'darwin-x64', 'darwin-arm64'] as const;
 type Target = (typeof TARGETS)[number];
 const hasLauncher = (target: Target) => target === 'linux-x64';

@@ -1,10 +1,10 @@
-// entryShape (src/launcher/elf.ts) on real files: a dynamic ELF (/bin/sh), the static-pie Codex
+// entryShape (src/launcher/backends/elf.ts) on real files: a dynamic ELF (/bin/sh), the static-pie Codex
 // binary, scripts, random bytes, and every truncation of a real ELF header.
 import { closeSync, openSync, readFileSync, readSync, realpathSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { like } from '../support/matchers';
-import { entryShape, type EntryShape } from '../../src/launcher/elf';
+import { entryShape, type EntryShape } from '../../src/launcher/backends/elf';
 
 const REPO = resolve(__dirname, '../..');
 const CODEX_BINARY = join(REPO, 'node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex');

@@ -26,8 +26,7 @@ describe('the launcher on a platform without a backend', () => {
   ] as const) {
     it(`${platform}-${arch}: attest refuses unsupported_platform without loading an addon`, async () => {
       pretend(platform, arch);
-      const { LAUNCH_BACKENDS } = await import('../../src/launcher/native');
-      const { launchBackend } = await import('../../src/launcher/backends');
+      const { LAUNCH_BACKENDS, launchBackend } = await import('../../src/launcher/backends');
       const { attest } = await import('../../src/launcher/attest');
       expect(LAUNCH_BACKENDS).not.toContain(`${platform}-${arch}`);
       expect(launchBackend().name).toBe('unsupported');
@@ -45,7 +44,7 @@ describe('the launcher on a platform without a backend', () => {
   }
 
   it('linux-x64 is the one backend, and it loads here', async () => {
-    expect((await import('../../src/launcher/native')).LAUNCH_BACKENDS).toStrictEqual(['linux-x64']);
+    expect((await import('../../src/launcher/backends')).LAUNCH_BACKENDS).toStrictEqual(['linux-x64']);
     if (`${real.platform}-${real.arch}` !== 'linux-x64') return;
     const { launchBackend } = await import('../../src/launcher/backends');
     expect(launchBackend().name).toBe('linux');

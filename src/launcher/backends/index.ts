@@ -2,14 +2,24 @@
 // execveat, /proc checks, ELF entry shapes); every other platform and architecture gets the backend
 // that refuses `unsupported_platform`. A macOS or Windows backend is one new file here plus one in native/src.
 import type { Attestation } from '../attest';
-import type { EntryShape } from '../elf';
 import type { PackagePlatform } from '../../agents/profiles';
-import { LAUNCH_BACKENDS, type NativeLauncher, type NativeStat } from '../native';
+import type { NativeLauncher, NativeStat } from '../native';
 import { linuxBackend } from './linux';
 import { unsupportedBackend } from './unsupported';
 
+/**
+ * What a retained descriptor holds, as the backend classifies it: `native` a program the platform's
+ * loader runs (`entrypoint` names its format for a person, `elf-static`; `interpreter` the dynamic
+ * loader it needs, attested too), `script` one that names an interpreter (`#!`), else `unknown`.
+ */
+export type EntryShape =
+  | { readonly kind: 'native'; readonly entrypoint: string; readonly interpreter?: string | undefined }
+  | { readonly kind: 'script'; readonly interpreter: string }
+  | { readonly kind: 'unknown' };
+
 export interface LaunchBackend {
-  readonly name: 'linux' | 'unsupported';
+  /** `linux`, or `unsupported` for every platform without one. */
+  readonly name: string;
   /** The addon, loaded on first use; refuses `unsupported_platform` or `native_backend_unavailable`. */
   native(): NativeLauncher;
   /** What kind of program the retained descriptor holds (read through the descriptor, never the path). */
@@ -36,8 +46,19 @@ export interface LaunchBackend {
   packagePlatform(): PackagePlatform;
 }
 
-/** The one platform gate (spec §6 "Platforms"): a `<platform>-<arch>` of LAUNCH_BACKENDS gets its backend, every other the refusing one. */
+/**
+ * Where a launch backend exists and its addon ships (`<platform>-<arch>`): the one platform gate.
+ * The per-platform .vsix files of other platforms carry no launcher addon (scripts/package-vsix.mjs).
+ */
+const BACKENDS: Readonly<Record<string, LaunchBackend>> = { 'linux-x64': linuxBackend };
+
+/** The `<platform>-<arch>` keys of BACKENDS (tests, packaging). */
+export const LAUNCH_BACKENDS: readonly string[] = Object.keys(BACKENDS);
+
+/** The one platform gate (spec §6 "Platforms"): this platform's backend, or the one that refuses `unsupported_platform`. */
 export function launchBackend(): LaunchBackend {
-  // Every entry of LAUNCH_BACKENDS is a Linux one today; a macOS or Windows entry comes with its backend here.
-  return LAUNCH_BACKENDS.includes(`${process.platform}-${process.arch}`) ? linuxBackend : unsupportedBackend;
+  return BACKENDS[`${process.platform}-${process.arch}`] ?? unsupportedBackend;
 }
+
+/** Whether this platform has a launch backend (and so an addon to load). */
+export const hasLaunchBackend = (): boolean => launchBackend() !== unsupportedBackend;

@@ -3,7 +3,7 @@
 // the process facts liveness needs (/proc/<pid>/stat start time, the boot id). The native half is
 // native/src/linux_spawn.cc.
 import { readdirSync, readFileSync, readSync } from 'node:fs';
-import { entryShape } from '../elf';
+import { entryShape } from './elf';
 import { sameIdentity } from '../identity';
 import { nativeLauncher } from '../native';
 import type { LaunchBackend } from './index';
@@ -20,11 +20,14 @@ export const linuxBackend: LaunchBackend = {
   entryShape(fd, size) {
     const head = Buffer.alloc(Math.min(65536, size));
     readSync(fd, head, 0, head.length, 0);
-    return entryShape(head, (offset, length) => {
+    const shape = entryShape(head, (offset, length) => {
       const more = Buffer.alloc(length);
       readSync(fd, more, 0, length, offset);
       return more;
     });
+    if (shape.kind === 'elf-static') return { kind: 'native', entrypoint: shape.kind };
+    if (shape.kind === 'elf-dynamic') return { kind: 'native', entrypoint: shape.kind, interpreter: shape.interpreter };
+    return shape.kind === 'shebang' ? { kind: 'script', interpreter: shape.interpreter } : { kind: 'unknown' };
   },
   imageMismatch(pid, attestation, parkedExe) {
     // Checked now, not only when it parked: a child that died meanwhile (a zombie has no exe) gets no receipt.
