@@ -9,11 +9,21 @@ const layer = (files, forbidden, message) => ({
   },
 });
 
-// Store implementations: only src/store itself and the factory src/lifecycle/open.ts name them.
+// Store implementations: only src/store itself and the factory src/ledger/open.ts name them.
 const storeImplementations = ['**/store/sqlite', '**/store/postgres*'];
 
-// A regex, not a gitignore-style group: `vscode` as a group also matched any path segment, such as
-// the e2e harness in test/vscode/.
+// The layers, innermost first (docs/architecture.md): each may import the layers before it, never one
+// after it. `checkout` and `config` are siblings, and so are `doctor` and `launcher`.
+const LAYERS = ['core', 'store', 'agents', 'config', 'checkout', 'ledger', 'hook', 'doctor', 'launcher', 'cli', 'extension'];
+const SIBLINGS = { config: ['checkout'], checkout: ['config'], doctor: ['launcher'], launcher: ['doctor'], cli: ['extension'], extension: ['cli'] };
+/** The folders `name` must not import: every later layer except those it may use, and its siblings. */
+const outerThan = (name, allowed = []) =>
+  LAYERS.slice(LAYERS.indexOf(name) + 1)
+    .filter((later) => !allowed.includes(later))
+    .concat(SIBLINGS[name] ?? [])
+    .filter((folder, index, all) => all.indexOf(folder) === index && !allowed.includes(folder))
+    .map((folder) => `**/${folder}/**`);
+
 const vscodeOnlyInExtension = { regex: '^vscode(/.*)?$', message: "'vscode' may only be imported under src/extension" };
 
 export default tseslint.config(
@@ -36,50 +46,46 @@ export default tseslint.config(
   },
   layer(
     ['src/core/**/*.ts'],
-    [
-      'vscode',
-      '**/store/**',
-      '**/agents/**',
-      '**/lifecycle/**',
-      '**/launcher/**',
-      '**/cli/**',
-      '**/extension/**',
-      'node:fs',
-      'node:child_process',
-      'node:net',
-      'better-sqlite3',
-    ],
+    ['vscode', ...outerThan('core'), 'node:fs', 'node:child_process', 'node:net', 'better-sqlite3'],
     'src/core is pure: no I/O, no outer layer',
   ),
+  layer(['src/store/**/*.ts'], ['vscode', ...outerThan('store')], 'src/store may only use src/core'),
+  layer(['src/agents/**/*.ts'], ['vscode', '**/store/**', ...outerThan('agents')], 'src/agents may only use src/core'),
+  layer(['src/config/**/*.ts'], ['vscode', ...outerThan('config'), ...storeImplementations], 'src/config may use core, store and agents'),
+  layer(['src/checkout/**/*.ts'], ['vscode', ...outerThan('checkout'), ...storeImplementations], 'src/checkout may use core, store and agents'),
   layer(
-    ['src/store/**/*.ts'],
-    ['vscode', '**/agents/**', '**/lifecycle/**', '**/launcher/**', '**/cli/**', '**/extension/**'],
-    'src/store may only use src/core',
-  ),
-  layer(
-    ['src/agents/**/*.ts'],
-    ['vscode', '**/store/**', '**/lifecycle/**', '**/launcher/**', '**/cli/**', '**/extension/**'],
-    'src/agents may only use src/core',
-  ),
-  layer(
-    ['src/lifecycle/**/*.ts'],
-    ['vscode', '**/launcher/**', '**/cli/**', '**/extension/**', ...storeImplementations],
-    'src/lifecycle may use core, store and agents; only open.ts opens a store',
+    ['src/ledger/**/*.ts'],
+    ['vscode', ...outerThan('ledger'), ...storeImplementations],
+    'src/ledger may use core, store, agents, config and checkout; only open.ts opens a store',
   ),
   // The one factory: the only file outside src/store that may name a store implementation.
-  layer(['src/lifecycle/open.ts'], ['vscode', '**/launcher/**', '**/cli/**', '**/extension/**'], 'src/lifecycle may use core, store and agents'),
+  layer(['src/ledger/open.ts'], ['vscode', ...outerThan('ledger')], 'src/ledger may use core, store, agents, config and checkout'),
+  layer(
+    ['src/hook/**/*.ts'],
+    ['vscode', ...outerThan('hook'), ...storeImplementations],
+    'src/hook may use everything up to src/ledger; stores are opened by src/ledger/open.ts',
+  ),
+  layer(
+    ['src/doctor/**/*.ts'],
+    ['vscode', ...outerThan('doctor'), ...storeImplementations],
+    'src/doctor may use everything up to src/hook; stores are opened by src/ledger/open.ts',
+  ),
   layer(
     ['src/launcher/**/*.ts'],
-    ['vscode', '**/cli/**', '**/extension/**', ...storeImplementations],
-    'src/launcher (launch and resume) may use core, store, agents and lifecycle; stores are opened by src/lifecycle/open.ts',
+    ['vscode', ...outerThan('launcher'), ...storeImplementations],
+    'src/launcher (launch and resume) may use everything up to src/hook; stores are opened by src/ledger/open.ts',
   ),
   layer(
     ['src/cli/**/*.ts'],
-    ['vscode', '**/extension/**', ...storeImplementations],
-    'the CLI never imports the extension; stores are opened by src/lifecycle/open.ts',
+    ['vscode', ...outerThan('cli'), ...storeImplementations],
+    'the CLI never imports the extension; stores are opened by src/ledger/open.ts',
   ),
   // The one folder where `vscode` is allowed; it never imports the other shell.
-  layer(['src/extension/**/*.ts'], ['**/cli/**', ...storeImplementations], 'the extension never imports the CLI; stores are opened by src/lifecycle/open.ts'),
+  layer(
+    ['src/extension/**/*.ts'],
+    [...outerThan('extension'), ...storeImplementations],
+    'the extension never imports the CLI; stores are opened by src/ledger/open.ts',
+  ),
   // Tests of the extension import `vscode`, which vitest aliases to the double in test/support/vscode.ts.
   { files: ['test/extension/**/*.ts'], rules: { 'no-restricted-imports': 'off' } },
 );

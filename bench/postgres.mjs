@@ -273,7 +273,7 @@ async function main() {
   // P6 (before P5, on a server no other client uses): the server's CPU time over RUNS sequential hook
   // claims, each a cold hook process of its own session on a Todo of its own, as the hooks' role;
   // against RUNS connects that run one SELECT 1, with the client settings a hook's connection has
-  // (src/store/postgres.ts connectClient, src/lifecycle/open.ts), from this process. Halves in the
+  // (src/store/postgres.ts connectClient, src/ledger/open.ts), from this process. Halves in the
   // order claims, connects, connects, claims, so that a drift in the server's background work
   // weighs on both alike. Measured on the postmaster's process tree (every backend and background
   // process is its child, a backend that exited is in its cutime/cstime), not on every process of

@@ -1,9 +1,9 @@
 // What bench/run.mjs seeds and measures of the product, in-process: esbuild bundles this file (so knip
 // sees these imports too: an export the bench uses is used).
-export { openSqliteAuthority } from '../../src/lifecycle/open';
+export { openSqliteAuthority } from '../../src/ledger/open';
 export { buildCapture } from '../../src/core/capture';
-export { preconditionsOf } from '../../src/lifecycle/workspace';
-export { resolveGoal } from '../../src/lifecycle/goal';
+export { preconditionsOf } from '../../src/checkout/workspace';
+export { resolveGoal } from '../../src/checkout/goal';
 // Rows C3: one checkpoint signature and its verification, in-process, through the product's code.
-export { signingKey, signNote, noteVerifier } from '../../src/lifecycle/keys';
+export { signingKey, signNote, noteVerifier } from '../../src/ledger/keys';
 export { checkpointText, signedNote, parseCheckpoint } from '../../src/core/checkpoint';

@@ -66,7 +66,7 @@ export interface HooksStatus {
 
 export interface WriteOptions {
   /**
-   * Where backups and creation records go: `$TURNKEEPER_HOME/backups` (lifecycle/installation.ts),
+   * Where backups and creation records go: `$TURNKEEPER_HOME/backups` (doctor/installation.ts),
    * never beside the config, which may sit in a repository. Created with mode 0700.
    */
   readonly backupDir: string;

@@ -4,7 +4,7 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { GOAL_FILE, isGoalId } from '../core/goal';
-import { placementOf, resolveGoal, type ResolvedGoal } from '../lifecycle/goal';
+import { placementOf, resolveGoal, type ResolvedGoal } from '../checkout/goal';
 import { EXIT, openStore, parse, printJson, resolveGoalFrom, UsageError, type Io } from './io';
 
 const USAGE =

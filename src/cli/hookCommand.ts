@@ -2,7 +2,7 @@
 // happens here (fail open for the agent). Errors go to stderr.
 import { AGENTS, isAgent } from '../core/ids';
 import { MAX_HOOK_INPUT_BYTES } from '../agents/payload';
-import { runHook } from '../lifecycle/hook';
+import { runHook } from '../hook/hook';
 import { parse, type Io } from './io';
 
 export async function hookCommand(args: string[], io: Io): Promise<number> {

@@ -2,9 +2,9 @@
 import { realpathSync } from 'node:fs';
 import { AGENTS, isAgent, type Agent } from '../core/ids';
 import type { Scope } from '../agents/install';
-import { agentHooksStatus, doctorReport, installAgentHooks, uninstallAgentHooks } from '../lifecycle/installation';
-import { findExecutable } from '../lifecycle/executables';
-import { witnessSentence } from '../lifecycle/checkpoints';
+import { agentHooksStatus, doctorReport, installAgentHooks, uninstallAgentHooks } from '../doctor/installation';
+import { findExecutable } from '../agents/executables';
+import { witnessSentence } from '../ledger/checkpoints';
 import { EXIT, placementFrom, openStore, parse, printJson, UsageError, type Io } from './io';
 import { launchProcessState } from '../launcher/liveness';
 

@@ -5,8 +5,8 @@ import { isoTime } from '../core/lease';
 import { parseReceipt, type ReceiptDocument } from '../core/receipts';
 import { storePath } from '../store/location';
 import { readAnchor } from '../store/anchor';
-import { statusSnapshot, leaseView } from '../lifecycle/status';
-import { witnessSentence } from '../lifecycle/checkpoints';
+import { statusSnapshot, leaseView } from '../doctor/status';
+import { witnessSentence } from '../ledger/checkpoints';
 import type { Authority, ReceiptRow } from '../store/authority';
 import { EXIT, goalFrom, openStore, parse, placementFrom, printJson, releaseRequester, todoIdArg, UsageError, type Io } from './io';
 

@@ -3,12 +3,12 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { Env } from '../store/location';
 import type { Authority, Placement } from '../store/authority';
-import { openAuthority } from '../lifecycle/open';
-import { placementOf, resolveGoal, type ResolvedGoal } from '../lifecycle/goal';
+import { openAuthority } from '../ledger/open';
+import { placementOf, resolveGoal, type ResolvedGoal } from '../checkout/goal';
 import { GoalError } from '../core/goal';
 import { terminalSafe } from '../core/terminal';
 import { isOwner, isTodoId, TODO_ID_RULE } from '../core/ids';
-import { callerOwner, requesterOf } from '../lifecycle/settings';
+import { callerOwner, requesterOf } from '../config/settings';
 import type { StatusChangeRequest } from '../store/authority';
 
 export interface Io {

@@ -1,6 +1,6 @@
 // `turnkeeper keys show|trust`: this installation's signing key and the teammates' keys it trusts
 // (docs/receipts.md, "Keys"). The private key is never printed.
-import { keysDir, publicKeyPem, readPublicKey, signingKey, trustKey, trustedKeysPath, verifierKey } from '../lifecycle/keys';
+import { keysDir, publicKeyPem, readPublicKey, signingKey, trustKey, trustedKeysPath, verifierKey } from '../ledger/keys';
 import { EXIT, parse, printJson, UsageError, type Io } from './io';
 
 const USAGE = 'turnkeeper keys show [--pem] [--json] | turnkeeper keys trust <file|key> [--json]';

@@ -4,8 +4,8 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { writeFileAtomicStreaming } from '../agents/atomicFile';
-import { checkpointsOf, exportBundle, ExportRefused, launchAttestation, signersOf, verifyBundleBytes } from '../lifecycle/checkpoints';
-import { readPublicKey, trustedKeys, type TrustedKey } from '../lifecycle/keys';
+import { checkpointsOf, exportBundle, ExportRefused, launchAttestation, signersOf, verifyBundleBytes } from '../ledger/checkpoints';
+import { readPublicKey, trustedKeys, type TrustedKey } from '../ledger/keys';
 import { storePath } from '../store/location';
 import { EXIT, goalFrom, openStore, parse, printJson, UsageError, type Io } from './io';
 

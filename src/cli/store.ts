@@ -1,6 +1,6 @@
 // `turnkeeper store init [--hook-role <role>]`: create or migrate the selected store's schema (a team
 // server's is never created by a hook) and print what was created.
-import { describeSelection, initializeStore, openAuthority, selectStore } from '../lifecycle/open';
+import { describeSelection, initializeStore, openAuthority, selectStore } from '../ledger/open';
 import { TodoExistsError } from '../store/authority';
 import { EXIT, parse, printJson, UsageError, type Io } from './io';
 

@@ -1,7 +1,7 @@
 // `turnkeeper todo add|list|done|reopen`
 import { todoIdFromTitle } from '../core/ids';
 import { GoalChangedError, TodoExistsError } from '../store/authority';
-import { leaseView } from '../lifecycle/status';
+import { leaseView } from '../doctor/status';
 import { EXIT, goalFrom, openStore, parse, placementFrom, printJson, releaseRequester, todoIdArg, UsageError, type Io } from './io';
 
 export async function todoCommand(args: string[], io: Io): Promise<number> {

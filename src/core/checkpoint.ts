@@ -1,6 +1,6 @@
 // Signed checkpoints, export bundles and launch attestations (docs/receipts.md, "Checkpoints"). Pure:
 // text formats, their parsers and the bundle walk. Signing and verifying are injected (node:crypto
-// lives in src/lifecycle/keys.ts, so nothing here costs a hook its start-up).
+// lives in src/ledger/keys.ts, so nothing here costs a hook its start-up).
 //
 // A checkpoint is a C2SP signed note (c2sp.org/signed-note) whose text follows c2sp.org/tlog-checkpoint:
 //
@@ -92,7 +92,7 @@ export function parseCheckpoint(note: unknown): ParsedCheckpoint | undefined {
 /** How a checkpoint's signatures fared: the signer trusted and valid, or why not. */
 type NoteVerdict = { readonly ok: true; readonly signer: string } | { readonly ok: false; readonly kind: 'signature_invalid' | 'untrusted_key' };
 
-/** Checks a parsed note's signatures against trusted keys (src/lifecycle/keys.ts makes one). */
+/** Checks a parsed note's signatures against trusted keys (src/ledger/keys.ts makes one). */
 export type NoteVerifier = (note: ParsedCheckpoint) => NoteVerdict;
 
 // ---- receipts of kind `checkpoint` ----

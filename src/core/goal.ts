@@ -1,5 +1,5 @@
 // Goal identity (spec §1): which repository a checkout belongs to, as a key and its id. Pure:
-// src/lifecycle/goal.ts reads the files and hands their text here. Every rule is written down in
+// src/checkout/goal.ts reads the files and hands their text here. Every rule is written down in
 // docs/goals.md. The guiding rule: anything this module cannot read with certainty yields "no key
 // from this rule" (the next rule applies), never a guessed key that another repository could share.
 import { parseTree, printParseErrorCode, type ParseError } from 'jsonc-parser';

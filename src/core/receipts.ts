@@ -26,7 +26,7 @@ export const RECEIPT_KINDS = [
   'clock_skew_detected',
   /** `turnkeeper store copy`: Todos copied in from another store, whose chain head this names. */
   'history_imported',
-  /** A signed checkpoint of the head before it (src/core/checkpoint.ts, src/lifecycle/checkpoints.ts). */
+  /** A signed checkpoint of the head before it (src/core/checkpoint.ts, src/ledger/checkpoints.ts). */
   'checkpoint',
 ] as const;
 type ReceiptKind = (typeof RECEIPT_KINDS)[number];
@@ -101,7 +101,7 @@ export interface ChainBreak {
   readonly seq: number;
   readonly kind: BreakKind;
 }
-/** What the witness outside the store said of it (src/lifecycle/checkpoints.ts compares them). */
+/** What the witness outside the store said of it (src/ledger/checkpoints.ts compares them). */
 export type WitnessState =
   | {
       readonly state: 'checked';
@@ -121,7 +121,7 @@ export interface ChainReport {
   readonly end?: ChainLink;
   /** The anchor the store was compared with: the receipt it names, or why there was none to compare. */
   readonly anchor?: { readonly seq: number } | 'none' | 'unreadable';
-  /** The witness the store was compared with, when checkpoints are on (src/lifecycle/checkpoints.ts). */
+  /** The witness the store was compared with, when checkpoints are on (src/ledger/checkpoints.ts). */
   readonly witness?: WitnessState;
 }
 

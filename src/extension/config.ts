@@ -1,10 +1,10 @@
 // The extension's settings (`contributes.configuration` in package.json), read through typed getters.
 // The hook settings (enabled, onConflict, leaseTtlSeconds) are `machine`-scoped: the hooks read one
 // file per TURNKEEPER_HOME, so a value per window or per workspace could not be honoured (two windows
-// would overwrite each other's file). Their defaults and limits come from src/lifecycle/homeConfig.ts.
+// would overwrite each other's file). Their defaults and limits come from src/config/homeConfig.ts.
 import * as vscode from 'vscode';
 import type { Agent } from '../core/ids';
-import { HOME_CONFIG_DEFAULTS, LEASE_TTL_SECONDS, leaseTtlFrom, ON_CONFLICT_VALUES, type OnConflict } from '../lifecycle/homeConfig';
+import { HOME_CONFIG_DEFAULTS, LEASE_TTL_SECONDS, leaseTtlFrom, ON_CONFLICT_VALUES, type OnConflict } from '../config/homeConfig';
 
 const SECTION = 'turnkeeper';
 
@@ -48,7 +48,7 @@ function onConflict(): OnConflict {
   return (ON_CONFLICT_VALUES as readonly unknown[]).includes(value) ? (value as OnConflict) : HOME_CONFIG_DEFAULTS.onConflict;
 }
 
-/** What the hooks must see, for src/lifecycle/homeConfig.ts's writer. */
+/** What the hooks must see, for src/config/homeConfig.ts's writer. */
 export function hookSettings(): { enabled: boolean; onConflict: OnConflict; leaseTtlSeconds: number } {
   return { enabled: enabled(), onConflict: onConflict(), leaseTtlSeconds: leaseTtlSeconds() };
 }

@@ -4,19 +4,19 @@ import * as vscode from 'vscode';
 import { existsSync, watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { AGENTS, type Agent } from '../core/ids';
-import { agentHooksStatus } from '../lifecycle/installation';
+import { agentHooksStatus } from '../doctor/installation';
 import type { ChainReport } from '../core/receipts';
 import { isStoreWide, parseReceipt } from '../core/receipts';
 import { storePath, type Env } from '../store/location';
 import type { Authority, ReceiptRow, Todo } from '../store/authority';
 import type { FeedMode } from '../store/port';
-import { describeSelection, openAuthority, selectStore, type StoreSelection } from '../lifecycle/open';
-import { activeLeaseCount, snapshotOfGoal, statusSnapshot, type StatusSnapshot } from '../lifecycle/status';
-import { resolveGoal, type ResolvedGoal } from '../lifecycle/goal';
-import { writeHookSettings } from '../lifecycle/homeConfig';
+import { describeSelection, openAuthority, selectStore, type StoreSelection } from '../ledger/open';
+import { activeLeaseCount, snapshotOfGoal, statusSnapshot, type StatusSnapshot } from '../doctor/status';
+import { resolveGoal, type ResolvedGoal } from '../checkout/goal';
+import { writeHookSettings } from '../config/homeConfig';
 import * as settings from './config';
 import { captureNodes, leaseNodes, receiptNodes, todoNodes, TreeModel, type CheckpointView, type ModelChange, type ReceiptRowView } from './models';
-import { checkpointsOf, type CheckpointedReport } from '../lifecycle/checkpoints';
+import { checkpointsOf, type CheckpointedReport } from '../ledger/checkpoints';
 
 /** Receipts per page of the Receipts view ("Load more…" adds one). */
 const RECEIPTS_PAGE = 50;
@@ -124,7 +124,7 @@ export class Ctx implements vscode.Disposable {
 
   /**
    * Hooks run in other processes and read their settings from TURNKEEPER_HOME: `enabled=false` is
-   * the file `off`, onConflict and the lease TTL live in config.json (src/lifecycle/homeConfig.ts owns
+   * the file `off`, onConflict and the lease TTL live in config.json (src/config/homeConfig.ts owns
    * both; these settings are machine-scoped because that file is one per machine).
    */
   writeHookSettings(): void {

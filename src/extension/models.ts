@@ -3,7 +3,7 @@
 // TreeModel keeps its nodes by stable id and reports which ones changed, so a provider refreshes
 // only those (in the manner of vscode-pull-request-github's prsTreeModel).
 import type { ChainReport } from '../core/receipts';
-import type { CaptureView, LeaseView, StatusSnapshot } from '../lifecycle/status';
+import type { CaptureView, LeaseView, StatusSnapshot } from '../doctor/status';
 
 export interface ViewNode {
   readonly id: string;
@@ -200,7 +200,7 @@ export function todoNodes(todos: readonly TodoRowView[], snapshot: StatusSnapsho
   if (todos.length === 0) return [];
   const holderOf = new Map(snapshot.leases.filter((lease) => lease.status === 'active').map((lease) => [`${lease.goal}\n${lease.todo}`, lease]));
   // Starts whose agent never fired a hook: no capture to show them on, so their Todo says it (the
-  // snapshot is the workspace Goal's, as the list of Todos: lifecycle/status.ts snapshotOfGoal).
+  // snapshot is the workspace Goal's, as the list of Todos: doctor/status.ts snapshotOfGoal).
   const silentStarts = new Set(snapshot.silentLaunches.flatMap((launch) => (launch.capture === null && launch.todo ? [launch.todo] : [])));
   return TODO_GROUPS.map((group) => {
     const members = todos.filter((todo) => todo.status === group.status);

@@ -4,7 +4,7 @@
 // crypto library of its own and loads unchanged in Electron.
 import { existsSync, readSync, realpathSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
-import { findExecutable } from '../lifecycle/executables';
+import { findExecutable } from '../agents/executables';
 import type { Env } from '../store/location';
 import { closureEntryPath, closureGuard, closureOf, type Closure } from './closure';
 import { installedPackageOf, PROFILES } from '../agents/profiles';

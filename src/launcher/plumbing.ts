@@ -8,7 +8,7 @@ import { binaryVariable, PROFILES } from '../agents/profiles/index';
 import { renderGuidance, type GuidanceFacts, type ReasonCode } from '../core/reasons';
 import type { Authority } from '../store/authority';
 import type { Env } from '../store/location';
-import { findExecutable } from '../lifecycle/executables';
+import { findExecutable } from '../agents/executables';
 import { attest, type Attestation } from './attest';
 import { launchAttested, type Barriers, type LaunchFacts, type LaunchRequest, type RunningLaunch } from './launch';
 import { launchLiveness } from './liveness';

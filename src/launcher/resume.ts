@@ -9,7 +9,7 @@ import type { Lease } from '../core/lease';
 import { renderGuidance, type GuidanceFacts, type ReasonCode } from '../core/reasons';
 import type { Preconditions, ReadyDocument } from '../core/ready';
 import type { Authority, LaunchCommitResult, StoredCapture } from '../store/authority';
-import { preconditionsOf } from '../lifecycle/workspace';
+import { preconditionsOf } from '../checkout/workspace';
 import { releaseAttestation, type Attestation } from './attest';
 import { launchArgv, type RunningLaunch } from './launch';
 import { isLaunchLive } from './liveness';

@@ -3,15 +3,15 @@
 // checkout. Its `launch_committed` receipt is committed before the agent's first instruction and
 // names the Todo, the Turn it was given and the launch nonce, but no capture: nothing is claimed
 // until the agent's first prompt event, whose hook claims the Todo with binding `launch`
-// (src/lifecycle/hook.ts, rule 3 for starts). The launch plumbing is shared with resume (plumbing.ts).
+// (src/hook/hook.ts, rule 3 for starts). The launch plumbing is shared with resume (plumbing.ts).
 import { randomBytes } from 'node:crypto';
 import type { Agent } from '../core/ids';
 import { isoTime } from '../core/lease';
 import { renderGuidance, type GuidanceFacts, type ReasonCode } from '../core/reasons';
 import type { Authority, StartCommitRefusal, StartCommitResult } from '../store/authority';
 import { PROFILES } from '../agents/profiles/index';
-import { resolveGoal, type ResolvedGoal } from '../lifecycle/goal';
-import { START_MARK } from '../lifecycle/starts';
+import { resolveGoal, type ResolvedGoal } from '../checkout/goal';
+import { START_MARK } from '../ledger/starts';
 import type { Attestation } from './attest';
 import type { RunningLaunch } from './launch';
 import { isLaunchLive } from './liveness';

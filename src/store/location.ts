@@ -3,7 +3,9 @@ import { chmodSync, lstatSync, mkdirSync, readdirSync, statSync } from 'node:fs'
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 
-export type Env = Readonly<Record<string, string | undefined>>;
+import type { Env } from '../core/env';
+
+export type { Env };
 
 /**
  * TURNKEEPER_HOME, or `~/.turnkeeper`. A relative value counts as unset: it would be relative to the

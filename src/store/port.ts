@@ -1,6 +1,6 @@
 // The row port: what an authority (SQLite today, PostgreSQL for teams) implements. Row reads and
 // writes only, no policy: which claim wins, what a refusal records, how receipts chain and what a
-// ready capture says live above it, in src/lifecycle/ledger.ts, once for every authority.
+// ready capture says live above it, in src/ledger/ledger.ts, once for every authority.
 import type { ChainLink, ChainReport } from '../core/receipts';
 import type { Lease } from '../core/lease';
 import type { Owner } from '../core/ids';

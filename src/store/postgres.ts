@@ -1,5 +1,5 @@
 // The PostgreSQL team authority's rows (spec §4): every machine of a team shares Todos, leases and one
-// receipt chain through one server. Rows only, like sqlite.ts; the policy is src/lifecycle/ledger.ts.
+// receipt chain through one server. Rows only, like sqlite.ts; the policy is src/ledger/ledger.ts.
 //
 // How the rules of §4 are kept:
 // - Time: `tx.clock()` is the server's `clock_timestamp()`, so lease times never come from a client.
@@ -17,7 +17,7 @@
 // - A connection lost during COMMIT is ambiguous: `AmbiguousCommitError`; the Ledger re-reads and
 //   decides (claims are idempotent per Turn) or reports the outcome unknown.
 // - No advisory locks, no session state (SET LOCAL only, no named statements): safe behind a
-//   transaction-mode pooler. Bounds: docs/team.md "Bounds" (src/lifecycle/open.ts sets them).
+//   transaction-mode pooler. Bounds: docs/team.md "Bounds" (src/ledger/open.ts sets them).
 // - Credentials never leave this file: `location` is host:port/database, errors are redacted.
 import type { Client, ClientConfig, QueryConfig, QueryResultRow } from 'pg';
 import { ZERO_DIGEST } from '../core/canonical';

@@ -66,7 +66,7 @@ export const MIGRATIONS: readonly string[] = [
   CREATE TABLE checkouts (place TEXT PRIMARY KEY, goal TEXT NOT NULL, checkout TEXT NOT NULL, updated_at INTEGER NOT NULL) WITHOUT ROWID;
   CREATE TABLE goals (id TEXT PRIMARY KEY, key TEXT NOT NULL, display_name TEXT NOT NULL) WITHOUT ROWID;
   -- Rows written by the previous release name their Goal by path; they are mapped to Goal ids once,
-  -- by the first process that can resolve those paths (src/lifecycle/ledger.ts adoptLegacyGoals).
+  -- by the first process that can resolve those paths (src/ledger/ledger.ts adoptLegacyGoals).
   INSERT INTO store_meta (key, value) SELECT 'legacy_goals', 'pending'
     WHERE EXISTS (SELECT 1 FROM todos) OR EXISTS (SELECT 1 FROM captures) OR EXISTS (SELECT 1 FROM sessions);
   `,

@@ -1,6 +1,6 @@
 // The SQLite authority's rows (spec §4): better-sqlite3 13 (Node-API), WAL, synchronous=FULL,
 // busy_timeout, every write in BEGIN IMMEDIATE. This file implements the row port (port.ts) and
-// nothing else: no claim policy, no receipt chaining (src/lifecycle/ledger.ts does both for every
+// nothing else: no claim policy, no receipt chaining (src/ledger/ledger.ts does both for every
 // authority). Statements are prepared once per connection and cached.
 import { closeSync, constants, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -91,7 +91,7 @@ function loadDriver(): typeof BetterSqlite3 {
   return DatabaseClass;
 }
 
-/** Opens (or, with `create`, creates) the SQLite store. Only src/lifecycle/open.ts calls this. */
+/** Opens (or, with `create`, creates) the SQLite store. Only src/ledger/open.ts calls this. */
 // async although nothing here waits: its callers get a rejection, never a synchronous throw.
 // eslint-disable-next-line @typescript-eslint/require-await
 export async function openSqliteStore(options: OpenOptions): Promise<SqliteStore | undefined> {

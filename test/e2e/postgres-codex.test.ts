@@ -14,7 +14,7 @@ import { startMockModelServer, developerTexts, type MockModelServer } from '../s
 import { cleanupCodexHome, EXEC_FLAGS, makeCodexHome, parseSessionId, writeCodexConfig, codexBinaryPath, type CodexHome } from '../support/codexHarness';
 import { describeRun, killAll, runProcess, turnkeeperRun, type ProcResult } from '../support/agentHarness';
 import { pgEnv, usePostgres } from '../support/postgres';
-import { openAuthority } from '../../src/lifecycle/open';
+import { openAuthority } from '../../src/ledger/open';
 
 const server = usePostgres({ beforeAll, afterAll });
 const CODEX_SHIM = resolve(__dirname, '../../node_modules/.bin/codex');

@@ -11,7 +11,7 @@ import { double } from '../support/vscode';
 import { buildFixtures, scene, waitFor, type Fixtures } from '../launcher/fixtures';
 import { Ctx } from '../../src/extension/ctx';
 import { registerCommands } from '../../src/extension/commands';
-import { doctorReport } from '../../src/lifecycle/installation';
+import { doctorReport } from '../../src/doctor/installation';
 import { TurnkeeperDocuments, SCHEME } from '../../src/extension/documents';
 import { openStartTerminal } from '../../src/extension/terminal';
 import { contextOf, makeWorld, payload, type World } from '../support/world';

@@ -5,17 +5,17 @@ import * as vscode from 'vscode';
 import { double } from '../support/vscode';
 import { Ctx } from '../../src/extension/ctx';
 import { createStatusBar } from '../../src/extension/statusBar';
-import { readHomeConfig } from '../../src/lifecycle/homeConfig';
+import { readHomeConfig } from '../../src/config/homeConfig';
 import { contextOf, makeWorld, payload, type World } from '../support/world';
 import { waitFor } from '../launcher/fixtures';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
-import { resolveGoal } from '../../src/lifecycle/goal';
+import { resolveGoal } from '../../src/checkout/goal';
 
 // Every read of $TURNKEEPER_HOME/config.json goes through readHomeConfig: counted here.
-vi.mock('../../src/lifecycle/homeConfig', async (importOriginal) => {
-  const actual = await importOriginal<typeof import('../../src/lifecycle/homeConfig')>();
+vi.mock('../../src/config/homeConfig', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('../../src/config/homeConfig')>();
   return { ...actual, readHomeConfig: vi.fn(actual.readHomeConfig) };
 });
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { like } from '../support/matchers';
 import { captureNodes, leaseNodes, receiptNodes, todoNodes, TreeModel, type TodoRowView, type ViewNode } from '../../src/extension/models';
-import type { StatusSnapshot } from '../../src/lifecycle/status';
+import type { StatusSnapshot } from '../../src/doctor/status';
 
 const NOW = Date.parse('2026-11-30T12:00:00.000Z');
 const snapshot = (over: Partial<StatusSnapshot> = {}): StatusSnapshot => ({

@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path';
 import { AGENTS } from '../../src/core/ids';
 import { binarySetting, binaryVariable, DETECT_ORDER, FALLBACK_AGENT, PROFILES } from '../../src/agents/profiles/index';
 import { HOOK_EVENTS } from '../../src/agents/install';
-import { TRUST_HINT } from '../../src/lifecycle/installation';
+import { TRUST_HINT } from '../../src/doctor/installation';
 import { INJECTION_VARIABLES } from '../../src/launcher/environment';
 import { resumeArguments } from '../../src/launcher/resume';
 import { resolveAgentBinary } from '../../src/launcher/plumbing';

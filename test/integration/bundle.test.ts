@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { digestText } from '../../src/core/canonical';
 import { parseCheckpoint, signedNote } from '../../src/core/checkpoint';
 import { anchorPath, readAnchor } from '../../src/store/anchor';
-import { keyHashOf } from '../../src/lifecycle/keys';
+import { keyHashOf } from '../../src/ledger/keys';
 import { contextOf, makeWorld, payload, type World } from '../support/world';
 import { signOnTwoMachines } from '../support/twoMachines';
 

@@ -1,4 +1,4 @@
-// $TURNKEEPER_HOME/config.json has one reader (src/lifecycle/homeConfig.ts), and a hook reads it once
+// $TURNKEEPER_HOME/config.json has one reader (src/config/homeConfig.ts), and a hook reads it once
 // however many of its keys the decision needs (the store, the lease TTL, onConflict, checkpointEvery,
 // the witness). Counted in the real `turnkeeper hook` process: a preload wraps node:fs and counts the
 // opens and whole-file reads of config.json.

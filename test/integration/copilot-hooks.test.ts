@@ -9,7 +9,7 @@ import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { InvalidHookInput, detectAgent, isWriteTool, parseHookInput } from '../../src/agents/payload';
 import { blockOutput, contextOutput, denyToolOutput } from '../../src/agents/output';
-import { callerOwner } from '../../src/lifecycle/settings';
+import { callerOwner } from '../../src/config/settings';
 import { makeWorld, parseHookStdout, type World } from '../support/world';
 
 const SESSION = '6b2cee65-b970-4c59-9c60-abfb1e535ee9';

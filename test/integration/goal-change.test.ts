@@ -8,7 +8,7 @@ import { like } from '../support/matchers';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { resolveGoal } from '../../src/lifecycle/goal';
+import { resolveGoal } from '../../src/checkout/goal';
 import { parseReceipt, type ReceiptDocument } from '../../src/core/receipts';
 import { contextOf, makeWorld, payload, type World } from '../support/world';
 

@@ -6,8 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GoalError, goalIdOf, parseGitConfigOrigin } from '../../src/core/goal';
-import { resolveGoal } from '../../src/lifecycle/goal';
-import { branchOf, preconditionsOf } from '../../src/lifecycle/workspace';
+import { resolveGoal } from '../../src/checkout/goal';
+import { branchOf, preconditionsOf } from '../../src/checkout/workspace';
 import { like } from '../support/matchers';
 
 let root: string;

@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { resolveGoal } from '../../src/lifecycle/goal';
+import { resolveGoal } from '../../src/checkout/goal';
 import { contextOf, makeWorld, parseHookStdout, payload, type World } from '../support/world';
 
 const ORIGIN = 'https://example.invalid/acme/app.git';

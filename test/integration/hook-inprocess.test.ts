@@ -3,7 +3,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { runHook } from '../../src/lifecycle/hook';
+import { runHook } from '../../src/hook/hook';
 import { RENEWAL_INTERVAL_MS } from '../../src/core/lease';
 import { makeWorld, payload, type World } from '../support/world';
 import { hostileCorpus } from '../support/hostileCorpus';

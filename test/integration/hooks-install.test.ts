@@ -39,7 +39,7 @@ import {
 } from '../../src/agents/install';
 import { MAX_CONFIG_BYTES, readConfigFile } from '../../src/agents/boundedFile';
 import { readShim, shimPath, writeShim } from '../../src/agents/shim';
-import { doctorReport, installAgentHooks, uninstallAgentHooks } from '../../src/lifecycle/installation';
+import { doctorReport, installAgentHooks, uninstallAgentHooks } from '../../src/doctor/installation';
 import { TURNKEEPER_COMMAND_PATTERN } from '../../src/agents/install';
 import { makeWorld } from '../support/world';
 
@@ -60,7 +60,7 @@ const projectTarget = (agent: Agent, projectRoot: string): HookTarget => ({ agen
 const read = (path: string): string => readFileSync(path, 'utf8');
 
 // Each project root (or user env) gets its own TURNKEEPER_HOME, outside the root, standing in for
-// ~/.turnkeeper; lifecycle/installation.ts passes `$TURNKEEPER_HOME/backups` the same way.
+// ~/.turnkeeper; doctor/installation.ts passes `$TURNKEEPER_HOME/backups` the same way.
 const homes = new Map<string, string>();
 const tkHomeOf = (target: HookTarget): string => {
   const key = target.projectRoot ?? JSON.stringify(target.env);

@@ -4,7 +4,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { runHook } from '../../src/lifecycle/hook';
+import { runHook } from '../../src/hook/hook';
 import { buildCapture } from '../../src/core/capture';
 import { digestText } from '../../src/core/canonical';
 import { parseReceipt } from '../../src/core/receipts';

@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { runHook } from '../../src/lifecycle/hook';
-import { openSqliteAuthority } from '../../src/lifecycle/open';
+import { runHook } from '../../src/hook/hook';
+import { openSqliteAuthority } from '../../src/ledger/open';
 import { makeWorld, parseHookStdout, payload, type World } from '../support/world';
 
 const TODOS = ['task-a', 'task-b'] as const;

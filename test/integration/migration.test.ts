@@ -13,8 +13,8 @@ import { canonicalJson, digestText } from '../../src/core/canonical';
 import { claimOperationId } from '../../src/core/capture';
 import { buildReadyCapture, type HistoryEntry } from '../../src/core/ready';
 import { buildReceipt, parseReceipt, type ReceiptDocument, type ReceiptFields } from '../../src/core/receipts';
-import { resolveGoal } from '../../src/lifecycle/goal';
-import { preconditionsOf } from '../../src/lifecycle/workspace';
+import { resolveGoal } from '../../src/checkout/goal';
+import { preconditionsOf } from '../../src/checkout/workspace';
 import { MIGRATIONS, SCHEMA_VERSION } from '../../src/store/schema';
 import { contextOf, makeWorld, payload, type World } from '../support/world';
 

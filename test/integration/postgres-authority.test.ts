@@ -14,8 +14,8 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import pg from 'pg';
 import { authorityConformance } from './authority.conformance';
-import { initializeStore, openAuthority } from '../../src/lifecycle/open';
-import { checkpointsOf } from '../../src/lifecycle/checkpoints';
+import { initializeStore, openAuthority } from '../../src/ledger/open';
+import { checkpointsOf } from '../../src/ledger/checkpoints';
 import type { Authority } from '../../src/store/authority';
 import { buildCapture } from '../../src/core/capture';
 import { digestText } from '../../src/core/canonical';

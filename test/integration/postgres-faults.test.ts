@@ -12,7 +12,7 @@ import { contextOf, runCli, type CliRun } from '../support/world';
 import { freeLoopbackPort, pgEnv, usePostgres } from '../support/postgres';
 import { startProxy, type TcpProxy } from '../support/tcpProxy';
 import { filesUnder, makeMachine } from '../support/teamMachine';
-import { initializeStore, openAuthority } from '../../src/lifecycle/open';
+import { initializeStore, openAuthority } from '../../src/ledger/open';
 import type { Authority } from '../../src/store/authority';
 
 const server = usePostgres({ beforeAll, afterAll });

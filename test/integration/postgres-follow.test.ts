@@ -23,7 +23,7 @@ import { performance } from 'node:perf_hooks';
 import { CLI, contextOf } from '../support/world';
 import { pgEnv, usePostgres } from '../support/postgres';
 import { makeMachine, makeUpstream } from '../support/teamMachine';
-import { initializeStore, openAuthority } from '../../src/lifecycle/open';
+import { initializeStore, openAuthority } from '../../src/ledger/open';
 import type { Authority } from '../../src/store/authority';
 import type { FeedMode } from '../../src/store/port';
 

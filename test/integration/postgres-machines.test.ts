@@ -12,8 +12,8 @@ import { join } from 'node:path';
 import { CLI, contextOf } from '../support/world';
 import { pgEnv, usePostgres } from '../support/postgres';
 import { filesUnder, makeMachine, makeUpstream, untilAllReadStdin } from '../support/teamMachine';
-import { openAuthority } from '../../src/lifecycle/open';
-import { resolveGoal } from '../../src/lifecycle/goal';
+import { openAuthority } from '../../src/ledger/open';
+import { resolveGoal } from '../../src/checkout/goal';
 
 const server = usePostgres({ beforeAll, afterAll });
 const ORIGIN = 'https://example.invalid/acme/app.git';

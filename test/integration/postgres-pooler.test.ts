@@ -34,7 +34,7 @@ import { startPgBouncer, usePgBouncer, type PgBouncer } from '../support/pgbounc
 import { makeUpstream } from '../support/teamMachine';
 import { BURST_HOOKS, codexPrompt, outcome, runBurst, sampleConnections, spawnMachine, type ConnectionSampler, type Machine } from '../support/burst';
 import { waitFor } from '../support/waitFor';
-import { openAuthority } from '../../src/lifecycle/open';
+import { openAuthority } from '../../src/ledger/open';
 import type { Authority } from '../../src/store/authority';
 import type { FeedMode } from '../../src/store/port';
 import { like } from '../support/matchers';

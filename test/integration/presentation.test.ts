@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { contextOf, makeWorld, payload, type World } from '../support/world';
-import { fullCaptureMarker, heldReminder, TRANSCRIPT_CHUNK_BYTES, TRANSCRIPT_TAIL_BYTES, transcriptCarries } from '../../src/lifecycle/presentation';
+import { fullCaptureMarker, heldReminder, TRANSCRIPT_CHUNK_BYTES, TRANSCRIPT_TAIL_BYTES, transcriptCarries } from '../../src/hook/presentation';
 import { buildReadyCapture } from '../../src/core/ready';
 
 let world: World;

@@ -1,12 +1,12 @@
-// Launches whose agent fired no hook (src/lifecycle/status.ts `silentLaunches`): the status bar's
+// Launches whose agent fired no hook (src/doctor/status.ts `silentLaunches`): the status bar's
 // warning, the Captures view's mark and doctor's problem. A silent launch stops counting once a later
 // launch of the same agent, or of the same Todo, fired its hooks; each case has its control.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { EXITED_SILENT_LAUNCH_KEPT_MS, FIRST_HOOK_DEADLINE_MS, silentLaunches } from '../../src/lifecycle/status';
+import { EXITED_SILENT_LAUNCH_KEPT_MS, FIRST_HOOK_DEADLINE_MS, silentLaunches } from '../../src/doctor/status';
 import { launchProcessState } from '../../src/launcher/liveness';
 import { hostname } from 'node:os';
 import { readFileSync } from 'node:fs';
-import type { SqliteAuthority } from '../../src/lifecycle/open';
+import type { SqliteAuthority } from '../../src/ledger/open';
 import { makeWorld, type World } from '../support/world';
 
 let world: World;

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { authorityConformance } from './authority.conformance';
-import { initializeStore, openSqliteAuthority } from '../../src/lifecycle/open';
+import { initializeStore, openSqliteAuthority } from '../../src/ledger/open';
 import { SchemaTooNewError } from '../../src/store/authority';
 import { SCHEMA_VERSION } from '../../src/store/schema';
 

@@ -5,7 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeHookSettings } from '../../src/lifecycle/homeConfig';
+import { writeHookSettings } from '../../src/config/homeConfig';
 import { anchorPath } from '../../src/store/anchor';
 import { contextOf, makeWorld, payload, type World } from '../support/world';
 

@@ -40,7 +40,7 @@ import {
 } from '../../src/launcher/closure';
 import { launchAttested, type LaunchFacts } from '../../src/launcher/launch';
 import { LaunchRefused } from '../../src/launcher/refusals';
-import { openSqliteAuthority, type SqliteAuthority } from '../../src/lifecycle/open';
+import { openSqliteAuthority, type SqliteAuthority } from '../../src/ledger/open';
 import { canonicalJson, digestDocument } from '../../src/core/canonical';
 
 process.env.TURNKEEPER_TEST_BARRIERS = '1';

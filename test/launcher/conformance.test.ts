@@ -445,9 +445,9 @@ describe('receipt failure: the agent never runs without its receipt', () => {
     const previous = process.env.TURNKEEPER_TEST_FAULT;
     process.env.TURNKEEPER_TEST_FAULT = 'store.before_commit=ioerr';
     vi.resetModules();
-    let faulted: typeof import('../../src/lifecycle/open');
+    let faulted: typeof import('../../src/ledger/open');
     try {
-      faulted = await import('../../src/lifecycle/open');
+      faulted = await import('../../src/ledger/open');
     } finally {
       if (previous === undefined) delete process.env.TURNKEEPER_TEST_FAULT;
       else process.env.TURNKEEPER_TEST_FAULT = previous;

@@ -13,7 +13,7 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
-import { openSqliteAuthority, type SqliteAuthority } from '../../src/lifecycle/open';
+import { openSqliteAuthority, type SqliteAuthority } from '../../src/ledger/open';
 import type { LaunchFacts } from '../../src/launcher/launch';
 import { makeWorld, type World } from '../support/world';
 

@@ -8,7 +8,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { like } from '../support/matchers';
 import { resumeCapture, type ResumeResult } from '../../src/launcher/resume';
 import type { Barriers } from '../../src/launcher/launch';
-import type { SqliteAuthority } from '../../src/lifecycle/open';
+import type { SqliteAuthority } from '../../src/ledger/open';
 import { contextOf, payload, type World } from '../support/world';
 import { alive, readMarker, useLaunchScene, waitFor, type Scene } from './fixtures';
 

@@ -2,7 +2,7 @@
 // launch receipt comes first and names the Todo, the agent runs with TURNKEEPER_TODO, a fresh
 // TURNKEEPER_TURN and TURNKEEPER_LAUNCH, and its first prompt hook claims the Todo with binding
 // `launch`. Every refusal has its control: the same start for an open, unheld Todo launches.
-import { FIRST_HOOK_DEADLINE_MS, silentLaunches } from '../../src/lifecycle/status';
+import { FIRST_HOOK_DEADLINE_MS, silentLaunches } from '../../src/doctor/status';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -10,7 +10,7 @@ import { like } from '../support/matchers';
 import { startTodo, type StartResult } from '../../src/launcher/start';
 import { resumeCapture } from '../../src/launcher/resume';
 import type { Barriers } from '../../src/launcher/launch';
-import type { SqliteAuthority } from '../../src/lifecycle/open';
+import type { SqliteAuthority } from '../../src/ledger/open';
 import { buildReceipt } from '../../src/core/receipts';
 import { contextOf, payload, type World } from '../support/world';
 import { alive, readMarker, sha256File, useLaunchScene, waitFor, type Scene } from './fixtures';

@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { expect } from 'vitest';
 import pg from 'pg';
-import { openAuthority } from '../../src/lifecycle/open';
+import { openAuthority } from '../../src/ledger/open';
 import { CLI, contextOf } from './world';
 import { pgEnv } from './postgres';
 import { makeMachine, untilAllReadStdin, type TeamMachine } from './teamMachine';

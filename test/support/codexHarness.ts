@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { listCodexHooks, type CodexListedHook } from '../../src/lifecycle/agentChecks';
+import { listCodexHooks, type CodexListedHook } from '../../src/doctor/agentChecks';
 
 export interface CodexHome {
   /** Root temp dir; remove with cleanupCodexHome(). */
@@ -156,7 +156,7 @@ export type ListedHook = CodexListedHook;
 
 /**
  * Ask `codex app-server` (JSON-RPC over stdio) which hooks apply to `cwd`: doctor's own client
- * (src/lifecycle/agentChecks.ts), run on the pinned binary. Used to obtain the keys/hashes Codex
+ * (src/doctor/agentChecks.ts), run on the pinned binary. Used to obtain the keys/hashes Codex
  * expects for persisted hook trust.
  */
 async function listHooks(env: NodeJS.ProcessEnv, cwd: string, timeoutMs = 20_000): Promise<ListedHook[]> {

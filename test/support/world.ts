@@ -4,8 +4,8 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { openSqliteAuthority, type SqliteAuthority } from '../../src/lifecycle/open';
-import { resolveGoal } from '../../src/lifecycle/goal';
+import { openSqliteAuthority, type SqliteAuthority } from '../../src/ledger/open';
+import { resolveGoal } from '../../src/checkout/goal';
 
 export const CLI = resolve(__dirname, '../../dist/cli.js');
 

@@ -1,11 +1,11 @@
-// The signed-note and DSSE formats of src/core/checkpoint.ts and src/lifecycle/keys.ts against
+// The signed-note and DSSE formats of src/core/checkpoint.ts and src/ledger/keys.ts against
 // published vectors of other implementations: the example of golang.org/x/mod/sumdb/note (the
 // reference implementation of c2sp.org/signed-note; Ed25519 is deterministic, so our signing must
 // reproduce its note byte for byte) and the PAE example of the DSSE protocol.
 import { describe, expect, it } from 'vitest';
 import { createPrivateKey, sign } from 'node:crypto';
 import { checkpointText, parseCheckpoint, preAuthEncoding, signedNote, type ParsedCheckpoint } from '../../src/core/checkpoint';
-import { keyHashOf, noteVerifier, parsePublicKey, verifierKey } from '../../src/lifecycle/keys';
+import { keyHashOf, noteVerifier, parsePublicKey, verifierKey } from '../../src/ledger/keys';
 
 const GO_VKEY = 'PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW';
 const GO_SKEY = 'PRIVATE+KEY+PeterNeumann+c74f20a3+AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iUvxdXHKDFz';

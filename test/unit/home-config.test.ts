@@ -1,4 +1,4 @@
-// $TURNKEEPER_HOME/config.json and the file `off` have one owner (src/lifecycle/homeConfig.ts): the
+// $TURNKEEPER_HOME/config.json and the file `off` have one owner (src/config/homeConfig.ts): the
 // hook reads through it, the extension writes through it, and package.json's settings repeat its
 // numbers. One lease-TTL rule wherever the value comes from; machine scope for what the hooks read.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -14,8 +14,8 @@ import {
   parseHomeConfig,
   readHomeConfig,
   writeHookSettings,
-} from '../../src/lifecycle/homeConfig';
-import { leaseTtlSeconds, onConflict } from '../../src/lifecycle/settings';
+} from '../../src/config/homeConfig';
+import { leaseTtlSeconds, onConflict } from '../../src/config/settings';
 import * as config from '../../src/extension/config';
 import { RENEWAL_INTERVAL_MS } from '../../src/core/lease';
 

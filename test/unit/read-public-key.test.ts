@@ -1,12 +1,12 @@
 // `keys trust <file|key>` and `verify --bundle --key <file|key>` read a public key the same way
-// (src/lifecycle/keys.ts readPublicKey): the value itself, else a file relative to the command's
+// (src/ledger/keys.ts readPublicKey): the value itself, else a file relative to the command's
 // working directory, holding a whole PEM or a line that is a verifier key.
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { publicKeyPem, readPublicKey, verifierKey } from '../../src/lifecycle/keys';
+import { publicKeyPem, readPublicKey, verifierKey } from '../../src/ledger/keys';
 
 const dir = mkdtempSync(join(tmpdir(), 'tk-read-key-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

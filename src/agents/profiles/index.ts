@@ -11,7 +11,9 @@ import { codex } from './codex';
 import { copilot } from './copilot';
 import { gemini } from './gemini';
 
-export type Env = Readonly<Record<string, string | undefined>>;
+import type { Env } from '../../core/env';
+
+export type { Env };
 
 /** What an event means to the decision table (spec §2). */
 export type EventKind = 'session_start' | 'prompt' | 'pre_tool' | 'post_tool' | 'stop';

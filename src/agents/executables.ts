@@ -3,7 +3,7 @@
 // let it choose the program Turnkeeper attests, resumes, or asks for its hooks (doctor).
 import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
-import type { Env } from '../store/location';
+import type { Env } from '../core/env';
 
 /** Absolute path of the first executable regular file `name` in an absolute PATH directory, else undefined. */
 export function findExecutable(env: Env, name: string): string | undefined {

@@ -18,8 +18,8 @@ import { ensurePrivateHome, storePath, turnkeeperHome, type Env } from '../store
 import { asStoreError, openSqliteStore, type OpenOptions } from '../store/sqlite';
 import { openPostgresStore, redactedLocation } from '../store/postgres';
 import { Ledger } from './ledger';
-import { resolveGoal } from './goal';
-import { readHomeConfig } from './homeConfig';
+import { resolveGoal } from '../checkout/goal';
+import { readHomeConfig } from '../config/homeConfig';
 import { Checkpoints } from './checkpoints';
 
 export interface AuthorityOptions {

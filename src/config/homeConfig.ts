@@ -1,7 +1,7 @@
 // The settings that live in $TURNKEEPER_HOME: `config.json` and the file `off`. Hooks run in other
 // processes and read only these (spec §2 rule 1, "Renewal", "Output"; spec §4 "Selection"); the VS
 // Code extension writes them from its machine-scoped settings. This module owns their schema, their
-// defaults and their limits, for the readers (src/lifecycle/settings.ts, open.ts, checkpoints.ts) and the
+// defaults and their limits, for the readers (src/config/settings.ts, open.ts, checkpoints.ts) and the
 // writer (src/extension/ctx.ts) alike; package.json's `contributes.configuration` repeats the same
 // numbers for the settings editor, and test/unit/home-config.test.ts holds the two together.
 import { closeSync, existsSync, fstatSync, openSync, readFileSync, rmSync, statSync, writeFileSync, type BigIntStats } from 'node:fs';

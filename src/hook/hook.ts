@@ -15,12 +15,12 @@ import type { Authority, Placement, SessionTouch, StoredReady } from '../store/a
 import { faultPoint } from '../store/faults';
 import type { Env } from '../store/location';
 import { SchemaTooNewError, StoreUnavailableError } from '../store/authority';
-import { openAuthority, selectStore } from './open';
-import { clientClock, hookBusyTimeoutMs, isTurnedOff, leaseTtlSeconds, onConflict } from './settings';
-import { branchOf, preconditionsOf } from './workspace';
-import { placementOf, resolveGoal } from './goal';
+import { openAuthority, selectStore } from '../ledger/open';
+import { clientClock, hookBusyTimeoutMs, isTurnedOff, leaseTtlSeconds, onConflict } from '../config/settings';
+import { branchOf, preconditionsOf } from '../checkout/workspace';
+import { placementOf, resolveGoal } from '../checkout/goal';
 import { heldReminder, transcriptCarries } from './presentation';
-import { findStart } from './starts';
+import { findStart } from '../ledger/starts';
 import { GoalError } from '../core/goal';
 
 /** lastHookAt is proof of life, not an audit trail: refreshing it at most this often keeps replays read-only. */

@@ -25,7 +25,7 @@ import type { Scope } from '../agents/install';
 import { readConfigFile } from '../agents/boundedFile';
 import { turnkeeperHome, type Env } from '../store/location';
 import { shimPath } from '../agents/shim';
-import { findExecutable } from './executables';
+import { findExecutable } from '../agents/executables';
 import { PROFILES, type ConfigSyntax } from '../agents/profiles/index';
 
 type CheckName = 'config_syntax' | 'both_scopes' | 'codex_trust' | 'on_path' | 'agent_version';

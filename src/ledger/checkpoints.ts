@@ -42,7 +42,7 @@ import { turnkeeperHome, type Env } from '../store/location';
 import type { StorePort, StoreTx } from '../store/port';
 import type { Authority, ReceiptRow } from '../store/authority';
 import { noteVerifier, signingKey, signNote, trustedKeys, type SigningKey, type TrustedKey } from './keys';
-import { readHomeConfig } from './homeConfig';
+import { readHomeConfig } from '../config/homeConfig';
 import { Ledger } from './ledger';
 
 const DEFAULT_CHECKPOINT_EVERY = 100;

@@ -22,7 +22,7 @@ import type { Authority, StoreHealth } from '../store/authority';
 import type { ChainReport } from '../core/receipts';
 import { closuresDir, SNAPSHOT_NAME, storePath, treeSize, turnkeeperHome, type Env } from '../store/location';
 import { silentLaunches, type LaunchProcessState, type SilentLaunch } from './status';
-import { clientClock, hookBusyTimeoutMs } from './settings';
+import { clientClock, hookBusyTimeoutMs } from '../config/settings';
 import { agentChecks, strictSyntaxProblem, type AgentCheck } from './agentChecks';
 
 /** What the user does so the agent runs its hooks (each agent's profile). */
@@ -99,7 +99,7 @@ export function agentHooksStatus(request: InstallRequest) {
 interface DoctorStore extends Partial<StoreHealth> {
   readonly path: string;
   readonly exists: boolean;
-  /** The chain walk, with the witness compared (src/lifecycle/checkpoints.ts). */
+  /** The chain walk, with the witness compared (src/ledger/checkpoints.ts). */
   readonly chain?: ChainReport;
   readonly error?: string;
   readonly [fact: string]: unknown;
