@@ -100,7 +100,7 @@ export const shQuote = (value: string): string => `'${value.replace(/'/g, "'\\''
  * The command every agent config points at. It names the stable shim, never Turnkeeper's install
  * location, so it stays byte-identical across upgrades (Codex skips a changed hook until re-trusted).
  */
-export const hookCommand = (agent: Agent, shimPath: string): string => `${shQuote(shimPath)} hook --agent ${agent}`;
+export const installedHookCommand = (agent: Agent, shimPath: string): string => `${shQuote(shimPath)} hook --agent ${agent}`;
 
 /**
  * The command installed for one event: `command` itself, or, for an agent whose payloads name no

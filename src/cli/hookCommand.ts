@@ -5,7 +5,7 @@ import { MAX_HOOK_INPUT_BYTES } from '../agents/payload';
 import { runHook } from '../hook/hook';
 import { parse, type Io } from './io';
 
-export async function hookCommand(args: string[], io: Io): Promise<number> {
+export async function runHookCommand(args: string[], io: Io): Promise<number> {
   // Spec §10: an unwritable stderr (closed, full disk) changes nothing, not even the exit code.
   const err = (text: string): void => {
     try {

@@ -5,7 +5,7 @@
 // `turnkeeper hook --help` still goes to the full command line, which owns every command's help.
 import * as z from 'zod/mini';
 import { terminalSafe } from '../core/terminal';
-import { hookCommand } from './hookCommand';
+import { runHookCommand } from './hookCommand';
 import { readStdin, writer } from './stdio';
 
 export function runHookCli(): void {
@@ -23,12 +23,12 @@ export function runHookCli(): void {
     err: (text: string) => err(terminalSafe(text)),
     readStdin,
   };
-  hookCommand(process.argv.slice(3), io).then(
+  runHookCommand(process.argv.slice(3), io).then(
     () => {
       process.exitCode = 0;
     },
     (error: unknown) => {
-      // hookCommand catches everything; this is the last fence (fail open for the agent).
+      // runHookCommand catches everything; this is the last fence (fail open for the agent).
       process.exitCode = 0;
       try {
         io.err(`turnkeeper: ${(error as Error).stack ?? String(error)}\n`);

@@ -8,7 +8,7 @@ import { readStdin, writer } from './stdio';
 /** A command answers its exit code, at once or later (the dispatcher awaits either). */
 type Command = (args: string[], io: Io) => Promise<number> | number;
 const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
-  hook: async () => (await import('./hookCommand')).hookCommand,
+  hook: async () => (await import('./hookCommand')).runHookCommand,
   todo: async () => (await import('./todo')).todoCommand,
   status: async () => (await import('./inspect')).statusCommand,
   show: async () => (await import('./inspect')).showCommand,

@@ -7,7 +7,7 @@ import { AGENTS, type Agent } from '../core/ids';
 import {
   eventCommand,
   HookConfigError,
-  hookCommand,
+  installedHookCommand,
   hookConfigPath,
   hooksStatus,
   HOOK_EVENTS,
@@ -55,7 +55,7 @@ const hookBackupDir = (env: Env): string => join(turnkeeperHome(env), 'backups')
  * Either stays byte-identical across Turnkeeper updates.
  */
 function scopeCommand(agent: Agent, scope: Scope, env: Env): string {
-  return scope === 'project' ? `turnkeeper hook --agent ${agent}` : hookCommand(agent, shimPath(turnkeeperHome(env)));
+  return scope === 'project' ? `turnkeeper hook --agent ${agent}` : installedHookCommand(agent, shimPath(turnkeeperHome(env)));
 }
 
 const otherScope = (scope: Scope): Scope => (scope === 'user' ? 'project' : 'user');

@@ -25,7 +25,7 @@ import { AGENTS, type Agent } from '../../src/core/ids';
 import {
   HOOK_EVENTS,
   HookConfigError,
-  hookCommand,
+  installedHookCommand,
   hookConfigPath,
   hooksStatus,
   installHooks as installHooksWith,
@@ -55,7 +55,7 @@ afterAll(() => {
 
 // A shim path with a space and a quote: the command must survive sh quoting.
 const SHIM = "/opt/turn keeper's home/bin/turnkeeper";
-const commandFor = (agent: Agent): string => hookCommand(agent, SHIM);
+const commandFor = (agent: Agent): string => installedHookCommand(agent, SHIM);
 const projectTarget = (agent: Agent, projectRoot: string): HookTarget => ({ agent, scope: 'project', env: {}, projectRoot });
 const read = (path: string): string => readFileSync(path, 'utf8');
 
@@ -98,8 +98,8 @@ const hooksOf = (value: unknown): Record<string, Group[]> => (value as { hooks: 
 
 describe('hook command and config paths', () => {
   it('quotes the shim path for sh and stays exactly `<path> hook --agent <agent>`', () => {
-    expect(hookCommand('codex', SHIM)).toBe(`'/opt/turn keeper'\\''s home/bin/turnkeeper' hook --agent codex`);
-    expect(hookCommand('gemini', '/h/bin/turnkeeper')).toBe(`'/h/bin/turnkeeper' hook --agent gemini`);
+    expect(installedHookCommand('codex', SHIM)).toBe(`'/opt/turn keeper'\\''s home/bin/turnkeeper' hook --agent codex`);
+    expect(installedHookCommand('gemini', '/h/bin/turnkeeper')).toBe(`'/h/bin/turnkeeper' hook --agent gemini`);
     // sh splits it back into the exact path and arguments.
     const words = spawnSync('sh', ['-c', `set -- ${commandFor('claude')}; printf '%s\\n' "$@"`], { encoding: 'utf8' });
     expect(words.stdout).toBe(`${SHIM}\nhook\n--agent\nclaude\n`);
@@ -221,7 +221,7 @@ describe('installHooks', () => {
     expect(statSync(path).mtimeMs).toBe(mtime);
     expect(backupsOf(projectTarget('codex', root))).toHaveLength(1);
     // A different command (another shim path) would have been added: the skip is by exact command.
-    expect(installHooks(projectTarget('codex', root), hookCommand('codex', '/elsewhere/bin/turnkeeper')).changed).toBe(true);
+    expect(installHooks(projectTarget('codex', root), installedHookCommand('codex', '/elsewhere/bin/turnkeeper')).changed).toBe(true);
   });
 
   it('adds only the events that lack our command', () => {
@@ -904,7 +904,7 @@ describe('shim', () => {
     expect(JSON.parse(direct.stdout)).toEqual({ argv: args, electron: null });
     // The command written into the agent's config, run the way agents run it (through a shell).
     const root = tempDir();
-    const command = hookCommand('codex', shimPath(home));
+    const command = installedHookCommand('codex', shimPath(home));
     installHooks(projectTarget('codex', root), command);
     const written = hooksOf(strictParse(read(hookConfigPath(projectTarget('codex', root))))).Stop?.[0]?.hooks[0]?.command;
     expect(written).toBe(command);
