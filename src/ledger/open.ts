@@ -15,8 +15,8 @@ import { StoreUnavailableError, type Authority } from '../store/authority';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ensurePrivateHome, storePath, turnkeeperHome, type Env } from '../store/location';
-import { asStoreError, openSqliteStore, type OpenOptions } from '../store/sqlite';
-import { openPostgresStore, redactedLocation } from '../store/postgres';
+import { asStoreError, openSqliteRows, type OpenOptions } from '../store/sqlite';
+import { openPostgresRows, redactedLocation } from '../store/postgres';
 import { Ledger } from './ledger';
 import { resolveGoal } from '../checkout/goal';
 import { readHomeConfig } from '../config/homeConfig';
@@ -83,7 +83,7 @@ export async function openAuthority(env: Env, options: AuthorityOptions): Promis
     // claim that waits its turn behind others is the server's queue, not a stall. What is left of the
     // 15 s hook timeout Turnkeeper installs covers start-up and one reconnect after a lost COMMIT.
     const hook = options.busyTimeoutMs !== undefined;
-    const rows = await openPostgresStore({
+    const rows = await openPostgresRows({
       url: selection.url,
       answerTimeoutMs: 2000,
       connectTimeoutMs: 4000,
@@ -134,11 +134,11 @@ export async function initializeStore(
       revoked: [],
     };
   }
-  const before = await openPostgresStore({ url: selection.url, initialize: false }).then(
+  const before = await openPostgresRows({ url: selection.url, initialize: false }).then(
     (store) => (store.close(), true),
     () => false,
   );
-  const rows = await openPostgresStore({ url: selection.url, initialize: true, statementTimeoutMs: 30_000 });
+  const rows = await openPostgresRows({ url: selection.url, initialize: true, statementTimeoutMs: 30_000 });
   const created = before ? [] : ['schema turnkeeper: tables, unique indexes, the receipt head row, the append-only and NOTIFY triggers'];
   const unchanged: string[] = [];
   const revoked: string[] = [];
@@ -169,7 +169,7 @@ export type SqliteAuthority = Ledger & { readonly connection: BetterSqlite3.Data
 
 /** `checkpoints`: the environment whose key and witness sign and check the chain (the factory's stores; tests' bare stores have none). */
 export async function openSqliteAuthority(options: OpenOptions & { readonly checkpoints?: Env }): Promise<SqliteAuthority | undefined> {
-  const rows = await openSqliteStore(options);
+  const rows = await openSqliteRows(options);
   if (!rows) return undefined;
   const ledger = Object.assign(new Ledger(rows, options.checkpoints ? new Checkpoints(rows, options.checkpoints) : undefined), {
     connection: rows.connection,

@@ -247,7 +247,7 @@ async function connectQueued(options: PostgresOptions): Promise<Client> {
   }
 }
 
-export async function openPostgresStore(options: PostgresOptions): Promise<PostgresStore> {
+export async function openPostgresRows(options: PostgresOptions): Promise<PostgresRows> {
   const location = redactedLocation(options.url);
   const scrub = scrubber(options.url);
   const client = await connectQueued(options);
@@ -270,7 +270,7 @@ export async function openPostgresStore(options: PostgresOptions): Promise<Postg
         );
     }
     const transactionTimeoutMs = options.transactionTimeoutMs ?? (options.statementTimeoutMs ?? 3000) + 1000;
-    return new PostgresStore(
+    return new PostgresRows(
       client,
       location,
       scrub,
@@ -329,7 +329,7 @@ function scrubber(url: string): (text: string) => string {
 // Same column names as the SQLite schema: one set of row converters (rows.ts) serves both stores.
 type LeaseRow = LeaseRowRaw & QueryResultRow;
 
-export class PostgresStore implements StorePort {
+export class PostgresRows implements StorePort {
   /** The transactions of this connection (writes and chain walks), one after another. */
   private writeQueue: Promise<unknown> = Promise.resolve();
 

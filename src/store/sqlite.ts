@@ -49,7 +49,7 @@ const ONE_GOAL_OR_STORE_WIDE = `(i.seq IS NULL OR i.goal = ? OR i.goal IN ('', '
 
 export interface OpenOptions {
   readonly path: string;
-  /** When false and the file does not exist, nothing is created and `openSqliteStore` returns undefined. */
+  /** When false and the file does not exist, nothing is created and `openSqliteRows` returns undefined. */
   readonly create: boolean;
   readonly busyTimeoutMs?: number;
 }
@@ -94,7 +94,7 @@ function loadDriver(): typeof BetterSqlite3 {
 /** Opens (or, with `create`, creates) the SQLite store. Only src/ledger/open.ts calls this. */
 // async although nothing here waits: its callers get a rejection, never a synchronous throw.
 // eslint-disable-next-line @typescript-eslint/require-await
-export async function openSqliteStore(options: OpenOptions): Promise<SqliteStore | undefined> {
+export async function openSqliteRows(options: OpenOptions): Promise<SqliteRows | undefined> {
   if (!options.create && !existsSync(options.path)) return undefined;
   const Database = loadDriver();
   try {
@@ -108,7 +108,7 @@ export async function openSqliteStore(options: OpenOptions): Promise<SqliteStore
     let meta: Map<string, string>;
     try {
       // The write settings (WAL, synchronous=FULL, foreign keys) are applied before the first write
-      // (SqliteStore.writeMode), not here: a replay only reads, and each pragma costs its own statement.
+      // (SqliteRows.writeMode), not here: a replay only reads, and each pragma costs its own statement.
       if ((db.pragma('user_version', { simple: true }) as number) !== SCHEMA_VERSION) {
         applyWriteMode(db);
         migrate(db, options.busyTimeoutMs ?? 5000);
@@ -124,7 +124,7 @@ export async function openSqliteStore(options: OpenOptions): Promise<SqliteStore
       throw error;
     }
     const file = statSync(options.path);
-    return new SqliteStore(db, options.path, options.busyTimeoutMs ?? 5000, { dev: file.dev, ino: file.ino }, meta);
+    return new SqliteRows(db, options.path, options.busyTimeoutMs ?? 5000, { dev: file.dev, ino: file.ino }, meta);
   } catch (error) {
     throw asStoreError(error);
   }
@@ -246,7 +246,7 @@ export function asStoreError(error: unknown): unknown {
   return error;
 }
 
-export class SqliteStore implements StorePort {
+export class SqliteRows implements StorePort {
   private readonly statements = new Map<string, BetterSqlite3.Statement>();
   /** Writes of this connection run one at a time: an await inside one must not interleave another. */
   private writeQueue: Promise<unknown> = Promise.resolve();

@@ -372,7 +372,7 @@ describe('a team store', () => {
   const pg = usePostgres({ beforeAll, afterAll });
   const DATABASE = 'team';
   const ORIGIN = 'https://example.invalid/acme/app.git';
-  /** PostgresStore.follow's poll interval. */
+  /** PostgresRows.follow's poll interval. */
   const POLL_MS = 5000;
   /** The bound on the view's update through the feed (less than the poll interval). */
   const FEED_MS = 3000;

@@ -30,7 +30,7 @@ import type { FeedMode } from '../../src/store/port';
 const server = usePostgres({ beforeAll, afterAll });
 const DATABASE = 'feed';
 const ORIGIN = 'https://example.invalid/acme/feed.git';
-/** PostgresStore.follow's poll interval (the Authority gives no way to change it, nor should a test). */
+/** PostgresRows.follow's poll interval (the Authority gives no way to change it, nor should a test). */
 const POLL_MS = 5000;
 /** "Fast": a NOTIFY reaches the follower within this of the hook's exit. */
 const FAST_MS = 1000;

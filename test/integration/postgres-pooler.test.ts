@@ -356,7 +356,7 @@ describe('a burst through a transaction-mode pool of 4', () => {
 });
 
 describe('the change feed (LISTEN/NOTIFY) through a transaction-mode bouncer', () => {
-  /** PostgresStore.follow's poll interval. */
+  /** PostgresRows.follow's poll interval. */
   const POLL_MS = 5000;
   const FAST_MS = 1000;
 

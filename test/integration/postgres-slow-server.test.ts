@@ -18,7 +18,7 @@ import { contextOf, runCli, type CliRun } from '../support/world';
 import { usePostgres } from '../support/postgres';
 import { makeMachine, type TeamMachine } from '../support/teamMachine';
 import { buildReceipt } from '../../src/core/receipts';
-import { openPostgresStore } from '../../src/store/postgres';
+import { openPostgresRows } from '../../src/store/postgres';
 
 const server = usePostgres({ beforeAll, afterAll });
 const ORIGIN = 'https://example.invalid/acme/app.git';
@@ -199,7 +199,7 @@ describe('a server slow at one statement of a claim or of its checkpoint, swept 
   });
 
   it('a statement the client gave up on, caught inside the write: no COMMIT follows, the head names the newest receipt', async () => {
-    const store = await openPostgresStore({ url, statementTimeoutMs: 2000, transactionTimeoutMs: 600 });
+    const store = await openPostgresRows({ url, statementTimeoutMs: 2000, transactionTimeoutMs: 600 });
     try {
       const before = await headAndLast();
       let swallowed: unknown;
