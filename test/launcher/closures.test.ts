@@ -28,16 +28,8 @@ import {
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { attest, releaseAttestation, type Attestation } from '../../src/launcher/attest';
-import {
-  clearClosureCache,
-  closureBarriers,
-  closureGuard,
-  closureOf,
-  closureEntryPath,
-  listClosures,
-  pruneClosures,
-  verifySnapshot,
-} from '../../src/launcher/closure';
+import { clearClosureCache, closureBarriers, closureOf, closureEntryPath, listClosures, pruneClosures, verifySnapshot } from '../../src/launcher/closure';
+import { closureGuard } from '../../src/launcher/closureGuard';
 import { launchAttested, type LaunchFacts } from '../../src/launcher/launch';
 import { LaunchRefused } from '../../src/launcher/refusals';
 import { openSqliteAuthority, type SqliteAuthority } from '../../src/ledger/open';
