@@ -61,34 +61,48 @@ const idString = z.string().check(z.refine(isSessionId, 'id outside its grammar'
 const eventName = z.string().check(z.maxLength(64));
 const ANY_LENGTH = MAX_HOOK_INPUT_BYTES;
 
-// Each dialect's schema is built on first use: building schemas is start-up time every hook pays.
-const makeSnakeSchema = () =>
-  z.looseObject({
-    hook_event_name: eventName,
-    session_id: idString,
-    cwd: pathString,
-    transcript_path: z.nullish(pathString),
-    turn_id: z.nullish(idString),
-    prompt_id: z.nullish(idString),
-    prompt: z.nullish(wellFormed(ANY_LENGTH)),
-    tool_name: z.nullish(wellFormed(256)),
-    model: z.nullish(wellFormed(256)),
-    permission_mode: z.nullish(wellFormed(256)),
-    timestamp: z.nullish(wellFormed(256)),
-    source: z.nullish(wellFormed(256)),
-  });
-
+const lazy = <T>(make: () => T): (() => T) => {
+  let value: T | undefined;
+  return () => (value ??= make());
+};
+/**
+ * The optional fields of each dialect (built on first use, like the schemas). An agent that has no value may send the field empty (Gemini CLI
+ * 0.61: `"transcript_path": ""` while the session has no chat file yet): an empty string there means
+ * absent, as null does, and is never a reason to drop the payload. Required fields stay required.
+ */
+const snakeOptional = lazy(() => ({
+  transcript_path: pathString,
+  turn_id: idString,
+  prompt_id: idString,
+  prompt: wellFormed(ANY_LENGTH),
+  tool_name: wellFormed(256),
+  model: wellFormed(256),
+  permission_mode: wellFormed(256),
+  timestamp: wellFormed(256),
+  source: wellFormed(256),
+}));
 // Copilot CLI under camelCase event names: `timestamp` is milliseconds since the epoch.
-const makeCamelSchema = () =>
-  z.looseObject({
-    sessionId: idString,
-    cwd: pathString,
-    transcriptPath: z.nullish(pathString),
-    prompt: z.nullish(wellFormed(ANY_LENGTH)),
-    toolName: z.nullish(wellFormed(256)),
-    timestamp: z.nullish(z.union([z.number(), wellFormed(256)])),
-    source: z.nullish(wellFormed(256)),
-  });
+const camelOptional = lazy(() => ({
+  transcriptPath: pathString,
+  prompt: wellFormed(ANY_LENGTH),
+  toolName: wellFormed(256),
+  timestamp: z.union([z.number(), wellFormed(256)]),
+  source: wellFormed(256),
+}));
+const nullish = <T extends Record<string, z.ZodMiniType>>(fields: T) =>
+  Object.fromEntries(Object.entries(fields).map(([key, schema]) => [key, z.nullish(schema)])) as { [K in keyof T]: z.ZodMiniOptional<z.ZodMiniNullable<T[K]>> };
+
+// Each dialect's schema is built on first use: building schemas is start-up time every hook pays.
+const makeSnakeSchema = () => z.looseObject({ hook_event_name: eventName, session_id: idString, cwd: pathString, ...nullish(snakeOptional()) });
+const makeCamelSchema = () => z.looseObject({ sessionId: idString, cwd: pathString, ...nullish(camelOptional()) });
+
+/** The payload without its empty optional fields: detection and validation read them as absent. */
+function withoutEmptyOptionals(payload: Readonly<Record<string, unknown>>, dialect: PayloadDialect): Readonly<Record<string, unknown>> {
+  const optional = dialect === 'camel' ? camelOptional() : snakeOptional();
+  const empty = (key: string, value: unknown): boolean => value === '' && Object.hasOwn(optional, key);
+  if (!Object.entries(payload).some(([key, value]) => empty(key, value))) return payload;
+  return Object.fromEntries(Object.entries(payload).filter(([key, value]) => !empty(key, value)));
+}
 let snakeSchema: ReturnType<typeof makeSnakeSchema> | undefined;
 let camelSchema: ReturnType<typeof makeCamelSchema> | undefined;
 
@@ -162,12 +176,13 @@ export function parseHookInput(raw: string | Buffer, forcedAgent?: Agent, contex
     throw new InvalidHookInput(`not JSON (${(error as Error).message})`);
   }
   if (!isObject(json)) throw new InvalidHookInput('payload: not a JSON object');
-  const agent = forcedAgent ?? detectAgent(json, env);
-  const profile = PROFILES[agent];
   const dialect = dialectOf(json);
+  const payload = withoutEmptyOptionals(json, dialect);
+  const agent = forcedAgent ?? detectAgent(payload, env);
+  const profile = PROFILES[agent];
   if (!profile.payload.dialects.includes(dialect))
     throw new InvalidHookInput(`a ${dialect === 'camel' ? 'camelCase' : 'snake_case'} payload is not a ${agent} payload`);
-  const fields = fieldsOf(dialect, json);
+  const fields = fieldsOf(dialect, payload);
 
   // The payload names its event, or the installed command does (`--event`). When both do, they
   // must mean the same event (Copilot sends `UserPromptSubmit` to a command installed for
