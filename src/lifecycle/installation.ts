@@ -24,6 +24,7 @@ import { closuresDir, SNAPSHOT_NAME, storePath, treeSize, turnkeeperHome, type E
 import { silentLaunches, type LaunchProcessState, type SilentLaunch } from './status';
 import { clientClock, hookBusyTimeoutMs } from './settings';
 import { agentChecks, strictSyntaxProblem, type AgentCheck } from './agentChecks';
+import { recentRejections, type Rejection } from './rejections';
 
 /** What the user does so the agent runs its hooks (each agent's profile). */
 export const TRUST_HINT: Readonly<Record<Agent, string>> = byAgent((profile) => profile.trust.hint);
@@ -112,6 +113,8 @@ export interface DoctorReport {
   readonly hooks: (ReturnType<typeof agentHooksStatus> & { agent: Agent; scope: Scope })[];
   readonly sessions: { owner: string; lastHookAt: string; transcriptPath: string | null }[];
   readonly silentLaunches: SilentLaunch[];
+  /** Hook inputs Turnkeeper refused in the last day (spec §2 rule 2; src/lifecycle/rejections.ts), oldest first. */
+  readonly rejectedHooks: Rejection[];
   /** Disk use of the attested closures of script-shaped agents (docs/launcher.md §9); `turnkeeper closures prune` frees it. */
   readonly closures: { dir: string; snapshots: number; bytes: number };
   /** What each agent will do with the installed hooks (agentChecks.ts): one row per check, problems with their fix. */
@@ -229,9 +232,12 @@ export async function doctorReport(
     files: hooks.map((item) => ({ ...item, command: scopeCommand(item.agent, item.scope, env) })),
     shimOnTerminalPath: options.shimOnTerminalPath ?? false,
   });
-  // Silent launches by cause, now that the agents' own checks are known: a trust hint only where the
-  // agent's hooks are not known to be trusted.
-  for (const launch of silent) problems.push(silentLaunchProblem(launch, silentAgents.get(launch.seq), checks));
+  // Refused hook inputs, one problem per agent, event and cause; then silent launches by cause, now
+  // that the agents' own checks are known: a launch whose hooks ran and were refused is said to be
+  // that, and a trust hint is given only where the agent's hooks are not known to be trusted.
+  const rejectedHooks = recentRejections(env, Date.now());
+  problems.push(...rejectionProblems(rejectedHooks));
+  for (const launch of silent) problems.push(silentLaunchProblem(launch, silentAgents.get(launch.seq), checks, rejectedHooks));
   const all = [...problems, ...checks.filter((check) => check.status === 'problem').map((check) => `${check.detail}${check.fix ? `. Fix: ${check.fix}` : ''}`)];
   return {
     ok: all.length === 0,
@@ -240,6 +246,7 @@ export async function doctorReport(
     hooks,
     sessions,
     silentLaunches: silent,
+    rejectedHooks,
     closures: closureDiskUse(closuresDir(env)),
     checks,
     problems: all,
@@ -247,9 +254,40 @@ export async function doctorReport(
   };
 }
 
+/** Where a refused input went wrong, as one clause: `transcript_path: not an absolute path`. */
+const rejectionCause = (rejection: Rejection): string => `${rejection.fields.join(', ')}: ${rejection.reason}`;
+
+/** One problem per agent, event, source and cause of the refused hook inputs, newest last; each goes a day after its last refusal. */
+function rejectionProblems(rejections: readonly Rejection[]): string[] {
+  const groups = new Map<string, Rejection[]>();
+  for (const rejection of rejections) {
+    const key = JSON.stringify([rejection.agent, rejection.event, rejection.source, rejection.fields, rejection.reason]);
+    groups.set(key, [...(groups.get(key) ?? []), rejection]);
+  }
+  return [...groups.values()].map((group) => {
+    const last = group.at(-1)!;
+    const profile = last.agent ? PROFILES[last.agent] : undefined;
+    const who = profile?.displayName ?? 'an agent';
+    const times = `${group.length === 1 ? 'once' : `${group.length} times`}, last at ${last.at}`;
+    const event = last.event ? `${last.event} ` : '';
+    const ignored = 'Turnkeeper ignored the event (spec §2 rule 2): no Todo is claimed and no context reaches the model from it.';
+    const ages = 'This entry goes a day after the last one.';
+    if (last.source === 'environment')
+      return `a ${event}hook of ${who} ran with ${last.fields.join(', ')} outside its grammar (${times}). ${ignored} Fix: that variable is the launcher's; unset it in the agent's environment, or start the agent through turnkeeper start or resume. ${ages}`;
+    if (last.source === 'checkout')
+      return `a ${event}hook of ${who} ran in a checkout whose Goal cannot be named (${last.reason}; ${times}). ${ignored} Fix: run turnkeeper goal in that checkout. ${ages}`;
+    const tested = profile ? `run the ${who} version Turnkeeper was tested with (${profile.testedVersion}), or upgrade Turnkeeper; ` : '';
+    return `${who} sent a ${event}payload Turnkeeper could not read (${rejectionCause(last)}; ${times}). ${ignored} Fix: ${tested}if the versions match, report it with this line (the payload itself was not kept). ${ages}`;
+  });
+}
+
 /** What a person reads of one launch that fired no hook, by what is known of its process. */
-function silentLaunchProblem(launch: SilentLaunch, agent: Agent | undefined, checks: readonly AgentCheck[]): string {
+function silentLaunchProblem(launch: SilentLaunch, agent: Agent | undefined, checks: readonly AgentCheck[], rejections: readonly Rejection[]): string {
   const what = `the agent launched for ${launch.capture ?? `a start of Todo ${launch.todo ?? '?'}`} at ${launch.committedAt}`;
+  // Its hooks ran, and Turnkeeper refused what they read: not a skipped hook, whatever the process did since.
+  const refused = rejections.filter((rejection) => launch.launch !== null && rejection.launch === launch.launch).at(-1);
+  if (refused)
+    return `${what} ran its hooks, but Turnkeeper rejected the ${refused.source === 'payload' ? 'payload' : refused.source} (${rejectionCause(refused)}), so no hook was accepted: see the problem about the rejected ${refused.event ?? 'hook'} input.`;
   if (launch.process === 'exited')
     return `${what} exited without firing a hook: it was quit before its first prompt, or it failed to start (run it by hand to see its error). Nothing to fix if you quit it; this entry goes after a day.`;
   if (launch.process === 'unknown')
