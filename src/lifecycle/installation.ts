@@ -16,7 +16,7 @@ import {
   uninstallHooks,
   type Scope,
 } from '../agents/install';
-import { byAgent, PROFILES } from '../agents/profiles/index';
+import { byAgent, PROFILES, type RunningProcess } from '../agents/profiles/index';
 import { readShim, shimPath, writeShim } from '../agents/shim';
 import type { Authority, StoreHealth } from '../store/authority';
 import type { ChainReport } from '../core/receipts';
@@ -134,6 +134,40 @@ export interface DoctorOptions {
   readonly shimOnTerminalPath?: boolean;
   /** Whether a launch's process still runs (the shells pass the launcher's liveness rule); without it, silent launches say no cause. */
   readonly launchProcessState?: LaunchProcessState;
+  /** This machine's processes (the shells pass the launcher backend's list): where doctor looks for an agent's shared daemon. */
+  readonly runningProcesses?: () => readonly RunningProcess[];
+}
+
+/**
+ * The variable every launch puts in its agent's environment (src/launcher/start.ts, resume.ts): a
+ * daemon without it was started without Turnkeeper, so no hook it runs can report any launch.
+ */
+const LAUNCH_VARIABLE = 'TURNKEEPER_LAUNCH';
+
+/** A shared daemon of an agent with silent launches, started without Turnkeeper (its profile's `launch.sharedDaemon`). */
+interface ForeignDaemon {
+  readonly agent: Agent;
+  readonly pids: readonly number[];
+}
+
+/** Searched only for agents with silent launches whose profile has a shared daemon: no /proc scan otherwise. */
+function foreignDaemons(agents: ReadonlySet<Agent>, env: Env, list: (() => readonly RunningProcess[]) | undefined): ForeignDaemon[] {
+  const withDaemon = [...agents].filter((agent) => PROFILES[agent].launch.sharedDaemon !== undefined);
+  if (withDaemon.length === 0 || !list) return [];
+  const processes = list();
+  return withDaemon.flatMap((agent) => {
+    const daemon = PROFILES[agent].launch.sharedDaemon!;
+    const pids = processes
+      .filter((process) => daemon.matches(process, env) && process.environ()?.[LAUNCH_VARIABLE] === undefined)
+      .map((process) => process.pid);
+    return pids.length > 0 ? [{ agent, pids }] : [];
+  });
+}
+
+function foreignDaemonProblem(daemon: ForeignDaemon, silentCount: number): string {
+  const shared = PROFILES[daemon.agent].launch.sharedDaemon!;
+  const name = PROFILES[daemon.agent].displayName;
+  return `${shared.name} started without Turnkeeper is running (pid ${daemon.pids.join(', ')}): a ${name} session attached to it runs its turns and hooks in the daemon, with the daemon's environment instead of the launch's, so its hooks cannot report the launch (${silentCount} silent ${name} launch${silentCount === 1 ? '' : 'es'}). Fix: ${shared.stop}, or start the agent through Turnkeeper (turnkeeper start, resume), which passes ${shared.launchSwitch}.`;
 }
 
 /** Store health, the receipt chain, the shim, hooks per agent and scope, launches whose hooks never fired. */
@@ -237,7 +271,16 @@ export async function doctorReport(
   // that, and a trust hint is given only where the agent's hooks are not known to be trusted.
   const rejectedHooks = recentRejections(env, Date.now());
   problems.push(...rejectionProblems(rejectedHooks));
-  for (const launch of silent) problems.push(silentLaunchProblem(launch, silentAgents.get(launch.seq), checks, rejectedHooks));
+  const daemons = foreignDaemons(
+    new Set(silent.filter((launch) => launch.process !== 'unknown').flatMap((launch) => silentAgents.get(launch.seq) ?? [])),
+    env,
+    options.runningProcesses,
+  );
+  for (const launch of silent) problems.push(silentLaunchProblem(launch, silentAgents.get(launch.seq), checks, rejectedHooks, daemons));
+  for (const daemon of daemons)
+    problems.push(
+      foreignDaemonProblem(daemon, silent.filter((launch) => launch.process !== 'unknown' && silentAgents.get(launch.seq) === daemon.agent).length),
+    );
   const all = [...problems, ...checks.filter((check) => check.status === 'problem').map((check) => `${check.detail}${check.fix ? `. Fix: ${check.fix}` : ''}`)];
   return {
     ok: all.length === 0,
@@ -282,12 +325,22 @@ function rejectionProblems(rejections: readonly Rejection[]): string[] {
 }
 
 /** What a person reads of one launch that fired no hook, by what is known of its process. */
-function silentLaunchProblem(launch: SilentLaunch, agent: Agent | undefined, checks: readonly AgentCheck[], rejections: readonly Rejection[]): string {
+function silentLaunchProblem(
+  launch: SilentLaunch,
+  agent: Agent | undefined,
+  checks: readonly AgentCheck[],
+  rejections: readonly Rejection[],
+  daemons: readonly ForeignDaemon[],
+): string {
   const what = `the agent launched for ${launch.capture ?? `a start of Todo ${launch.todo ?? '?'}`} at ${launch.committedAt}`;
   // Its hooks ran, and Turnkeeper refused what they read: not a skipped hook, whatever the process did since.
   const refused = rejections.filter((rejection) => launch.launch !== null && rejection.launch === launch.launch).at(-1);
   if (refused)
     return `${what} ran its hooks, but Turnkeeper rejected the ${refused.source === 'payload' ? 'payload' : refused.source} (${rejectionCause(refused)}), so no hook was accepted: see the problem about the rejected ${refused.event ?? 'hook'} input.`;
+  // A daemon of this machine that no launch started runs the hooks of whatever attaches to it: the likelier cause than trust.
+  const daemon = launch.process !== 'unknown' ? daemons.find((item) => item.agent === agent) : undefined;
+  if (daemon)
+    return `${what} ${launch.process === 'exited' ? 'exited without' : 'has not'} reported a hook: it may have run its turns on ${PROFILES[daemon.agent].launch.sharedDaemon!.name} started without Turnkeeper (pid ${daemon.pids.join(', ')}), whose hooks run without the launch's variables: see that problem.`;
   if (launch.process === 'exited')
     return `${what} exited without firing a hook: it was quit before its first prompt, or it failed to start (run it by hand to see its error). Nothing to fix if you quit it; this entry goes after a day.`;
   if (launch.process === 'unknown')

@@ -1,6 +1,7 @@
 // The one place a launch backend is chosen (docs/launcher.md §6): Linux x64 has one (ptrace-parked
 // execveat, /proc checks, ELF entry shapes); every other platform and architecture gets the backend
 // that refuses `unsupported_platform`. A macOS or Windows backend is one new file here plus one in native/src.
+import type { RunningProcess } from '../../agents/profiles/index';
 import type { Attestation } from '../attest';
 import type { EntryShape } from '../elf';
 import { LAUNCH_BACKENDS, type NativeLauncher, type NativeStat } from '../native';
@@ -26,6 +27,8 @@ export interface LaunchBackend {
   currentBoot(): string | null;
   /** This machine's identity (Linux: /etc/machine-id), or null where it cannot be read. */
   machineId(): string | null;
+  /** The processes of this machine, with their command lines (doctor's search for an agent's shared daemon); none where they cannot be listed. */
+  processes(): RunningProcess[];
 }
 
 /** The one platform gate (spec §6 "Platforms"): a `<platform>-<arch>` of LAUNCH_BACKENDS gets its backend, every other the refusing one. */

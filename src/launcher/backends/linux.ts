@@ -1,8 +1,9 @@
 // The Linux launch backend, JavaScript half (docs/launcher.md §2, §3): ELF entry shapes read through
-// the retained descriptor, the /proc checks at the exec boundary (the mapped image and loader), and
-// the process facts liveness needs (/proc/<pid>/stat start time, the boot id). The native half is
+// the retained descriptor, the /proc checks at the exec boundary (the mapped image and loader), the
+// process facts liveness needs (/proc/<pid>/stat start time, the boot id), and the process list
+// doctor searches for an agent's shared daemon (/proc/<pid>/cmdline, environ). The native half is
 // native/src/linux_spawn.cc.
-import { readFileSync, readSync } from 'node:fs';
+import { readdirSync, readFileSync, readSync } from 'node:fs';
 import { entryShape } from '../elf';
 import { sameIdentity } from '../identity';
 import { nativeLauncher } from '../native';
@@ -78,7 +79,42 @@ export const linuxBackend: LaunchBackend = {
     }
     return machine;
   },
+  processes() {
+    const found = [];
+    for (const name of readdirSync('/proc')) {
+      if (!/^\d+$/.test(name)) continue;
+      let cmdline: string;
+      try {
+        cmdline = readFileSync(`/proc/${name}/cmdline`, 'utf8');
+      } catch {
+        continue; // gone meanwhile
+      }
+      // NUL-terminated arguments; a kernel thread has none.
+      const argv = cmdline.split('\0');
+      if (argv.at(-1) === '') argv.pop();
+      if (argv.length === 0) continue;
+      const pid = Number(name);
+      found.push({ pid, argv, environ: () => environOf(pid) });
+    }
+    return found;
+  },
 };
+
+/** /proc/<pid>/environ as variables; undefined when it cannot be read (another user's process, or gone). */
+function environOf(pid: number): Record<string, string> | undefined {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/environ`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const environ: Record<string, string> = {};
+  for (const entry of text.split('\0')) {
+    const eq = entry.indexOf('=');
+    if (eq > 0) environ[entry.slice(0, eq)] = entry.slice(eq + 1);
+  }
+  return environ;
+}
 
 /**
  * The files a parked process has mapped, as `dev:ino` with dev in the kernel's st_dev encoding

@@ -19,4 +19,5 @@ export const unsupportedBackend: LaunchBackend = {
   processStart: () => undefined,
   currentBoot: () => null,
   machineId: () => null,
+  processes: () => [],
 };
