@@ -39,12 +39,38 @@ export interface HookContext {
   readonly env?: Env;
 }
 
+/**
+ * What a refused hook input may leave behind (src/hook/rejections.ts, for doctor): where the
+ * problem is and why, in Turnkeeper's own words. Never the payload's text: no prompt, no path, no
+ * value, not even a JSON parser's message (V8 quotes the input in it).
+ */
+export interface RejectionTrace {
+  /** The agent's JSON, a TURNKEEPER_ variable of the hook's environment, or the checkout's Goal. */
+  readonly source: 'payload' | 'environment' | 'checkout';
+  /** Field paths (`transcript_path`, `--event`; `payload` for the whole input); at most MAX_TRACED_FIELDS. */
+  readonly fields: readonly string[];
+  /** Why, as the schema says it (`not an absolute path`, `unknown event`). */
+  readonly reason: string;
+  /** The agent, when `--agent` or the payload told it. */
+  readonly agent?: Agent | undefined;
+  /** The event, when a well-formed event name was given (payload or `--event`), known or not. */
+  readonly event?: string | undefined;
+}
+
+const MAX_TRACED_FIELDS = 8;
+
 export class InvalidHookInput extends Error {
-  constructor(readonly problem: string) {
+  constructor(
+    readonly problem: string,
+    readonly trace: RejectionTrace,
+  ) {
     super(`invalid hook input: ${problem}`);
     this.name = 'InvalidHookInput';
   }
 }
+
+/** An event name a trace may keep: a word, as every agent's events are (the rest is content). */
+const traceableEvent = (name: unknown): string | undefined => (typeof name === 'string' && /^[A-Za-z][A-Za-z0-9_]{0,63}$/.test(name) ? name : undefined);
 
 const wellFormed = (maxLength: number) =>
   z.string().check(
@@ -61,34 +87,48 @@ const idString = z.string().check(z.refine(isSessionId, 'id outside its grammar'
 const eventName = z.string().check(z.maxLength(64));
 const ANY_LENGTH = MAX_HOOK_INPUT_BYTES;
 
-// Each dialect's schema is built on first use: building schemas is start-up time every hook pays.
-const makeSnakeSchema = () =>
-  z.looseObject({
-    hook_event_name: eventName,
-    session_id: idString,
-    cwd: pathString,
-    transcript_path: z.nullish(pathString),
-    turn_id: z.nullish(idString),
-    prompt_id: z.nullish(idString),
-    prompt: z.nullish(wellFormed(ANY_LENGTH)),
-    tool_name: z.nullish(wellFormed(256)),
-    model: z.nullish(wellFormed(256)),
-    permission_mode: z.nullish(wellFormed(256)),
-    timestamp: z.nullish(wellFormed(256)),
-    source: z.nullish(wellFormed(256)),
-  });
-
+const lazy = <T>(make: () => T): (() => T) => {
+  let value: T | undefined;
+  return () => (value ??= make());
+};
+/**
+ * The optional fields of each dialect (built on first use, like the schemas). An agent that has no value may send the field empty (Gemini CLI
+ * 0.61: `"transcript_path": ""` while the session has no chat file yet): an empty string there means
+ * absent, as null does, and is never a reason to drop the payload. Required fields stay required.
+ */
+const snakeOptional = lazy(() => ({
+  transcript_path: pathString,
+  turn_id: idString,
+  prompt_id: idString,
+  prompt: wellFormed(ANY_LENGTH),
+  tool_name: wellFormed(256),
+  model: wellFormed(256),
+  permission_mode: wellFormed(256),
+  timestamp: wellFormed(256),
+  source: wellFormed(256),
+}));
 // Copilot CLI under camelCase event names: `timestamp` is milliseconds since the epoch.
-const makeCamelSchema = () =>
-  z.looseObject({
-    sessionId: idString,
-    cwd: pathString,
-    transcriptPath: z.nullish(pathString),
-    prompt: z.nullish(wellFormed(ANY_LENGTH)),
-    toolName: z.nullish(wellFormed(256)),
-    timestamp: z.nullish(z.union([z.number(), wellFormed(256)])),
-    source: z.nullish(wellFormed(256)),
-  });
+const camelOptional = lazy(() => ({
+  transcriptPath: pathString,
+  prompt: wellFormed(ANY_LENGTH),
+  toolName: wellFormed(256),
+  timestamp: z.union([z.number(), wellFormed(256)]),
+  source: wellFormed(256),
+}));
+const nullish = <T extends Record<string, z.ZodMiniType>>(fields: T) =>
+  Object.fromEntries(Object.entries(fields).map(([key, schema]) => [key, z.nullish(schema)])) as { [K in keyof T]: z.ZodMiniOptional<z.ZodMiniNullable<T[K]>> };
+
+// Each dialect's schema is built on first use: building schemas is start-up time every hook pays.
+const makeSnakeSchema = () => z.looseObject({ hook_event_name: eventName, session_id: idString, cwd: pathString, ...nullish(snakeOptional()) });
+const makeCamelSchema = () => z.looseObject({ sessionId: idString, cwd: pathString, ...nullish(camelOptional()) });
+
+/** The payload without its empty optional fields: detection and validation read them as absent. */
+function withoutEmptyOptionals(payload: Readonly<Record<string, unknown>>, dialect: PayloadDialect): Readonly<Record<string, unknown>> {
+  const optional = dialect === 'camel' ? camelOptional() : snakeOptional();
+  const empty = (key: string, value: unknown): boolean => value === '' && Object.hasOwn(optional, key);
+  if (!Object.entries(payload).some(([key, value]) => empty(key, value))) return payload;
+  return Object.fromEntries(Object.entries(payload).filter(([key, value]) => !empty(key, value)));
+}
 let snakeSchema: ReturnType<typeof makeSnakeSchema> | undefined;
 let camelSchema: ReturnType<typeof makeCamelSchema> | undefined;
 
@@ -116,11 +156,34 @@ export function detectAgent(payload: Readonly<Record<string, unknown>>, env: Env
   return DETECT_ORDER.find((agent) => PROFILES[agent].payload.detect?.(payload, env) === true) ?? FALLBACK_AGENT;
 }
 
-function fieldsOf(dialect: PayloadDialect, json: unknown): Fields {
+/** The JSON type of a value, which is all of it a reason may say. */
+const jsonType = (value: unknown): string => (value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value);
+
+/**
+ * Why a field failed, in words (zod/mini carries no messages but our own: its default is "Invalid
+ * input"). Names the type found, never the value.
+ */
+function issueReason(issue: z.core.$ZodIssue, json: unknown): string {
+  if (issue.code === 'invalid_type') {
+    const found = issue.path.reduce<unknown>(
+      (value, key) => (typeof value === 'object' && value !== null ? (value as Record<PropertyKey, unknown>)[key] : undefined),
+      json,
+    );
+    return `expected ${issue.expected}, got ${jsonType(found)}`;
+  }
+  if (issue.code === 'too_big' && issue.origin === 'string') return `longer than ${issue.maximum} characters`;
+  if (issue.code === 'invalid_union') return 'none of the accepted types';
+  return issue.message;
+}
+
+function fieldsOf(dialect: PayloadDialect, json: unknown, trace: Pick<RejectionTrace, 'agent' | 'event'>): Fields {
   const parsed = dialect === 'camel' ? (camelSchema ??= makeCamelSchema()).safeParse(json) : (snakeSchema ??= makeSnakeSchema()).safeParse(json);
   if (!parsed.success) {
+    const pathOf = (issue: (typeof parsed.error.issues)[number]): string => issue.path.map(String).join('.') || 'payload';
     const issue = parsed.error.issues[0];
-    throw new InvalidHookInput(`${issue?.path.join('.') || 'payload'}: ${issue?.message ?? 'invalid'}`);
+    const reason = issue ? issueReason(issue, json) : 'invalid';
+    const fields = [...new Set(parsed.error.issues.map(pathOf))].slice(0, MAX_TRACED_FIELDS);
+    throw new InvalidHookInput(`${issue ? pathOf(issue) : 'payload'}: ${reason}`, { source: 'payload', fields, reason, ...trace });
   }
   if (dialect === 'camel') {
     const p = parsed.data as z.infer<ReturnType<typeof makeCamelSchema>>;
@@ -153,35 +216,48 @@ function fieldsOf(dialect: PayloadDialect, json: unknown): Fields {
 /** Parses raw stdin into a HookEvent, or throws InvalidHookInput naming the first problem. */
 export function parseHookInput(raw: string | Buffer, forcedAgent?: Agent, context: HookContext = {}): HookEvent {
   const env = context.env ?? {};
+  let traced: Pick<RejectionTrace, 'agent' | 'event'> = { agent: forcedAgent, event: traceableEvent(context.event) };
+  const invalid = (problem: string, fields: readonly string[], reason: string): InvalidHookInput =>
+    new InvalidHookInput(problem, { source: 'payload', fields, reason, ...traced });
   const size = typeof raw === 'string' ? Buffer.byteLength(raw, 'utf8') : raw.length;
-  if (size > MAX_HOOK_INPUT_BYTES) throw new InvalidHookInput(`input is ${size} bytes, over the ${MAX_HOOK_INPUT_BYTES}-byte limit`);
+  if (size > MAX_HOOK_INPUT_BYTES)
+    throw invalid(`input is ${size} bytes, over the ${MAX_HOOK_INPUT_BYTES}-byte limit`, ['payload'], `over the ${MAX_HOOK_INPUT_BYTES}-byte limit`);
   let json: unknown;
   try {
     json = JSON.parse(typeof raw === 'string' ? raw : raw.toString('utf8'));
   } catch (error) {
-    throw new InvalidHookInput(`not JSON (${(error as Error).message})`);
+    throw invalid(`not JSON (${(error as Error).message})`, ['payload'], 'not JSON');
   }
-  if (!isObject(json)) throw new InvalidHookInput('payload: not a JSON object');
-  const agent = forcedAgent ?? detectAgent(json, env);
-  const profile = PROFILES[agent];
+  if (!isObject(json)) throw invalid('payload: not a JSON object', ['payload'], 'not a JSON object');
   const dialect = dialectOf(json);
-  if (!profile.payload.dialects.includes(dialect))
-    throw new InvalidHookInput(`a ${dialect === 'camel' ? 'camelCase' : 'snake_case'} payload is not a ${agent} payload`);
-  const fields = fieldsOf(dialect, json);
+  const payload = withoutEmptyOptionals(json, dialect);
+  const agent = forcedAgent ?? detectAgent(payload, env);
+  traced = { agent, event: traceableEvent(payload.hook_event_name) ?? traced.event };
+  const profile = PROFILES[agent];
+  if (!profile.payload.dialects.includes(dialect)) {
+    const problem = `a ${dialect === 'camel' ? 'camelCase' : 'snake_case'} payload is not a ${agent} payload`;
+    throw invalid(problem, ['payload'], problem);
+  }
+  const fields = fieldsOf(dialect, payload, traced);
 
   // The payload names its event, or the installed command does (`--event`). When both do, they
   // must mean the same event (Copilot sends `UserPromptSubmit` to a command installed for
   // `userPromptSubmitted` only if someone moved it); the payload's own name is the one echoed.
-  const kindOf = (name: string): EventKind => {
+  const kindOf = (name: string, field: string): EventKind => {
     const kind = Object.hasOwn(profile.events.accepted, name) ? profile.events.accepted[name] : undefined;
-    if (kind === undefined) throw new InvalidHookInput(`unknown ${agent} event ${JSON.stringify(name)}`);
+    if (kind === undefined) throw invalid(`unknown ${agent} event ${JSON.stringify(name)}`, [field], `unknown ${agent} event`);
     return kind;
   };
   const name = fields.eventName ?? context.event;
-  if (name === undefined) throw new InvalidHookInput(`the ${agent} payload names no event: the hook command must pass --event <name>`);
-  const kind = kindOf(name);
-  if (context.event !== undefined && fields.eventName !== undefined && kindOf(context.event) !== kind) {
-    throw new InvalidHookInput(`--event ${JSON.stringify(context.event)} but the payload says ${JSON.stringify(fields.eventName)}`);
+  if (name === undefined)
+    throw invalid(`the ${agent} payload names no event: the hook command must pass --event <name>`, ['--event'], 'no event named (no --event <name>)');
+  const kind = kindOf(name, fields.eventName !== undefined ? 'hook_event_name' : '--event');
+  if (context.event !== undefined && fields.eventName !== undefined && kindOf(context.event, '--event') !== kind) {
+    throw invalid(
+      `--event ${JSON.stringify(context.event)} but the payload says ${JSON.stringify(fields.eventName)}`,
+      ['--event', 'hook_event_name'],
+      '--event names another event than the payload',
+    );
   }
 
   const turnField = profile.payload.turnField;

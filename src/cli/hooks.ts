@@ -6,7 +6,7 @@ import { agentHooksStatus, doctorReport, installAgentHooks, uninstallAgentHooks 
 import { findExecutable } from '../agents/executables';
 import { witnessSentence } from '../ledger/checkpoints';
 import { EXIT, placementFrom, openStore, parse, printJson, UsageError, type Io } from './io';
-import { launchProcessState } from '../launcher/liveness';
+import { launchProcessState, runningProcesses } from '../launcher/liveness';
 
 export function hooksCommand(args: string[], io: Io): number {
   const usage = `turnkeeper hooks install|uninstall|status --agent ${AGENTS.join('|')} [--scope user|project] [--json]`;
@@ -82,7 +82,7 @@ function cliScriptPath(): string {
 
 export async function doctorCommand(args: string[], io: Io): Promise<number> {
   const { values } = parse(args, { json: { type: 'boolean' }, goal: { type: 'string' } }, { min: 0, max: 0, usage: 'turnkeeper doctor [--json]' });
-  const report = await doctorReport(io.env, placementFrom(io, values.goal).checkout, () => openStore(io, false), { launchProcessState });
+  const report = await doctorReport(io.env, placementFrom(io, values.goal).checkout, () => openStore(io, false), { launchProcessState, runningProcesses });
   if (values.json) {
     const { otherProblems: _listedInProblems, ...json } = report;
     printJson(io, json);

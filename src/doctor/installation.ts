@@ -16,7 +16,7 @@ import {
   uninstallHooks,
   type Scope,
 } from '../agents/install';
-import { byAgent, PROFILES } from '../agents/profiles/index';
+import { byAgent, PROFILES, type RunningProcess } from '../agents/profiles/index';
 import { readShim, shimPath, writeShim } from '../agents/shim';
 import type { Authority, StoreHealth } from '../store/authority';
 import type { ChainReport } from '../core/receipts';
@@ -24,6 +24,7 @@ import { closuresDir, SNAPSHOT_NAME, storePath, treeSize, turnkeeperHome, type E
 import { silentLaunches, type LaunchProcessState, type SilentLaunch } from './status';
 import { clientClock, hookBusyTimeoutMs } from '../config/settings';
 import { agentChecks, strictSyntaxProblem, type AgentCheck } from './agentChecks';
+import { recentRejections, type Rejection } from '../hook/rejections';
 
 /** What the user does so the agent runs its hooks (each agent's profile). */
 export const TRUST_HINT: Readonly<Record<Agent, string>> = byAgent((profile) => profile.trust.hint);
@@ -112,6 +113,8 @@ export interface DoctorReport {
   readonly hooks: (ReturnType<typeof agentHooksStatus> & { agent: Agent; scope: Scope })[];
   readonly sessions: { owner: string; lastHookAt: string; transcriptPath: string | null }[];
   readonly silentLaunches: SilentLaunch[];
+  /** Hook inputs Turnkeeper refused in the last day (spec §2 rule 2; src/hook/rejections.ts), oldest first. */
+  readonly rejectedHooks: Rejection[];
   /** Disk use of the attested closures of script-shaped agents (docs/launcher.md §9); `turnkeeper closures prune` frees it. */
   readonly closures: { dir: string; snapshots: number; bytes: number };
   /** What each agent will do with the installed hooks (agentChecks.ts): one row per check, problems with their fix. */
@@ -131,6 +134,40 @@ export interface DoctorOptions {
   readonly shimOnTerminalPath?: boolean;
   /** Whether a launch's process still runs (the shells pass the launcher's liveness rule); without it, silent launches say no cause. */
   readonly launchProcessState?: LaunchProcessState;
+  /** This machine's processes (the shells pass the launcher backend's list): where doctor looks for an agent's shared daemon. */
+  readonly runningProcesses?: () => readonly RunningProcess[];
+}
+
+/**
+ * The variable every launch puts in its agent's environment (src/launcher/start.ts, resume.ts): a
+ * daemon without it was started without Turnkeeper, so no hook it runs can report any launch.
+ */
+const LAUNCH_VARIABLE = 'TURNKEEPER_LAUNCH';
+
+/** A shared daemon of an agent with silent launches, started without Turnkeeper (its profile's `launch.sharedDaemon`). */
+interface ForeignDaemon {
+  readonly agent: Agent;
+  readonly pids: readonly number[];
+}
+
+/** Searched only for agents with silent launches whose profile has a shared daemon: no /proc scan otherwise. */
+function foreignDaemons(agents: ReadonlySet<Agent>, env: Env, list: (() => readonly RunningProcess[]) | undefined): ForeignDaemon[] {
+  const withDaemon = [...agents].filter((agent) => PROFILES[agent].launch.sharedDaemon !== undefined);
+  if (withDaemon.length === 0 || !list) return [];
+  const processes = list();
+  return withDaemon.flatMap((agent) => {
+    const daemon = PROFILES[agent].launch.sharedDaemon!;
+    const pids = processes
+      .filter((process) => daemon.matches(process, env) && process.environ()?.[LAUNCH_VARIABLE] === undefined)
+      .map((process) => process.pid);
+    return pids.length > 0 ? [{ agent, pids }] : [];
+  });
+}
+
+function foreignDaemonProblem(daemon: ForeignDaemon, silentCount: number): string {
+  const shared = PROFILES[daemon.agent].launch.sharedDaemon!;
+  const name = PROFILES[daemon.agent].displayName;
+  return `${shared.name} started without Turnkeeper is running (pid ${daemon.pids.join(', ')}): a ${name} session attached to it runs its turns and hooks in the daemon, with the daemon's environment instead of the launch's, so its hooks cannot report the launch (${silentCount} silent ${name} launch${silentCount === 1 ? '' : 'es'}). Fix: ${shared.stop}, or start the agent through Turnkeeper (turnkeeper start, resume), which passes ${shared.launchSwitch}.`;
 }
 
 /** Store health, the receipt chain, the shim, hooks per agent and scope, launches whose hooks never fired. */
@@ -229,9 +266,21 @@ export async function doctorReport(
     files: hooks.map((item) => ({ ...item, command: scopeCommand(item.agent, item.scope, env) })),
     shimOnTerminalPath: options.shimOnTerminalPath ?? false,
   });
-  // Silent launches by cause, now that the agents' own checks are known: a trust hint only where the
-  // agent's hooks are not known to be trusted.
-  for (const launch of silent) problems.push(silentLaunchProblem(launch, silentAgents.get(launch.seq), checks));
+  // Refused hook inputs, one problem per agent, event and cause; then silent launches by cause, now
+  // that the agents' own checks are known: a launch whose hooks ran and were refused is said to be
+  // that, and a trust hint is given only where the agent's hooks are not known to be trusted.
+  const rejectedHooks = recentRejections(env, Date.now());
+  problems.push(...rejectionProblems(rejectedHooks));
+  const daemons = foreignDaemons(
+    new Set(silent.filter((launch) => launch.process !== 'unknown').flatMap((launch) => silentAgents.get(launch.seq) ?? [])),
+    env,
+    options.runningProcesses,
+  );
+  for (const launch of silent) problems.push(silentLaunchProblem(launch, silentAgents.get(launch.seq), checks, rejectedHooks, daemons));
+  for (const daemon of daemons)
+    problems.push(
+      foreignDaemonProblem(daemon, silent.filter((launch) => launch.process !== 'unknown' && silentAgents.get(launch.seq) === daemon.agent).length),
+    );
   const all = [...problems, ...checks.filter((check) => check.status === 'problem').map((check) => `${check.detail}${check.fix ? `. Fix: ${check.fix}` : ''}`)];
   return {
     ok: all.length === 0,
@@ -240,6 +289,7 @@ export async function doctorReport(
     hooks,
     sessions,
     silentLaunches: silent,
+    rejectedHooks,
     closures: closureDiskUse(closuresDir(env)),
     checks,
     problems: all,
@@ -247,9 +297,50 @@ export async function doctorReport(
   };
 }
 
+/** Where a refused input went wrong, as one clause: `transcript_path: not an absolute path`. */
+const rejectionCause = (rejection: Rejection): string => `${rejection.fields.join(', ')}: ${rejection.reason}`;
+
+/** One problem per agent, event, source and cause of the refused hook inputs, newest last; each goes a day after its last refusal. */
+function rejectionProblems(rejections: readonly Rejection[]): string[] {
+  const groups = new Map<string, Rejection[]>();
+  for (const rejection of rejections) {
+    const key = JSON.stringify([rejection.agent, rejection.event, rejection.source, rejection.fields, rejection.reason]);
+    groups.set(key, [...(groups.get(key) ?? []), rejection]);
+  }
+  return [...groups.values()].map((group) => {
+    const last = group.at(-1)!;
+    const profile = last.agent ? PROFILES[last.agent] : undefined;
+    const who = profile?.displayName ?? 'an agent';
+    const times = `${group.length === 1 ? 'once' : `${group.length} times`}, last at ${last.at}`;
+    const event = last.event ? `${last.event} ` : '';
+    const ignored = 'Turnkeeper ignored the event (spec §2 rule 2): no Todo is claimed and no context reaches the model from it.';
+    const ages = 'This entry goes a day after the last one.';
+    if (last.source === 'environment')
+      return `a ${event}hook of ${who} ran with ${last.fields.join(', ')} outside its grammar (${times}). ${ignored} Fix: that variable is the launcher's; unset it in the agent's environment, or start the agent through turnkeeper start or resume. ${ages}`;
+    if (last.source === 'checkout')
+      return `a ${event}hook of ${who} ran in a checkout whose Goal cannot be named (${last.reason}; ${times}). ${ignored} Fix: run turnkeeper goal in that checkout. ${ages}`;
+    const tested = profile ? `run the ${who} version Turnkeeper was tested with (${profile.testedVersion}), or upgrade Turnkeeper; ` : '';
+    return `${who} sent a ${event}payload Turnkeeper could not read (${rejectionCause(last)}; ${times}). ${ignored} Fix: ${tested}if the versions match, report it with this line (the payload itself was not kept). ${ages}`;
+  });
+}
+
 /** What a person reads of one launch that fired no hook, by what is known of its process. */
-function silentLaunchProblem(launch: SilentLaunch, agent: Agent | undefined, checks: readonly AgentCheck[]): string {
+function silentLaunchProblem(
+  launch: SilentLaunch,
+  agent: Agent | undefined,
+  checks: readonly AgentCheck[],
+  rejections: readonly Rejection[],
+  daemons: readonly ForeignDaemon[],
+): string {
   const what = `the agent launched for ${launch.capture ?? `a start of Todo ${launch.todo ?? '?'}`} at ${launch.committedAt}`;
+  // Its hooks ran, and Turnkeeper refused what they read: not a skipped hook, whatever the process did since.
+  const refused = rejections.filter((rejection) => launch.launch !== null && rejection.launch === launch.launch).at(-1);
+  if (refused)
+    return `${what} ran its hooks, but Turnkeeper rejected the ${refused.source === 'payload' ? 'payload' : refused.source} (${rejectionCause(refused)}), so no hook was accepted: see the problem about the rejected ${refused.event ?? 'hook'} input.`;
+  // A daemon of this machine that no launch started runs the hooks of whatever attaches to it: the likelier cause than trust.
+  const daemon = launch.process !== 'unknown' ? daemons.find((item) => item.agent === agent) : undefined;
+  if (daemon)
+    return `${what} ${launch.process === 'exited' ? 'exited without' : 'has not'} reported a hook: it may have run its turns on ${PROFILES[daemon.agent].launch.sharedDaemon!.name} started without Turnkeeper (pid ${daemon.pids.join(', ')}), whose hooks run without the launch's variables: see that problem.`;
   if (launch.process === 'exited')
     return `${what} exited without firing a hook: it was quit before its first prompt, or it failed to start (run it by hand to see its error). Nothing to fix if you quit it; this entry goes after a day.`;
   if (launch.process === 'unknown')

@@ -18,7 +18,7 @@ import { doctorMarkdown } from '../doctor/doctorMarkdown';
 import { relativeTime, type ViewNode } from './models';
 import { exportReceipts } from './receipts';
 import { openResumeTerminal, openStartTerminal } from './terminal';
-import { launchProcessState } from '../launcher/liveness';
+import { launchProcessState, runningProcesses } from '../launcher/liveness';
 
 const t = vscode.l10n.t;
 
@@ -428,6 +428,7 @@ async function doctor(ctx: Ctx): Promise<void> {
   const report = await doctorReport(ctx.env, ctx.checkout ?? ctx.extension.extensionPath, () => openAuthority(ctx.env, { create: false }), {
     shimOnTerminalPath: true,
     launchProcessState,
+    runningProcesses,
   });
   // A document a person reads (problems first, each with its fix; a section per agent), read-only;
   // the JSON goes to the log for a bug report.

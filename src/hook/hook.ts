@@ -10,7 +10,7 @@ import { isFenced, isoTime, type Lease } from '../core/lease';
 import { REASONS, renderGuidance, renderNotice, type GuidanceFacts, type ReasonCode } from '../core/reasons';
 import { nearestTodoIds } from '../core/suggest';
 import { blockOutput, contextOutput, denyToolOutput, type HookOutput } from '../agents/output';
-import { InvalidHookInput, isWriteTool, parseHookInput, type HookEvent } from '../agents/payload';
+import { InvalidHookInput, isWriteTool, parseHookInput, type HookEvent, type RejectionTrace } from '../agents/payload';
 import type { Authority, Placement, SessionTouch, StoredReady } from '../store/authority';
 import { faultPoint } from '../store/faults';
 import type { Env } from '../store/location';
@@ -21,6 +21,7 @@ import { branchOf, preconditionsOf } from '../checkout/workspace';
 import { placementOf, resolveGoal } from '../checkout/goal';
 import { heldReminder, transcriptCarries } from './presentation';
 import { findStart } from '../ledger/starts';
+import { recordRejection } from './rejections';
 import { GoalError } from '../core/goal';
 
 /** lastHookAt is proof of life, not an audit trail: refreshing it at most this often keeps replays read-only. */
@@ -54,8 +55,8 @@ export async function runHook(raw: string | Buffer, options: HookOptions): Promi
   try {
     request = readRequest(raw, options);
   } catch (error) {
-    if (error instanceof InvalidHookInput) return { stdout: '', stderr: [`turnkeeper: ${error.message}; ignored`] };
-    throw error;
+    if (!(error instanceof InvalidHookInput)) throw error;
+    return { stdout: '', stderr: [`turnkeeper: ${error.message}; ignored${traceRejection(env, error, raw, options.now)}`] };
   }
 
   const now = options.now ?? decisionClock(env);
@@ -76,6 +77,19 @@ export async function runHook(raw: string | Buffer, options: HookOptions): Promi
     return emit(guidanceOutput(request, env, 'store_unavailable', { todo: request.boundTodo, detail: (error as Error).message }));
   } finally {
     if (!options.openStore) store?.close();
+  }
+}
+
+/**
+ * Rule 2 leaves a trace for doctor (src/hook/rejections.ts), never the input itself. Fails open:
+ * a home that cannot be written adds a note to the one stderr line, and the agent goes on all the same.
+ */
+function traceRejection(env: Env, error: InvalidHookInput, raw: string | Buffer, now: (() => number) | undefined): string {
+  try {
+    recordRejection(env, error.trace, typeof raw === 'string' ? Buffer.byteLength(raw, 'utf8') : raw.length, (now ?? Date.now)());
+    return '';
+  } catch (failure) {
+    return ` (not recorded for doctor: ${(failure as NodeJS.ErrnoException).code ?? (failure as Error).message})`;
   }
 }
 
@@ -139,18 +153,19 @@ const isContextEvent = (event: HookEvent): boolean => event.kind === 'session_st
 function readRequest(raw: string | Buffer, options: HookOptions): HookRequest {
   const { env } = options;
   const event = parseHookInput(raw, options.agent, { event: options.event, env });
-  const envTodo = optionalEnv(env, 'TURNKEEPER_TODO', isTodoId);
-  const envTurn = optionalEnv(env, 'TURNKEEPER_TURN', isTurnId);
-  const envCapture = optionalEnv(env, 'TURNKEEPER_CAPTURE', isCaptureId);
-  const envLaunch = optionalEnv(env, 'TURNKEEPER_LAUNCH', isLaunchId);
+  const about = { agent: event.agent, event: event.eventName };
+  const envTodo = optionalEnv(env, 'TURNKEEPER_TODO', isTodoId, about);
+  const envTurn = optionalEnv(env, 'TURNKEEPER_TURN', isTurnId, about);
+  const envCapture = optionalEnv(env, 'TURNKEEPER_CAPTURE', isCaptureId, about);
+  const envLaunch = optionalEnv(env, 'TURNKEEPER_LAUNCH', isLaunchId, about);
   let cwd: string;
   try {
     // One realpath(3) call; the JavaScript realpathSync lstats every component of the path.
     cwd = realpathSync.native(event.cwd);
   } catch {
-    throw new InvalidHookInput(`cwd ${JSON.stringify(event.cwd)} does not exist`);
+    throw new InvalidHookInput(`cwd ${JSON.stringify(event.cwd)} does not exist`, { source: 'payload', fields: ['cwd'], reason: 'does not exist', ...about });
   }
-  const located = once(() => locate(cwd));
+  const located = once(() => locate(cwd, about));
   if (isContextEvent(event)) located();
   // Only prompts bind (spec §2 "Binding"); SessionStart never has a Turn.
   const mentioned = event.kind === 'prompt' ? todoMentionedIn(event.prompt ?? '') : undefined;
@@ -168,13 +183,14 @@ function readRequest(raw: string | Buffer, options: HookOptions): HookRequest {
  * git layout without spawning git (docs/goals.md). A checkout that names its repository wrongly is
  * never filed under another rule's Goal: the hook says why on stderr and claims nothing.
  */
-function locate(cwd: string): Located {
+function locate(cwd: string, about: Pick<RejectionTrace, 'agent' | 'event'>): Located {
   let resolved;
   try {
     resolved = resolveGoal(cwd);
   } catch (error) {
-    if (error instanceof GoalError) throw new InvalidHookInput(`${error.message}; run turnkeeper goal`);
-    throw new InvalidHookInput(`the Goal of ${JSON.stringify(cwd)} cannot be read: ${(error as Error).message}`);
+    const trace = { source: 'checkout', fields: ['goal'], ...about } as const;
+    if (error instanceof GoalError) throw new InvalidHookInput(`${error.message}; run turnkeeper goal`, { ...trace, reason: error.code });
+    throw new InvalidHookInput(`the Goal of ${JSON.stringify(cwd)} cannot be read: ${(error as Error).message}`, { ...trace, reason: 'cannot be read' });
   }
   const { goal, ...placement } = placementOf(resolved);
   return { goal, placement, gitDir: resolved.inGitDir ? null : resolved.gitDir };
@@ -196,10 +212,11 @@ function once<T>(make: () => T): () => T {
   };
 }
 
-function optionalEnv(env: Env, name: string, valid: (value: string) => boolean): string | undefined {
+function optionalEnv(env: Env, name: string, valid: (value: string) => boolean, about: Pick<RejectionTrace, 'agent' | 'event'>): string | undefined {
   const value = env[name];
   if (value === undefined || value === '') return undefined;
-  if (!valid(value)) throw new InvalidHookInput(`${name} is outside its grammar`);
+  if (!valid(value))
+    throw new InvalidHookInput(`${name} is outside its grammar`, { source: 'environment', fields: [name], reason: 'outside its grammar', ...about });
   return value;
 }
 

@@ -519,8 +519,9 @@ export function listClosures(env: Env): { dir: string; snapshots: ClosureListing
  */
 function processesNaming(dir: string): { pid: number; cmdline: string }[] | undefined {
   return launchBackend()
-    .commandLines()
-    ?.filter((process) => process.cmdline.includes(dir));
+    .processes()
+    ?.map((process) => ({ pid: process.pid, cmdline: process.argv.join('\0') }))
+    .filter((process) => process.cmdline.includes(dir));
 }
 
 /**

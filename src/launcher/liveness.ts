@@ -3,6 +3,7 @@
 // pid the kernel handed to another process since, or a machine that rebooted, is not mistaken for
 // the agent. The store asks this inside the transaction that commits the next launch.
 import { hostname } from 'node:os';
+import type { RunningProcess } from '../agents/profiles/index';
 import type { PreviousLaunch } from '../store/authority';
 import { launchBackend } from './backends';
 
@@ -49,3 +50,6 @@ export function launchProcessState(previous: PreviousLaunch): 'running' | 'exite
   if (previous.host !== hostname() || (previous.machine !== null && previous.machine !== currentMachine())) return 'unknown';
   return isLaunchLive(previous) ? 'running' : 'exited';
 }
+
+/** This machine's processes, for doctor's search for an agent's shared daemon (the backend's /proc scan; none where it has none). */
+export const runningProcesses = (): RunningProcess[] => launchBackend().processes() ?? [];

@@ -128,4 +128,21 @@ describe('agent profiles', () => {
     expect(resolveAgentBinary('copilot', { env: { PATH: bin } })).toBe(join(bin, 'copilot'));
     expect(resolveAgentBinary('copilot', { env: { PATH: bin, TURNKEEPER_COPILOT_BIN: '/opt/copilot' } })).toBe('/opt/copilot');
   });
+
+  it("Codex's shared app-server daemon: `app-server --managed-daemon` of doctor's CODEX_HOME (the variable, else ~/.codex), and only Codex has one", () => {
+    const daemon = PROFILES.codex.launch.sharedDaemon!;
+    const running = (argv: string[], environ: Record<string, string> | undefined) => ({ pid: 1, argv, environ: () => environ });
+    const argv = ['/x/codex', 'app-server', '--managed-daemon', '--listen', 'unix://'];
+    expect(daemon.matches(running(argv, { CODEX_HOME: '/h/.codex' }), { CODEX_HOME: '/h/.codex' })).toBe(true);
+    // Codex's default home on both sides, and one side naming it.
+    expect(daemon.matches(running(argv, { HOME: '/h' }), { HOME: '/h' })).toBe(true);
+    expect(daemon.matches(running(argv, { HOME: '/h' }), { CODEX_HOME: '/h/.codex', HOME: '/elsewhere' })).toBe(true);
+    // Controls: another CODEX_HOME, a plain app-server (doctor's own hooks/list), an environment it cannot read.
+    expect(daemon.matches(running(argv, { CODEX_HOME: '/other' }), { CODEX_HOME: '/h/.codex' })).toBe(false);
+    expect(daemon.matches(running(['/x/codex', 'app-server'], { CODEX_HOME: '/h/.codex' }), { CODEX_HOME: '/h/.codex' })).toBe(false);
+    expect(daemon.matches(running(argv, undefined), { CODEX_HOME: '/h/.codex' })).toBe(false);
+    expect(daemon.stop).toMatch(/^codex app-server daemon stop/);
+    expect(daemon.launchSwitch).toBe('--no-daemon');
+    expect(AGENTS.filter((agent) => PROFILES[agent].launch.sharedDaemon !== undefined)).toEqual(['codex']);
+  });
 });

@@ -6,6 +6,8 @@ import { EXITED_SILENT_LAUNCH_KEPT_MS, FIRST_HOOK_DEADLINE_MS, silentLaunches } 
 import { launchProcessState } from '../../src/launcher/liveness';
 import { hostname } from 'node:os';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { spawn, type ChildProcess } from 'node:child_process';
 import type { SqliteAuthority } from '../../src/ledger/open';
 import { makeWorld, type World } from '../support/world';
 
@@ -120,5 +122,71 @@ describe('a silent launch by cause (what doctor says of it)', () => {
     expect(said).toContain('exited without firing a hook');
     expect(said).not.toMatch(/trust/i);
     store = await world.store();
+  });
+});
+
+describe("a silent Codex launch and Codex's shared app-server daemon", () => {
+  const codexHome = () => join(world.root, 'codex-home');
+  const daemons: ChildProcess[] = [];
+  afterEach(async () => {
+    for (const daemon of daemons.splice(0)) {
+      daemon.kill('SIGKILL');
+      if (daemon.exitCode === null && daemon.signalCode === null) await new Promise((resolvePromise) => daemon.once('exit', resolvePromise));
+    }
+  });
+  /** A process shaped as `codex app-server --managed-daemon` (what `codex app-server daemon start` leaves running), with `env`. */
+  async function fakeDaemon(env: Record<string, string>): Promise<number> {
+    const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)', '--', 'app-server', '--managed-daemon'], { env, stdio: 'ignore' });
+    daemons.push(child);
+    await new Promise((resolvePromise) => child.once('spawn', resolvePromise));
+    return child.pid!;
+  }
+  const self = () => ({
+    pid: process.pid,
+    host: hostname(),
+    boot: readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim(),
+    pidStart: processStartOf(process.pid),
+  });
+  async function silentCodexLaunch(): Promise<void> {
+    await store.appendReceipt(
+      { kind: 'launch_committed', goal: world.goal, todo: 'fix-login', detail: { start: true, launch: 'launch_00000000000000aa', agent: 'codex', ...self() } },
+      Date.now() - 10 * 60_000,
+    );
+  }
+  async function doctorProblems(): Promise<string[]> {
+    store.close();
+    try {
+      return (JSON.parse(world.cli(['doctor', '--json'], { env: { CODEX_HOME: codexHome() } }).stdout) as { problems: string[] }).problems;
+    } finally {
+      store = await world.store();
+    }
+  }
+  const NAMED = 'a shared Codex app-server daemon started without Turnkeeper is running';
+
+  it('doctor names a daemon of the same CODEX_HOME without TURNKEEPER_LAUNCH, with its fix (the old doctor gave the trust text)', async () => {
+    await silentCodexLaunch();
+    const pid = await fakeDaemon({ PATH: '/usr/bin:/bin', CODEX_HOME: codexHome() });
+    const problems = await doctorProblems();
+    const named = problems.find((problem) => problem.startsWith(NAMED))!;
+    expect(named).toContain(`(pid ${pid})`);
+    expect(named).toContain('Fix: codex app-server daemon stop');
+    expect(named).toContain('--no-daemon');
+    const launch = problems.find((problem) => problem.includes('launched for a start of Todo fix-login'))!;
+    expect(launch).toContain('shared Codex app-server daemon');
+    expect(launch).not.toMatch(/trust|skipped/);
+  });
+
+  it('control: a daemon a launch started (TURNKEEPER_LAUNCH), or one of another CODEX_HOME, is not named: the launch gets the trust text', async () => {
+    await fakeDaemon({ PATH: '/usr/bin:/bin', CODEX_HOME: codexHome(), TURNKEEPER_LAUNCH: 'launch_00000000000000bb' });
+    await fakeDaemon({ PATH: '/usr/bin:/bin', CODEX_HOME: join(world.root, 'another-codex-home') });
+    await silentCodexLaunch();
+    const problems = await doctorProblems();
+    expect(problems.join('\n')).not.toContain('app-server daemon started without Turnkeeper');
+    expect(problems.find((problem) => problem.includes('launched for a start of Todo fix-login'))).toContain('its hooks are skipped');
+  });
+
+  it('control: without a silent Codex launch the daemon is no problem', async () => {
+    await fakeDaemon({ PATH: '/usr/bin:/bin', CODEX_HOME: codexHome() });
+    expect((await doctorProblems()).join('\n')).not.toContain('app-server daemon');
   });
 });

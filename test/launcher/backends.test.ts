@@ -2,6 +2,7 @@
 // addon's state per JavaScript environment (Node-API instance data). A worker thread that loads the
 // addon and parks a child, then goes away, kills its own undecided launch and nobody else's.
 import { describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -30,6 +31,28 @@ describe('launch backends', () => {
     expect(backend.currentBoot()).toMatch(/^[0-9a-f-]{36}$/);
     expect(backend.machineId()).toMatch(/^[0-9a-f]{32}$/);
     expect(backend.processStart(2 ** 22 + 12345)).toBeUndefined();
+  });
+
+  it("lists this machine's processes with their command line and, when it is ours, their environment (control: a process that ended is not listed)", async () => {
+    const backend = launchBackend();
+    if (backend.name !== 'linux') return expect(backend.processes()).toBeUndefined();
+    const processes = () => backend.processes() ?? [];
+    const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)', '--', 'app-server', '--managed-daemon'], {
+      env: { PATH: '/usr/bin:/bin', PROBE_VARIABLE: 'a=b' },
+      stdio: 'ignore',
+    });
+    try {
+      await waitFor(() => processes().some((item) => item.pid === child.pid), 10_000, 100);
+      const listed = processes().find((item) => item.pid === child.pid)!;
+      expect(listed.argv).toEqual([process.execPath, '-e', 'setInterval(() => {}, 1000)', '--', 'app-server', '--managed-daemon']);
+      // The first = splits name from value.
+      expect(listed.environ()).toMatchObject({ PROBE_VARIABLE: 'a=b' });
+      expect(processes().find((item) => item.pid === process.pid)?.argv[0]).toBe(process.execPath);
+    } finally {
+      child.kill('SIGKILL');
+    }
+    await new Promise((resolvePromise) => child.once('exit', resolvePromise));
+    expect(await waitFor(() => !processes().some((item) => item.pid === child.pid), 10_000, 100)).toBe(true);
   });
 
   it("a worker's teardown kills its own parked launch, not the main thread's (addon state is per environment)", async () => {

@@ -12,7 +12,7 @@ vi.mock('../../src/launcher/backends', async (original) => {
   const actual = await original<typeof import('../../src/launcher/backends')>();
   return {
     ...actual,
-    launchBackend: () => ({ ...linuxBackend, commandLines: () => (listsProcesses ? linuxBackend.commandLines() : undefined) }),
+    launchBackend: () => ({ ...linuxBackend, processes: () => (listsProcesses ? linuxBackend.processes() : undefined) }),
   };
 });
 

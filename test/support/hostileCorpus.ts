@@ -48,7 +48,11 @@ function hostileInput(w: World): fc.Arbitrary<string> {
       .filter(([field, value]) => value !== null || ['hook_event_name', 'session_id', 'cwd'].includes(field))
       .map(([field, value]) => JSON.stringify({ ...base, [field]: value })),
     // Ids outside their grammar (path traversal, NUL, shell metacharacters, too long).
-    fc.tuple(fc.constantFrom('session_id', 'turn_id'), hostileStrings).map(([field, value]) => JSON.stringify({ ...base, [field]: value })),
+    fc
+      .tuple(fc.constantFrom('session_id', 'turn_id'), hostileStrings)
+      // An empty optional field is absent, as null is (Gemini sends transcript_path: ""): valid for turn_id.
+      .filter(([field, value]) => value !== '' || field === 'session_id')
+      .map(([field, value]) => JSON.stringify({ ...base, [field]: value })),
     // Unknown events.
     fc
       .string({ maxLength: 30 })

@@ -1,10 +1,13 @@
 // OpenAI Codex CLI (npm @openai/codex 0.171.0; observed in docs/notes/).
 import { join, resolve } from 'node:path';
-import type { AgentProfile } from './index';
+import type { AgentProfile, Env } from './index';
 import { CLAUDE_STYLE_EVENTS, commandEntry, HOOK_SPECIFIC_OUTPUT, homeOf, nonEmpty } from './common';
 
 /** The TUI's switch to its embedded app server (see `launch.start`). */
 const CODEX_NO_DAEMON = '--no-daemon';
+
+/** CODEX_HOME as Codex reads it from an environment: the variable, else ~/.codex. */
+const codexHome = (env: Env): string => resolve(nonEmpty(env.CODEX_HOME) ?? join(homeOf(env), '.codex'));
 
 export const codex: AgentProfile = {
   agent: 'codex',
@@ -22,7 +25,7 @@ export const codex: AgentProfile = {
   writeTools: new Set(['Bash', 'apply_patch', 'shell', 'exec_command', 'write_stdin', 'local_shell', 'Edit', 'Write']),
   output: HOOK_SPECIFIC_OUTPUT,
   install: {
-    userConfig: (env) => join(resolve(nonEmpty(env.CODEX_HOME) ?? join(homeOf(env), '.codex')), 'hooks.json'),
+    userConfig: (env) => join(codexHome(env), 'hooks.json'),
     projectConfig: '.codex/hooks.json',
     timeout: 15, // seconds
     // Codex rejects unknown fields: type, command, timeout and nothing else.
@@ -71,5 +74,17 @@ export const codex: AgentProfile = {
       mode === 'headless'
         ? ['exec', ...extra, ...(prompt === undefined ? [] : [prompt])]
         : [CODEX_NO_DAEMON, ...extra, ...(prompt === undefined ? [] : [prompt])],
+    // Observed (0.171): `codex app-server daemon start` runs `codex app-server --managed-daemon …` in
+    // the background with the starting codex's environment, one per CODEX_HOME, until `… daemon stop`.
+    sharedDaemon: {
+      name: 'a shared Codex app-server daemon',
+      matches: (process, env) => {
+        if (!process.argv.includes('app-server') || !process.argv.includes('--managed-daemon')) return false;
+        const environ = process.environ();
+        return environ !== undefined && codexHome(environ) === codexHome(env);
+      },
+      stop: 'codex app-server daemon stop (in a shell with the same CODEX_HOME)',
+      launchSwitch: CODEX_NO_DAEMON,
+    },
   },
 };

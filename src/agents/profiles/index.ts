@@ -82,6 +82,30 @@ export interface PackagePlatform {
   readonly rustTarget: string | undefined;
 }
 
+/** A process of this machine as the launcher's backend sees it (Linux: /proc/<pid>/cmdline and environ). */
+export interface RunningProcess {
+  readonly pid: number;
+  readonly argv: readonly string[];
+  /** Its environment, or undefined when it cannot be read (another user's process, or gone). */
+  environ(): Readonly<Record<string, string>> | undefined;
+}
+
+/**
+ * A background process of the agent that outlives the command that started it and runs the hooks of
+ * every session attached to it with its own environment, not the launch's (Codex's app-server daemon):
+ * a launch attached to one started without Turnkeeper never reports its hooks.
+ */
+interface SharedDaemon {
+  /** For people: `a shared Codex app-server daemon`. */
+  readonly name: string;
+  /** Whether `process` is such a daemon of the agent home that doctor's environment names. */
+  readonly matches: (process: RunningProcess, env: Env) => boolean;
+  /** The agent's own command that stops it. */
+  readonly stop: string;
+  /** The switch the launcher passes so that a launch runs its own server instead. */
+  readonly launchSwitch: string;
+}
+
 /** What doctor gives a trust check: the hook files are installed for `scope` in `projectRoot`. */
 export interface TrustContext {
   readonly env: Env;
@@ -192,6 +216,8 @@ export interface AgentProfile {
     readonly resume: (session: string, mode: 'headless' | 'interactive', prompt: string, extra: readonly string[]) => string[];
     /** A new session (after argv[0]): headless runs `prompt` and exits; interactive opens the agent's UI with `prompt` as its first, when given. */
     readonly start: (mode: 'headless' | 'interactive', prompt: string | undefined, extra: readonly string[]) => string[];
+    /** Doctor names one as the cause of a silent launch of this agent (absent: the agent has none). */
+    readonly sharedDaemon?: SharedDaemon;
   };
 }
 

@@ -2,7 +2,7 @@
 // execveat, /proc checks, ELF entry shapes); every other platform and architecture gets the backend
 // that refuses `unsupported_platform`. A macOS or Windows backend is one new file here plus one in native/src.
 import type { Attestation } from '../attest';
-import type { PackagePlatform } from '../../agents/profiles';
+import type { PackagePlatform, RunningProcess } from '../../agents/profiles';
 import type { NativeLauncher, NativeStat } from '../native';
 import { linuxBackend } from './linux';
 import { unsupportedBackend } from './unsupported';
@@ -38,10 +38,11 @@ export interface LaunchBackend {
   /** This machine's identity (Linux: /etc/machine-id), or null where it cannot be read. */
   machineId(): string | null;
   /**
-   * Every process this user can see, with its command line (NUL-separated argv), or undefined where
-   * the platform cannot list them (closure prune then treats every snapshot as maybe in use).
+   * The processes of this machine, with their command lines (and, on demand, environments), or
+   * undefined where the platform cannot list them: doctor's search for an agent's shared daemon, and
+   * closure prune, which then treats every snapshot as maybe in use.
    */
-  commandLines(): { readonly pid: number; readonly cmdline: string }[] | undefined;
+  processes(): RunningProcess[] | undefined;
   /** How npm packages name this platform (an agent's profile finds its vendored native binary by it). */
   packagePlatform(): PackagePlatform;
 }

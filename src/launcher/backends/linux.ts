@@ -1,6 +1,7 @@
 // The Linux launch backend, JavaScript half (docs/launcher.md §2, §3): ELF entry shapes read through
-// the retained descriptor, the /proc checks at the exec boundary (the mapped image and loader), and
-// the process facts liveness needs (/proc/<pid>/stat start time, the boot id). The native half is
+// the retained descriptor, the /proc checks at the exec boundary (the mapped image and loader), the
+// process facts liveness needs (/proc/<pid>/stat start time, the boot id), and the process list
+// doctor searches for an agent's shared daemon (/proc/<pid>/cmdline, environ). The native half is
 // native/src/linux_spawn.cc.
 import { readdirSync, readFileSync, readSync } from 'node:fs';
 import { entryShape } from './elf';
@@ -68,23 +69,6 @@ export const linuxBackend: LaunchBackend = {
     }
     return bootId;
   },
-  commandLines() {
-    let pids: string[];
-    try {
-      pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name));
-    } catch {
-      return undefined;
-    }
-    const found: { pid: number; cmdline: string }[] = [];
-    for (const pid of pids) {
-      try {
-        found.push({ pid: Number(pid), cmdline: readFileSync(`/proc/${pid}/cmdline`, 'utf8') });
-      } catch {
-        // gone, or not ours to read
-      }
-    }
-    return found;
-  },
   packagePlatform: () => ({ npm: `linux-${process.arch}`, rustTarget: RUST_TARGETS[process.arch] }),
   machineId() {
     // systemd's, else D-Bus's copy (older or non-systemd systems): unique per installation, unlike a
@@ -102,7 +86,48 @@ export const linuxBackend: LaunchBackend = {
     }
     return machine;
   },
+  processes() {
+    let names: string[];
+    try {
+      names = readdirSync('/proc');
+    } catch {
+      return undefined;
+    }
+    const found = [];
+    for (const name of names) {
+      if (!/^\d+$/.test(name)) continue;
+      let cmdline: string;
+      try {
+        cmdline = readFileSync(`/proc/${name}/cmdline`, 'utf8');
+      } catch {
+        continue; // gone meanwhile
+      }
+      // NUL-terminated arguments; a kernel thread has none.
+      const argv = cmdline.split('\0');
+      if (argv.at(-1) === '') argv.pop();
+      if (argv.length === 0) continue;
+      const pid = Number(name);
+      found.push({ pid, argv, environ: () => environOf(pid) });
+    }
+    return found;
+  },
 };
+
+/** /proc/<pid>/environ as variables; undefined when it cannot be read (another user's process, or gone). */
+function environOf(pid: number): Record<string, string> | undefined {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/environ`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const environ: Record<string, string> = {};
+  for (const entry of text.split('\0')) {
+    const eq = entry.indexOf('=');
+    if (eq > 0) environ[entry.slice(0, eq)] = entry.slice(eq + 1);
+  }
+  return environ;
+}
 
 /**
  * The files a parked process has mapped, as `dev:ino` with dev in the kernel's st_dev encoding

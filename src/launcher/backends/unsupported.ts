@@ -19,6 +19,6 @@ export const unsupportedBackend: LaunchBackend = {
   processStart: () => undefined,
   currentBoot: () => null,
   machineId: () => null,
-  commandLines: () => undefined,
+  processes: () => undefined,
   packagePlatform: () => ({ npm: `${process.platform}-${process.arch}`, rustTarget: undefined }),
 };
