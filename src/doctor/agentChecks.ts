@@ -7,18 +7,16 @@
 //   no hook). Gemini CLI strips comments but not trailing commas. Turnkeeper's own edits keep comments
 //   (they are the user's), so this is where a file that no agent will read is caught.
 // - both_scopes: Turnkeeper's hooks at user and project scope for one agent: every hook runs twice.
-// - codex_trust: Codex skips a new or changed hook until the user trusts it (config.toml
-//   [hooks.state."<hooks.json>:<event>:<group>:<handler>"] trusted_hash), and loads <repo>/.codex only
-//   in a trusted project. Doctor asks the real Codex (`codex app-server`, JSON-RPC `hooks/list`, what
-//   the TUI's /hooks shows) which of Turnkeeper's hooks it will run, rather than re-deriving its hashes.
+// - <agent>_trust: where the agent can be asked (its profile's `trust.ask`; Codex's asks `codex
+//   app-server` for what its /hooks shows, src/agents/profiles/codexTrust.ts), whether it will run
+//   Turnkeeper's hooks as installed, rather than re-deriving its trust records.
 // - agent_version: the agent's own `--version`, against the version Turnkeeper's facts about it were
 //   observed and tested on (its profile's testedVersion): a newer agent may have changed its hook
 //   events, payloads or outputs, which doctor cannot see from here, so it says so.
 // - on_path: a project-scope config calls `turnkeeper` through PATH (it is committed, so it names no
 //   path of one machine): an agent whose PATH has no `turnkeeper` fails every hook.
 import { spawn } from 'node:child_process';
-import { realpathSync } from 'node:fs';
-import { dirname, isAbsolute, resolve } from 'node:path';
+import { dirname, isAbsolute } from 'node:path';
 import { parse as parseJsonc, printParseErrorCode, stripComments, type ParseError } from 'jsonc-parser';
 import type { Agent } from '../core/ids';
 import type { Scope } from '../agents/install';
@@ -26,9 +24,9 @@ import { readConfigFile } from '../agents/boundedFile';
 import { turnkeeperHome, type Env } from '../store/location';
 import { shimPath } from '../agents/shim';
 import { findExecutable } from '../agents/executables';
-import { PROFILES, type ConfigSyntax } from '../agents/profiles/index';
+import { binaryVariable, PROFILES, type ConfigSyntax } from '../agents/profiles/index';
 
-type CheckName = 'config_syntax' | 'both_scopes' | 'codex_trust' | 'on_path' | 'agent_version';
+type CheckName = 'config_syntax' | 'both_scopes' | `${Agent}_trust` | 'on_path' | 'agent_version';
 
 export interface AgentCheck {
   readonly check: CheckName;
@@ -94,8 +92,10 @@ export async function agentChecks(options: AgentCheckOptions): Promise<AgentChec
   }
   const project = files.filter((file) => file.scope === 'project' && file.installed);
   if (project.length > 0) checks.push(pathCheck(options, project));
-  const codex = files.filter((file) => file.agent === 'codex' && file.installed);
-  if (codex.length > 0) checks.push(...(await codexTrust(options, codex)));
+  for (const agent of agents) {
+    const installed = files.filter((file) => file.agent === agent && file.installed);
+    if (installed.length > 0 && PROFILES[agent].trust.ask) checks.push(...(await askedTrust(agent, options, installed)));
+  }
   for (const agent of agents) if (files.some((file) => file.agent === agent && file.installed)) checks.push(await versionCheck(agent, options.env));
   return checks;
 }
@@ -105,7 +105,7 @@ export async function agentChecks(options: AgentCheckOptions): Promise<AgentChec
 
 /** The agent's executable doctor asks: TURNKEEPER_<AGENT>_BIN when absolute, else the PATH's. */
 function agentBinary(agent: Agent, env: Env): string | undefined {
-  const named = env[`TURNKEEPER_${agent.toUpperCase()}_BIN`];
+  const named = env[binaryVariable(agent)];
   if (named) return isAbsolute(named) ? named : undefined;
   return findExecutable(env, PROFILES[agent].launch.executable);
 }
@@ -264,172 +264,23 @@ function pathCheck(options: AgentCheckOptions, project: readonly HookFile[]): Ag
 }
 
 // ---------------------------------------------------------------------------------------------
-// codex_trust
+// <agent>_trust: asked of the agent itself, for agents whose profile can (`trust.ask`)
 
-/** One entry of Codex's `hooks/list` (the fields used here and by the tests' trust helper). */
-export interface CodexListedHook {
-  /** `<hooks.json path>:<snake_event>:<group>:<handler>`: the key of its `[hooks.state]` trust entry. */
-  readonly key: string;
-  /** `sha256:<hex>`: what trusting it records as `trusted_hash`. */
-  readonly currentHash: string;
-  readonly command: string;
-  readonly sourcePath: string;
-  readonly source: string;
-  readonly enabled: boolean;
-  readonly trustStatus: string;
-  readonly eventName: string;
-}
-
-export interface CodexHookList {
-  readonly hooks: CodexListedHook[];
-  readonly warnings: string[];
-  readonly errors: string[];
-}
-
-/**
- * The codex executable doctor asks: TURNKEEPER_CODEX_BIN when it is an absolute path, else `codex` in
- * an absolute PATH directory. Doctor runs it with the repository as its working directory, so a
- * relative name (`node_modules/.bin/codex`, `.`) would run whatever the repository ships.
- */
-function codexBinary(env: Env): string | undefined {
-  const named = env.TURNKEEPER_CODEX_BIN;
-  if (named) return isAbsolute(named) ? named : undefined;
-  return findExecutable(env, 'codex');
-}
-
-/** Asks `codex app-server` which hooks apply in `cwd` and whether each is trusted (what /hooks shows). */
-export function listCodexHooks(binary: string, env: Env, cwd: string, timeoutMs: number): Promise<CodexHookList> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(binary, ['app-server'], { cwd, env: env, stdio: ['pipe', 'pipe', 'ignore'] });
-    let buffer = '';
-    let done = false;
-    const finish = (error: Error | undefined, list?: CodexHookList): void => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      child.kill();
-      if (error) reject(error);
-      else resolve(list!);
-    };
-    const timer = setTimeout(() => finish(new Error(`codex app-server did not answer hooks/list within ${timeoutMs} ms`)), timeoutMs);
-    child.on('error', (error) => finish(error));
-    child.on('exit', (code) => finish(new Error(`codex app-server exited (${code}) before answering hooks/list`)));
-    child.stdin.on('error', () => {});
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      buffer += chunk;
-      for (let newline = buffer.indexOf('\n'); newline >= 0; newline = buffer.indexOf('\n')) {
-        const line = buffer.slice(0, newline);
-        buffer = buffer.slice(newline + 1);
-        let message: { id?: unknown; result?: { data?: { hooks?: CodexListedHook[]; warnings?: string[]; errors?: unknown[] }[] }; error?: unknown };
-        try {
-          message = JSON.parse(line) as typeof message;
-        } catch {
-          continue;
-        }
-        if (message.id !== 2) continue;
-        if (message.error !== undefined) return finish(new Error(`hooks/list failed: ${JSON.stringify(message.error)}`));
-        const data = message.result?.data ?? [];
-        finish(undefined, {
-          hooks: data.flatMap((entry) => entry.hooks ?? []),
-          warnings: data.flatMap((entry) => entry.warnings ?? []).map(String),
-          errors: data.flatMap((entry) => entry.errors ?? []).map((error) => (typeof error === 'string' ? error : JSON.stringify(error))),
-        });
-      }
-    });
-    const send = (message: object): void => void child.stdin.write(JSON.stringify(message) + '\n');
-    send({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { clientInfo: { name: 'turnkeeper-doctor', version: '1' } } });
-    send({ jsonrpc: '2.0', method: 'initialized' });
-    send({ jsonrpc: '2.0', id: 2, method: 'hooks/list', params: { cwds: [cwd] } });
-  });
-}
-
-const TRUST_FIX = (root: string) =>
-  `open codex in ${root}, type /hooks and trust Turnkeeper's hooks (the command stays the same across Turnkeeper updates, so once is enough); for a single run: codex --dangerously-bypass-hook-trust`;
-
-/** Milliseconds Codex gets to answer hooks/list (it starts its app-server first). */
-const CODEX_LIST_TIMEOUT_MS = 20_000;
-
-/** One `unknown` codex_trust row per file: doctor could not ask Codex. */
-const unknownFor = (files: readonly HookFile[], detail: string, fix?: string): AgentCheck[] =>
-  files.map((file) => ({
-    check: 'codex_trust',
-    agent: 'codex',
-    scope: file.scope,
-    path: file.path,
-    status: 'unknown',
-    detail,
-    ...(fix === undefined ? {} : { fix }),
-  }));
-
-async function codexTrust(options: AgentCheckOptions, files: readonly HookFile[]): Promise<AgentCheck[]> {
-  const binary = codexBinary(options.env);
+/** The agent's answer for its installed hook files, or one `unknown` row per file when doctor cannot ask. */
+async function askedTrust(agent: Agent, options: AgentCheckOptions, files: readonly HookFile[]): Promise<AgentCheck[]> {
+  const profile = PROFILES[agent];
+  const ask = profile.trust.ask!;
+  const check = `${agent}_trust` as const;
+  const binary = agentBinary(agent, options.env);
   if (binary === undefined) {
-    return unknownFor(
-      files,
-      options.env.TURNKEEPER_CODEX_BIN
-        ? `TURNKEEPER_CODEX_BIN is not an absolute path (${options.env.TURNKEEPER_CODEX_BIN}), so doctor runs no codex to ask whether it trusts the hooks (a new or changed hook is skipped silently until trusted)`
-        : 'codex is not in an absolute PATH directory, so doctor cannot ask Codex whether it trusts the hooks (a new or changed hook is skipped silently until trusted)',
-      'put codex in a PATH directory given as an absolute path, or set TURNKEEPER_CODEX_BIN to its absolute path, then run turnkeeper doctor again',
-    );
+    const variable = binaryVariable(agent);
+    const named = options.env[variable];
+    const executable = profile.launch.executable;
+    const detail = named
+      ? `${variable} is not an absolute path (${named}), so doctor runs no ${executable} to ask whether it trusts the hooks (a new or changed hook is skipped silently until trusted)`
+      : `${executable} is not in an absolute PATH directory, so doctor cannot ask ${profile.displayName} whether it trusts the hooks (a new or changed hook is skipped silently until trusted)`;
+    const fix = `put ${executable} in a PATH directory given as an absolute path, or set ${variable} to its absolute path, then run turnkeeper doctor again`;
+    return files.map((file) => ({ check, agent, scope: file.scope, path: file.path, status: 'unknown', detail, fix }));
   }
-  let list: CodexHookList;
-  try {
-    list = await listCodexHooks(binary, options.env, options.projectRoot, CODEX_LIST_TIMEOUT_MS);
-  } catch (error) {
-    return unknownFor(files, `could not ask ${binary} which hooks it runs: ${(error as Error).message}`);
-  }
-  return files.map((file) => codexFileTrust(file, list, options.projectRoot));
-}
-
-/** The path with every symlink resolved (Codex reports canonical paths), or the path itself when it cannot be. */
-function canonical(path: string): string {
-  try {
-    return realpathSync(path);
-  } catch {
-    return resolve(path);
-  }
-}
-
-function codexFileTrust(file: HookFile, list: CodexHookList, root: string): AgentCheck {
-  const base = { check: 'codex_trust' as const, agent: 'codex' as const, scope: file.scope, path: file.path };
-  // Compared as files, not strings: with CODEX_HOME (or the checkout) behind a symlink, Codex names the target.
-  const real = canonical(file.path);
-  const fromFile = list.hooks.filter((hook) => canonical(hook.sourcePath) === real);
-  const ours = fromFile.filter((hook) => hook.command === file.command);
-  if (ours.length === 0) {
-    const parse = list.warnings.find((warning) => warning.includes(file.path) || warning.includes(real));
-    if (parse)
-      return {
-        ...base,
-        status: 'problem',
-        detail: `Codex does not load ${file.path}: ${parse}`,
-        fix: `make ${file.path} strict JSON (no comments, no trailing commas)`,
-      };
-    if (file.scope === 'project' && fromFile.length === 0) {
-      return {
-        ...base,
-        status: 'problem',
-        detail: `Codex does not load ${file.path}: it reads a repository's .codex only once the project is trusted`,
-        fix: `open codex in ${root} and trust the project when it asks (or add [projects."${root}"] trust_level = "trusted" to $CODEX_HOME/config.toml), then trust the hooks in /hooks`,
-      };
-    }
-    // Nothing says why: another CODEX_HOME than this one, `hooks = false` in its [features], a Codex
-    // that lists hooks differently. Say what Codex listed rather than guess.
-    const sources = [...new Set(list.hooks.map((hook) => hook.sourcePath))];
-    return {
-      ...base,
-      status: 'unknown',
-      detail: `Codex lists none of Turnkeeper's hooks in ${file.path}, and no warning about it; the hooks it lists come from ${sources.length === 0 ? 'no file at all' : sources.join(', ')}`,
-      fix: `check that codex reads ${file.path} (the CODEX_HOME it runs with) and that $CODEX_HOME/config.toml has no \`hooks = false\` in [features]; /hooks in codex shows what it loads`,
-    };
-  }
-  const skipped = ours.filter((hook) => hook.enabled === false || (hook.trustStatus !== 'trusted' && hook.trustStatus !== 'managed'));
-  if (skipped.length === 0) return { ...base, status: 'ok', detail: `Codex trusts and will run all ${ours.length} of Turnkeeper's hooks in ${file.path}` };
-  const states = [...new Set(skipped.map((hook) => (hook.enabled === false ? 'disabled' : hook.trustStatus)))].join(', ');
-  return {
-    ...base,
-    status: 'problem',
-    detail: `Codex skips ${skipped.length} of Turnkeeper's ${ours.length} hooks in ${file.path} (${states}: ${skipped.map((hook) => hook.eventName.charAt(0).toUpperCase() + hook.eventName.slice(1)).join(', ')}), silently: no Todo is claimed and no context reaches the model`,
-    fix: TRUST_FIX(root),
-  };
+  return (await ask(binary, options.env, options.projectRoot, files)).map((verdict) => ({ check, agent, ...verdict }));
 }

@@ -259,7 +259,7 @@ export async function doctorReport(
     const trustProblem = item.installed ? PROFILES[item.agent].trust.check?.({ env, scope: item.scope, projectRoot, readConfig: readJsonConfig }) : undefined;
     if (trustProblem !== undefined) problems.push(trustProblem);
   }
-  if (!hooks.some((item) => item.installed)) problems.push('no agent has Turnkeeper hooks installed: turnkeeper hooks install --agent codex');
+  if (!hooks.some((item) => item.installed)) problems.push(`no agent has Turnkeeper hooks installed: turnkeeper hooks install --agent <${AGENTS.join('|')}>`);
   const checks = await agentChecks({
     env,
     projectRoot,
@@ -345,13 +345,20 @@ function silentLaunchProblem(
     return `${what} exited without firing a hook: it was quit before its first prompt, or it failed to start (run it by hand to see its error). Nothing to fix if you quit it; this entry goes after a day.`;
   if (launch.process === 'unknown')
     return `${what} on ${launch.host ?? 'another machine'} has fired no hook: check it there (turnkeeper doctor on that machine).`;
-  // Codex is the agent whose trust doctor asks of the agent itself (codex_trust rows).
-  const trustRows = checks.filter((check) => check.agent === agent && check.check === 'codex_trust');
+  // Agents whose profile can be asked about trust (`trust.ask`) have `<agent>_trust` rows.
+  const trustRows = checks.filter((check) => check.agent === agent && check.check === `${agent}_trust`);
   const trusted = trustRows.length > 0 && trustRows.every((check) => check.status === 'ok');
   const running = launch.process === 'running' ? ' is still running and' : '';
   if (trusted)
-    return `${what}${running} has fired no hook within a minute, although its hooks are installed, parse and are trusted: it has not been prompted yet, or it runs its turns somewhere else (a Codex TUI on a shared app-server daemon: Turnkeeper starts and resumes Codex with --no-daemon since this release).`;
+    return `${what}${running} has fired no hook within a minute, although its hooks are installed, parse and are trusted: it has not been prompted yet, or it runs its turns somewhere else${elsewhere(agent)}.`;
   return `${what}${running} fired no hook within a minute: its hooks are skipped. ${agent && agent in TRUST_HINT ? TRUST_HINT[agent] : ''}`.trim();
+}
+
+/** ` (a shared Codex app-server daemon: …)`: where the agent's profile says its turns may run instead. */
+function elsewhere(agent: Agent | undefined): string {
+  const daemon = agent === undefined ? undefined : PROFILES[agent].launch.sharedDaemon;
+  if (!daemon) return '';
+  return ` (${daemon.name}: Turnkeeper starts and resumes ${PROFILES[agent!].displayName} with ${daemon.launchSwitch} since this release)`;
 }
 
 /** Snapshots under $TURNKEEPER_HOME/closures (named by a 64-hex digest) and the bytes they and any interrupted copies take. */

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { listCodexHooks, type CodexListedHook } from '../../src/doctor/agentChecks';
+import { listCodexHooks, type CodexListedHook } from '../../src/agents/profiles/codexTrust';
 
 export interface CodexHome {
   /** Root temp dir; remove with cleanupCodexHome(). */

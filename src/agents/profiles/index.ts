@@ -106,6 +106,24 @@ interface SharedDaemon {
   readonly launchSwitch: string;
 }
 
+/** A hook config that holds Turnkeeper's hooks, as doctor hands it to an agent's trust question. */
+export interface InstalledHookFile {
+  readonly scope: Scope;
+  readonly path: string;
+  /** The command Turnkeeper installed there. */
+  readonly command: string;
+}
+
+/** The agent's answer for one installed hook file: will it run Turnkeeper's hooks? */
+export interface TrustVerdict {
+  readonly scope: Scope;
+  readonly path: string;
+  /** `problem`: it will skip them; `unknown`: it could not be asked, or gave no answer that says. */
+  readonly status: 'ok' | 'problem' | 'unknown';
+  readonly detail: string;
+  readonly fix?: string;
+}
+
 /** What doctor gives a trust check: the hook files are installed for `scope` in `projectRoot`. */
 export interface TrustContext {
   readonly env: Env;
@@ -196,6 +214,11 @@ export interface AgentProfile {
     readonly hint: string;
     /** Doctor's check of that step for an installed scope: a problem, or undefined. */
     readonly check?: (context: TrustContext) => string | undefined;
+    /**
+     * Asks the agent itself (its executable `binary`, run in `projectRoot`) whether it will run the
+     * hooks in these files: doctor's `<agent>_trust` rows. Absent: the agent cannot be asked.
+     */
+    readonly ask?: (binary: string, env: Env, projectRoot: string, files: readonly InstalledHookFile[]) => Promise<TrustVerdict[]>;
   };
 
   /** Variables the agent sets in its tools' environment naming its session (`release` without --force). */
