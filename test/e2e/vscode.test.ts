@@ -1,6 +1,22 @@
 // The packaged extension in a real VS Code (code-server 4.139, VS Code 1.139 on Node 24), driven by
 // Debian's chromium: install the .vsix, seed a store with the real CLI, and check what a user sees.
 // Harness: test/vscode/ (docs/packaging.md, "End to end").
+//
+// What each part proves:
+// - trusted workspace: the views show a store seeded by the CLI and follow hooks run in other
+//   processes. "Start Turn on Todo" runs the real Codex TUI (@openai/codex 0.171, against a loopback
+//   stand-in model) in the editor's integrated terminal through the native launcher, whose launch
+//   receipt names the TUI's own process; a prompt typed into that terminal as a person types it
+//   claims the Todo through Codex's own hook (the model receives the ready capture; the Todos and
+//   Leases views and the status bar show the lease), and the model's tool call runs. After quitting
+//   the TUI, "Resume Captured Turn" names the drift that tool made, and on "Resume Anyway" relaunches
+//   Codex on the same session in the editor's terminal, whose next prompt is told it still holds the
+//   same capture's lease. A released capture shows its recovery guidance instead of resuming, and
+//   a tampered receipt is named;
+// - untrusted workspace: read-only, the views show the store, nothing launches;
+// - a linked worktree: the window shows the lease held from the main checkout, and a refused claim;
+// - a team store (PostgreSQL): the window follows another machine's claim through LISTEN/NOTIFY.
+// The screenshots in docs/images come from these runs (UPDATE_SCREENSHOTS=1).
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync, spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -10,6 +26,8 @@ import type { Browser, Page } from 'playwright-core';
 import { CLI, contextOf, makeWorld, payload, type World } from '../support/world';
 import { usePostgres } from '../support/postgres';
 import { addWorktree } from '../support/agentHarness';
+import { cleanupCodexHome, makeCodexHome, MOCK_API_KEY_ENV, trustAllHooks, writeCodexConfig, type CodexHome } from '../support/codexHarness';
+import { developerTexts, shellCallReply, startMockModelServer, textReply, type MockModelServer, type RecordedRequest } from '../support/mockModelServer';
 import { CHROMIUM, launchBrowser, newPage } from '../vscode/browser';
 import { ensureCodeServer, grepLogs, startCodeServer, type CodeServer } from '../vscode/codeServer';
 import { QUIET_SETTINGS, Workbench, type PageElement } from '../vscode/pages';
@@ -23,21 +41,31 @@ const IMAGES = process.env.UPDATE_SCREENSHOTS === '1' ? join(ROOT, 'docs/images'
 const ACTIVATION_FILE = join(ROOT, 'test/vscode/.last-activation.json');
 // Screenshots and logs of failed tests (gitignored); the server's own dir is removed on stop.
 const FAILURES = join(ROOT, 'test/vscode/.failures');
-// The stand-in for Codex: the launcher refuses scripts, so a native ELF, compiled here. It prints its
-// arguments and stays a few seconds, so that its terminal can be read and photographed.
-const STAND_IN_SOURCE = `#include <stdio.h>
-#include <unistd.h>
-int main(int argc, char **argv) {
-  printf("stand-in codex:");
-  for (int i = 1; i < argc; i++) printf(" %s", argv[i]);
-  printf("\\n");
-  fflush(stdout);
-  sleep(15);
-  return 0;
+// The real Codex CLI: its npm shim, which the launcher replaces by the native binary it execs.
+const CODEX_SHIM = join(ROOT, 'node_modules/.bin/codex');
+/** The TUI's composer placeholder: drawn once the TUI is ready for a prompt. */
+const TUI_READY = /Ask Codex to do anything/;
+const TOOL_PROMPT = 'please run the tool';
+const TOOL_DONE = 'The tool ran.';
+/** A word of start-me's body: the model receives it only inside the ready capture. */
+const START_WORD = 'heron-4471';
+
+/**
+ * The stand-in model: a shell call for a prompt that asks for the tool, TOOL_DONE once its output is
+ * back, "ok" to anything else (a resumed conversation's history holds the earlier call and output).
+ */
+function modelScript(request: RecordedRequest) {
+  const input = request.body?.input ?? [];
+  const lastPrompt = input.findLastIndex((item) => item.type === 'message' && item.role === 'user');
+  if (input.findLastIndex((item) => item.type === 'function_call_output') > lastPrompt) return textReply(TOOL_DONE);
+  return JSON.stringify(input[lastPrompt] ?? {}).includes(TOOL_PROMPT) ? shellCallReply('echo tool-ran > tool-ran.txt') : textReply('ok');
 }
-`;
-let standInAgent: string;
-let codexHome: string;
+
+let codex: CodexHome;
+let mock: MockModelServer;
+/** What the editor's extension host (and so every agent it launches) has of Codex's environment. */
+let codexEnv: Record<string, string>;
+const presentations = () => mock.requests.flatMap((request) => developerTexts(request)).filter((text) => text.startsWith('Turnkeeper: Todo'));
 const SETUP_TIMEOUT = 30 * 60_000; // first run installs code-server (minutes)
 
 interface Receipt {
@@ -69,20 +97,48 @@ function codexTurn(todo: string, session: string, turn: string): string {
   return capture.id;
 }
 
-beforeAll(() => {
+/** The active lease on `todo`, from the CLI. */
+function activeLease(todo: string): { capture: string; owner: string; epoch: number } {
+  const status = JSON.parse(cli(['status', '--json'])) as { leases: { todo: string; capture: string; owner: string; epoch: number; status: string }[] };
+  const lease = status.leases.find((candidate) => candidate.todo === todo && candidate.status === 'active');
+  if (!lease) throw new Error(`no active lease on ${todo}: ${JSON.stringify(status.leases)}`);
+  return lease;
+}
+
+/** A running process's arguments and its TURNKEEPER_* variables, from /proc. */
+const argvOf = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').slice(0, -1);
+const environOf = (pid: number): Record<string, string> =>
+  Object.fromEntries(
+    readFileSync(`/proc/${pid}/environ`, 'utf8')
+      .split('\0')
+      .filter((entry) => entry.startsWith('TURNKEEPER_'))
+      .map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]),
+  );
+/** Whether `pid` runs (a zombie, exited but not yet reaped, does not). */
+function isRunning(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]![0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+beforeAll(async () => {
   // Not a skip: a machine without chromium cannot prove the extension works.
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run .ci/run, or apt-get install chromium libkrb5-dev`);
   entry = ensureCodeServer();
   vsix = buildVsix();
   world = makeWorld('tk-vscode');
-  standInAgent = join(world.root, 'codex-stand-in');
-  // Codex's hooks installed, as a person has them before Start Turn (which offers to install them
-  // otherwise): the editor's extension host sees them through CODEX_HOME.
-  codexHome = join(world.root, 'codex-home');
-  mkdirSync(codexHome, { recursive: true });
-  expect(world.cli(['hooks', 'install', '--agent', 'codex'], { env: { CODEX_HOME: codexHome } }).code).toBe(0);
-  writeFileSync(`${standInAgent}.c`, STAND_IN_SOURCE);
-  execFileSync('cc', ['-O2', '-o', standInAgent, `${standInAgent}.c`]);
+  mock = await startMockModelServer({ script: modelScript });
+  // Codex as a person has it set up before Start Turn: a model provider (the loopback stand-in), the
+  // repository trusted, Turnkeeper's hooks installed (Start Turn offers to otherwise) and trusted as
+  // reviewing them in /hooks does. The editor's extension host sees it all through CODEX_HOME.
+  codex = makeCodexHome({ prefix: 'tk-vscode-codex-', extraEnv: { TURNKEEPER_HOME: world.home } });
+  writeCodexConfig(codex.codexHome, mock.url, `\n[projects."${world.repo}"]\ntrust_level = "trusted"\n`);
+  expect(world.cli(['hooks', 'install', '--agent', 'codex'], { env: { CODEX_HOME: codex.codexHome } }).code).toBe(0);
+  expect((await trustAllHooks(codex.codexHome, codex.env, world.repo)).length).toBeGreaterThan(0);
+  // TERM as VS Code's own terminals set it: xterm.js is the terminal the TUI draws in.
+  codexEnv = { CODEX_HOME: codex.codexHome, [MOCK_API_KEY_ENV]: codex.env[MOCK_API_KEY_ENV]!, RUST_LOG: 'error', TERM: 'xterm-256color' };
   cli(['todo', 'add', 'Fix login', '--id', 'fix-login', '--body', 'The login form drops the session cookie.']);
   cli(['todo', 'add', 'Write docs', '--id', 'write-docs']);
   cli(['todo', 'add', 'Old spike', '--id', 'old-spike']);
@@ -95,6 +151,8 @@ beforeAll(() => {
 
 afterAll(async () => {
   await browser?.close();
+  await mock?.close();
+  if (codex) cleanupCodexHome(codex);
   world?.cleanup();
 });
 
@@ -127,9 +185,11 @@ describe('trusted workspace', () => {
       entry,
       vsix,
       trusted: true,
-      env: { TURNKEEPER_HOME: world.home, CODEX_HOME: codexHome },
-      settings: QUIET_SETTINGS,
-      machineSettings: { 'turnkeeper.agents.codex.path': standInAgent },
+      env: { TURNKEEPER_HOME: world.home, ...codexEnv },
+      // The panel opens maximized (beside the side bar): the TUI gets a screen's room from its start,
+      // and the screenshots show it with the views.
+      settings: { ...QUIET_SETTINGS, 'workbench.panel.opensMaximized': 'always' },
+      machineSettings: { 'turnkeeper.agents.codex.path': CODEX_SHIM },
     });
     ({ page, workbench } = await openWorkbench(server));
     await workbench.openContainer('Turnkeeper');
@@ -141,6 +201,36 @@ describe('trusted workspace', () => {
     await page?.context().close();
     await server?.stop();
   });
+
+  /**
+   * Types a prompt into the TUI as a person does: the keys one by one, until the composer shows them,
+   * then End (a key that is no character, which ends the TUI's paste detection window, so the Enter
+   * after it submits rather than adding a line), then Enter.
+   */
+  async function typePrompt(text: string): Promise<void> {
+    await workbench.typeInTerminal(text);
+    await workbench.waitForTerminalText(new RegExp(text), 15_000);
+    await workbench.pressInTerminal('End');
+    await workbench.pressInTerminal('Enter');
+  }
+
+  /** The extension's log line for its launch on `subject` (a Todo or a capture): the receipt and the pid it names. */
+  function launchLogged(subject: string): { seq: number; pid: number } | undefined {
+    const hit = grepLogs(server.userDataDir, new RegExp(`launched codex for ${subject}: launch receipt #(\\d+), pid (\\d+)`))[0];
+    return hit && { seq: Number(hit.match[1]), pid: Number(hit.match[2]) };
+  }
+
+  /**
+   * Ctrl-C, and again if the TUI asks for it ("ctrl + c again to quit": an idle TUI quits on the first),
+   * then waits for Codex to exit and its terminal to close with it.
+   */
+  async function quitTui(pid: number): Promise<void> {
+    await workbench.pressInTerminal('Control+c');
+    await expect.poll(async () => !isRunning(pid) || / again to quit/.test(await workbench.terminalText()), { timeout: 20_000 }).toBe(true);
+    if (isRunning(pid)) await workbench.pressInTerminal('Control+c');
+    await expect.poll(() => isRunning(pid), { timeout: 20_000 }).toBe(false);
+    await expect.poll(() => page.locator('.terminal-wrapper').count(), { timeout: 15_000 }).toBe(0);
+  }
 
   it('shows the Turnkeeper tab with the seeded captures, leases and receipts', async () => {
     await workbench.waitForRow('Captures', 'fix-login codex · epoch 1');
@@ -162,26 +252,8 @@ describe('trusted workspace', () => {
     await workbench.waitForRow('Captures', 'write-docs codex', 15_000);
   });
 
-  it('resumes a captured turn from the palette, with launch_committed in the store', async () => {
-    const before = receipts().filter((receipt) => receipt.doc.kind === 'launch_committed').length;
-    await workbench.runCommand('Turnkeeper: Resume Captured Turn');
-    const offered = await workbench.quickPickRows(`resumable: ${captureOf['fix-login']}`);
-    // The released capture is offered too, marked with its refusal.
-    expect(offered.join('\n')).toMatch(/old-spike.*\[capture_released\]/);
-    await workbench.pickQuickItem(captureOf['fix-login']!);
-    const committed = () => receipts().filter((receipt) => receipt.doc.kind === 'launch_committed' && receipt.doc.capture === captureOf['fix-login']);
-    await expect.poll(() => committed().length, { timeout: 30_000 }).toBe(before + 1);
-    const seq = committed()[0]!.seq;
-    // The terminal names the receipt the store holds, then the agent runs on its own session.
-    // (Codex's interactive resume runs on its embedded app server: --no-daemon, src/agents/profiles/codex.ts.)
-    const terminal = await workbench.waitForTerminalText(new RegExp(`launch receipt #${seq} committed[\\s\\S]*stand-in codex: resume --no-daemon sess-a`));
-    expect(terminal).toContain('codex is running');
-    await workbench.waitForRow('Receipts', `#${seq} launch_committed`, 15_000);
-    await page.screenshot({ path: join(IMAGES, 'resume.png') });
-  });
-
-  it('lists the Todos with their holders; Start Turn on Todo runs the agent through the launcher in a terminal, and the view follows its first hook', async () => {
-    cli(['todo', 'add', 'Start me', '--id', 'start-me']);
+  it('lists the Todos with their holders; Start Turn on Todo runs the real Codex TUI in the editor terminal through the launcher, a prompt typed there claims the Todo and its tool call runs', async () => {
+    cli(['todo', 'add', 'Start me', '--id', 'start-me', '--body', `Started from the editor (${START_WORD}).`]);
     // The new Todo and the held one, in one snapshot of the view.
     await workbench.waitForRow('Todos', ['start-me Start me', /fix-login in repo · codex:sess-a · epoch 1/], 15_000);
     await workbench.runCommand('Turnkeeper: Start Turn on Todo');
@@ -192,24 +264,74 @@ describe('trusted workspace', () => {
     const [{ seq, doc }] = started() as [Receipt];
     expect(doc.capture).toBeUndefined();
     expect(doc.detail).toMatchObject({ start: true, agent: 'codex' });
-    // The terminal names the receipt the store holds; then the stand-in runs, interactive (no arguments).
-    await workbench.waitForTerminalText(new RegExp(`launch receipt #${seq} committed[\\s\\S]*stand-in codex:`));
-    // The stand-in runs no hooks: its first prompt's hook is played here, with the environment the
-    // launcher gave it (read from the running process), as the real agent's hook would run.
-    const environ = Object.fromEntries(
-      readFileSync(`/proc/${doc.detail!.pid as number}/environ`, 'utf8')
-        .split('\0')
-        .filter((entry) => entry.startsWith('TURNKEEPER_'))
-        .map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]),
-    );
-    expect(environ).toMatchObject({ TURNKEEPER_TODO: 'start-me', TURNKEEPER_LAUNCH: doc.detail!.launch, TURNKEEPER_TURN: doc.detail!.turn });
-    const hook = world.cli(['hook'], {
-      input: payload.codexPrompt(world, 'sess-s', 'turn-1', 'go ahead'),
-      env: { TURNKEEPER_TODO: environ.TURNKEEPER_TODO, TURNKEEPER_TURN: environ.TURNKEEPER_TURN, TURNKEEPER_LAUNCH: environ.TURNKEEPER_LAUNCH },
-    });
-    expect(hook.stdout).toContain('Turnkeeper: Todo start-me');
-    await workbench.waitForRow('Todos', /start-me in repo · codex:sess-s · epoch 1/, 15_000);
-    await page.locator('.part.sidebar').screenshot({ path: join(IMAGES, 'todos.png') });
+    const pid = doc.detail!.pid as number;
+    // The process the receipt names is Codex's native binary, interactive on its embedded app server.
+    expect(argvOf(pid).slice(1)).toEqual(['--no-daemon']);
+    expect(environOf(pid)).toMatchObject({ TURNKEEPER_TODO: 'start-me', TURNKEEPER_LAUNCH: doc.detail!.launch, TURNKEEPER_TURN: doc.detail!.turn });
+    // The TUI draws in the editor's terminal. (The terminal's first line names the receipt, but the
+    // TUI's alternate screen covers it at once: the extension's log names it for this test.)
+    await workbench.waitForTerminalText(TUI_READY, 60_000);
+    await expect.poll(() => launchLogged('start-me'), { timeout: 15_000 }).toEqual({ seq, pid });
+
+    await typePrompt(TOOL_PROMPT);
+    // Codex's own UserPromptSubmit hook claimed the Todo: the model receives the ready capture.
+    await expect.poll(() => presentations().find((text) => text.startsWith('Turnkeeper: Todo start-me')) ?? '', { timeout: 60_000 }).toContain(START_WORD);
+    const lease = activeLease('start-me');
+    expect(presentations().find((text) => text.startsWith('Turnkeeper: Todo start-me'))).toContain(lease.capture);
+    expect(lease.owner).toMatch(/^codex:[0-9a-f-]{36}$/); // Codex's own session id, not one made up here
+    captureOf['start-me'] = lease.capture;
+    const holder = new RegExp(`start-me in repo · ${lease.owner} · epoch 1`);
+    await workbench.waitForRow('Todos', holder, 15_000);
+    await workbench.waitForRow('Leases', holder, 15_000);
+    await expect.poll(() => workbench.leaseCount(), { timeout: 15_000 }).toBe('3'); // fix-login, write-docs, start-me
+    // The model's shell call ran in the checkout, and the TUI shows the model's answer after it.
+    await expect.poll(() => existsSync(join(world.repo, 'tool-ran.txt')), { timeout: 60_000 }).toBe(true);
+    await workbench.waitForTerminalText(new RegExp(TOOL_DONE.replace('.', '\\.')), 30_000);
+    await workbench.clearNotifications();
+    await page.screenshot({ path: join(IMAGES, 'todos.png') });
+    await quitTui(pid);
+  });
+
+  it('resumes the captured turn from the palette: drift named first, then Codex relaunched on its session in the editor terminal, still holding the same lease', async () => {
+    const lease = activeLease('start-me');
+    const session = lease.owner.slice('codex:'.length);
+    await workbench.runCommand('Turnkeeper: Resume Captured Turn');
+    const offered = await workbench.quickPickRows(`resumable: ${lease.capture}`);
+    // The other held capture is resumable too; the released one is offered, marked with its refusal.
+    expect(offered.join('\n')).toContain(`resumable: ${captureOf['fix-login']}`);
+    expect(offered.join('\n')).toMatch(/old-spike.*\[capture_released\]/);
+    await workbench.pickQuickItem(lease.capture);
+    // The tool's file changed the checkout since the capture: the product asks before resuming.
+    const drift = await workbench.answerDialog(/workspace changed since this turn was captured/, 'Resume Anyway');
+    expect(drift).toContain('git status differs from capture time');
+    const committed = () => receipts().filter((receipt) => receipt.doc.kind === 'launch_committed' && receipt.doc.capture === lease.capture);
+    await expect.poll(() => committed().length, { timeout: 30_000 }).toBe(1);
+    const [{ seq, doc }] = committed() as [Receipt];
+    expect(doc.detail).toMatchObject({ agent: 'codex', driftAccepted: 'git status differs from capture time' });
+    const pid = doc.detail!.pid as number;
+    // Codex's own resume of that session (on its embedded app server: --no-daemon, src/agents/profiles/codex.ts).
+    expect(argvOf(pid).slice(1)).toEqual(['resume', '--no-daemon', session]);
+    await workbench.waitForTerminalText(TUI_READY, 60_000);
+    await expect.poll(() => launchLogged(lease.capture), { timeout: 15_000 }).toEqual({ seq, pid });
+    await workbench.waitForRow('Receipts', `#${seq} launch_committed`, 15_000);
+
+    await typePrompt('go on with it');
+    // The resumed conversation already holds the ready capture: its next prompt is told it still holds the lease.
+    await expect
+      .poll(
+        () => presentations().some((text) => text.startsWith(`Turnkeeper: Todo start-me · capture ${lease.capture}`) && text.includes('still holds the lease')),
+        { timeout: 60_000 },
+      )
+      .toBe(true);
+    await workbench.waitForTerminalText(/\bok\b/, 30_000);
+    await workbench.clearNotifications();
+    await page.screenshot({ path: join(IMAGES, 'resume.png') });
+    await quitTui(pid);
+    expect(activeLease('start-me')).toMatchObject({ capture: lease.capture, epoch: lease.epoch });
+    const kinds = receipts()
+      .filter((receipt) => receipt.doc.todo === 'start-me')
+      .map((receipt) => receipt.doc.kind);
+    expect(kinds.filter((kind) => kind === 'lease_acquired')).toHaveLength(1);
   });
 
   it('shows the recovery guidance of a released capture instead of resuming it', async () => {
@@ -265,7 +387,7 @@ describe('untrusted workspace', () => {
       env: { TURNKEEPER_HOME: world.home },
       // No trust prompt: the folder opens in Restricted Mode, as after answering "No".
       settings: { ...QUIET_SETTINGS, 'security.workspace.trust.startupPrompt': 'never' },
-      machineSettings: { 'turnkeeper.agents.codex.path': standInAgent },
+      machineSettings: { 'turnkeeper.agents.codex.path': CODEX_SHIM },
       // The palette hides Resume when untrusted; a keybinding reaches the command handler anyway.
       keybindings: [{ key: 'ctrl+alt+r', command: 'turnkeeper.resumeCapturedTurn', args: captureOf['write-docs'] }],
     });
@@ -319,7 +441,7 @@ describe('a linked worktree of the seeded repository', () => {
       trusted: true,
       env: { TURNKEEPER_HOME: world.home },
       settings: QUIET_SETTINGS,
-      machineSettings: { 'turnkeeper.agents.codex.path': standInAgent },
+      machineSettings: { 'turnkeeper.agents.codex.path': CODEX_SHIM },
     });
     ({ page, workbench } = await openWorkbench(server, worktree));
     await workbench.openContainer('Turnkeeper');
@@ -499,7 +621,7 @@ describe('a team store', () => {
       // Nothing names the store but the machine setting: no TURNKEEPER_STORE, no config.json.
       env: { TURNKEEPER_HOME: editorMachine.env.TURNKEEPER_HOME! },
       settings: QUIET_SETTINGS,
-      machineSettings: { 'turnkeeper.store': store, 'turnkeeper.agents.codex.path': standInAgent },
+      machineSettings: { 'turnkeeper.store': store, 'turnkeeper.agents.codex.path': CODEX_SHIM },
     });
     ({ page, workbench } = await openWorkbench(server, editorMachine.clone));
     await workbench.openContainer('Turnkeeper');

@@ -165,17 +165,58 @@ export class Workbench {
     }
   }
 
+  /** The text on screen in the terminals (xterm's DOM rows, one line per row; the viewport only, not the scrollback). */
+  async terminalText(): Promise<string> {
+    const rows = this.page.locator('.terminal-wrapper .xterm-rows > div');
+    return (await rows.allTextContents()).join('\n').replace(/\u00a0/g, ' ');
+  }
+
   /** Waits for the visible terminal's text (xterm's DOM rows) to match; returns that text. */
   async waitForTerminalText(pattern: RegExp, timeoutMs = 30_000): Promise<string> {
     const deadline = Date.now() + timeoutMs;
     let text = '';
     while (Date.now() < deadline) {
-      const rows = this.page.locator('.terminal-wrapper.active .xterm-rows, .terminal-wrapper .xterm-rows');
-      text = (await rows.allTextContents()).join('\n').replace(/\u00a0/g, ' ');
+      text = await this.terminalText();
       if (pattern.test(text)) return text;
       await this.page.waitForTimeout(250);
     }
     throw new Error(`terminal text did not match ${pattern} within ${timeoutMs} ms; it was: ${JSON.stringify(text.slice(-2000))}`);
+  }
+
+  /**
+   * Keys into the active terminal, as a person types them: each key is its own keystroke, `delay` ms
+   * apart, so a program's paste detection sees typing. The focus goes to xterm's input element (where
+   * a click on the terminal puts it) without a click, which a TUI with mouse reporting would receive.
+   */
+  async typeInTerminal(text: string, delay = 30): Promise<void> {
+    await this.focusTerminal();
+    await this.page.keyboard.type(text, { delay });
+  }
+
+  /** One key (or chord: "Control+c") into the active terminal. */
+  async pressInTerminal(key: string): Promise<void> {
+    await this.focusTerminal();
+    await this.page.keyboard.press(key);
+  }
+
+  private async focusTerminal(): Promise<void> {
+    await this.page.locator('.terminal-wrapper.active .xterm-helper-textarea').focus();
+  }
+
+  /** Waits for a modal dialog whose message matches, and presses its button named `button`; returns the message. */
+  async answerDialog(pattern: RegExp, button: string, timeoutMs = 30_000): Promise<string> {
+    const dialog = this.page.locator('.monaco-dialog-box').filter({ hasText: pattern });
+    await dialog.waitFor({ state: 'visible', timeout: timeoutMs });
+    const message = ((await dialog.textContent()) ?? '').replace(/\s+/g, ' ').trim();
+    await dialog.locator('.dialog-buttons a.monaco-button, .dialog-buttons button').filter({ hasText: button }).first().click();
+    await dialog.waitFor({ state: 'hidden', timeout: timeoutMs });
+    return message;
+  }
+
+  /** The number of active leases in Turnkeeper's status bar item (its text is "$(lock) <n>"). */
+  async leaseCount(): Promise<string> {
+    const item = this.page.locator('.part.statusbar .statusbar-item[id$="turnkeeper.status"]');
+    return ((await item.first().textContent({ timeout: 5_000 })) ?? '').trim();
   }
 
   /** A status bar item by its text (workspace trust shows "Restricted Mode" there). */
