@@ -7,7 +7,7 @@ import { byAgent } from '../agents/profiles';
 import type { CaptureView, StatusSnapshot } from '../doctor/status';
 import { doctorReport, installAgentHooks } from '../doctor/installation';
 import { requesterOf } from '../config/settings';
-import { cachedWorkspace, checkResume } from '../launcher/resume';
+import { cachedWorkspace, checkResume, driftGuidance, type ResumeCheck } from '../launcher/resume';
 import { checkStart } from '../launcher/start';
 import { REASONS } from '../core/reasons';
 import { TodoExistsError, type Authority } from '../store/authority';
@@ -157,6 +157,7 @@ async function resumeCapturedTurn(ctx: Ctx, given: string | undefined): Promise<
   const store = await ctx.requireStore();
   await ctx.refresh();
   let captureId = given;
+  let check: ResumeCheck | undefined;
   if (!captureId) {
     // The workspace's Goal only (every Goal without a folder), and never an unbound capture.
     const goal = ctx.goal;
@@ -174,27 +175,31 @@ async function resumeCapturedTurn(ctx: Ctx, given: string | undefined): Promise<
     });
     if (!picked) return;
     captureId = picked.captureId;
+    check = picked.check;
   }
-  let check = await checkResume(store, captureId, { acceptDrift: false });
-  if (!check.ok && check.reason === 'precondition_changed') {
-    const accept = t('Resume Anyway');
-    const answer = await vscode.window.showWarningMessage(
-      t('The workspace changed since this turn was captured.'),
-      { modal: true, detail: check.guidance },
-      accept,
-    );
-    if (answer !== accept) return;
-    check = await checkResume(store, captureId, { acceptDrift: true });
-  }
+  // One check (git runs included) per resume: the pick's own, else one here; the terminal launches
+  // that plan, and the launch's commit re-checks the lease in its transaction.
+  check ??= await checkResume(store, captureId, { acceptDrift: true });
   if (!check.ok) {
     await showGuidanceDocument(captureId, check.guidance, check.reason);
     return;
   }
-  openResumeTerminal(ctx, check.plan.capture, check.plan.drift !== undefined);
+  if (check.plan.drift !== undefined) {
+    const accept = t('Resume Anyway');
+    const answer = await vscode.window.showWarningMessage(
+      t('The workspace changed since this turn was captured.'),
+      { modal: true, detail: driftGuidance(check.plan) },
+      accept,
+    );
+    if (answer !== accept) return;
+  }
+  openResumeTerminal(ctx, check.plan);
 }
 
 interface ResumePick extends vscode.QuickPickItem {
   readonly captureId: string;
+  /** The check this row was made from (drift accepted, to be asked about): undefined for a capture not held. */
+  readonly check: ResumeCheck | undefined;
 }
 
 /**
@@ -219,6 +224,7 @@ async function resumePicks(store: Authority, snapshot: StatusSnapshot, candidate
       const facts = { capture: capture.id, todo: capture.todo };
       return {
         captureId: capture.id,
+        check,
         label: `${check?.ok ? '$(debug-continue)' : '$(circle-slash)'} ${capture.todo}`,
         description: `${capture.agent} · ${relativeTime(createdAt.get(capture.id) ?? now, now)}${lease ? ` · epoch ${lease.epoch} ${lease.status}` : ''}`,
         detail: check?.ok

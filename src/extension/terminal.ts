@@ -4,16 +4,16 @@
 import * as vscode from 'vscode';
 import type { Agent } from '../core/ids';
 import { terminalSafe } from '../core/terminal';
-import type { StoredCapture } from '../store/authority';
-import { resumeCapture } from '../launcher/resume';
+import { resumeCapture, type ResumePlan } from '../launcher/resume';
 import { startTodo } from '../launcher/start';
 import type { RunningLaunch } from '../launcher/launch';
+import type { Refusal } from '../launcher/refusals';
+import { binarySetting } from '../agents/profiles';
 import type { Ctx } from './ctx';
 
 const t = vscode.l10n.t;
 
-type Launched =
-  { readonly ok: true; readonly launch: RunningLaunch; readonly digest: string } | { readonly ok: false; readonly reason: string; readonly guidance: string };
+type Launched = { readonly ok: true; readonly launch: RunningLaunch; readonly digest: string } | Refusal;
 
 interface TerminalLaunch {
   readonly agent: Agent;
@@ -104,13 +104,13 @@ function openLaunchTerminal(ctx: Ctx, spec: TerminalLaunch): vscode.Terminal {
  * code, and one action: the agent's path setting when its executable was not found, else the
  * guidance in full.
  */
-async function showRefusal(spec: TerminalLaunch, refusal: { readonly reason: string; readonly guidance: string }): Promise<void> {
+async function showRefusal(spec: TerminalLaunch, refusal: Refusal): Promise<void> {
   const sentence = refusal.guidance.replace(/^Turnkeeper \[[a-z_]+\]:\s*/, '').split(/(?<=[.:])\s/)[0] ?? refusal.guidance;
   const openSetting = t('Open Setting');
   const showGuidance = t('Show Guidance');
   const action = refusal.reason === 'agent_not_found' ? openSetting : showGuidance;
   const picked = await vscode.window.showWarningMessage(`${spec.refusedMessage(refusal.reason)} ${sentence}`, { detail: refusal.guidance }, action);
-  if (picked === openSetting) await vscode.commands.executeCommand('workbench.action.openSettings', `turnkeeper.agents.${spec.agent}.path`);
+  if (picked === openSetting) await vscode.commands.executeCommand('workbench.action.openSettings', binarySetting(spec.agent));
   if (picked === showGuidance)
     await vscode.window.showTextDocument(await vscode.workspace.openTextDocument({ content: refusal.guidance, language: 'markdown' }));
 }
@@ -130,7 +130,9 @@ async function terminalLaunchOptions(ctx: Ctx, agent: Agent, dimensions: vscode.
   } as const;
 }
 
-export function openResumeTerminal(ctx: Ctx, capture: StoredCapture, acceptDrift: boolean): vscode.Terminal {
+/** "Resume Captured Turn" on a plan the command checked (and whose drift, if any, the person accepted). */
+export function openResumeTerminal(ctx: Ctx, plan: ResumePlan): vscode.Terminal {
+  const { capture } = plan;
   return openLaunchTerminal(ctx, {
     agent: capture.agent,
     name: t('Turnkeeper: {0} ({1})', capture.todo, capture.agent),
@@ -141,8 +143,9 @@ export function openResumeTerminal(ctx: Ctx, capture: StoredCapture, acceptDrift
       const result = await resumeCapture({
         ...(await terminalLaunchOptions(ctx, capture.agent, dimensions, signal)),
         captureId: capture.id,
-        acceptDrift,
+        acceptDrift: plan.drift !== undefined,
         dryRun: false,
+        plan,
       });
       if (!result.ok) return result;
       if (result.dryRun) throw new Error('unexpected dry run');

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { isAbsolute, resolve as resolvePath } from 'node:path';
 import type { Agent } from '../core/ids';
-import { binaryVariable, PROFILES } from '../agents/profiles/index';
+import { binaryVariable, binarySetting, PROFILES } from '../agents/profiles/index';
 import { renderGuidance, type GuidanceFacts, type ReasonCode } from '../core/reasons';
 import type { Authority } from '../store/authority';
 import type { Env } from '../store/location';
@@ -12,7 +12,7 @@ import { findExecutable } from '../agents/executables';
 import { attest, type Attestation } from './attest';
 import { launchAttested, type Barriers, type LaunchFacts, type LaunchRequest, type RunningLaunch } from './launch';
 import { launchLiveness } from './liveness';
-import { CommitRefused, LaunchRefused, REFUSAL_GUIDANCE, type LaunchRefusal } from './refusals';
+import { CommitRefused, LaunchRefused, launcherRefusal, type LaunchRefusal, type Refusal } from './refusals';
 import { launchBackend } from './backends';
 
 /** What resume and start take alike: where the agent comes from, how it runs, and the test seams. */
@@ -43,8 +43,7 @@ export function resolveAgentBinary(
   return findExecutable(sources.env, PROFILES[agent].launch.executable);
 }
 
-export type AgentAttestation =
-  { readonly ok: true; readonly attestation: Attestation } | { readonly ok: false; readonly reason: LaunchRefusal; readonly detail: string };
+export type AgentAttestation = { readonly ok: true; readonly attestation: Attestation } | Refusal<LaunchRefusal>;
 
 /** Resolves the agent's executable (once) and attests it; shared by resume and start. */
 export async function attestAgent(agent: Agent, sources: { agentBin?: string | undefined; env: Env; setting?: string | undefined }): Promise<AgentAttestation> {
@@ -53,21 +52,21 @@ export async function attestAgent(agent: Agent, sources: { agentBin?: string | u
   try {
     launchBackend().native();
   } catch (error) {
-    if (error instanceof LaunchRefused) return { ok: false, reason: error.reason, detail: error.detail };
+    if (error instanceof LaunchRefused) return launcherRefusal(error.reason, error.detail);
     throw error;
   }
   const binary = resolveAgentBinary(agent, sources);
   if (!binary)
-    return {
-      ok: false,
-      reason: 'agent_not_found',
-      detail: `no ${agent} executable on the PATH: pass --agent-bin, set TURNKEEPER_${agent.toUpperCase()}_BIN, or set turnkeeper.agents.${agent}.path in the editor`,
-    };
+    return launcherRefusal(
+      'agent_not_found',
+      `no ${agent} executable on the PATH: pass --agent-bin, set ${binaryVariable(agent)}, or set ${binarySetting(agent)} in the editor`,
+      { agent },
+    );
   try {
     // The closures directory (TURNKEEPER_HOME) and a script's runtime (PATH) come from the caller's environment.
     return { ok: true, attestation: await attest(binary, { env: sources.env }) };
   } catch (error) {
-    if (error instanceof LaunchRefused) return { ok: false, reason: error.reason, detail: error.detail };
+    if (error instanceof LaunchRefused) return launcherRefusal(error.reason, error.detail);
     throw error;
   }
 }
@@ -89,13 +88,9 @@ export function launchEnvironment(env: Env, variables: Readonly<Record<string, s
 /** The launch nonce that ties an agent's hooks to its launch receipt (spec §2 rule 3). */
 export const newLaunchId = (): string => `launch_${randomBytes(8).toString('hex')}`;
 
-/** The guidance of a launcher refusal, as resume and start show it. */
-export const refusalGuidance = (reason: LaunchRefusal, detail: string): string => `Turnkeeper [${reason}]: ${REFUSAL_GUIDANCE[reason]}\n${detail}`;
-
 /** A launch that ran, or why not (a launcher refusal, or the commit's own re-check), as guidance. */
 export type LaunchOutcome<R extends ReasonCode> =
-  | { readonly ok: true; readonly launch: RunningLaunch; readonly attestation: Omit<Attestation, 'fd'> }
-  | { readonly ok: false; readonly reason: R | LaunchRefusal; readonly guidance: string; readonly facts?: GuidanceFacts };
+  { readonly ok: true; readonly launch: RunningLaunch; readonly attestation: Omit<Attestation, 'fd'> } | Refusal<R | LaunchRefusal>;
 
 /**
  * Runs `launchAttested` with the caller's stdio, terminal size, allowed loader variables and test
@@ -122,7 +117,7 @@ export async function runLaunch<R extends ReasonCode>(
     void _fd;
     return { ok: true, launch, attestation };
   } catch (error) {
-    if (error instanceof LaunchRefused) return { ok: false, reason: error.reason, guidance: refusalGuidance(error.reason, error.detail) };
+    if (error instanceof LaunchRefused) return launcherRefusal(error.reason, error.detail, facts);
     if (error instanceof CommitRefused) {
       const reason = error.reason as R;
       const all: GuidanceFacts = { ...facts, ...error.facts };

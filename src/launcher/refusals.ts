@@ -54,7 +54,7 @@ const agentsShipped = (kind: AgentProfile['launch']['shape']['kind']): string =>
     .join(', ');
 
 /** What each refusal means to a user, and what to do about it. */
-export const REFUSAL_GUIDANCE: Readonly<Record<LaunchRefusal, string>> = {
+const REFUSAL_GUIDANCE: Readonly<Record<LaunchRefusal, string>> = {
   unsupported_platform: 'This platform has no launch backend yet (the refusal names the platforms that have one); nothing was started.',
   agent_not_found:
     'No executable of the agent was found. Turnkeeper looks at --agent-bin, then TURNKEEPER_<AGENT>_BIN, then the editor setting turnkeeper.agents.<agent>.path, then the PATH it runs with (an editor started from a desktop launcher often has a shorter PATH than your shell): install the agent, or name its path in one of those.',
@@ -71,3 +71,24 @@ export const REFUSAL_GUIDANCE: Readonly<Record<LaunchRefusal, string>> = {
   launch_timeout: 'The launch was not committed in time; the parked agent was killed before its first instruction.',
   native_backend_unavailable: 'The native launcher addon could not be loaded; reinstall Turnkeeper for this platform.',
 };
+
+/**
+ * A refusal, in the one form every step from the launcher to the editor carries it (resume's and
+ * start's checks, the attestation, the launch and the commit's re-check, the CLI and the editor's
+ * terminal): the code, the guidance a person reads, rendered once, and the facts it was rendered
+ * from (what an action such as "Open Setting" or the CLI's --json needs).
+ */
+export interface Refusal<R extends string = string> {
+  readonly ok: false;
+  readonly reason: R;
+  readonly guidance: string;
+  readonly facts: GuidanceFacts;
+}
+
+/** A launcher refusal as a Refusal: its guidance, then what exactly happened (`detail`, also in the facts). */
+export const launcherRefusal = (reason: LaunchRefusal, detail: string, facts: GuidanceFacts = {}): Refusal<LaunchRefusal> => ({
+  ok: false,
+  reason,
+  guidance: `Turnkeeper [${reason}]: ${REFUSAL_GUIDANCE[reason]}\n${detail}`,
+  facts: { ...facts, detail },
+});

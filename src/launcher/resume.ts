@@ -13,8 +13,8 @@ import { preconditionsOf } from '../checkout/workspace';
 import { releaseAttestation, type Attestation } from './attest';
 import { launchArgv, type RunningLaunch } from './launch';
 import { isLaunchLive } from './liveness';
-import { attestAgent, launchDetail, launchEnvironment, newLaunchId, recordQuietly, refusalGuidance, runLaunch, type LaunchOptions } from './plumbing';
-import { CommitRefused, type LaunchRefusal } from './refusals';
+import { attestAgent, launchDetail, launchEnvironment, newLaunchId, recordQuietly, runLaunch, type LaunchOptions } from './plumbing';
+import { CommitRefused, type LaunchRefusal, type Refusal } from './refusals';
 
 type ResumeReason = Extract<
   ReasonCode,
@@ -29,7 +29,8 @@ type ResumeReason = Extract<
   | 'launch_in_progress'
 >;
 
-interface ResumePlan {
+/** What checkResume found: everything resumeCapture needs, so a caller that checked need not check again. */
+export interface ResumePlan {
   readonly capture: StoredCapture;
   readonly lease: Lease;
   readonly ready: ReadyDocument;
@@ -37,9 +38,7 @@ interface ResumePlan {
   readonly drift: string | undefined;
 }
 
-export type ResumeCheck =
-  | { readonly ok: true; readonly plan: ResumePlan }
-  | { readonly ok: false; readonly reason: ResumeReason; readonly facts: GuidanceFacts; readonly guidance: string; readonly goal?: string };
+export type ResumeCheck = { readonly ok: true; readonly plan: ResumePlan } | (Refusal<ResumeReason> & { readonly goal?: string });
 
 const refusal = (reason: ResumeReason, facts: GuidanceFacts, goal?: string): ResumeCheck => ({
   ok: false,
@@ -115,6 +114,10 @@ export async function checkResume(store: Authority, captureId: string, options: 
   return { ok: true, plan: { capture, lease, ready: readyDocument, transcriptPath, drift } };
 }
 
+/** What the person reads before accepting a plan's drift: the precondition_changed guidance, as a refusal would give it. */
+export const driftGuidance = (plan: ResumePlan): string =>
+  renderGuidance('precondition_changed', { capture: plan.capture.id, todo: plan.capture.todo, agent: plan.capture.agent, detail: plan.drift });
+
 const DEFAULT_PROMPT = 'Continue the interrupted turn from where it stopped.';
 
 /** The agent's own resume command line (after argv[0]). */
@@ -133,6 +136,12 @@ export interface ResumeOptions extends LaunchOptions {
   readonly captureId: string;
   readonly acceptDrift: boolean;
   readonly dryRun: boolean;
+  /**
+   * A plan the caller already checked (the editor checks once, asks about drift, then launches):
+   * not checked again here, its git state included; the launch's commit still re-checks the lease
+   * and every other live launch in its own transaction (spec §6). Its drift counts as accepted.
+   */
+  readonly plan?: ResumePlan | undefined;
 }
 
 export type ResumeResult =
@@ -153,12 +162,14 @@ export type ResumeResult =
       readonly launch: RunningLaunch;
       readonly attestation: Omit<Attestation, 'fd'>;
     }
-  | { readonly ok: false; readonly reason: ResumeReason | LaunchRefusal; readonly guidance: string; readonly facts?: GuidanceFacts };
+  | Refusal<ResumeReason | LaunchRefusal>;
 
 export async function resumeCapture(options: ResumeOptions): Promise<ResumeResult> {
   const { store } = options;
   const now = options.now ?? Date.now;
-  const check = await checkResume(store, options.captureId, { acceptDrift: options.acceptDrift });
+  const check: ResumeCheck = options.plan
+    ? { ok: true, plan: options.plan }
+    : await checkResume(store, options.captureId, { acceptDrift: options.acceptDrift });
   if (!check.ok) {
     // An unknown capture has no Goal to file a receipt under; every other refusal is recorded.
     if (check.goal)
@@ -172,7 +183,7 @@ export async function resumeCapture(options: ResumeOptions): Promise<ResumeResul
   }
   const { capture, lease } = check.plan;
   const attested = await attestAgent(capture.agent, { agentBin: options.agentBin, env: options.env, setting: options.setting });
-  if (!attested.ok) return launchRefusal(store, capture, lease, attested.reason, attested.detail, now());
+  if (!attested.ok) return launchRefusal(store, capture, lease, attested, now());
   const { attestation } = attested;
   const args = resumeArguments(capture.agent, capture.session, options.mode, options.prompt, options.extraArgs);
   if (options.dryRun) {
@@ -258,14 +269,7 @@ function commitFacts(result: Extract<LaunchCommitResult, { kind: 'refused' }>): 
   }
 }
 
-async function launchRefusal(
-  store: Authority,
-  capture: StoredCapture,
-  lease: Lease,
-  reason: LaunchRefusal,
-  detail: string,
-  now: number,
-): Promise<ResumeResult> {
+async function launchRefusal(store: Authority, capture: StoredCapture, lease: Lease, refusal: Refusal<LaunchRefusal>, now: number): Promise<ResumeResult> {
   await recordQuietly(
     store,
     {
@@ -274,10 +278,10 @@ async function launchRefusal(
       capture: capture.id,
       owner: lease.owner,
       lease: { epoch: lease.epoch, version: lease.version },
-      detail: { reason, why: detail.slice(0, 500) },
+      detail: { reason: refusal.reason, why: (refusal.facts.detail ?? '').slice(0, 500) },
     },
     now,
     capture.todo,
   );
-  return { ok: false, reason, guidance: refusalGuidance(reason, detail) };
+  return { ...refusal, facts: { capture: capture.id, todo: capture.todo, agent: capture.agent, ...refusal.facts } };
 }

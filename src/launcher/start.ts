@@ -15,13 +15,13 @@ import { START_MARK } from '../ledger/starts';
 import type { Attestation } from './attest';
 import type { RunningLaunch } from './launch';
 import { isLaunchLive } from './liveness';
-import { CommitRefused, type LaunchRefusal } from './refusals';
-import { attestAgent, launchDetail, launchEnvironment, newLaunchId, recordQuietly, refusalGuidance, runLaunch, type LaunchOptions } from './plumbing';
+import { CommitRefused, type LaunchRefusal, type Refusal } from './refusals';
+import { attestAgent, launchDetail, launchEnvironment, newLaunchId, recordQuietly, runLaunch, type LaunchOptions } from './plumbing';
 
 /** Why a start is refused before anything is launched (the hook's own codes for the same facts). */
 type StartReason = Extract<ReasonCode, StartCommitRefusal>;
 
-export type StartCheck = { readonly ok: true } | { readonly ok: false; readonly reason: StartReason; readonly facts: GuidanceFacts; readonly guidance: string };
+export type StartCheck = { readonly ok: true } | Refusal<StartReason>;
 
 /** A fresh Turn for the started session: `turn_<16 hex>` (spec §7). */
 const newStartTurn = (): string => `turn_${randomBytes(8).toString('hex')}`;
@@ -100,7 +100,7 @@ export type StartResult =
       readonly launch: RunningLaunch;
       readonly attestation: Omit<Attestation, 'fd'>;
     }
-  | { readonly ok: false; readonly reason: StartReason | LaunchRefusal; readonly guidance: string; readonly facts?: GuidanceFacts };
+  | Refusal<StartReason | LaunchRefusal>;
 
 export async function startTodo(options: StartOptions): Promise<StartResult> {
   const { store, todo, agent } = options;
@@ -108,18 +108,22 @@ export async function startTodo(options: StartOptions): Promise<StartResult> {
   const goal = resolveGoal(options.cwd);
   const base = { goal: goal.id, todo };
   const check = await checkStart(store, goal, todo, agent, now(), true);
-  if (!check.ok) return { ok: false, reason: check.reason, guidance: check.guidance, facts: check.facts };
+  if (!check.ok) return check;
   // checkStart found the Todo, so a store exists.
   const authority = store!;
   const attested = await attestAgent(agent, { agentBin: options.agentBin, env: options.env, setting: options.setting });
   if (!attested.ok) {
     await recordQuietly(
       authority,
-      { kind: 'launch_refused', goal: goal.id, detail: { [START_MARK]: true, reason: attested.reason, why: attested.detail.slice(0, 500), agent } },
+      {
+        kind: 'launch_refused',
+        goal: goal.id,
+        detail: { [START_MARK]: true, reason: attested.reason, why: (attested.facts.detail ?? '').slice(0, 500), agent },
+      },
       now(),
       todo,
     );
-    return { ok: false, reason: attested.reason, guidance: refusalGuidance(attested.reason, attested.detail) };
+    return { ...attested, facts: { todo, agent, ...attested.facts } };
   }
   const { attestation } = attested;
   const turn = newStartTurn();

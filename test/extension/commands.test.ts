@@ -177,6 +177,27 @@ describe('extension commands', () => {
     expect(reads.mock.calls).toEqual([[captureId]]);
   });
 
+  it("Resume checks a capture once: the pick's check is the plan the terminal launches (before: three checks, each with two git runs)", async () => {
+    writeFileSync(join(world.root, 'sess-x.jsonl'), '{}\n');
+    const store = (await ctx.openStore())!;
+    const checks = vi.spyOn(store, 'getCapture');
+    const path = process.env.PATH;
+    // No codex where the editor looks: the terminal's launch refuses at once, after what it checked.
+    process.env.PATH = '/usr/bin:/bin';
+    try {
+      double.answers.quickPick.push((items: { captureId: string }[]) => items.find((item) => item.captureId === captureId));
+      await run('turnkeeper.resumeCapturedTurn');
+      const terminal = double.terminals.at(-1)!;
+      expect(await waitFor(() => terminal.output.includes('Press any key'), 15_000), terminal.output).toBe(true);
+      expect(terminal.output).toContain('[agent_not_found]');
+      // checkResume reads the capture first: one read is one check, for the pick, the drift question and the launch.
+      expect(checks.mock.calls).toEqual([[captureId]]);
+      terminal.input('x');
+    } finally {
+      process.env.PATH = path;
+    }
+  });
+
   it("Doctor checks project-scope hooks against the terminals' PATH, which has the shim (control: the host's own PATH has no turnkeeper)", async () => {
     await asTheWorldsUser(async () => {
       // The project's config runs `turnkeeper` from PATH; the install writes the shim under TURNKEEPER_HOME.
