@@ -72,6 +72,8 @@ function openLaunchTerminal(ctx: Ctx, spec: TerminalLaunch): vscode.Terminal {
     launch = result.launch;
     ctx.log.info(`launched ${spec.agent} for ${spec.subject}: launch receipt #${launch.receipt.seq}, pid ${launch.pid}, ${result.digest}`);
     say(t('Turnkeeper: launch receipt #{0} committed; {1} is running (pid {2}).', launch.receipt.seq, spec.agent, launch.pid) + '\n');
+    // A full-screen agent (Codex's TUI) covers that line at once: the person sees it here too.
+    vscode.window.setStatusBarMessage(t('$(check) Turnkeeper: launch receipt #{0} committed before {1} ran', launch.receipt.seq, spec.agent), 15_000);
     launch.pty?.output.on('data', (chunk: Buffer) => write.fire(chunk.toString('utf8')));
     launch.pty?.output.on('error', () => undefined);
     const exit = await launch.exited;
@@ -120,7 +122,9 @@ async function terminalLaunchOptions(ctx: Ctx, agent: Agent, dimensions: vscode.
   return {
     store: await ctx.requireStore(),
     storePath: ctx.dbPath,
-    env: ctx.env,
+    // The agent runs in the editor's terminal, an xterm.js: say so, as the editor's own terminals do,
+    // whatever TERM the extension host was started with (none, from a desktop launcher).
+    env: { ...ctx.env, TERM: 'xterm-256color', COLORTERM: 'truecolor' },
     setting: ctx.agentPath(agent),
     mode: 'interactive',
     stdio: 'pty',

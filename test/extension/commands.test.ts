@@ -320,7 +320,11 @@ describe('Start Turn on Todo and the Todos view', () => {
         TURNKEEPER_TODO: 'write-docs',
         TURNKEEPER_TURN: like.stringMatching(/^turn_[0-9a-f]{16}$/),
         TURNKEEPER_LAUNCH: like.stringMatching(/^launch_[0-9a-f]{16}$/),
+        // The editor's terminal is an xterm.js, whatever TERM the extension host has.
+        TERM: 'xterm-256color',
       });
+      // A full-screen agent covers the terminal's receipt line: the status bar says it too.
+      expect(double.statusMessages.at(-1)).toMatch(/^\$\(check\) Turnkeeper: launch receipt #\d+ committed before codex ran$/);
 
       // The agent's first prompt (its hook runs in its own process, with its environment) claims the Todo.
       const env = { TURNKEEPER_TODO: environ.TURNKEEPER_TODO, TURNKEEPER_TURN: environ.TURNKEEPER_TURN, TURNKEEPER_LAUNCH: environ.TURNKEEPER_LAUNCH };

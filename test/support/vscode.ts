@@ -85,6 +85,8 @@ export class Uri {
 export const double = {
   answers: { quickPick: [] as unknown[], inputBox: [] as (string | undefined)[], message: [] as (string | undefined)[], saveDialog: [] as (Uri | undefined)[] },
   shown: [] as { kind: string; text: string; detail?: string }[],
+  /** Texts given to window.setStatusBarMessage, oldest first. */
+  statusMessages: [] as string[],
   /** Documents the extension opened, with the language the editor gives them (its file extension, or setTextDocumentLanguage). */
   documents: [] as { uri: Uri; text: string; languageId: string }[],
   configuration: {} as Record<string, unknown>,
@@ -102,6 +104,7 @@ export const double = {
   reset(): void {
     this.answers = { quickPick: [], inputBox: [], message: [], saveDialog: [] };
     this.shown = [];
+    this.statusMessages = [];
     this.documents = [];
     this.configuration = {};
     this.trusted = true;
@@ -217,7 +220,10 @@ export const window = {
   showInformationMessage: message('info'),
   showWarningMessage: message('warning'),
   showErrorMessage: message('error'),
-  setStatusBarMessage: () => new Disposable(),
+  setStatusBarMessage: (text: string) => {
+    double.statusMessages.push(text);
+    return new Disposable();
+  },
   showQuickPick: async (items: unknown[] | Promise<unknown[]>) => {
     const list = await items;
     const answer = double.answers.quickPick.shift();
