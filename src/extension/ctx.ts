@@ -15,8 +15,8 @@ import { activeLeaseCount, snapshotOfGoal, statusSnapshot, type StatusSnapshot }
 import { resolveGoal, type ResolvedGoal } from '../checkout/goal';
 import { writeHookSettings } from '../config/homeConfig';
 import * as settings from './config';
-import { captureNodes, leaseNodes, receiptNodes, todoNodes, TreeModel, type CheckpointView, type ModelChange, type ReceiptRowView } from './models';
-import { checkpointsOf, type CheckpointedReport } from '../ledger/checkpoints';
+import { captureNodes, leaseNodes, receiptNodes, todoNodes, TreeModel, type ModelChange, type ReceiptRowView } from './models';
+import { ChainFollower } from './chainFollower';
 
 /** Receipts per page of the Receipts view ("Load more…" adds one). */
 const RECEIPTS_PAGE = 50;
@@ -36,13 +36,8 @@ export class Ctx implements vscode.Disposable {
   private refreshTimer: NodeJS.Timeout | undefined;
   private refreshing: Promise<void> | undefined;
   private receiptPages = 1;
-  private chain: CheckpointedReport | undefined;
-  /** The newest signed checkpoint of the store (store_meta), read at each refresh. */
-  private checkpoint: Omit<CheckpointView, 'witness' | 'witnessPath'> | undefined;
-  /** The end of the prefix verified so far: a refresh checks only the receipts appended since. */
-  private verifiedUpTo: { seq: number; hash: string } | undefined;
-  /** The store (its location) that `chain` and `verifiedUpTo` describe. */
-  private chainOf: string | undefined;
+  /** The chain's walk and checkpoint, for the Receipts view (./chainFollower.ts). */
+  private readonly chain = new ChainFollower();
   /** The workspace Goal's leases, captures and silent launches (the whole store's without a local folder): what the views show. */
   snapshot: StatusSnapshot = { leases: [], captures: [], silentLaunches: [] };
   /** Whether `snapshot` has been read from the store (or found none) yet: not before a view is shown. */
@@ -259,30 +254,9 @@ export class Ctx implements vscode.Disposable {
 
   /** The full walk (the command): rows verified earlier are checked again, so later tampering shows. */
   async verifyChain(): Promise<ChainReport | undefined> {
-    const store = await this.openStore();
     this.receiptsWanted = true;
-    this.verifiedUpTo = undefined;
-    this.chain = store ? await this.extendChainReport(store, undefined) : undefined;
+    const report = await this.chain.verifyAll(await this.openStore());
     await this.refresh();
-    return this.chain;
-  }
-
-  /** Verifies the rows after `from` and folds them into the report; remembers the new verified end. */
-  private async extendChainReport(store: Authority, from: { seq: number; hash: string } | undefined): Promise<CheckpointedReport> {
-    this.chainOf = store.location;
-    const tail: CheckpointedReport = await store.verifyChain(from);
-    // The witness is compared on every walk, the incremental ones too: its state is the tail's.
-    const report: CheckpointedReport =
-      from && this.chain
-        ? {
-            ok: this.chain.ok && tail.ok,
-            verified: this.chain.verified + tail.verified,
-            breaks: [...this.chain.breaks, ...tail.breaks],
-            end: tail.end ?? from,
-            ...(tail.witness ? { witness: tail.witness } : {}),
-          }
-        : tail;
-    this.verifiedUpTo = report.ok ? report.end : undefined;
     return report;
   }
 
@@ -365,16 +339,7 @@ export class Ctx implements vscode.Disposable {
     const rows = await store.receipts({ limit: RECEIPTS_PAGE * this.receiptPages + 1, goal });
     // The chain's head, which another repository's receipt may have moved past the Goal's newest.
     const head = (goal === undefined ? rows[0] : (await store.receipts({ limit: 1 }))[0])?.seq ?? 0;
-    // A verified prefix is one store's: after a switch (a setting named another) the walk starts afresh.
-    if (this.chainOf !== store.location) {
-      this.chain = undefined;
-      this.verifiedUpTo = undefined;
-    }
-    if (this.chain === undefined || !this.verifiedUpTo || head !== this.verifiedUpTo.seq) {
-      this.chain = await this.extendChainReport(store, this.verifiedUpTo);
-    }
-    const latest = await checkpointsOf(store)?.latest();
-    this.checkpoint = latest && { seq: latest.seq, signer: latest.signatures[0]?.name ?? null, time: latest.time };
+    await this.chain.follow(store, head);
     return rows;
   }
 
@@ -392,7 +357,10 @@ export class Ctx implements vscode.Disposable {
       [this.captures, captureNodes(snapshot, now)],
       [this.leases, leaseNodes(snapshot, now)],
       // A chain without a receipt of the workspace's Goal still shows its state (it is the store's).
-      [this.receipts, rows.length > 0 || this.chain?.end !== undefined ? receiptNodes(rows, this.chain, hasMore, this.checkpointView()) : []],
+      [
+        this.receipts,
+        rows.length > 0 || this.chain.report?.end !== undefined ? receiptNodes(rows, this.chain.report, hasMore, this.chain.checkpointView()) : [],
+      ],
     ] as const) {
       const changed = model.update(nodes);
       if (changed.length > 0) this.changed.fire({ model, nodes: changed });
@@ -401,14 +369,7 @@ export class Ctx implements vscode.Disposable {
   }
 
   get chainReport(): ChainReport | undefined {
-    return this.chain;
-  }
-
-  /** The newest checkpoint with the witness's state from the last walk. */
-  private checkpointView(): CheckpointView | null {
-    const witness = this.chain?.witness;
-    if (!this.checkpoint) return null;
-    return { ...this.checkpoint, witness: witness?.state ?? 'unknown', witnessPath: witness?.path ?? null };
+    return this.chain.report;
   }
 
   dispose(): void {
