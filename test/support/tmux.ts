@@ -80,12 +80,17 @@ export function startTmux(options: { cwd: string; env: NodeJS.ProcessEnv; comman
   const display = (format: string): string => tmux('display-message', '-p', '-t', 'tk', format).trim();
   // Once the command has exited, its scrollback too: as tmux (3.3a) writes "Pane is dead" it scrolls
   // the pane's first line out of the visible screen (a refusal's first line is the one that names it).
-  const screen = () =>
-    tmux('capture-pane', '-p', ...(display('#{pane_dead}') === '1' ? ['-S', '-'] : []), '-t', 'tk')
+  // (Asked after the capture: a pane that died while it was taken may have lost that line already.)
+  const capture = (...args: string[]) =>
+    tmux('capture-pane', '-p', ...args, '-t', 'tk')
       .split('\n')
       .map((line) => line.trimEnd())
       .join('\n')
       .trimEnd();
+  const screen = () => {
+    const visible = capture();
+    return display('#{pane_dead}') === '1' ? capture('-S', '-') : visible;
+  };
   return {
     screen,
     async waitForText(pattern, timeoutMs = 60_000) {
