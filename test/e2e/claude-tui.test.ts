@@ -45,7 +45,7 @@ const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
  * The terminal after a typed prompt's turn has ended: the prompt, the model's answer, and the line
  * Claude draws when the turn (its hooks, Stop included) is over ("✻ Brewed for 1s · done 12:26 AM").
  */
-const answered = (typed: string, answer: string) => new RegExp(`❯ ${escape(typed)}[\\s\\S]*● ${escape(answer)}[\\s\\S]*for \\d+s · done`);
+const answered = (typed: string, answer: string) => new RegExp(`❯\\s${escape(typed)}[\\s\\S]*● ${escape(answer)}[\\s\\S]*for \\d+s · done`);
 const TOOL_PROMPT = 'please run the tool';
 // Claude prefixes hook context with "<Event> hook additional context: ".
 const readyLine = (todo: string) =>
@@ -79,9 +79,14 @@ function terminal(command: readonly string[]): Tmux {
 }
 const startTui = (todo: string) => terminal([process.execPath, CLI, 'start', todo, '--agent', 'claude', '--interactive', '--agent-bin', CLAUDE]);
 
-/** Types a prompt as a person does: the text, a pause, Enter (keys that arrive together are a paste, and its Enter a newline). */
+/**
+ * Types a prompt as a person does: the text, until the input box shows it, a pause, Enter (keys that
+ * arrive together are a paste, and its Enter a newline).
+ */
 async function prompt(term: Tmux, text: string): Promise<void> {
   term.type(text);
+  // (Claude draws the input's ❯ with a no-break space after it.)
+  await term.waitForText(new RegExp(`❯\\s${escape(text)}`), 10_000);
   await new Promise((resolve) => setTimeout(resolve, 500));
   term.keys('Enter');
 }
@@ -172,8 +177,8 @@ describe('the interactive Claude Code in a terminal, started by turnkeeper start
     const before = mock.requests.length;
     const refused = terminal([process.execPath, CLI, 'resume', lease.capture, '--interactive', '--agent-bin', CLAUDE]);
     await refused.waitForText(/--accept-drift/, 60_000);
-    expect(refused.screen()).toContain(`Turnkeeper [precondition_changed]: The workspace changed since capture ${lease.capture} was taken`);
     expect(await waitFor(() => refused.exited(), 10_000, 100)).toBe(true);
+    expect(refused.screen()).toContain(`Turnkeeper [precondition_changed]: The workspace changed since capture ${lease.capture} was taken`);
     expect(mock.requests.length).toBe(before);
 
     const resumed = terminal([process.execPath, CLI, 'resume', lease.capture, '--interactive', '--accept-drift', '--agent-bin', CLAUDE]);
