@@ -124,6 +124,15 @@ export function geminiEnv(world: World, mock: { readonly url: string }): { env: 
 }
 
 /**
+ * Trusts `dirs` in Gemini CLI's home as its "Do you trust the files in this folder?" dialog does
+ * ("1. Trust folder"), in $GEMINI_CLI_HOME/.gemini/trustedFolders.json. Headless `gemini -p` is
+ * given --skip-trust instead; the interactive one (0.61) opens on that dialog for an untrusted folder.
+ */
+export function trustGeminiFolders(home: string, dirs: readonly string[]): void {
+  writeFileSync(join(home, '.gemini', 'trustedFolders.json'), `${JSON.stringify(Object.fromEntries(dirs.map((dir) => [dir, 'TRUST_FOLDER'])), null, 2)}\n`);
+}
+
+/**
  * Claude Code's home in the world ($CLAUDE_CONFIG_DIR under HOME, where `hooks install` writes
  * settings.json), and the environment that sends it to `mock` with nothing nonessential on the network.
  */

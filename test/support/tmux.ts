@@ -15,7 +15,7 @@ import { waitFor } from './waitFor';
 const INSTALL_HINT = 'apt-get install tmux, or run .ci/run';
 
 export interface Tmux {
-  /** The pane's text now (what a person sees), joined lines, trailing blanks trimmed. */
+  /** The pane's text now (what a person sees; after the command exited, with what scrolled off), joined lines, trailing blanks trimmed. */
   screen(): string;
   /** Waits until the pane shows `pattern`; the error names what it showed instead. */
   waitForText(pattern: RegExp, timeoutMs?: number): Promise<string>;
@@ -77,13 +77,20 @@ export function startTmux(options: { cwd: string; env: NodeJS.ProcessEnv; comman
     },
   );
   tmux('set-option', '-t', 'tk', 'remain-on-exit', 'on');
-  const screen = () =>
-    tmux('capture-pane', '-p', '-t', 'tk')
+  const display = (format: string): string => tmux('display-message', '-p', '-t', 'tk', format).trim();
+  // Once the command has exited, its scrollback too: as tmux (3.3a) writes "Pane is dead" it scrolls
+  // the pane's first line out of the visible screen (a refusal's first line is the one that names it).
+  // (Asked after the capture: a pane that died while it was taken may have lost that line already.)
+  const capture = (...args: string[]) =>
+    tmux('capture-pane', '-p', ...args, '-t', 'tk')
       .split('\n')
       .map((line) => line.trimEnd())
       .join('\n')
       .trimEnd();
-  const display = (format: string): string => tmux('display-message', '-p', '-t', 'tk', format).trim();
+  const screen = () => {
+    const visible = capture();
+    return display('#{pane_dead}') === '1' ? capture('-S', '-') : visible;
+  };
   return {
     screen,
     async waitForText(pattern, timeoutMs = 60_000) {
