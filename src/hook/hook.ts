@@ -138,6 +138,12 @@ interface HookRequest {
   readonly malformedMention: string | undefined;
   readonly binding: Binding;
   readonly turn: string | undefined;
+  /**
+   * Whether `turn` is the agent's own id for this prompt (Codex `turn_id`, Claude `prompt_id`), which
+   * a retry of the prompt repeats and the next prompt does not; else it is the launch's
+   * TURNKEEPER_TURN, the same for every prompt of the process.
+   */
+  readonly turnFromPayload: boolean;
   readonly envCapture: string | undefined;
   readonly envLaunch: string | undefined;
   /**
@@ -175,7 +181,21 @@ function readRequest(raw: string | Buffer, options: HookOptions): HookRequest {
   const binding: Binding = mentioned !== undefined ? 'prompt' : envCapture !== undefined || startTodo !== undefined ? 'launch' : 'env';
   const turn = event.kind === 'session_start' ? undefined : (event.turn ?? envTurn);
   const malformedMention = event.kind === 'prompt' && boundTodo === undefined ? malformedTodoMention(event.prompt ?? '') : undefined;
-  return { event, owner: ownerOf(event.agent, event.session), cwd, located, boundTodo, malformedMention, binding, turn, envCapture, envLaunch, startTodo };
+  const turnFromPayload = turn !== undefined && event.turn !== undefined;
+  return {
+    event,
+    owner: ownerOf(event.agent, event.session),
+    cwd,
+    located,
+    boundTodo,
+    malformedMention,
+    binding,
+    turn,
+    turnFromPayload,
+    envCapture,
+    envLaunch,
+    startTodo,
+  };
 }
 
 /**
@@ -470,6 +490,9 @@ class HookDecider {
    * later context event (rules 3 and 4, `heldEpoch` given) whose agent transcript already carries
    * those bytes gets a one-line reminder instead, except a retry of the claiming Turn, which always
    * gets the bytes (presentation.ts; docs/hook-protocol.md, "How often the full capture is presented").
+   * Only a Turn from the payload tells a retry from the next prompt: a launch's TURNKEEPER_TURN is the
+   * same for every prompt of the session (Gemini CLI, Copilot CLI: their payloads carry no Turn), so
+   * there the transcript alone decides, and a retry whose first output the agent dropped is not in it.
    */
   private async present(captureId: string, todo: string, heldEpoch?: number, claimed?: StoredReady): Promise<HookOutput> {
     const ready = claimed ?? (await this.store.readReady(captureId));
@@ -479,7 +502,11 @@ class HookDecider {
     const { event } = this.request;
     if (heldEpoch !== undefined && (transcriptCarries(event.transcriptPath, captureId) || (await this.resumedTranscriptCarries(captureId)))) {
       // Only a prompt can be a retry of the claiming Turn (SessionStart has no Turn): only then is the capture read.
-      const sameTurn = event.kind === 'prompt' && this.request.turn !== undefined && (await this.store.getCapture(captureId))?.turn === this.request.turn;
+      const sameTurn =
+        event.kind === 'prompt' &&
+        this.request.turnFromPayload &&
+        this.request.turn !== undefined &&
+        (await this.store.getCapture(captureId))?.turn === this.request.turn;
       if (!sameTurn) return contextOutput(this.request.event.agent, this.request.event.eventName, heldReminder(todo, captureId, heldEpoch));
     }
     return contextOutput(this.request.event.agent, this.request.event.eventName, ready.presentation);

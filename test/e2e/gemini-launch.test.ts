@@ -73,10 +73,13 @@ describe('turnkeeper resume launches Gemini CLI from its attested closure', () =
     const decision = JSON.parse(resumed.stdout) as { decision: string; exit: { code: number }; digest: string };
     expect(decision, resumed.stderr.slice(-3000)).toMatchObject({ decision: 'launched', exit: { code: 0 } });
 
-    // The same ready capture reached the model from the resumed session.
+    // The same ready capture reaches the model from the resumed session: its conversation carries the
+    // full bytes from the claim, and the resumed prompt is told in one line that it still holds them
+    // (a launch's TURNKEEPER_TURN is the same for every prompt, so it is no retry of the claiming Turn).
     const request = mock.requests.slice(before).find((r) => lastUserText(r).includes('Continue the interrupted turn'));
     expect(request, `requests after resume: ${mock.requests.length - before}\n${resumed.stderr.slice(-2000)}`).toBeDefined();
-    expect(lastUserText(request!)).toContain(asHookContext(presentation));
+    expect(contentsText(request!)).toContain(asHookContext(presentation));
+    expect(lastUserText(request!)).toContain(`${presentation.split('\n')[0]}\nThis session still holds the lease`);
     expectLeaseUnchanged(world, lease!);
 
     // The receipt: the runtime (Node, an ELF) and the snapshot it ran.

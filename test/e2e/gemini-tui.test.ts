@@ -199,11 +199,14 @@ describe('the interactive Gemini CLI in a terminal, started by turnkeeper start 
     const request = await turnRequest(resumed, at, next);
     // The same conversation, not a new one: its history carries the first prompt.
     expect(contentsText(request)).toContain(typed);
-    // Its prompt gets the same capture's stored bytes: the full bytes, not the one-line reminder, since
-    // Gemini's payloads carry no Turn and the resume's TURNKEEPER_TURN is the capture's, so every prompt
-    // of it is one of the claiming Turn (docs/hook-protocol.md, "How often the full capture is presented").
+    // Its prompt is told it still holds the capture in one line, not the full bytes again: the session's
+    // chat already carries them. Gemini's payloads carry no Turn and the resume's TURNKEEPER_TURN is the
+    // capture's for every prompt, so that Turn cannot tell a retry from the next prompt; before, every
+    // prompt of a launched Gemini counted as a retry of the claiming Turn and got the full bytes
+    // (docs/hook-protocol.md, "How often the full capture is presented").
     const context = lastUserText(request);
-    expect(context, context.slice(0, 3000)).toContain(asHookContext(presentationOf(world, lease.capture)));
+    expect(context, context.slice(0, 3000)).toContain('This session still holds the lease');
+    expect(context).not.toContain(asHookContext(presentationOf(world, lease.capture)));
     await answered(resumed, next, 'ok');
     await quit(resumed);
 
