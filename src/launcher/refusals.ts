@@ -58,7 +58,7 @@ const REFUSAL_GUIDANCE: Readonly<Record<LaunchRefusal, string>> = {
   unsupported_platform: 'This platform has no launch backend yet (the refusal names the platforms that have one); nothing was started.',
   agent_not_found:
     'No executable of the agent was found. Turnkeeper looks at --agent-bin, then TURNKEEPER_<AGENT>_BIN, then the editor setting turnkeeper.agents.<agent>.path, then the PATH it runs with (an editor started from a desktop launcher often has a shorter PATH than your shell): install the agent, or name its path in one of those.',
-  unsupported_entrypoint: `The executable is not a program Turnkeeper can attest: a native executable, or a proven script shape run from its attested closure (${agentsShipped('node-script')}). Other scripts and loaders that unpack a runtime (${agentsShipped('unpacking-loader')}) are refused; point --agent-bin at the native binary.`,
+  unsupported_entrypoint: `The executable is not a program Turnkeeper can attest: a native executable, or a proven script shape run from its attested closure (${agentsShipped('node-script')}). Other scripts are refused: point --agent-bin at the native binary. Loaders that unpack a runtime (${agentsShipped('unpacking-loader')}) cannot be launched yet: run the agent yourself, and its hooks still claim, fence and record (docs/launcher.md §9).`,
   resolution_changed:
     'The path of the executable resolved to something else between attestation and launch; run the command again and check who is changing it.',
   object_changed: 'The attested file changed (size, times or identity) before it ran; reinstall or re-attest the agent.',
