@@ -173,7 +173,10 @@ describe('turnkeeper start launches Gemini CLI from its attested closure', () =>
     expect(decision, resumed.stderr.slice(-4000)).toMatchObject({ ok: true, decision: 'launched', exit: { code: 0 }, digest: committed.detail!.digest });
     const req = mock.requests.slice(from).find((r) => lastUserText(r).includes('Continue the interrupted turn'));
     expect(req, `turn requests: ${mock.requests.length - from}\n${resumed.stderr.slice(-3000)}`).toBeDefined();
-    expect(lastUserText(req!)).toContain(asHookContext(presentation));
+    // The conversation carries the full bytes from the claim; the resumed prompt is told in one line that
+    // it still holds them (the launch's TURNKEEPER_TURN is every prompt's, so this is no retry of the claim).
+    expect(contentsText(req!)).toContain(asHookContext(presentation));
+    expect(lastUserText(req!)).toContain(`${presentation.split('\n')[0]}\nThis session still holds the lease`);
     expectLeaseUnchanged(world, lease);
     const again = (await receiptDocs(world)).find((doc) => doc.seq === decision.receipt.seq);
     expect(again).toMatchObject({
