@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { writeFileAtomicStreaming } from '../agents/atomicFile';
-import { checkpointsOf, exportBundle, ExportRefused, launchAttestation, signersOf, verifyBundleBytes } from '../lifecycle/checkpoints';
+import { checkpointsOf, exportBundle, ExportRefused, launchAttestation, SigningRefused, signersOf, verifyBundleBytes } from '../lifecycle/checkpoints';
 import { readPublicKey, trustedKeys, type TrustedKey } from '../lifecycle/keys';
 import { storePath } from '../store/location';
 import { EXIT, goalFrom, openStore, parse, printJson, UsageError, type Io } from './io';
@@ -12,6 +12,8 @@ import { EXIT, goalFrom, openStore, parse, printJson, UsageError, type Io } from
 export async function receiptsCommand(args: string[], io: Io): Promise<number> {
   if (args[0] === 'export') return exportCommand(args.slice(1), io);
   if (args[0] === 'attestation') return attestationCommand(args.slice(1), io);
+  if (args[0] === 'prove') return proveCommand(args.slice(1), io);
+  if (args[0] === 'consistency') return consistencyCommand(args.slice(1), io);
   return (await import('./inspect')).receiptsCommand(args, io);
 }
 
@@ -67,10 +69,80 @@ async function exportCommand(args: string[], io: Io): Promise<number> {
       );
     return EXIT.done;
   } catch (error) {
-    if (!(error instanceof ExportRefused)) throw error;
-    if (values.json) printJson(io, { ok: false, reason: 'chain_broken', breaks: error.report.breaks, error: { code: 'chain_broken', message: error.message } });
-    else io.err(`${error.message}\n`);
-    return EXIT.refused;
+    if (!(error instanceof ExportRefused) && !(error instanceof SigningRefused)) throw error;
+    return refusedSigning(io, values.json, error);
+  } finally {
+    store.close();
+  }
+}
+
+/** A chain that does not verify, or a head that does not extend what was signed: named breaks, exit 1. */
+function refusedSigning(io: Io, json: boolean | undefined, error: ExportRefused | SigningRefused): number {
+  const breaks = error instanceof ExportRefused ? error.report.breaks : error.breaks;
+  if (json) printJson(io, { ok: false, reason: 'chain_broken', breaks, error: { code: 'chain_broken', message: error.message } });
+  else io.err(`${error.message}\n`);
+  return EXIT.refused;
+}
+
+/** A positive receipt seq (or tree size) from an argument, else a usage error. */
+function countOf(value: string | undefined, what: string, usage: string): number {
+  const n = Number(value);
+  if (value === undefined || !/^[1-9]\d*$/.test(value) || !Number.isSafeInteger(n))
+    throw new UsageError(`${what} takes a receipt seq (1 or more), not ${JSON.stringify(value)}\nusage: ${usage}`);
+  return n;
+}
+
+/** `turnkeeper receipts prove <seq> [--size <n>] [--json]`: the receipt's inclusion proof in a signed checkpoint. */
+async function proveCommand(args: string[], io: Io): Promise<number> {
+  const usage = 'turnkeeper receipts prove <seq> [--size <n>] [--json]';
+  const { values, positionals } = parse(args, { size: { type: 'string' }, json: { type: 'boolean' } }, { min: 1, max: 1, usage });
+  const seq = countOf(positionals[0], '<seq>', usage);
+  const size = values.size === undefined ? undefined : countOf(values.size, '--size', usage);
+  const store = await openStore(io, false);
+  if (!store) return noStore(io, true);
+  try {
+    const result = await checkpointsOf(store)!.prove(seq, size, goalOrNone(io));
+    if (!result.ok) {
+      if (values.json) printJson(io, { ok: false, reason: result.reason, error: { code: result.reason, message: result.message } });
+      else io.err(`${result.message}\n`);
+      return EXIT.refused;
+    }
+    const { index, size: treeSize, root, proof, checkpoint } = result;
+    if (values.json) printJson(io, { index, size: treeSize, root, proof, checkpoint });
+    else
+      io.out(
+        `receipt #${seq} is leaf ${index} of the signed tree of size ${treeSize} (root ${root}), proof of ${proof.length} hashes:\n${proof.join('\n')}\n${checkpoint}`,
+      );
+    return EXIT.done;
+  } catch (error) {
+    if (!(error instanceof SigningRefused)) throw error;
+    return refusedSigning(io, values.json, error);
+  } finally {
+    store.close();
+  }
+}
+
+/** `turnkeeper receipts consistency --from <n> --to <m> [--json]`: the tree of n receipts a prefix of the tree of m. */
+async function consistencyCommand(args: string[], io: Io): Promise<number> {
+  const usage = 'turnkeeper receipts consistency --from <n> --to <m> [--json]';
+  const { values } = parse(args, { from: { type: 'string' }, to: { type: 'string' }, json: { type: 'boolean' } }, { min: 0, max: 0, usage });
+  const from = countOf(values.from, '--from', usage);
+  const to = countOf(values.to, '--to', usage);
+  if (from > to) throw new UsageError(`--from ${from} is after --to ${to}\nusage: ${usage}`);
+  const store = await openStore(io, false);
+  if (!store) return noStore(io, true);
+  try {
+    const head = await checkpointsOf(store)!.headSeq();
+    if (to > head) {
+      const message = `--to ${to} is past the chain's head (#${head})`;
+      if (values.json) printJson(io, { ok: false, reason: 'not_in_chain', error: { code: 'not_in_chain', message } });
+      else io.err(`${message}\n`);
+      return EXIT.refused;
+    }
+    const result = await checkpointsOf(store)!.consistency(from, to);
+    if (values.json) printJson(io, result);
+    else io.out(`the tree of ${from} receipts is a prefix of the tree of ${to}, proof of ${result.proof.length} hashes:\n${result.proof.join('\n')}\n`);
+    return EXIT.done;
   } finally {
     store.close();
   }
@@ -124,7 +196,13 @@ export async function checkpointCommand(args: string[], io: Io): Promise<number>
   if (!store) return noStore(io, values.json);
   try {
     const checkpoints = checkpointsOf(store)!;
-    const written = await checkpoints.checkpointNow(goalOrNone(io));
+    let written;
+    try {
+      written = await checkpoints.checkpointNow(goalOrNone(io));
+    } catch (error) {
+      if (!(error instanceof SigningRefused)) throw error;
+      return refusedSigning(io, values.json, error);
+    }
     const witness = checkpoints.witness;
     if (values.json)
       printJson(io, {

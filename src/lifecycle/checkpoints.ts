@@ -38,6 +38,8 @@ import {
   type NoteVerifier,
   type ParsedCheckpoint,
 } from '../core/checkpoint';
+import { checkExtension, hashReaderOf, storedRoot, TreeIncomplete } from '../core/extension';
+import { consistencyProof, inclusionProof, leafHash, verifyInclusion, subtreesOf } from '../core/merkle';
 import { turnkeeperHome, type Env } from '../store/location';
 import type { StorePort, StoreTx } from '../store/port';
 import type { Authority, ReceiptRow } from '../store/authority';
@@ -92,6 +94,8 @@ export interface WrittenCheckpoint {
   /** The head it signs. */
   readonly seq: number;
   readonly hash: string;
+  /** The Merkle root of receipts 1..seq. */
+  readonly root: string;
   /** The `checkpoint` receipt that carries it (seq + 1), or null for one kept out of the chain (a release's). */
   readonly receipt: number | null;
   readonly note: string;
@@ -152,7 +156,14 @@ export class Checkpoints {
         // caught are the key's. A statement that fails is the transaction's failure and propagates:
         // caught here, the store would be asked to COMMIT a transaction with half an append in it.
         const key = this.keyOrNothing();
-        if (key) written = await this.sign(tx, goal, due === 'chain', key);
+        try {
+          if (key) written = await this.sign(tx, goal, due === 'chain', key);
+        } catch (error) {
+          // A head that does not extend what was signed is never signed; the decision stands, and
+          // verify names the fork. Only the check's refusal is caught (it has written nothing).
+          if (!(error instanceof SigningRefused)) throw error;
+          if (this.env.TURNKEEPER_DEBUG) process.stderr.write(`turnkeeper: no checkpoint: ${error.message}\n`);
+        }
       }
       return value;
     });
@@ -170,21 +181,61 @@ export class Checkpoints {
 
   /**
    * Signs the head of the open transaction, keeps it in store_meta and, `inChain`, appends the
-   * `checkpoint` receipt that carries it.
+   * `checkpoint` receipt that carries it. First the head must extend every checkpoint signed before
+   * (the store's newest and the witnessed one): otherwise `SigningRefused`, and nothing is written.
    */
   private async sign(tx: StoreTx, goal: string, inChain: boolean, key: SigningKey = signingKey(this.env)): Promise<WrittenCheckpoint | undefined> {
     const origin = await this.origin();
     const head = await tx.chainHead();
     if (origin === undefined || head === undefined) return undefined;
+    const before = this.signedBefore(origin, await tx.meta(CHECKPOINT_META));
+    const extension = await checkExtension(tx, head, before.notes);
+    const breaks = extension.ok ? [] : [...extension.breaks];
+    // The witness also knows which receipt carried its newest checkpoint: rewritten, the history after
+    // the signed head forked, even though the signed head itself is intact.
+    for (const carrier of before.carriers) {
+      const row = carrier.seq > head.seq ? undefined : (await tx.receiptsBetween(carrier.seq - 1, carrier.seq))[0];
+      if (row === undefined) breaks.push({ seq: carrier.seq, kind: 'truncated_after_checkpoint' });
+      else if (parseReceipt(row.doc)?.detail?.note !== carrier.text) breaks.push({ seq: carrier.seq, kind: 'fork' });
+    }
+    if (!extension.ok || breaks.length > 0) throw new SigningRefused(breaks);
     const now = await tx.clock(Date.now());
-    const body = { origin, seq: head.seq, hash: head.hash, time: new Date(now).toISOString() };
+    const body = { origin, seq: head.seq, hash: head.hash, root: extension.root, time: new Date(now).toISOString() };
     const text = checkpointText(body);
     const note = signedNote(text, [signNote(key, text)]);
     await tx.setMeta(CHECKPOINT_META, note);
-    if (!inChain) return { origin, seq: head.seq, hash: head.hash, receipt: null, note, key: key.name };
+    const written = { origin, seq: head.seq, hash: head.hash, root: extension.root, note, key: key.name };
+    if (!inChain) return { ...written, receipt: null };
     const receipt = buildReceipt(head, { kind: 'checkpoint', goal, detail: checkpointDetail(note, body, key.name) }, now);
     await tx.appendReceipt({ seq: receipt.document.seq, doc: receipt.text, hash: receipt.hash, goal, todo: null, capture: null, kind: CHECKPOINT_KIND }, head);
-    return { origin, seq: head.seq, hash: head.hash, receipt: receipt.document.seq, note, key: key.name };
+    return { ...written, receipt: receipt.document.seq };
+  }
+
+  /**
+   * The checkpoints a new one must extend: the store's newest (store_meta) and the witness's newest of
+   * this origin, each only when signed by a trusted key (an untrusted or broken note is `verify`'s to
+   * name; it cannot vouch for a prefix, nor block a signature).
+   */
+  private signedBefore(origin: string, meta: string | undefined): { notes: ParsedCheckpoint[]; carriers: { seq: number; text: string }[] } {
+    const verify = noteVerifier(trustedKeys(this.env));
+    const trusted = (note: ParsedCheckpoint | undefined): note is ParsedCheckpoint => note !== undefined && note.origin === origin && verify(note).ok;
+    const notes: ParsedCheckpoint[] = [];
+    const carriers: { seq: number; text: string }[] = [];
+    const add = (note: ParsedCheckpoint) => {
+      if (!notes.some((known) => known.text === note.text)) notes.push(note);
+    };
+    const own = parseCheckpoint(meta);
+    if (trusted(own)) add(own);
+    const path = this.witness;
+    const entries = path === null ? [] : readWitness(path);
+    if (entries !== 'unreadable')
+      for (const entry of newestOf(entries, origin)) {
+        const note = parseCheckpoint(entry.text);
+        if (!trusted(note) || note.seq !== entry.seq) continue;
+        add(note);
+        if (entry.receipt !== null) carriers.push({ seq: entry.receipt, text: entry.text });
+      }
+    return { notes, carriers };
   }
 
   /** This installation's signing key, or undefined (with a line under TURNKEEPER_DEBUG) when it cannot be loaded. */
@@ -203,6 +254,91 @@ export class Checkpoints {
     if (!written || written.receipt === null) throw new Error('the store has no receipts or no identity (store_meta store_id) to sign');
     this.witnessQuietly(written);
     return { ...written, receipt: written.receipt };
+  }
+
+  /**
+   * The inclusion proof of receipt `seq` in a signed checkpoint: of tree size `size` (the store's
+   * newest checkpoint of that size, or the `checkpoint` receipt right after receipt `size`), else the
+   * store's newest one when it covers the receipt, else a new checkpoint of the head (which first
+   * checks that the head extends what was signed). The proof is read from the stored tree (O(log n)
+   * rows) and checked against the signed root before it is handed out: a receipt that is not the
+   * leaf the signed tree holds (past the head, or rewritten) is refused.
+   */
+  async prove(seq: number, size?: number, goal = ''): Promise<ProofResult> {
+    const head = await this.rows.chainHead();
+    if (head === undefined || seq > head.seq)
+      return { ok: false, reason: 'not_in_chain', message: `receipt #${seq} is past the chain's head (#${head?.seq ?? 0}): it is in no signed tree` };
+    if (size !== undefined && (size < seq || size > head.seq))
+      return { ok: false, reason: 'no_checkpoint', message: `--size ${size} must be between receipt #${seq} and the head #${head.seq}` };
+    const row = (await this.rows.receipts({ beforeSeq: seq + 1, limit: 1 })).find((candidate) => Number(candidate.seq) === seq);
+    if (!row) return { ok: false, reason: 'unknown_receipt', message: `no receipt #${seq}` };
+    const origin = await this.origin();
+    // The trusted keys are read when a note is checked: a first checkpoint creates this installation's key.
+    const usable = (note: ParsedCheckpoint | undefined): note is ParsedCheckpoint & { root: string } =>
+      note !== undefined && note.root !== undefined && note.origin === origin && noteVerifier(trustedKeys(this.env))(note).ok;
+    let note: ParsedCheckpoint | undefined;
+    if (size === undefined) {
+      note = await this.latest();
+      if (!usable(note) || note.seq < seq) note = parseCheckpoint((await this.checkpointNow(goal)).note);
+    } else {
+      note = await this.latest();
+      if (note?.seq !== size) {
+        const carrier = (await this.rows.receipts({ beforeSeq: size + 2, limit: 1 })).find((candidate) => Number(candidate.seq) === size + 1);
+        const carried = carrier ? parseReceipt(carrier.doc) : undefined;
+        note = carried?.kind === CHECKPOINT_KIND ? parseCheckpoint(carried.detail?.note) : undefined;
+      }
+      if (note?.seq !== size) note = undefined;
+    }
+    if (!usable(note))
+      return {
+        ok: false,
+        reason: 'no_checkpoint',
+        message: `no signed checkpoint of tree size ${size ?? seq} over the Merkle tree: turnkeeper checkpoint signs the head`,
+      };
+    const read = hashReaderOf(this.rows);
+    if ((await storedRoot(this.rows, note.seq)) !== note.root)
+      return { ok: false, reason: 'tree_mismatch', message: `the stored receipt tree at size ${note.seq} is not the signed one: turnkeeper verify` };
+    let proof: Uint8Array[];
+    try {
+      proof = await inclusionProof(seq - 1, note.seq, read);
+    } catch (error) {
+      if (!(error instanceof TreeIncomplete)) throw error;
+      return { ok: false, reason: 'tree_mismatch', message: `${error.message}: turnkeeper verify` };
+    }
+    if (!verifyInclusion(seq - 1, note.seq, leafHash(Buffer.from(row.doc, 'utf8')), proof, bytesOf(note.root)))
+      return {
+        ok: false,
+        reason: 'not_in_chain',
+        message: `receipt #${seq} as stored is not the leaf the signed tree of size ${note.seq} holds: turnkeeper verify`,
+      };
+    return {
+      ok: true,
+      index: seq - 1,
+      size: note.seq,
+      root: base64Of(note.root),
+      proof: proof.map((hash) => Buffer.from(hash).toString('base64')),
+      checkpoint: signedNote(note.text, note.signatures),
+      document: row.doc,
+      hash: row.hash ?? '',
+    };
+  }
+
+  async headSeq(): Promise<number> {
+    return (await this.rows.chainHead())?.seq ?? 0;
+  }
+
+  /** `turnkeeper receipts consistency`: the tree of `from` receipts a prefix of the tree of `to` (Go tlog.CheckTree). */
+  async consistency(from: number, to: number): Promise<{ from: number; to: number; proof: string[] }> {
+    const head = await this.rows.chainHead();
+    if (!(from >= 1 && from <= to && to <= (head?.seq ?? 0)))
+      throw new RangeError(`no consistency proof from ${from} to ${to}: 1 <= from <= to <= ${head?.seq ?? 0}`);
+    const proof = await consistencyProof(from, to, hashReaderOf(this.rows));
+    return { from, to, proof: proof.map((hash) => Buffer.from(hash).toString('base64')) };
+  }
+
+  /** Base64 hashes of the complete subtrees of receipts 1..count: a bundle's `prefix`. */
+  async prefixOf(count: number): Promise<string[]> {
+    return (await hashReaderOf(this.rows)(subtreesOf(0, count))).map((hash) => Buffer.from(hash).toString('base64'));
   }
 
   private witnessQuietly(written: WrittenCheckpoint): void {
@@ -247,7 +383,10 @@ export class Checkpoints {
       const note = parseCheckpoint(entry.text);
       const verdict = note ? verify(note) : ({ ok: false, kind: 'signature_invalid' } as const);
       witness = { state: 'checked', path, seq: entry.seq, receipt: entry.receipt, signer: verdict.ok ? verdict.signer : null, time: note?.time ?? '' };
-      const found = compareOne(note, verdict, entry, at);
+      let found = compareOne(note, verdict, entry, at);
+      // A version 2 note also names the tree: the stored tree's root at its size must be the signed one.
+      if (!found && note?.root !== undefined && note.seq > 0 && (await storedRoot(this.rows, note.seq)) !== note.root)
+        found = { seq: note.seq, kind: 'tree_mismatch' };
       if (found && !breaks.some((known) => known.seq === found.seq && known.kind === found.kind)) breaks.push(found);
     }
     return { witness, breaks };
@@ -336,6 +475,37 @@ function newestOf(entries: readonly WitnessEntry[], origin: string): WitnessEntr
   return entries.filter((entry) => entry.origin === origin && entry.seq === highest);
 }
 
+// ---- refusals, proofs ----
+
+/** The head does not extend a checkpoint signed before (a fork, a cut tail, a rewritten tree): nothing is signed. */
+export class SigningRefused extends Error {
+  constructor(readonly breaks: ChainBreak[]) {
+    super(
+      `the receipt chain does not extend what was signed before (${breaks.map((item) => `seq ${item.seq}: ${item.kind}`).join(', ')}): nothing was signed; turnkeeper verify`,
+    );
+    this.name = 'SigningRefused';
+  }
+}
+
+/** `turnkeeper receipts prove`: one receipt's inclusion in a signed checkpoint (Go tlog.CheckRecord checks it). */
+interface InclusionProof {
+  readonly index: number;
+  readonly size: number;
+  /** Base64 of the Merkle root the checkpoint signs. */
+  readonly root: string;
+  /** Base64 hashes, leaf level first (RFC 6962 PATH). */
+  readonly proof: string[];
+  /** The signed note of tree size `size`. */
+  readonly checkpoint: string;
+}
+
+export type ProofResult =
+  | ({ readonly ok: true; readonly document: string; readonly hash: string } & InclusionProof)
+  | { readonly ok: false; readonly reason: 'unknown_receipt' | 'not_in_chain' | 'no_checkpoint' | 'tree_mismatch'; readonly message: string };
+
+const base64Of = (digest: string): string => Buffer.from(digest.slice('sha256:'.length), 'hex').toString('base64');
+const bytesOf = (digest: string): Buffer => Buffer.from(digest.slice('sha256:'.length), 'hex');
+
 // ---- export, offline verification, launch attestations ----
 
 /** The chain does not verify: nothing is signed over a broken chain. */
@@ -368,7 +538,7 @@ export async function exportBundle(
   const checkpoint = await checkpoints.checkpointNow(goal);
   const to = checkpoint.seq;
   const first = Math.max(1, Math.min(from, to));
-  write(bundleHeaderLine({ origin: checkpoint.origin, from: first, to, checkpoint: checkpoint.note }) + '\n');
+  write(bundleHeaderLine({ origin: checkpoint.origin, from: first, to, checkpoint: checkpoint.note, prefix: await checkpoints.prefixOf(first - 1) }) + '\n');
   for (let start = first; start <= to; start += EXPORT_PAGE) {
     const end = Math.min(start + EXPORT_PAGE, to + 1);
     const rows = await store.receipts({ beforeSeq: end, limit: end - start });
@@ -397,7 +567,11 @@ export function signersOf(report: BundleReport): { key: string | null; checkpoin
 
 export type AttestationResult =
   | { readonly ok: true; readonly envelope: DsseEnvelope; readonly statement: Record<string, unknown> }
-  | { readonly ok: false; readonly reason: 'unknown_receipt' | 'not_a_launch' | 'content_altered'; readonly message: string };
+  | {
+      readonly ok: false;
+      readonly reason: 'unknown_receipt' | 'not_a_launch' | 'content_altered' | 'not_in_chain' | 'no_checkpoint' | 'tree_mismatch' | 'chain_broken';
+      readonly message: string;
+    };
 
 /**
  * `turnkeeper receipts attestation <seq>`: the `launch_committed` receipt as an in-toto Statement
@@ -421,14 +595,32 @@ export async function launchAttestation(store: Authority, env: Env, seq: number)
   const closure = digestOf(detail.closure);
   if (closure) subject.push({ name: 'closure', digest: closure });
   if (subject.length === 0) return { ok: false, reason: 'not_a_launch', message: `receipt #${seq} names no attested digest` };
-  const capture = doc.capture ? await store.getCapture(doc.capture) : undefined;
   const checkpoints = checkpointsOf(store);
+  if (!checkpoints) throw new Error('this store was not opened with checkpoints');
+  // The receipt must be a leaf of a signed tree that extends everything signed before: its inclusion
+  // proof goes into the statement, so one attestation, one public key and the proof suffice.
+  let proved: ProofResult;
+  try {
+    proved = await checkpoints.prove(seq);
+  } catch (error) {
+    if (!(error instanceof SigningRefused)) throw error;
+    return { ok: false, reason: 'chain_broken', message: error.message };
+  }
+  if (!proved.ok) return { ok: false, reason: proved.reason, message: proved.message };
+  const capture = doc.capture ? await store.getCapture(doc.capture) : undefined;
   const statement = {
     _type: IN_TOTO_STATEMENT_TYPE,
     subject,
     predicateType: LAUNCH_PREDICATE_TYPE,
     predicate: {
-      receipt: { seq: doc.seq, hash: row.hash, at: doc.at, origin: (await checkpoints?.origin()) ?? null },
+      receipt: {
+        seq: doc.seq,
+        hash: row.hash,
+        at: doc.at,
+        origin: (await checkpoints.origin()) ?? null,
+        document: row.doc,
+        inclusion: { index: proved.index, size: proved.size, root: proved.root, proof: proved.proof, checkpoint: proved.checkpoint },
+      },
       capture: doc.capture ?? null,
       todo: doc.todo ?? capture?.todo ?? null,
       goal: doc.goal,
