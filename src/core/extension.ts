@@ -56,14 +56,18 @@ function leafOfText(text: string): Uint8Array {
   return nodeCrypto.createHash('sha256').update(LEAF_PREFIX).update(text, 'utf8').digest();
 }
 
-export type Extension = { readonly ok: true; readonly root: string } | { readonly ok: false; readonly breaks: ChainBreak[] };
+export type Extension =
+  | { readonly ok: true; readonly root: string }
+  | { readonly ok: false; readonly breaks: ChainBreak[] }
+  /** More than `maxWalk` receipts since the newest note signed over the tree: not walked now. */
+  | { readonly ok: false; readonly deferred: number; readonly breaks: [] };
 
 /**
  * Whether the chain at `head` extends every note of `signed` (trusted, of this origin), and the root to
  * sign if so. Reads O(k + log n) rows for the k receipts since the newest version 2 note; with none (a
  * store that was never signed over its tree), the whole chain once.
  */
-export async function checkExtension(reader: ChainReader, head: ChainLink, signed: readonly ParsedCheckpoint[]): Promise<Extension> {
+export async function checkExtension(reader: ChainReader, head: ChainLink, signed: readonly ParsedCheckpoint[], maxWalk = Infinity): Promise<Extension> {
   const breaks: ChainBreak[] = [];
   const name = (item: ChainBreak) => {
     if (!breaks.some((known) => known.seq === item.seq && known.kind === item.kind)) breaks.push(item);
@@ -91,6 +95,7 @@ export async function checkExtension(reader: ChainReader, head: ChainLink, signe
   // Walk from the newest note signed over the tree: its prefix is vouched for by its signed root.
   const base = held.filter((note) => note.root !== undefined).reduce<ParsedCheckpoint | undefined>((a, b) => (a && a.seq >= b.seq ? a : b), undefined);
   const start = base?.seq ?? 0;
+  if (head.seq - start > maxWalk) return { ok: false, deferred: head.seq - start, breaks: [] };
   const read = hashReaderOf(reader);
   let builder: TreeBuilder;
   try {

@@ -157,11 +157,13 @@ export class Checkpoints {
         // caught here, the store would be asked to COMMIT a transaction with half an append in it.
         const key = this.keyOrNothing();
         try {
-          if (key) written = await this.sign(tx, goal, due === 'chain', key);
+          if (key) written = await this.sign(tx, goal, due === 'chain', key, AUTOMATIC_WALK_LIMIT);
         } catch (error) {
           // A head that does not extend what was signed is never signed; the decision stands, and
-          // verify names the fork. Only the check's refusal is caught (it has written nothing).
-          if (!(error instanceof SigningRefused)) throw error;
+          // verify names the fork. A walk too long for a hook (the first checkpoint over the tree of a
+          // large upgraded store) is left to `turnkeeper checkpoint`. Only these are caught: both are
+          // thrown by the check, before anything is written.
+          if (!(error instanceof SigningRefused) && !(error instanceof SigningDeferred)) throw error;
           if (this.env.TURNKEEPER_DEBUG) process.stderr.write(`turnkeeper: no checkpoint: ${error.message}\n`);
         }
       }
@@ -184,12 +186,19 @@ export class Checkpoints {
    * `checkpoint` receipt that carries it. First the head must extend every checkpoint signed before
    * (the store's newest and the witnessed one): otherwise `SigningRefused`, and nothing is written.
    */
-  private async sign(tx: StoreTx, goal: string, inChain: boolean, key: SigningKey = signingKey(this.env)): Promise<WrittenCheckpoint | undefined> {
+  private async sign(
+    tx: StoreTx,
+    goal: string,
+    inChain: boolean,
+    key: SigningKey = signingKey(this.env),
+    maxWalk = Infinity,
+  ): Promise<WrittenCheckpoint | undefined> {
     const origin = await this.origin();
     const head = await tx.chainHead();
     if (origin === undefined || head === undefined) return undefined;
     const before = this.signedBefore(origin, await tx.meta(CHECKPOINT_META));
-    const extension = await checkExtension(tx, head, before.notes);
+    const extension = await checkExtension(tx, head, before.notes, maxWalk);
+    if ('deferred' in extension) throw new SigningDeferred(extension.deferred);
     const breaks = extension.ok ? [] : [...extension.breaks];
     // The witness also knows which receipt carried its newest checkpoint: rewritten, the history after
     // the signed head forked, even though the signed head itself is intact.
@@ -273,9 +282,8 @@ export class Checkpoints {
     const row = (await this.rows.receipts({ beforeSeq: seq + 1, limit: 1 })).find((candidate) => Number(candidate.seq) === seq);
     if (!row) return { ok: false, reason: 'unknown_receipt', message: `no receipt #${seq}` };
     const origin = await this.origin();
-    // The trusted keys are read when a note is checked: a first checkpoint creates this installation's key.
     const usable = (note: ParsedCheckpoint | undefined): note is ParsedCheckpoint & { root: string } =>
-      note !== undefined && note.root !== undefined && note.origin === origin && noteVerifier(trustedKeys(this.env))(note).ok;
+      note !== undefined && note.root !== undefined && note.origin === origin && this.trusted(note);
     let note: ParsedCheckpoint | undefined;
     if (size === undefined) {
       note = await this.latest();
@@ -326,6 +334,21 @@ export class Checkpoints {
   async headSeq(): Promise<number> {
     return (await this.rows.chainHead())?.seq ?? 0;
   }
+
+  /**
+   * Whether a trusted key signed the note, remembered per note text once it did (proofs against one
+   * checkpoint, asked again and again by a long-lived process, check its signature once). The keys are
+   * read when a note is first checked: a first checkpoint creates this installation's key.
+   */
+  private trusted(note: ParsedCheckpoint): boolean {
+    const whole = signedNote(note.text, note.signatures);
+    if (this.trustedNotes.has(whole)) return true;
+    if (!noteVerifier(trustedKeys(this.env))(note).ok) return false;
+    if (this.trustedNotes.size >= 64) this.trustedNotes.clear();
+    this.trustedNotes.add(whole);
+    return true;
+  }
+  private readonly trustedNotes = new Set<string>();
 
   /** `turnkeeper receipts consistency`: the tree of `from` receipts a prefix of the tree of `to` (Go tlog.CheckTree). */
   async consistency(from: number, to: number): Promise<{ from: number; to: number; proof: string[] }> {
@@ -486,6 +509,21 @@ export class SigningRefused extends Error {
     this.name = 'SigningRefused';
   }
 }
+
+/** An automatic checkpoint would walk more receipts than a hook may (AUTOMATIC_WALK_LIMIT): left to `turnkeeper checkpoint`. */
+class SigningDeferred extends Error {
+  constructor(readonly receipts: number) {
+    super(`${receipts} receipts since the last checkpoint signed over the Merkle tree: turnkeeper checkpoint signs them`);
+    this.name = 'SigningDeferred';
+  }
+}
+
+/**
+ * The most receipts an automatic checkpoint (inside a hook's write) walks since the last one signed
+ * over the tree: about 0.2 s. Only the first checkpoint of a large store upgraded to schema v3 walks
+ * more; `turnkeeper checkpoint` (or an export) does it once, and automatic ones resume.
+ */
+const AUTOMATIC_WALK_LIMIT = 10_000;
 
 /** `turnkeeper receipts prove`: one receipt's inclusion in a signed checkpoint (Go tlog.CheckRecord checks it). */
 interface InclusionProof {

@@ -258,11 +258,11 @@ function backfillTree(db: BetterSqlite3.Database): void {
   }
 }
 
-/** Stored subtree hashes by key, undefined where a row is missing. */
-function readTree(db: BetterSqlite3.Database, keys: readonly TreeKey[]): (Uint8Array | undefined)[] {
-  const one = db.prepare('SELECT hash FROM receipt_tree WHERE level = ? AND idx = ?').pluck();
+/** Stored subtree hashes by key, undefined where a row is missing (one primary-key lookup each). */
+function readTree(one: BetterSqlite3.Statement, keys: readonly TreeKey[]): (Uint8Array | undefined)[] {
   return keys.map(([level, index]) => one.get(level, index) as Uint8Array | undefined);
 }
+const TREE_NODE = 'SELECT hash FROM receipt_tree WHERE level = ? AND idx = ?';
 
 export function asStoreError(error: unknown): unknown {
   const code = (error as { code?: unknown } | null)?.code;
@@ -467,7 +467,7 @@ export class SqliteStore implements StorePort {
       );
       this.sql('INSERT INTO receipt_index (seq, goal, todo, capture, kind) VALUES (?, ?, ?, ?, ?)').run(row.seq, row.goal, row.todo, row.capture, row.kind);
       // The Merkle tree's new rows, in the same transaction: the leaf and one node per trailing 1-bit.
-      const sibling = this.sql('SELECT hash FROM receipt_tree WHERE level = ? AND idx = ?').pluck();
+      const sibling = this.sql(TREE_NODE).pluck();
       const insert = this.sql('INSERT INTO receipt_tree (level, idx, hash) VALUES (?, ?, ?)');
       for (const { key, hash } of appendedNodes(row.seq - 1, leafHash(Buffer.from(row.doc, 'utf8')), ([level, at]) => {
         const left = sibling.get(level, at) as Uint8Array | undefined;
@@ -476,7 +476,7 @@ export class SqliteStore implements StorePort {
       }))
         insert.run(key[0], key[1], hash);
     },
-    treeHashes: async (keys) => readTree(this.db, keys),
+    treeHashes: async (keys) => readTree(this.sql(TREE_NODE).pluck(), keys),
     receiptsBetween: async (after, upTo) =>
       this.sql('SELECT seq, doc, hash FROM receipts WHERE seq > ? AND seq <= ? ORDER BY seq').all(after, upTo) as ReceiptRow[],
     recentReceiptsOfTodo: async (goal, todo, limit) =>
@@ -691,7 +691,7 @@ export class SqliteStore implements StorePort {
   }
 
   treeHashes(keys: readonly TreeKey[]): Promise<(Uint8Array | undefined)[]> {
-    return this.read(() => readTree(this.db, keys));
+    return this.read(() => readTree(this.sql(TREE_NODE).pluck(), keys));
   }
 
   chainHead(): Promise<ChainLink | undefined> {

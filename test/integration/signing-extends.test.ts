@@ -166,6 +166,33 @@ describe('a fork is never signed', () => {
   });
 });
 
+describe('the walk before an automatic checkpoint is bounded', () => {
+  it('a store of more than 10,000 receipts never signed over its tree: hooks skip the checkpoint, `turnkeeper checkpoint` signs it once, then automatic ones resume', async () => {
+    const w = makeWorld('walk-bound');
+    worlds.push(w);
+    const store = await w.store();
+    try {
+      for (let i = 0; i < 10_050; i += 1) await store.appendReceipt({ kind: 'todo_added', goal: w.goal, todo: `seed-${i}` }, Date.now());
+    } finally {
+      store.close();
+    }
+    const lastKind = async () => {
+      const s = await w.store();
+      try {
+        return (s.connection.prepare('SELECT kind FROM receipt_index ORDER BY seq DESC LIMIT 1').get() as { kind: string }).kind;
+      } finally {
+        s.close();
+      }
+    };
+    const every1 = { TURNKEEPER_CHECKPOINT_EVERY: '1' };
+    expect(json(w, ['todo', 'add', 'After', '--id', 'after-1'], every1).code).toBe(0);
+    expect(await lastKind()).toBe('todo_added');
+    expect(json(w, ['checkpoint', '--json']).json).toMatchObject({ ok: true, seq: 10_051 });
+    expect(json(w, ['todo', 'add', 'After', '--id', 'after-2'], every1).code).toBe(0);
+    expect(await lastKind()).toBe('checkpoint');
+  }, 120_000);
+});
+
 describe('an attestation proves its receipt is in a signed tree', () => {
   const DIGEST = 'sha256:' + 'ab'.repeat(32);
   const launchFields = (w: World) => ({
