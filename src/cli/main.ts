@@ -46,6 +46,7 @@ const USAGE = `usage: turnkeeper <command> [options]       every command takes -
   receipts consistency --from <n> --to <m> [--json]   the tree of n receipts is a prefix of the tree of m (RFC 6962)
   verify [--json]                             check the receipt chain (and its anchor and witness)
   verify --bundle <file> [--key <public key|file>]… [--json]   check an exported bundle, with no store
+  verify --proof <file> --document <file> [--key <public key|file>]… [--json]   check one receipt's inclusion proof (receipts prove --json), with no store
   checkpoint [--json]                         sign the chain's head now, into the store and the witness
   keys show [--pem] [--json]                  this installation's public key and key id (the private key is never shown)
   keys trust <file|key> [--json]              trust a teammate's public key for checkpoints

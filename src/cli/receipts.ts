@@ -4,7 +4,16 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { writeFileAtomicStreaming } from '../agents/atomicFile';
-import { checkpointsOf, exportBundle, ExportRefused, launchAttestation, SigningRefused, signersOf, verifyBundleBytes } from '../lifecycle/checkpoints';
+import {
+  checkInclusionProof,
+  checkpointsOf,
+  exportBundle,
+  ExportRefused,
+  launchAttestation,
+  SigningRefused,
+  signersOf,
+  verifyBundleBytes,
+} from '../lifecycle/checkpoints';
 import { readPublicKey, trustedKeys, type TrustedKey } from '../lifecycle/keys';
 import { storePath } from '../store/location';
 import { EXIT, goalFrom, openStore, parse, printJson, UsageError, type Io } from './io';
@@ -235,12 +244,50 @@ function keysFrom(io: Io, given: readonly string[] | undefined): TrustedKey[] {
 
 /** `turnkeeper verify`: with `--bundle`, an exported bundle and no store; otherwise the store (inspect.ts). */
 export async function verifyCommand(args: string[], io: Io): Promise<number> {
-  if (!args.some((arg) => arg === '--bundle' || arg.startsWith('--bundle=') || arg === '--key' || arg.startsWith('--key=')))
-    return (await import('./inspect')).verifyCommand(args, io);
+  const offline = ['--bundle', '--key', '--proof', '--document'];
+  if (!args.some((arg) => offline.some((flag) => arg === flag || arg.startsWith(`${flag}=`)))) return (await import('./inspect')).verifyCommand(args, io);
+  if (args.some((arg) => arg === '--proof' || arg.startsWith('--proof='))) return verifyProofCommand(args, io);
   const usage = 'turnkeeper verify --bundle <file> [--key <public key|file>]… [--json]';
   const { values } = parse(args, { json: { type: 'boolean' }, bundle: { type: 'string' }, key: { type: 'string', multiple: true } }, { min: 0, max: 0, usage });
   if (values.bundle === undefined) throw new UsageError(`--key goes with --bundle\nusage: ${usage}`);
   return verifyBundleCommand(values.bundle, values.key, values.json ?? false, io);
+}
+
+/**
+ * `turnkeeper verify --proof <prove.json> --document <file> [--key <k>]…`: one receipt, one proof, one
+ * key, no store: the proof's checkpoint is signed by a trusted key, names the proof's size and root,
+ * and the proof places SHA-256(0x00 || the document's bytes, as given) at its index under that root.
+ */
+function verifyProofCommand(args: string[], io: Io): number {
+  const usage = 'turnkeeper verify --proof <file> --document <file> [--key <public key|file>]… [--json]';
+  const { values } = parse(
+    args,
+    { json: { type: 'boolean' }, proof: { type: 'string' }, document: { type: 'string' }, key: { type: 'string', multiple: true } },
+    { min: 0, max: 0, usage },
+  );
+  if (values.proof === undefined || values.document === undefined) throw new UsageError(`--proof goes with --document\nusage: ${usage}`);
+  let proof: { index?: unknown; size?: unknown; root?: unknown; proof?: unknown; checkpoint?: unknown };
+  let document: Buffer;
+  try {
+    proof = JSON.parse(readFileSync(resolve(io.cwd, values.proof), 'utf8')) as typeof proof;
+    document = readFileSync(resolve(io.cwd, values.document));
+  } catch (error) {
+    const message = `cannot read the proof or the document: ${(error as Error).message}`;
+    if (values.json) printJson(io, { ok: false, error: { code: 'no_proof', message } });
+    else io.err(`${message}\n`);
+    return EXIT.refused;
+  }
+  // The document as stored is one line; a trailing newline (a file written by a shell) is not part of it.
+  if (document.at(-1) === 0x0a) document = document.subarray(0, -1);
+  const verdict = checkInclusionProof(proof, document, keysFrom(io, values.key));
+  if (values.json) printJson(io, verdict);
+  else
+    io.out(
+      verdict.ok
+        ? `the document is receipt #${verdict.seq} of ${verdict.origin} at tree size ${verdict.size}, signed by ${verdict.signer}\n`
+        : `NOT proved: ${verdict.reason}\n`,
+    );
+  return verdict.ok ? EXIT.done : EXIT.refused;
 }
 
 /** `turnkeeper verify --bundle <file> [--key <k>]…`: no store is opened. */

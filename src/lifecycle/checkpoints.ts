@@ -592,6 +592,28 @@ export function verifyBundleBytes(bytes: Buffer, keys: readonly TrustedKey[]): B
   return verifyBundle(bundleLinesOf(bytes), noteVerifier(keys));
 }
 
+type ProofVerdict =
+  | { readonly ok: true; readonly origin: string; readonly seq: number; readonly size: number; readonly signer: string }
+  | { readonly ok: false; readonly reason: 'not_a_proof' | 'signature_invalid' | 'untrusted_key' | 'checkpoint_mismatch' | 'not_included' };
+
+/** `verify --proof`: an inclusion proof (receipts prove --json) and a document, with these keys only. */
+export function checkInclusionProof(
+  proof: { index?: unknown; size?: unknown; root?: unknown; proof?: unknown; checkpoint?: unknown },
+  document: Buffer,
+  keys: readonly TrustedKey[],
+): ProofVerdict {
+  const hashes =
+    Array.isArray(proof.proof) && proof.proof.every((item) => typeof item === 'string') ? proof.proof.map((item) => Buffer.from(item, 'base64')) : undefined;
+  const note = parseCheckpoint(proof.checkpoint);
+  if (!note || note.root === undefined || !hashes || !Number.isSafeInteger(proof.index) || typeof proof.root !== 'string')
+    return { ok: false, reason: 'not_a_proof' };
+  const verdict = noteVerifier(keys)(note);
+  if (!verdict.ok) return { ok: false, reason: verdict.kind };
+  if (proof.size !== note.seq || proof.root !== base64Of(note.root)) return { ok: false, reason: 'checkpoint_mismatch' };
+  if (!verifyInclusion(proof.index as number, note.seq, leafHash(document), hashes, bytesOf(note.root))) return { ok: false, reason: 'not_included' };
+  return { ok: true, origin: note.origin, seq: (proof.index as number) + 1, size: note.seq, signer: verdict.signer };
+}
+
 /** Which key signed which checkpoints of a bundle: "which machine signed what". */
 export function signersOf(report: BundleReport): { key: string | null; checkpoints: number[] }[] {
   const bySigner = new Map<string | null, number[]>();

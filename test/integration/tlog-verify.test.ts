@@ -6,7 +6,7 @@
 // consistency`, tlog.CheckTree) for tree sizes 1, 2, 3, 7, 8, 45 and 1000, and reject tampered ones.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { makeWorld, type World } from '../support/world';
 
@@ -116,6 +116,31 @@ describe("Go's sumdb/tlog and sumdb/note accept Turnkeeper's log", () => {
         cases.push({ kind: 'consistency', from, to, fromRoot: rootOf(notes.get(from)!), root: rootOf(notes.get(to)!), proof: proof.proof });
       }
     expect(goSays(cases)).toEqual(cases.map(() => 'ok'));
+  });
+
+  it('turnkeeper verify --proof checks the same offline (one document, one proof, one key), and names what is wrong', () => {
+    const proof = prove(20, 45);
+    const file = (name: string, text: string) => {
+      const path = join(world.root, name);
+      writeFileSync(path, text);
+      return path;
+    };
+    const check = (proofText: string, document: string, extra: string[] = []) => {
+      const run = world.cli(['verify', '--proof', file('p.json', proofText), '--document', file('d.txt', document), '--json', ...extra]);
+      return { code: run.code, ...(JSON.parse(run.stdout) as { ok: boolean; reason?: string; seq?: number }) };
+    };
+    expect(check(JSON.stringify(proof), documents[19]! + '\n')).toMatchObject({ code: 0, ok: true, seq: 20, size: 45 });
+    expect(check(JSON.stringify(proof), documents[19]!, ['--key', key])).toMatchObject({ code: 0, ok: true });
+    expect(check(JSON.stringify(proof), documents[20]!)).toMatchObject({ code: 1, ok: false, reason: 'not_included' });
+    expect(check(JSON.stringify({ ...proof, proof: [flip(proof.proof[0]!), ...proof.proof.slice(1)] }), documents[19]!)).toMatchObject({
+      reason: 'not_included',
+    });
+    expect(check(JSON.stringify({ ...proof, root: flip(proof.root) }), documents[19]!)).toMatchObject({ reason: 'checkpoint_mismatch' });
+    expect(check(JSON.stringify({ ...proof, checkpoint: proof.checkpoint.replace(proof.root, flip(proof.root)) }), documents[19]!)).toMatchObject({
+      reason: 'signature_invalid',
+    });
+    const other = 'PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW';
+    expect(check(JSON.stringify(proof), documents[19]!, ['--key', other])).toMatchObject({ reason: 'untrusted_key' });
   });
 
   it('rejects tampered ones: a proof hash, the document, the index, the root, a consistency proof, the note', () => {
