@@ -15,7 +15,7 @@
 // (open.ts) hands every authority it opens and through which the Ledger runs each write transaction:
 // after the transaction's own receipts, in the same transaction; the witness line is appended after the commit (never naming what was rolled back). A
 // write that appends nothing (a replay) does nothing here: no key, no node:crypto, no config read.
-import { appendFileSync, closeSync, openSync, readSync, fstatSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync, writeSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { buildReceipt, parseReceipt, type ChainBreak, type ChainLink, type ChainReport, type WitnessState } from '../core/receipts';
 import { canonicalJson, digestText } from '../core/canonical';
@@ -446,10 +446,29 @@ interface WitnessEntry {
   readonly text: string;
 }
 
+/**
+ * The witness opened as a regular file only: never through a symlink (O_NOFOLLOW: a link to config.json
+ * would have every checkpoint appended into it) and never blocking (O_NONBLOCK: a FIFO in its place
+ * would hang every verify, doctor and checkpointing claim); anything but a regular file is refused.
+ */
+function openWitness(path: string, flags: number): number {
+  const fd = openSync(path, flags | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
+  if (!fstatSync(fd).isFile()) {
+    closeSync(fd);
+    throw new Error(`${path} is not a regular file`);
+  }
+  return fd;
+}
+
 /** Appends one checkpoint to the witness file (O_APPEND: concurrent writers never interleave a line). */
 function appendWitness(path: string, written: WrittenCheckpoint): void {
   const entry = { schema: WITNESS_SCHEMA, origin: written.origin, seq: written.seq, receipt: written.receipt, checkpoint: written.note };
-  appendFileSync(path, JSON.stringify(entry) + '\n', { mode: 0o600 });
+  const fd = openWitness(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT);
+  try {
+    writeSync(fd, JSON.stringify(entry) + '\n');
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** The witness's entries (its last megabyte), `[]` when there is no file, `'unreadable'` when unreadable. */
@@ -457,7 +476,7 @@ function readWitness(path: string): WitnessEntry[] | 'unreadable' {
   let text: string;
   let fd: number | undefined;
   try {
-    fd = openSync(path, 'r');
+    fd = openWitness(path, constants.O_RDONLY);
     const size = fstatSync(fd).size;
     const length = Math.min(size, WITNESS_TAIL_BYTES);
     const buffer = Buffer.alloc(length);
