@@ -1,7 +1,7 @@
 // `turnkeeper receipts export|attestation`, `turnkeeper checkpoint` and `turnkeeper verify --bundle`
 // (docs/receipts.md, "Checkpoints", "Export", "Launch attestations"). Plain `turnkeeper receipts`
 // (the log, newest first) stays in inspect.ts.
-import { readFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { writeFileAtomicStreaming } from '../agents/atomicFile';
 import {
@@ -290,11 +290,25 @@ function verifyProofCommand(args: string[], io: Io): number {
   return verdict.ok ? EXIT.done : EXIT.refused;
 }
 
+/**
+ * A bundle's bytes, from a regular file only (O_NONBLOCK: a FIFO is refused, not waited on; /dev/zero
+ * and other devices are refused before a byte is read).
+ */
+function readRegularFile(path: string): Buffer {
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    if (!fstatSync(fd).isFile()) throw new Error('not a regular file');
+    return readFileSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** `turnkeeper verify --bundle <file> [--key <k>]…`: no store is opened. */
 function verifyBundleCommand(file: string, keys: readonly string[] | undefined, json: boolean, io: Io): number {
   let bytes: Buffer;
   try {
-    bytes = readFileSync(resolve(io.cwd, file));
+    bytes = readRegularFile(resolve(io.cwd, file));
   } catch (error) {
     const message = `cannot read ${file}: ${(error as Error).message}`;
     if (json) printJson(io, { ok: false, verified: 0, breaks: [], error: { code: 'no_bundle', message } });
@@ -304,7 +318,16 @@ function verifyBundleCommand(file: string, keys: readonly string[] | undefined, 
   const report = verifyBundleBytes(bytes, keysFrom(io, keys));
   const signers = signersOf(report);
   if (json)
-    printJson(io, { ok: report.ok, verified: report.verified, breaks: report.breaks, origin: report.origin, from: report.from, to: report.to, signers });
+    printJson(io, {
+      ok: report.ok,
+      verified: report.verified,
+      breaks: report.breaks,
+      origin: report.origin,
+      from: report.from,
+      to: report.to,
+      signers,
+      ...(report.stopped ? { stopped: true } : {}),
+    });
   else {
     io.out(
       report.ok
@@ -312,6 +335,7 @@ function verifyBundleCommand(file: string, keys: readonly string[] | undefined, 
         : `bundle is BROKEN: ${report.verified} receipts verify, ${report.breaks.length} breaks\n`,
     );
     for (const item of report.breaks) io.out(`  seq ${item.seq}: ${item.kind}\n`);
+    if (report.stopped) io.out(`  (stopped after ${report.breaks.length} breaks: the rest of the file was not read)\n`);
     for (const signer of signers) io.out(`  checkpoints of ${signer.checkpoints.join(', ')} signed by ${signer.key ?? '(no trusted key)'}\n`);
   }
   return report.ok ? EXIT.done : EXIT.refused;

@@ -191,7 +191,12 @@ export interface BundleReport {
   readonly to: number | null;
   /** Every checkpoint met (the in-chain ones and the header's), with the key that signed it. */
   readonly checkpoints: SignedCheckpoint[];
+  /** The walk stopped after MAX_BUNDLE_BREAKS breaks (a file of junk names millions): the rest is unread. */
+  readonly stopped?: true;
 }
+
+/** A bundle's walk stops after this many breaks: enough to say what is wrong, bounded for a file of junk. */
+export const MAX_BUNDLE_BREAKS = 1000;
 
 /** One line of a bundle: its text, the digest of its bytes as given (`sha256:<hex>`), and its Merkle leaf hash. */
 export interface BundleLine {
@@ -267,7 +272,12 @@ export function verifyBundle(lines: Iterable<BundleLine>, verifyNote: NoteVerifi
     else if (origin !== undefined && note.origin !== origin) breaks.push({ seq: at || note.seq, kind: 'checkpoint_mismatch' });
     return verdict.ok;
   };
+  let stopped = false;
   for (const { text: line, hash, leaf } of lines) {
+    if (breaks.length >= MAX_BUNDLE_BREAKS) {
+      stopped = true;
+      break;
+    }
     if (first) {
       first = false;
       header = parseBundleHeader(line);
@@ -345,6 +355,7 @@ export function verifyBundle(lines: Iterable<BundleLine>, verifyNote: NoteVerifi
       from: header?.from ?? null,
       to: lastSeq ?? null,
       checkpoints,
+      ...(stopped ? { stopped: true as const } : {}),
     };
   }
 }

@@ -52,6 +52,22 @@ describe('signed notes, against golang.org/x/mod/sumdb/note', () => {
   });
 });
 
+describe('the signer is named by the trusted key, never by the note', () => {
+  it('a key trusted without a name (a PEM): its fingerprint, whatever name the signature line claims', () => {
+    const named = parsePublicKey(GO_VKEY)!;
+    const nameless = { ...named, name: null };
+    const claimed = 'turnkeeper-someone-else-000000000000';
+    const signature = sign(null, Buffer.from(GO_TEXT), goPrivateKey());
+    const note = asParsed(GO_TEXT, [{ name: claimed, keyHash: keyHashOf(claimed, named.publicKey), signature }]);
+    const verdict = noteVerifier([nameless])(note);
+    expect(verdict).toMatchObject({ ok: true });
+    expect(verdict.ok && verdict.signer).toMatch(/^ed25519:[0-9a-f]{16}$/);
+    // Control: with the name trusted, the name it was trusted under.
+    const own = asParsed(GO_TEXT, [{ name: 'PeterNeumann', keyHash: keyHashOf('PeterNeumann', named.publicKey), signature }]);
+    expect(noteVerifier([named])(own)).toEqual({ ok: true, signer: 'PeterNeumann' });
+  });
+});
+
 describe('checkpoint text', () => {
   const body = { origin: 'turnkeeper/store/0123456789abcdef0123456789abcdef', seq: 41, hash: `sha256:${'ab'.repeat(32)}`, time: '2026-11-30T12:29:38.791Z' };
   const note = signedNote(checkpointText(body), [{ name: 'turnkeeper-host-000000000000', keyHash: Buffer.alloc(4), signature: Buffer.alloc(64) }]);
