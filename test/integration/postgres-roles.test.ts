@@ -211,7 +211,7 @@ describe('the database enforces the chain (schema v2)', () => {
         `UPDATE turnkeeper.receipt_head SET seq = ${head + 1}`,
         // The Merkle tree is the trigger's (schema v3): the hook role only reads it.
         `INSERT INTO turnkeeper.receipt_tree (level, idx, hash) VALUES (0, ${head}, '\\x00')`,
-        "UPDATE turnkeeper.receipt_tree SET hash = sha256(hash) WHERE level = 0 AND idx = 0",
+        'UPDATE turnkeeper.receipt_tree SET hash = sha256(hash) WHERE level = 0 AND idx = 0',
         'DELETE FROM turnkeeper.receipt_tree',
       ]) {
         const refused = await refusal(hook, sql);
