@@ -7,12 +7,15 @@
 // BENCH_MEM_RUNS (10), BENCH_VERIFY_RECEIPTS (100000), BENCH_KEEP=1 keeps the temp dir,
 // BENCH_ONLY=cache runs only row 6 (hook replay with and without the compile cache) and bare node.
 // BENCH_ONLY=receipts runs only rows C1–C5 (export, verify --bundle, checkpoint signatures, checkpoints on the claim path).
+// BENCH_ONLY=proofs runs only rows B1–B2 (receipts prove on a large store, checkpoints amortized on claims;
+// BENCH_PROVE_RECEIPTS, default 1,000,000, sizes its store).
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { appendChain, DRIVER, loadProductStore, seedHistory, todoFields } from './lib/store.mjs';
+import { proofRows, proofTableRows } from './lib/proofs.mjs';
 import {
   CLI,
   TIME_BIN,
@@ -131,6 +134,20 @@ async function main() {
   const product = await loadProductStore(scratch);
   // A Goal is the repository (docs/goals.md): seed under the id a hook in `repo` computes.
   const goal = product.resolveGoal(repo).id;
+  if (ONLY === 'proofs') {
+    results.proofs = await proofRows({ root, repo, product, runs: RUNS, warmup: WARMUP, log, fail });
+    const { measurements, comparisons } = proofTableRows(results.proofs);
+    console.log(
+      [
+        `Turnkeeper bench (BENCH_ONLY=proofs) · node ${process.version} · ${cpus().length} cpus · loadavg ${load0.toFixed(2)} → ${loadavg()[0].toFixed(2)}`,
+        '',
+        ...table(['row', 'measurement', 'n', 'median', 'p90', 'min', 'cpu/proc'], measurements, [0, 0, 1, 1, 1, 1, 1]),
+        '',
+        ...table(['row', 'comparison', 'value', 'baseline', 'base median', 'ratio', 'spread', 'target', 'result'], comparisons, [0, 0, 1, 0, 1, 1, 0, 0, 0]),
+      ].join('\n'),
+    );
+    return;
+  }
   // Row 7 runs a replay from a linked worktree of the same repository: the Goal lookup follows
   // `.git` (a file there), `gitdir:` and `commondir` without spawning git.
   const worktree = join(root, 'repo-wt');
@@ -373,6 +390,7 @@ async function main() {
   results.checks.verifyStoreReceipts = vReceipts;
   results.checks.stderr = [...stderrSeen].slice(0, 10);
   await receiptRows(receiptContext);
+  results.proofs = await proofRows({ root, repo, product, runs: RUNS, warmup: WARMUP, log, fail });
   report();
 }
 
@@ -924,6 +942,9 @@ function report() {
   const receiptRowsOut = receiptTableRows();
   measurements.push(...receiptRowsOut.measurements);
   comparisons.push(...receiptRowsOut.comparisons);
+  const proofRowsOut = proofTableRows(results.proofs);
+  measurements.push(...proofRowsOut.measurements);
+  comparisons.push(...proofRowsOut.comparisons);
   out.push(...table(['row', 'measurement (cold processes)', 'n', 'median', 'p90', 'min', 'cpu/proc'], measurements, [0, 0, 1, 1, 1, 1, 1]));
   out.push('');
   out.push(

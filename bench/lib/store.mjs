@@ -11,7 +11,9 @@
 //   an independent mirror of buildReceipt (src/core/receipts.ts, contract §5): RFC 8785 canonical
 //   JSON, sha256 over the stored text, genesis prevHash of 64 zeros, head row advanced. The real
 //   `turnkeeper verify --json` must say ok:true over them before it is timed, which also checks the
-//   mirror against the product.
+//   mirror against the product. The Merkle tree rows are mirrored too (leaf SHA-256(0x00 || doc),
+//   node SHA-256(0x01 || left || right)); the first export or checkpoint recomputes the tree from the
+//   documents and refuses to sign if they disagree, which checks that mirror.
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -147,19 +149,53 @@ export function* chainRows({ n, goal, startMs, head }) {
   }
 }
 
-/** Appends `n` hash-chained receipts after the store's current head, in one transaction. */
+// ---- independent mirror of the Merkle tree rows (src/core/merkle.ts, docs/receipts.md "The Merkle tree") ----
+
+const leafOf = (text) => createHash('sha256').update(Buffer.of(0)).update(text, 'utf8').digest();
+const nodeOf = (left, right) => createHash('sha256').update(Buffer.of(1)).update(left).update(right).digest();
+
+/**
+ * The right edge of the stored tree of `count` leaves: its complete subtrees, largest first, read from
+ * receipt_tree (RFC 6962: the decomposition of [0, count) into aligned powers of two).
+ */
+function treeEdge(db, count) {
+  const read = db.prepare('SELECT hash FROM receipt_tree WHERE level = ? AND idx = ?').pluck();
+  const edge = [];
+  for (let lo = 0; lo < count;) {
+    let level = 0;
+    while (lo % 2 ** (level + 1) === 0 && lo + 2 ** (level + 1) <= count) level += 1;
+    const hash = read.get(level, lo / 2 ** level);
+    if (!hash) throw new Error(`receipt_tree has no node (${level}, ${lo / 2 ** level})`);
+    edge.push({ level, index: lo / 2 ** level, hash });
+    lo += 2 ** level;
+  }
+  return edge;
+}
+
+/** Appends `n` hash-chained receipts (and their Merkle tree rows) after the store's current head, in one transaction. */
 export function appendChain(db, { n, goal, startMs }) {
   const head = db.prepare('SELECT seq, hash FROM receipt_head WHERE id = 1').get() ?? { seq: 0, hash: ZERO };
   const insert = db.prepare('INSERT INTO receipts (seq, doc, hash) VALUES (?, ?, ?)');
   const index = db.prepare('INSERT INTO receipt_index (seq, goal, todo, capture, kind) VALUES (?, ?, ?, ?, ?)');
+  const node = db.prepare('INSERT INTO receipt_tree (level, idx, hash) VALUES (?, ?, ?)');
   const setHead = db.prepare(
     'INSERT INTO receipt_head (id, seq, hash) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash',
   );
   let last = head;
   db.transaction(() => {
+    const edge = treeEdge(db, head.seq);
     for (const row of chainRows({ n, goal, startMs, head })) {
       insert.run(row.seq, row.text, row.hash);
       index.run(row.seq, goal, row.todo, row.capture, row.kind);
+      // Leaf seq-1, then one node per pair of equal-level subtrees at the right edge.
+      let top = { level: 0, index: row.seq - 1, hash: leafOf(row.text) };
+      node.run(top.level, top.index, top.hash);
+      while (edge.length > 0 && edge[edge.length - 1].level === top.level) {
+        const left = edge.pop();
+        top = { level: top.level + 1, index: left.index / 2, hash: nodeOf(left.hash, top.hash) };
+        node.run(top.level, top.index, top.hash);
+      }
+      edge.push(top);
       last = row;
     }
     setHead.run(last.seq, last.hash);

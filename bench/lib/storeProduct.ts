@@ -7,3 +7,5 @@ export { resolveGoal } from '../../src/checkout/goal';
 // Rows C3: one checkpoint signature and its verification, in-process, through the product's code.
 export { signingKey, signNote, noteVerifier } from '../../src/ledger/keys';
 export { checkpointText, signedNote, parseCheckpoint } from '../../src/core/checkpoint';
+// Rows B1/B2: proofs and checkpoints through the Ledger's collaborator, in-process.
+export { checkpointsOf } from '../../src/ledger/checkpoints';

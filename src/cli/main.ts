@@ -41,9 +41,12 @@ const USAGE = `usage: turnkeeper <command> [options]       every command takes -
   show <captureId> [--json]                   a capture and its ready capture, exactly as presented
   receipts [--limit <n>] [--before <seq>] [--json]   the receipt log, newest first
   receipts export [--from <seq>] [--out <file>] [--json]   the stored receipts and a signed checkpoint: a bundle that verifies offline
-  receipts attestation <seq> [--out <file>]   a launch_committed receipt as an in-toto statement in a signed DSSE envelope
+  receipts attestation <seq> [--out <file>]   a launch_committed receipt as an in-toto statement in a signed DSSE envelope, with its inclusion proof
+  receipts prove <seq> [--size <n>] [--json]   the receipt's inclusion proof in a signed checkpoint (RFC 6962)
+  receipts consistency --from <n> --to <m> [--json]   the tree of n receipts is a prefix of the tree of m (RFC 6962)
   verify [--json]                             check the receipt chain (and its anchor and witness)
   verify --bundle <file> [--key <public key|file>]… [--json]   check an exported bundle, with no store
+  verify --proof <file> --document <file> [--key <public key|file>]… [--json]   check one receipt's inclusion proof (receipts prove --json), with no store
   checkpoint [--json]                         sign the chain's head now, into the store and the witness
   keys show [--pem] [--json]                  this installation's public key and key id (the private key is never shown)
   keys trust <file|key> [--json]              trust a teammate's public key for checkpoints

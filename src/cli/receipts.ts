@@ -1,10 +1,19 @@
 // `turnkeeper receipts export|attestation`, `turnkeeper checkpoint` and `turnkeeper verify --bundle`
 // (docs/receipts.md, "Checkpoints", "Export", "Launch attestations"). Plain `turnkeeper receipts`
 // (the log, newest first) stays in inspect.ts.
-import { readFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { writeFileAtomicStreaming } from '../agents/atomicFile';
-import { checkpointsOf, exportBundle, ExportRefused, launchAttestation, signersOf, verifyBundleBytes } from '../ledger/checkpoints';
+import {
+  checkInclusionProof,
+  checkpointsOf,
+  exportBundle,
+  ExportRefused,
+  launchAttestation,
+  SigningRefused,
+  signersOf,
+  verifyBundleBytes,
+} from '../ledger/checkpoints';
 import { readPublicKey, trustedKeys, type TrustedKey } from '../ledger/keys';
 import { storePath } from '../store/location';
 import { EXIT, goalFrom, openStore, parse, printJson, UsageError, type Io } from './io';
@@ -12,6 +21,8 @@ import { EXIT, goalFrom, openStore, parse, printJson, UsageError, type Io } from
 export async function receiptsCommand(args: string[], io: Io): Promise<number> {
   if (args[0] === 'export') return exportCommand(args.slice(1), io);
   if (args[0] === 'attestation') return attestationCommand(args.slice(1), io);
+  if (args[0] === 'prove') return proveCommand(args.slice(1), io);
+  if (args[0] === 'consistency') return consistencyCommand(args.slice(1), io);
   return (await import('./inspect')).receiptsCommand(args, io);
 }
 
@@ -67,10 +78,80 @@ async function exportCommand(args: string[], io: Io): Promise<number> {
       );
     return EXIT.done;
   } catch (error) {
-    if (!(error instanceof ExportRefused)) throw error;
-    if (values.json) printJson(io, { ok: false, reason: 'chain_broken', breaks: error.report.breaks, error: { code: 'chain_broken', message: error.message } });
-    else io.err(`${error.message}\n`);
-    return EXIT.refused;
+    if (!(error instanceof ExportRefused) && !(error instanceof SigningRefused)) throw error;
+    return refusedSigning(io, values.json, error);
+  } finally {
+    store.close();
+  }
+}
+
+/** A chain that does not verify, or a head that does not extend what was signed: named breaks, exit 1. */
+function refusedSigning(io: Io, json: boolean | undefined, error: ExportRefused | SigningRefused): number {
+  const breaks = error instanceof ExportRefused ? error.report.breaks : error.breaks;
+  if (json) printJson(io, { ok: false, reason: 'chain_broken', breaks, error: { code: 'chain_broken', message: error.message } });
+  else io.err(`${error.message}\n`);
+  return EXIT.refused;
+}
+
+/** A positive receipt seq (or tree size) from an argument, else a usage error. */
+function countOf(value: string | undefined, what: string, usage: string): number {
+  const n = Number(value);
+  if (value === undefined || !/^[1-9]\d*$/.test(value) || !Number.isSafeInteger(n))
+    throw new UsageError(`${what} takes a receipt seq (1 or more), not ${JSON.stringify(value)}\nusage: ${usage}`);
+  return n;
+}
+
+/** `turnkeeper receipts prove <seq> [--size <n>] [--json]`: the receipt's inclusion proof in a signed checkpoint. */
+async function proveCommand(args: string[], io: Io): Promise<number> {
+  const usage = 'turnkeeper receipts prove <seq> [--size <n>] [--json]';
+  const { values, positionals } = parse(args, { size: { type: 'string' }, json: { type: 'boolean' } }, { min: 1, max: 1, usage });
+  const seq = countOf(positionals[0], '<seq>', usage);
+  const size = values.size === undefined ? undefined : countOf(values.size, '--size', usage);
+  const store = await openStore(io, false);
+  if (!store) return noStore(io, true);
+  try {
+    const result = await checkpointsOf(store)!.prove(seq, size, goalOrNone(io));
+    if (!result.ok) {
+      if (values.json) printJson(io, { ok: false, reason: result.reason, error: { code: result.reason, message: result.message } });
+      else io.err(`${result.message}\n`);
+      return EXIT.refused;
+    }
+    const { index, size: treeSize, root, proof, checkpoint } = result;
+    if (values.json) printJson(io, { index, size: treeSize, root, proof, checkpoint });
+    else
+      io.out(
+        `receipt #${seq} is leaf ${index} of the signed tree of size ${treeSize} (root ${root}), proof of ${proof.length} hashes:\n${proof.join('\n')}\n${checkpoint}`,
+      );
+    return EXIT.done;
+  } catch (error) {
+    if (!(error instanceof SigningRefused)) throw error;
+    return refusedSigning(io, values.json, error);
+  } finally {
+    store.close();
+  }
+}
+
+/** `turnkeeper receipts consistency --from <n> --to <m> [--json]`: the tree of n receipts a prefix of the tree of m. */
+async function consistencyCommand(args: string[], io: Io): Promise<number> {
+  const usage = 'turnkeeper receipts consistency --from <n> --to <m> [--json]';
+  const { values } = parse(args, { from: { type: 'string' }, to: { type: 'string' }, json: { type: 'boolean' } }, { min: 0, max: 0, usage });
+  const from = countOf(values.from, '--from', usage);
+  const to = countOf(values.to, '--to', usage);
+  if (from > to) throw new UsageError(`--from ${from} is after --to ${to}\nusage: ${usage}`);
+  const store = await openStore(io, false);
+  if (!store) return noStore(io, true);
+  try {
+    const head = await checkpointsOf(store)!.headSeq();
+    if (to > head) {
+      const message = `--to ${to} is past the chain's head (#${head})`;
+      if (values.json) printJson(io, { ok: false, reason: 'not_in_chain', error: { code: 'not_in_chain', message } });
+      else io.err(`${message}\n`);
+      return EXIT.refused;
+    }
+    const result = await checkpointsOf(store)!.consistency(from, to);
+    if (values.json) printJson(io, result);
+    else io.out(`the tree of ${from} receipts is a prefix of the tree of ${to}, proof of ${result.proof.length} hashes:\n${result.proof.join('\n')}\n`);
+    return EXIT.done;
   } finally {
     store.close();
   }
@@ -124,7 +205,13 @@ export async function checkpointCommand(args: string[], io: Io): Promise<number>
   if (!store) return noStore(io, values.json);
   try {
     const checkpoints = checkpointsOf(store)!;
-    const written = await checkpoints.checkpointNow(goalOrNone(io));
+    let written;
+    try {
+      written = await checkpoints.checkpointNow(goalOrNone(io));
+    } catch (error) {
+      if (!(error instanceof SigningRefused)) throw error;
+      return refusedSigning(io, values.json, error);
+    }
     const witness = checkpoints.witness;
     if (values.json)
       printJson(io, {
@@ -157,19 +244,71 @@ function keysFrom(io: Io, given: readonly string[] | undefined): TrustedKey[] {
 
 /** `turnkeeper verify`: with `--bundle`, an exported bundle and no store; otherwise the store (inspect.ts). */
 export async function verifyCommand(args: string[], io: Io): Promise<number> {
-  if (!args.some((arg) => arg === '--bundle' || arg.startsWith('--bundle=') || arg === '--key' || arg.startsWith('--key=')))
-    return (await import('./inspect')).verifyCommand(args, io);
+  const offline = ['--bundle', '--key', '--proof', '--document'];
+  if (!args.some((arg) => offline.some((flag) => arg === flag || arg.startsWith(`${flag}=`)))) return (await import('./inspect')).verifyCommand(args, io);
+  if (args.some((arg) => arg === '--proof' || arg.startsWith('--proof='))) return verifyProofCommand(args, io);
   const usage = 'turnkeeper verify --bundle <file> [--key <public key|file>]… [--json]';
   const { values } = parse(args, { json: { type: 'boolean' }, bundle: { type: 'string' }, key: { type: 'string', multiple: true } }, { min: 0, max: 0, usage });
   if (values.bundle === undefined) throw new UsageError(`--key goes with --bundle\nusage: ${usage}`);
   return verifyBundleCommand(values.bundle, values.key, values.json ?? false, io);
 }
 
+/**
+ * `turnkeeper verify --proof <prove.json> --document <file> [--key <k>]…`: one receipt, one proof, one
+ * key, no store: the proof's checkpoint is signed by a trusted key, names the proof's size and root,
+ * and the proof places SHA-256(0x00 || the document's bytes, as given) at its index under that root.
+ */
+function verifyProofCommand(args: string[], io: Io): number {
+  const usage = 'turnkeeper verify --proof <file> --document <file> [--key <public key|file>]… [--json]';
+  const { values } = parse(
+    args,
+    { json: { type: 'boolean' }, proof: { type: 'string' }, document: { type: 'string' }, key: { type: 'string', multiple: true } },
+    { min: 0, max: 0, usage },
+  );
+  if (values.proof === undefined || values.document === undefined) throw new UsageError(`--proof goes with --document\nusage: ${usage}`);
+  let proof: { index?: unknown; size?: unknown; root?: unknown; proof?: unknown; checkpoint?: unknown };
+  let document: Buffer;
+  try {
+    proof = JSON.parse(readFileSync(resolve(io.cwd, values.proof), 'utf8')) as typeof proof;
+    document = readFileSync(resolve(io.cwd, values.document));
+  } catch (error) {
+    const message = `cannot read the proof or the document: ${(error as Error).message}`;
+    if (values.json) printJson(io, { ok: false, error: { code: 'no_proof', message } });
+    else io.err(`${message}\n`);
+    return EXIT.refused;
+  }
+  // The document as stored is one line; a trailing newline (a file written by a shell) is not part of it.
+  if (document.at(-1) === 0x0a) document = document.subarray(0, -1);
+  const verdict = checkInclusionProof(proof, document, keysFrom(io, values.key));
+  if (values.json) printJson(io, verdict);
+  else
+    io.out(
+      verdict.ok
+        ? `the document is receipt #${verdict.seq} of ${verdict.origin} at tree size ${verdict.size}, signed by ${verdict.signer}\n`
+        : `NOT proved: ${verdict.reason}\n`,
+    );
+  return verdict.ok ? EXIT.done : EXIT.refused;
+}
+
+/**
+ * A bundle's bytes, from a regular file only (O_NONBLOCK: a FIFO is refused, not waited on; /dev/zero
+ * and other devices are refused before a byte is read).
+ */
+function readRegularFile(path: string): Buffer {
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    if (!fstatSync(fd).isFile()) throw new Error('not a regular file');
+    return readFileSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** `turnkeeper verify --bundle <file> [--key <k>]…`: no store is opened. */
 function verifyBundleCommand(file: string, keys: readonly string[] | undefined, json: boolean, io: Io): number {
   let bytes: Buffer;
   try {
-    bytes = readFileSync(resolve(io.cwd, file));
+    bytes = readRegularFile(resolve(io.cwd, file));
   } catch (error) {
     const message = `cannot read ${file}: ${(error as Error).message}`;
     if (json) printJson(io, { ok: false, verified: 0, breaks: [], error: { code: 'no_bundle', message } });
@@ -179,7 +318,16 @@ function verifyBundleCommand(file: string, keys: readonly string[] | undefined, 
   const report = verifyBundleBytes(bytes, keysFrom(io, keys));
   const signers = signersOf(report);
   if (json)
-    printJson(io, { ok: report.ok, verified: report.verified, breaks: report.breaks, origin: report.origin, from: report.from, to: report.to, signers });
+    printJson(io, {
+      ok: report.ok,
+      verified: report.verified,
+      breaks: report.breaks,
+      origin: report.origin,
+      from: report.from,
+      to: report.to,
+      signers,
+      ...(report.stopped ? { stopped: true } : {}),
+    });
   else {
     io.out(
       report.ok
@@ -187,6 +335,7 @@ function verifyBundleCommand(file: string, keys: readonly string[] | undefined, 
         : `bundle is BROKEN: ${report.verified} receipts verify, ${report.breaks.length} breaks\n`,
     );
     for (const item of report.breaks) io.out(`  seq ${item.seq}: ${item.kind}\n`);
+    if (report.stopped) io.out(`  (stopped after ${report.breaks.length} breaks: the rest of the file was not read)\n`);
     for (const signer of signers) io.out(`  checkpoints of ${signer.checkpoints.join(', ')} signed by ${signer.key ?? '(no trusted key)'}\n`);
   }
   return report.ok ? EXIT.done : EXIT.refused;

@@ -2,19 +2,23 @@
 // text formats, their parsers and the bundle walk. Signing and verifying are injected (node:crypto
 // lives in src/ledger/keys.ts, so nothing here costs a hook its start-up).
 //
-// A checkpoint is a C2SP signed note (c2sp.org/signed-note) whose text follows c2sp.org/tlog-checkpoint:
+// A checkpoint is a C2SP signed note (c2sp.org/signed-note) whose text is a c2sp.org/tlog-checkpoint:
 //
 //   turnkeeper/store/<store id>          origin: the store's identity (store_meta store_id)
-//   41                                   the chain's head seq (the tlog "tree size")
-//   <base64 of the head hash's 32 bytes> the chain's head hash (the tlog "root hash")
+//   41                                   tree size: the chain's head seq (leaves are receipts 1..41)
+//   <base64 of the 32-byte Merkle root>  root hash: RFC 6962 root over the stored documents (merkle.ts)
+//   head <base64 of the head hash>       extension line: the head receipt's hash (`sha256:<hex>`)
 //   time 2026-11-30T12:29:38.791Z        extension line: when it was signed
 //
 //   — <key name> <base64(4-byte key hash || 64-byte Ed25519 signature)>
 //
-// The signature covers the text above the blank line, byte for byte. A launch attestation is an
+// The `head` line is the version switch: a note without one is a version 1 checkpoint (written before
+// the Merkle tree), whose third line is the head hash itself; it stays readable and is verified as
+// before. The signature covers the text above the blank line, byte for byte. A launch attestation is an
 // in-toto Statement in a DSSE envelope signed over DSSE's pre-authentication encoding (PAE).
 import { digestBytesBulk, isDigest, ZERO_DIGEST } from './canonical';
 import { parseReceipt, type ChainBreak } from './receipts';
+import { TreeBuilder } from './merkle';
 
 const ORIGIN_PREFIX = 'turnkeeper/store/';
 export const originOf = (storeId: string): string => `${ORIGIN_PREFIX}${storeId}`;
@@ -28,6 +32,8 @@ export interface CheckpointBody {
   readonly hash: string;
   /** When it was signed, ISO-8601 UTC with milliseconds. */
   readonly time: string;
+  /** The RFC 6962 root of receipts 1..seq, `sha256:<hex>`; absent in a version 1 note. */
+  readonly root?: string;
 }
 
 export interface NoteSignature {
@@ -38,6 +44,8 @@ export interface NoteSignature {
 }
 
 export interface ParsedCheckpoint extends CheckpointBody {
+  /** 2: the third line is the Merkle root (a `head` line names the head); 1: it is the head hash. */
+  readonly version: 1 | 2;
   /** The signed bytes: the note text up to and including the newline before the blank line. */
   readonly text: string;
   readonly signatures: readonly NoteSignature[];
@@ -53,7 +61,17 @@ export function checkpointText(body: CheckpointBody): string {
   if (!isDigest(body.hash)) throw new Error(`not a digest: ${body.hash}`);
   if (!NAME.test(body.origin)) throw new Error(`origin ${JSON.stringify(body.origin)} has whitespace or '+'`);
   if (!Number.isSafeInteger(body.seq) || body.seq < 0) throw new Error(`head seq ${body.seq} is not a count`);
-  return `${body.origin}\n${body.seq}\n${Buffer.from(body.hash.slice('sha256:'.length), 'hex').toString('base64')}\ntime ${body.time}\n`;
+  const base64 = (digest: string) => Buffer.from(digest.slice('sha256:'.length), 'hex').toString('base64');
+  if (body.root === undefined) return `${body.origin}\n${body.seq}\n${base64(body.hash)}\ntime ${body.time}\n`;
+  if (!isDigest(body.root)) throw new Error(`not a digest: ${body.root}`);
+  return `${body.origin}\n${body.seq}\n${base64(body.root)}\nhead ${base64(body.hash)}\ntime ${body.time}\n`;
+}
+
+/** `sha256:<hex>` of a 32-byte hash given in base64; undefined unless it is one, in canonical base64. */
+function digestOfBase64(text: string | undefined): string | undefined {
+  if (text === undefined || !BASE64.test(text)) return undefined;
+  const bytes = Buffer.from(text, 'base64');
+  return bytes.length === 32 && bytes.toString('base64') === text ? `sha256:${bytes.toString('hex')}` : undefined;
 }
 
 /** A signed note: the text, a blank line, one signature line per signer. */
@@ -70,9 +88,13 @@ export function parseCheckpoint(note: unknown): ParsedCheckpoint | undefined {
   const lines = text.slice(0, -1).split('\n');
   if (lines.length < 3) return undefined;
   const [origin, size, root, ...extensions] = lines as [string, string, string, ...string[]];
-  if (!NAME.test(origin) || !/^(0|[1-9]\d{0,15})$/.test(size) || !BASE64.test(root)) return undefined;
-  const rootBytes = Buffer.from(root, 'base64');
-  if (rootBytes.length !== 32 || rootBytes.toString('base64') !== root) return undefined;
+  if (!NAME.test(origin) || !/^(0|[1-9]\d{0,15})$/.test(size)) return undefined;
+  const third = digestOfBase64(root);
+  if (third === undefined) return undefined;
+  const headLines = extensions.filter((line) => line.startsWith('head '));
+  if (headLines.length > 1) return undefined;
+  const head = headLines.length === 1 ? digestOfBase64(headLines[0]!.slice('head '.length)) : undefined;
+  if (headLines.length === 1 && head === undefined) return undefined;
   const time = extensions.find((line) => line.startsWith('time '))?.slice('time '.length);
   // No line of the body is empty: the first blank line is where the signatures begin.
   if (time === undefined || !ISO_TIME.test(time)) return undefined;
@@ -86,7 +108,8 @@ export function parseCheckpoint(note: unknown): ParsedCheckpoint | undefined {
     signatures.push({ name, keyHash: bytes.subarray(0, 4), signature: bytes.subarray(4) });
   }
   if (signatures.length === 0) return undefined;
-  return { origin, seq: Number(size), hash: `sha256:${rootBytes.toString('hex')}`, time, text, signatures };
+  const versioned = head === undefined ? { version: 1 as const, hash: third } : { version: 2 as const, hash: head, root: third };
+  return { origin, seq: Number(size), ...versioned, time, text, signatures };
 }
 
 /** How a checkpoint's signatures fared: the signer trusted and valid, or why not. */
@@ -101,7 +124,7 @@ export const CHECKPOINT_KIND = 'checkpoint';
 
 /** The detail of a `checkpoint` receipt: the signed note and, for people, what it says. */
 export function checkpointDetail(note: string, body: CheckpointBody, key: string): Record<string, string | number> {
-  return { note, signedSeq: body.seq, signedHash: body.hash, key };
+  return { note, signedSeq: body.seq, signedHash: body.hash, ...(body.root === undefined ? {} : { signedRoot: body.root }), key };
 }
 
 // ---- export bundles ----
@@ -115,11 +138,23 @@ export interface BundleHeader {
   readonly to: number;
   /** The signed note covering the bundle's last receipt (`to`). */
   readonly checkpoint: string;
+  /**
+   * Base64 hashes of the complete subtrees of receipts 1..from-1 (merkle.ts subtreesOf), so that a
+   * bundle that starts later still yields every signed root; absent when `from` is 1.
+   */
+  readonly prefix?: readonly string[];
 }
 
 /** The bundle's first line; every following line is one stored receipt document, as stored. */
 export const bundleHeaderLine = (header: Omit<BundleHeader, 'schema'>): string =>
-  JSON.stringify({ schema: BUNDLE_SCHEMA, origin: header.origin, from: header.from, to: header.to, checkpoint: header.checkpoint });
+  JSON.stringify({
+    schema: BUNDLE_SCHEMA,
+    origin: header.origin,
+    from: header.from,
+    to: header.to,
+    checkpoint: header.checkpoint,
+    ...(header.prefix && header.prefix.length > 0 ? { prefix: header.prefix } : {}),
+  });
 
 function parseBundleHeader(line: string | undefined): BundleHeader | undefined {
   if (line === undefined) return undefined;
@@ -130,7 +165,8 @@ function parseBundleHeader(line: string | undefined): BundleHeader | undefined {
       typeof value.origin !== 'string' ||
       !Number.isSafeInteger(value.from) ||
       !Number.isSafeInteger(value.to) ||
-      typeof value.checkpoint !== 'string'
+      typeof value.checkpoint !== 'string' ||
+      (value.prefix !== undefined && !(Array.isArray(value.prefix) && value.prefix.every((item) => typeof item === 'string')))
     )
       return undefined;
     return value as unknown as BundleHeader;
@@ -155,13 +191,27 @@ export interface BundleReport {
   readonly to: number | null;
   /** Every checkpoint met (the in-chain ones and the header's), with the key that signed it. */
   readonly checkpoints: SignedCheckpoint[];
+  /** The walk stopped after MAX_BUNDLE_BREAKS breaks (a file of junk names millions): the rest is unread. */
+  readonly stopped?: true;
 }
 
-/** One line of a bundle: its text, and the digest of its bytes as given (`sha256:<hex>`). */
+/** A bundle's walk stops after this many breaks: enough to say what is wrong, bounded for a file of junk. */
+export const MAX_BUNDLE_BREAKS = 1000;
+
+/** One line of a bundle: its text, the digest of its bytes as given (`sha256:<hex>`), and its Merkle leaf hash. */
 export interface BundleLine {
   readonly text: string;
   readonly hash: string;
+  readonly leaf: Uint8Array;
 }
+
+/** SHA-256(0x00 || bytes) through Node's OpenSSL: merkle.ts leafHash, for bulk work. */
+function leafHashBulk(bytes: Uint8Array): Uint8Array {
+  nodeCrypto ??= process.getBuiltinModule('node:crypto');
+  return nodeCrypto.createHash('sha256').update(LEAF_PREFIX).update(bytes).digest();
+}
+const LEAF_PREFIX = Uint8Array.of(0);
+let nodeCrypto: typeof import('node:crypto') | undefined;
 
 /**
  * A bundle's lines, each hashed over its bytes exactly as in the file (no decode and re-encode): "hash
@@ -172,10 +222,25 @@ export function* bundleLinesOf(bytes: Buffer): Generator<BundleLine> {
     let end = bytes.indexOf(0x0a, start);
     if (end < 0) end = bytes.length;
     const line = bytes.subarray(start, end);
-    yield { text: line.toString('utf8'), hash: digestBytesBulk(line) };
+    yield { text: line.toString('utf8'), hash: digestBytesBulk(line), leaf: leafHashBulk(line) };
     start = end + 1;
   }
 }
+
+/** The prefix of a bundle that starts at `from` as a tree builder; undefined when it does not fit. */
+function treeOfPrefix(header: BundleHeader): TreeBuilder | undefined {
+  try {
+    return new TreeBuilder(
+      header.from - 1,
+      (header.prefix ?? []).map((item) => Buffer.from(item, 'base64')),
+    );
+  } catch {
+    return undefined;
+  }
+}
+
+const rootOf = (tree: TreeBuilder | undefined, size: number): string | undefined =>
+  tree && tree.size === size ? `sha256:${Buffer.from(tree.root()).toString('hex')}` : undefined;
 
 /**
  * Verifies an export bundle with no store: every document hashed over its bytes as given, every
@@ -192,6 +257,14 @@ export function verifyBundle(lines: Iterable<BundleLine>, verifyNote: NoteVerifi
   let verified = 0;
   let lastSeq: number | undefined;
   let lastHash: string | undefined;
+  // The Merkle tree of the documents as given, from the header's prefix: every version 2 checkpoint's
+  // root must be the root of the documents up to its head.
+  let tree: TreeBuilder | undefined;
+  const checkRoot = (note: ParsedCheckpoint, at: number): boolean => {
+    if (note.root === undefined || note.root === rootOf(tree, note.seq)) return true;
+    breaks.push({ seq: at || note.seq, kind: 'tree_mismatch' });
+    return false;
+  };
   const checkNote = (note: ParsedCheckpoint, at: number, origin: string | undefined): boolean => {
     const verdict = verifyNote(note);
     checkpoints.push({ at, seq: note.seq, signer: verdict.ok ? verdict.signer : null });
@@ -199,7 +272,12 @@ export function verifyBundle(lines: Iterable<BundleLine>, verifyNote: NoteVerifi
     else if (origin !== undefined && note.origin !== origin) breaks.push({ seq: at || note.seq, kind: 'checkpoint_mismatch' });
     return verdict.ok;
   };
-  for (const { text: line, hash } of lines) {
+  let stopped = false;
+  for (const { text: line, hash, leaf } of lines) {
+    if (breaks.length >= MAX_BUNDLE_BREAKS) {
+      stopped = true;
+      break;
+    }
     if (first) {
       first = false;
       header = parseBundleHeader(line);
@@ -208,6 +286,7 @@ export function verifyBundle(lines: Iterable<BundleLine>, verifyNote: NoteVerifi
         return finish();
       }
       expectedSeq = header.from;
+      tree = treeOfPrefix(header);
       continue;
     }
     if (line === '') continue; // the newline after the last document
@@ -243,9 +322,12 @@ export function verifyBundle(lines: Iterable<BundleLine>, verifyNote: NoteVerifi
         // (whose hash the link above ties to the bytes of that receipt).
         breaks.push({ seq, kind: 'checkpoint_mismatch' });
         broken = true;
-      }
+      } else if (!checkRoot(note, seq)) broken = true;
     }
     if (!broken) verified += 1;
+    // A gap or a reordering leaves the tree out of step: no root after it matches.
+    if (tree && tree.size === seq - 1) tree.push(leaf);
+    else tree = undefined;
     previousHash = hash;
     expectedSeq = seq + 1;
     lastSeq = seq;
@@ -262,6 +344,7 @@ export function verifyBundle(lines: Iterable<BundleLine>, verifyNote: NoteVerifi
         // is not the one signed (another checkpoint put in its place), is named.
         if (lastSeq === undefined || lastSeq < note.seq) breaks.push({ seq: note.seq, kind: 'truncated_after_checkpoint' });
         else if (lastSeq > note.seq || lastHash !== note.hash) breaks.push({ seq: note.seq, kind: 'checkpoint_mismatch' });
+        else checkRoot(note, 0);
       }
     }
     return {
@@ -272,6 +355,7 @@ export function verifyBundle(lines: Iterable<BundleLine>, verifyNote: NoteVerifi
       from: header?.from ?? null,
       to: lastSeq ?? null,
       checkpoints,
+      ...(stopped ? { stopped: true as const } : {}),
     };
   }
 }

@@ -95,6 +95,10 @@ export const BREAK_KINDS = [
   'checkpoint_mismatch',
   'signature_invalid',
   'untrusted_key',
+  /** A signed checkpoint (the store's own or a witnessed one) is not a prefix of the chain now: the history forked. */
+  'fork',
+  /** The stored Merkle tree, or a signed root, is not the tree of the stored documents. */
+  'tree_mismatch',
 ] as const;
 type BreakKind = (typeof BREAK_KINDS)[number];
 export interface ChainBreak {

@@ -15,7 +15,7 @@
 // (open.ts) hands every authority it opens and through which the Ledger runs each write transaction:
 // after the transaction's own receipts, in the same transaction; the witness line is appended after the commit (never naming what was rolled back). A
 // write that appends nothing (a replay) does nothing here: no key, no node:crypto, no config read.
-import { appendFileSync, closeSync, openSync, readSync, fstatSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync, writeSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { buildReceipt, parseReceipt, type ChainBreak, type ChainLink, type ChainReport, type WitnessState } from '../core/receipts';
 import { canonicalJson, digestText } from '../core/canonical';
@@ -38,6 +38,8 @@ import {
   type NoteVerifier,
   type ParsedCheckpoint,
 } from '../core/checkpoint';
+import { checkExtension, hashReaderOf, storedRoot, TreeIncomplete } from '../core/signedPrefix';
+import { consistencyProof, inclusionProof, leafHash, verifyInclusion, subtreesOf } from '../core/merkle';
 import { turnkeeperHome, type Env } from '../store/location';
 import type { StorePort, StoreTx } from '../store/port';
 import type { Authority, ReceiptRow } from '../store/authority';
@@ -92,6 +94,8 @@ export interface WrittenCheckpoint {
   /** The head it signs. */
   readonly seq: number;
   readonly hash: string;
+  /** The Merkle root of receipts 1..seq. */
+  readonly root: string;
   /** The `checkpoint` receipt that carries it (seq + 1), or null for one kept out of the chain (a release's). */
   readonly receipt: number | null;
   readonly note: string;
@@ -152,7 +156,16 @@ export class Checkpoints {
         // caught are the key's. A statement that fails is the transaction's failure and propagates:
         // caught here, the store would be asked to COMMIT a transaction with half an append in it.
         const key = this.keyOrNothing();
-        if (key) written = await this.sign(tx, goal, due === 'chain', key);
+        try {
+          if (key) written = await this.sign(tx, goal, due === 'chain', key, AUTOMATIC_WALK_LIMIT);
+        } catch (error) {
+          // A head that does not extend what was signed is never signed; the decision stands, and
+          // verify names the fork. A walk too long for a hook (the first checkpoint over the tree of a
+          // large upgraded store) is left to `turnkeeper checkpoint`. Only these are caught: both are
+          // thrown by the check, before anything is written.
+          if (!(error instanceof SigningRefused) && !(error instanceof SigningDeferred)) throw error;
+          if (this.env.TURNKEEPER_DEBUG) process.stderr.write(`turnkeeper: no checkpoint: ${error.message}\n`);
+        }
       }
       return value;
     });
@@ -170,21 +183,68 @@ export class Checkpoints {
 
   /**
    * Signs the head of the open transaction, keeps it in store_meta and, `inChain`, appends the
-   * `checkpoint` receipt that carries it.
+   * `checkpoint` receipt that carries it. First the head must extend every checkpoint signed before
+   * (the store's newest and the witnessed one): otherwise `SigningRefused`, and nothing is written.
    */
-  private async sign(tx: StoreTx, goal: string, inChain: boolean, key: SigningKey = signingKey(this.env)): Promise<WrittenCheckpoint | undefined> {
+  private async sign(
+    tx: StoreTx,
+    goal: string,
+    inChain: boolean,
+    key: SigningKey = signingKey(this.env),
+    maxWalk = Infinity,
+  ): Promise<WrittenCheckpoint | undefined> {
     const origin = await this.origin();
     const head = await tx.chainHead();
     if (origin === undefined || head === undefined) return undefined;
+    const before = this.signedBefore(origin, await tx.meta(CHECKPOINT_META));
+    const extension = await checkExtension(tx, head, before.notes, maxWalk);
+    if ('deferred' in extension) throw new SigningDeferred(extension.deferred);
+    const breaks = extension.ok ? [] : [...extension.breaks];
+    // The witness also knows which receipt carried its newest checkpoint: rewritten, the history after
+    // the signed head forked, even though the signed head itself is intact.
+    for (const carrier of before.carriers) {
+      const row = carrier.seq > head.seq ? undefined : (await tx.receiptsBetween(carrier.seq - 1, carrier.seq))[0];
+      if (row === undefined) breaks.push({ seq: carrier.seq, kind: 'truncated_after_checkpoint' });
+      else if (parseReceipt(row.doc)?.detail?.note !== carrier.text) breaks.push({ seq: carrier.seq, kind: 'fork' });
+    }
+    if (!extension.ok || breaks.length > 0) throw new SigningRefused(breaks);
     const now = await tx.clock(Date.now());
-    const body = { origin, seq: head.seq, hash: head.hash, time: new Date(now).toISOString() };
+    const body = { origin, seq: head.seq, hash: head.hash, root: extension.root, time: new Date(now).toISOString() };
     const text = checkpointText(body);
     const note = signedNote(text, [signNote(key, text)]);
     await tx.setMeta(CHECKPOINT_META, note);
-    if (!inChain) return { origin, seq: head.seq, hash: head.hash, receipt: null, note, key: key.name };
+    const written = { origin, seq: head.seq, hash: head.hash, root: extension.root, note, key: key.name };
+    if (!inChain) return { ...written, receipt: null };
     const receipt = buildReceipt(head, { kind: 'checkpoint', goal, detail: checkpointDetail(note, body, key.name) }, now);
     await tx.appendReceipt({ seq: receipt.document.seq, doc: receipt.text, hash: receipt.hash, goal, todo: null, capture: null, kind: CHECKPOINT_KIND }, head);
-    return { origin, seq: head.seq, hash: head.hash, receipt: receipt.document.seq, note, key: key.name };
+    return { ...written, receipt: receipt.document.seq };
+  }
+
+  /**
+   * The checkpoints a new one must extend: the store's newest (store_meta) and the witness's newest of
+   * this origin, each only when signed by a trusted key (an untrusted or broken note is `verify`'s to
+   * name; it cannot vouch for a prefix, nor block a signature).
+   */
+  private signedBefore(origin: string, meta: string | undefined): { notes: ParsedCheckpoint[]; carriers: { seq: number; text: string }[] } {
+    const verify = noteVerifier(trustedKeys(this.env));
+    const trusted = (note: ParsedCheckpoint | undefined): note is ParsedCheckpoint => note !== undefined && note.origin === origin && verify(note).ok;
+    const notes: ParsedCheckpoint[] = [];
+    const carriers: { seq: number; text: string }[] = [];
+    const add = (note: ParsedCheckpoint) => {
+      if (!notes.some((known) => known.text === note.text)) notes.push(note);
+    };
+    const own = parseCheckpoint(meta);
+    if (trusted(own)) add(own);
+    const path = this.witness;
+    const entries = path === null ? [] : readWitness(path);
+    if (entries !== 'unreadable')
+      for (const entry of newestOf(entries, origin)) {
+        const note = parseCheckpoint(entry.text);
+        if (!trusted(note) || note.seq !== entry.seq) continue;
+        add(note);
+        if (entry.receipt !== null) carriers.push({ seq: entry.receipt, text: entry.text });
+      }
+    return { notes, carriers };
   }
 
   /** This installation's signing key, or undefined (with a line under TURNKEEPER_DEBUG) when it cannot be loaded. */
@@ -203,6 +263,105 @@ export class Checkpoints {
     if (!written || written.receipt === null) throw new Error('the store has no receipts or no identity (store_meta store_id) to sign');
     this.witnessQuietly(written);
     return { ...written, receipt: written.receipt };
+  }
+
+  /**
+   * The inclusion proof of receipt `seq` in a signed checkpoint: of tree size `size` (the store's
+   * newest checkpoint of that size, or the `checkpoint` receipt right after receipt `size`), else the
+   * store's newest one when it covers the receipt, else a new checkpoint of the head (which first
+   * checks that the head extends what was signed). The proof is read from the stored tree (O(log n)
+   * rows) and checked against the signed root before it is handed out: a receipt that is not the
+   * leaf the signed tree holds (past the head, or rewritten) is refused.
+   */
+  async prove(seq: number, size?: number, goal = ''): Promise<ProofResult> {
+    const head = await this.rows.chainHead();
+    if (head === undefined || seq > head.seq)
+      return { ok: false, reason: 'not_in_chain', message: `receipt #${seq} is past the chain's head (#${head?.seq ?? 0}): it is in no signed tree` };
+    if (size !== undefined && (size < seq || size > head.seq))
+      return { ok: false, reason: 'no_checkpoint', message: `--size ${size} must be between receipt #${seq} and the head #${head.seq}` };
+    const row = (await this.rows.receipts({ beforeSeq: seq + 1, limit: 1 })).find((candidate) => Number(candidate.seq) === seq);
+    if (!row) return { ok: false, reason: 'unknown_receipt', message: `no receipt #${seq}` };
+    const origin = await this.origin();
+    const usable = (note: ParsedCheckpoint | undefined): note is ParsedCheckpoint & { root: string } =>
+      note !== undefined && note.root !== undefined && note.origin === origin && this.trusted(note);
+    let note: ParsedCheckpoint | undefined;
+    if (size === undefined) {
+      note = await this.latest();
+      if (!usable(note) || note.seq < seq) note = parseCheckpoint((await this.checkpointNow(goal)).note);
+    } else {
+      note = await this.latest();
+      if (note?.seq !== size) {
+        const carrier = (await this.rows.receipts({ beforeSeq: size + 2, limit: 1 })).find((candidate) => Number(candidate.seq) === size + 1);
+        const carried = carrier ? parseReceipt(carrier.doc) : undefined;
+        note = carried?.kind === CHECKPOINT_KIND ? parseCheckpoint(carried.detail?.note) : undefined;
+      }
+      if (note?.seq !== size) note = undefined;
+    }
+    if (!usable(note))
+      return {
+        ok: false,
+        reason: 'no_checkpoint',
+        message: `no signed checkpoint of tree size ${size ?? seq} over the Merkle tree: turnkeeper checkpoint signs the head`,
+      };
+    const read = hashReaderOf(this.rows);
+    if ((await storedRoot(this.rows, note.seq)) !== note.root)
+      return { ok: false, reason: 'tree_mismatch', message: `the stored receipt tree at size ${note.seq} is not the signed one: turnkeeper verify` };
+    let proof: Uint8Array[];
+    try {
+      proof = await inclusionProof(seq - 1, note.seq, read);
+    } catch (error) {
+      if (!(error instanceof TreeIncomplete)) throw error;
+      return { ok: false, reason: 'tree_mismatch', message: `${error.message}: turnkeeper verify` };
+    }
+    if (!verifyInclusion(seq - 1, note.seq, leafHash(Buffer.from(row.doc, 'utf8')), proof, bytesOf(note.root)))
+      return {
+        ok: false,
+        reason: 'not_in_chain',
+        message: `receipt #${seq} as stored is not the leaf the signed tree of size ${note.seq} holds: turnkeeper verify`,
+      };
+    return {
+      ok: true,
+      index: seq - 1,
+      size: note.seq,
+      root: base64Of(note.root),
+      proof: proof.map((hash) => Buffer.from(hash).toString('base64')),
+      checkpoint: signedNote(note.text, note.signatures),
+      document: row.doc,
+      hash: row.hash ?? '',
+    };
+  }
+
+  async headSeq(): Promise<number> {
+    return (await this.rows.chainHead())?.seq ?? 0;
+  }
+
+  /**
+   * Whether a trusted key signed the note, remembered per note text once it did (proofs against one
+   * checkpoint, asked again and again by a long-lived process, check its signature once). The keys are
+   * read when a note is first checked: a first checkpoint creates this installation's key.
+   */
+  private trusted(note: ParsedCheckpoint): boolean {
+    const whole = signedNote(note.text, note.signatures);
+    if (this.trustedNotes.has(whole)) return true;
+    if (!noteVerifier(trustedKeys(this.env))(note).ok) return false;
+    if (this.trustedNotes.size >= 64) this.trustedNotes.clear();
+    this.trustedNotes.add(whole);
+    return true;
+  }
+  private readonly trustedNotes = new Set<string>();
+
+  /** `turnkeeper receipts consistency`: the tree of `from` receipts a prefix of the tree of `to` (Go tlog.CheckTree). */
+  async consistency(from: number, to: number): Promise<{ from: number; to: number; proof: string[] }> {
+    const head = await this.rows.chainHead();
+    if (!(from >= 1 && from <= to && to <= (head?.seq ?? 0)))
+      throw new RangeError(`no consistency proof from ${from} to ${to}: 1 <= from <= to <= ${head?.seq ?? 0}`);
+    const proof = await consistencyProof(from, to, hashReaderOf(this.rows));
+    return { from, to, proof: proof.map((hash) => Buffer.from(hash).toString('base64')) };
+  }
+
+  /** Base64 hashes of the complete subtrees of receipts 1..count: a bundle's `prefix`. */
+  async prefixOf(count: number): Promise<string[]> {
+    return (await hashReaderOf(this.rows)(subtreesOf(0, count))).map((hash) => Buffer.from(hash).toString('base64'));
   }
 
   private witnessQuietly(written: WrittenCheckpoint): void {
@@ -247,7 +406,10 @@ export class Checkpoints {
       const note = parseCheckpoint(entry.text);
       const verdict = note ? verify(note) : ({ ok: false, kind: 'signature_invalid' } as const);
       witness = { state: 'checked', path, seq: entry.seq, receipt: entry.receipt, signer: verdict.ok ? verdict.signer : null, time: note?.time ?? '' };
-      const found = compareOne(note, verdict, entry, at);
+      let found = compareOne(note, verdict, entry, at);
+      // A version 2 note also names the tree: the stored tree's root at its size must be the signed one.
+      if (!found && note?.root !== undefined && note.seq > 0 && (await storedRoot(this.rows, note.seq)) !== note.root)
+        found = { seq: note.seq, kind: 'tree_mismatch' };
       if (found && !breaks.some((known) => known.seq === found.seq && known.kind === found.kind)) breaks.push(found);
     }
     return { witness, breaks };
@@ -284,10 +446,29 @@ interface WitnessEntry {
   readonly text: string;
 }
 
+/**
+ * The witness opened as a regular file only: never through a symlink (O_NOFOLLOW: a link to config.json
+ * would have every checkpoint appended into it) and never blocking (O_NONBLOCK: a FIFO in its place
+ * would hang every verify, doctor and checkpointing claim); anything but a regular file is refused.
+ */
+function openWitness(path: string, flags: number): number {
+  const fd = openSync(path, flags | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
+  if (!fstatSync(fd).isFile()) {
+    closeSync(fd);
+    throw new Error(`${path} is not a regular file`);
+  }
+  return fd;
+}
+
 /** Appends one checkpoint to the witness file (O_APPEND: concurrent writers never interleave a line). */
 function appendWitness(path: string, written: WrittenCheckpoint): void {
   const entry = { schema: WITNESS_SCHEMA, origin: written.origin, seq: written.seq, receipt: written.receipt, checkpoint: written.note };
-  appendFileSync(path, JSON.stringify(entry) + '\n', { mode: 0o600 });
+  const fd = openWitness(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT);
+  try {
+    writeSync(fd, JSON.stringify(entry) + '\n');
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** The witness's entries (its last megabyte), `[]` when there is no file, `'unreadable'` when unreadable. */
@@ -295,7 +476,7 @@ function readWitness(path: string): WitnessEntry[] | 'unreadable' {
   let text: string;
   let fd: number | undefined;
   try {
-    fd = openSync(path, 'r');
+    fd = openWitness(path, constants.O_RDONLY);
     const size = fstatSync(fd).size;
     const length = Math.min(size, WITNESS_TAIL_BYTES);
     const buffer = Buffer.alloc(length);
@@ -336,6 +517,52 @@ function newestOf(entries: readonly WitnessEntry[], origin: string): WitnessEntr
   return entries.filter((entry) => entry.origin === origin && entry.seq === highest);
 }
 
+// ---- refusals, proofs ----
+
+/** The head does not extend a checkpoint signed before (a fork, a cut tail, a rewritten tree): nothing is signed. */
+export class SigningRefused extends Error {
+  constructor(readonly breaks: ChainBreak[]) {
+    super(
+      `the receipt chain does not extend what was signed before (${breaks.map((item) => `seq ${item.seq}: ${item.kind}`).join(', ')}): nothing was signed; turnkeeper verify`,
+    );
+    this.name = 'SigningRefused';
+  }
+}
+
+/** An automatic checkpoint would walk more receipts than a hook may (AUTOMATIC_WALK_LIMIT): left to `turnkeeper checkpoint`. */
+class SigningDeferred extends Error {
+  constructor(readonly receipts: number) {
+    super(`${receipts} receipts since the last checkpoint signed over the Merkle tree: turnkeeper checkpoint signs them`);
+    this.name = 'SigningDeferred';
+  }
+}
+
+/**
+ * The most receipts an automatic checkpoint (inside a hook's write) walks since the last one signed
+ * over the tree: about 0.2 s. Only the first checkpoint of a large store upgraded to schema v3 walks
+ * more; `turnkeeper checkpoint` (or an export) does it once, and automatic ones resume.
+ */
+const AUTOMATIC_WALK_LIMIT = 10_000;
+
+/** `turnkeeper receipts prove`: one receipt's inclusion in a signed checkpoint (Go tlog.CheckRecord checks it). */
+interface InclusionProof {
+  readonly index: number;
+  readonly size: number;
+  /** Base64 of the Merkle root the checkpoint signs. */
+  readonly root: string;
+  /** Base64 hashes, leaf level first (RFC 6962 PATH). */
+  readonly proof: string[];
+  /** The signed note of tree size `size`. */
+  readonly checkpoint: string;
+}
+
+export type ProofResult =
+  | ({ readonly ok: true; readonly document: string; readonly hash: string } & InclusionProof)
+  | { readonly ok: false; readonly reason: 'unknown_receipt' | 'not_in_chain' | 'no_checkpoint' | 'tree_mismatch'; readonly message: string };
+
+const base64Of = (digest: string): string => Buffer.from(digest.slice('sha256:'.length), 'hex').toString('base64');
+const bytesOf = (digest: string): Buffer => Buffer.from(digest.slice('sha256:'.length), 'hex');
+
 // ---- export, offline verification, launch attestations ----
 
 /** The chain does not verify: nothing is signed over a broken chain. */
@@ -368,7 +595,7 @@ export async function exportBundle(
   const checkpoint = await checkpoints.checkpointNow(goal);
   const to = checkpoint.seq;
   const first = Math.max(1, Math.min(from, to));
-  write(bundleHeaderLine({ origin: checkpoint.origin, from: first, to, checkpoint: checkpoint.note }) + '\n');
+  write(bundleHeaderLine({ origin: checkpoint.origin, from: first, to, checkpoint: checkpoint.note, prefix: await checkpoints.prefixOf(first - 1) }) + '\n');
   for (let start = first; start <= to; start += EXPORT_PAGE) {
     const end = Math.min(start + EXPORT_PAGE, to + 1);
     const rows = await store.receipts({ beforeSeq: end, limit: end - start });
@@ -384,6 +611,28 @@ export function verifyBundleBytes(bytes: Buffer, keys: readonly TrustedKey[]): B
   return verifyBundle(bundleLinesOf(bytes), noteVerifier(keys));
 }
 
+type ProofVerdict =
+  | { readonly ok: true; readonly origin: string; readonly seq: number; readonly size: number; readonly signer: string }
+  | { readonly ok: false; readonly reason: 'not_a_proof' | 'signature_invalid' | 'untrusted_key' | 'checkpoint_mismatch' | 'not_included' };
+
+/** `verify --proof`: an inclusion proof (receipts prove --json) and a document, with these keys only. */
+export function checkInclusionProof(
+  proof: { index?: unknown; size?: unknown; root?: unknown; proof?: unknown; checkpoint?: unknown },
+  document: Buffer,
+  keys: readonly TrustedKey[],
+): ProofVerdict {
+  const hashes =
+    Array.isArray(proof.proof) && proof.proof.every((item) => typeof item === 'string') ? proof.proof.map((item) => Buffer.from(item, 'base64')) : undefined;
+  const note = parseCheckpoint(proof.checkpoint);
+  if (!note || note.root === undefined || !hashes || !Number.isSafeInteger(proof.index) || typeof proof.root !== 'string')
+    return { ok: false, reason: 'not_a_proof' };
+  const verdict = noteVerifier(keys)(note);
+  if (!verdict.ok) return { ok: false, reason: verdict.kind };
+  if (proof.size !== note.seq || proof.root !== base64Of(note.root)) return { ok: false, reason: 'checkpoint_mismatch' };
+  if (!verifyInclusion(proof.index as number, note.seq, leafHash(document), hashes, bytesOf(note.root))) return { ok: false, reason: 'not_included' };
+  return { ok: true, origin: note.origin, seq: (proof.index as number) + 1, size: note.seq, signer: verdict.signer };
+}
+
 /** Which key signed which checkpoints of a bundle: "which machine signed what". */
 export function signersOf(report: BundleReport): { key: string | null; checkpoints: number[] }[] {
   const bySigner = new Map<string | null, number[]>();
@@ -397,7 +646,11 @@ export function signersOf(report: BundleReport): { key: string | null; checkpoin
 
 export type AttestationResult =
   | { readonly ok: true; readonly envelope: DsseEnvelope; readonly statement: Record<string, unknown> }
-  | { readonly ok: false; readonly reason: 'unknown_receipt' | 'not_a_launch' | 'content_altered'; readonly message: string };
+  | {
+      readonly ok: false;
+      readonly reason: 'unknown_receipt' | 'not_a_launch' | 'content_altered' | 'not_in_chain' | 'no_checkpoint' | 'tree_mismatch' | 'chain_broken';
+      readonly message: string;
+    };
 
 /**
  * `turnkeeper receipts attestation <seq>`: the `launch_committed` receipt as an in-toto Statement
@@ -421,14 +674,32 @@ export async function launchAttestation(store: Authority, env: Env, seq: number)
   const closure = digestOf(detail.closure);
   if (closure) subject.push({ name: 'closure', digest: closure });
   if (subject.length === 0) return { ok: false, reason: 'not_a_launch', message: `receipt #${seq} names no attested digest` };
-  const capture = doc.capture ? await store.getCapture(doc.capture) : undefined;
   const checkpoints = checkpointsOf(store);
+  if (!checkpoints) throw new Error('this store was not opened with checkpoints');
+  // The receipt must be a leaf of a signed tree that extends everything signed before: its inclusion
+  // proof goes into the statement, so one attestation, one public key and the proof suffice.
+  let proved: ProofResult;
+  try {
+    proved = await checkpoints.prove(seq);
+  } catch (error) {
+    if (!(error instanceof SigningRefused)) throw error;
+    return { ok: false, reason: 'chain_broken', message: error.message };
+  }
+  if (!proved.ok) return { ok: false, reason: proved.reason, message: proved.message };
+  const capture = doc.capture ? await store.getCapture(doc.capture) : undefined;
   const statement = {
     _type: IN_TOTO_STATEMENT_TYPE,
     subject,
     predicateType: LAUNCH_PREDICATE_TYPE,
     predicate: {
-      receipt: { seq: doc.seq, hash: row.hash, at: doc.at, origin: (await checkpoints?.origin()) ?? null },
+      receipt: {
+        seq: doc.seq,
+        hash: row.hash,
+        at: doc.at,
+        origin: (await checkpoints.origin()) ?? null,
+        document: row.doc,
+        inclusion: { index: proved.index, size: proved.size, root: proved.root, proof: proved.proof, checkpoint: proved.checkpoint },
+      },
       capture: doc.capture ?? null,
       todo: doc.todo ?? capture?.todo ?? null,
       goal: doc.goal,

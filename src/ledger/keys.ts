@@ -272,8 +272,10 @@ export function noteVerifier(keys: readonly TrustedKey[]): NoteVerifier {
       for (const key of keys) {
         if (key.name !== null && key.name !== signature.name) continue;
         if (!keyHashOf(signature.name, key.publicKey).equals(signature.keyHash)) continue;
+        // The signer is named by the trusted key, never by the note: a key trusted without a name (a
+        // PEM) is named by its fingerprint, whatever name its holder wrote on the signature.
         if (signature.signature.length === 64 && crypto().verify(null, Buffer.from(note.text, 'utf8'), keyObject(key.publicKey), signature.signature))
-          return { ok: true, signer: signature.name };
+          return { ok: true, signer: key.name ?? `ed25519:${crypto().hash('sha256', key.publicKey, 'hex').slice(0, 16)}` };
         invalid = true;
       }
     }

@@ -34,6 +34,7 @@ import {
   type Todo,
   type TodoStatus,
 } from '../store/authority';
+import type { TreeKey } from '../core/merkle';
 import type { FeedMode, StorePort, StoreTx } from '../store/port';
 import { faultPoint } from '../store/faults';
 import { latestStartOfTodo, startOfCapture } from './starts';
@@ -645,6 +646,7 @@ export class Ledger implements Authority {
   activeLeaseCount = (goal?: string) => this.rows.activeLeaseCount(goal);
   listCaptures = () => this.rows.listCaptures();
   receipts = (page: ReceiptPage) => this.rows.receipts(page);
+  treeHashes = (keys: readonly TreeKey[]) => this.rows.treeHashes(keys);
   verifyChain = (after?: { seq: number; hash: string }) => (this.checkpoints ? this.checkpoints.verifyChain(after) : this.rows.verifyChain(after));
   health = () => this.rows.health();
   close = () => this.rows.close();

@@ -9,6 +9,7 @@ import type { Agent, Owner } from '../core/ids';
 import type { Preconditions } from '../core/ready';
 import type { ReceiptFields } from '../core/receipts';
 import type { FeedMode } from './port';
+import type { TreeKey } from '../core/merkle';
 
 export type TodoStatus = 'open' | 'done' | 'blocked';
 
@@ -308,6 +309,8 @@ export interface Authority {
    * (`isStoreWide`: checkpoints, clock skews, imports, Goal `-`); a row the index lacks is kept.
    */
   receipts(page: ReceiptPage): Promise<ReceiptRow[]>;
+  /** Stored hashes of complete subtrees of the receipts' Merkle tree (src/core/merkle.ts), undefined where none. */
+  treeHashes(keys: readonly TreeKey[]): Promise<(Uint8Array | undefined)[]>;
   /** Walks the whole chain, or only the rows after a prefix already verified (`after`). */
   verifyChain(after?: { seq: number; hash: string }): Promise<ChainReport>;
   health(): Promise<StoreHealth>;

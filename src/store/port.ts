@@ -2,6 +2,7 @@
 // writes only, no policy: which claim wins, what a refusal records, how receipts chain and what a
 // ready capture says live above it, in src/ledger/ledger.ts, once for every authority.
 import type { ChainLink, ChainReport } from '../core/receipts';
+import type { TreeKey } from '../core/merkle';
 import type { Lease } from '../core/lease';
 import type { Owner } from '../core/ids';
 import type { ReceiptPage, ReceiptRow, SessionRecord, SessionTouch, StoreHealth, StoredCapture, StoredReady, Todo, TodoStatus } from './authority';
@@ -61,6 +62,13 @@ export interface StoreTx {
   chainHead(): Promise<ChainLink | undefined>;
   /** Inserts the row and advances the head from `previous`; fails if the head moved meanwhile. */
   appendReceipt(row: ReceiptInsert, previous: ChainLink | undefined): Promise<void>;
+  /**
+   * Stored hashes of complete subtrees of the receipt tree (src/core/merkle.ts), in the order asked,
+   * undefined where there is no row. Reads this transaction's own appends.
+   */
+  treeHashes(keys: readonly TreeKey[]): Promise<(Uint8Array | undefined)[]>;
+  /** Receipt rows with after < seq <= upTo, in seq order (the receipts since the last signed checkpoint). */
+  receiptsBetween(after: number, upTo: number): Promise<ReceiptRow[]>;
   /** Stored docs of the Todo's newest receipts, newest first. */
   recentReceiptsOfTodo(goal: string, todo: string, limit: number): Promise<string[]>;
   /** The checkout a capture ran in. */
@@ -123,6 +131,10 @@ export interface StorePort {
   listCaptures(): Promise<StoredCapture[]>;
   /** Newest first; with `goal`, only that Goal's receipts (by `receipt_index`) and the store-wide ones (`isStoreWide`). */
   receipts(page: ReceiptPage): Promise<ReceiptRow[]>;
+  /** Stored hashes of complete subtrees of the receipt tree, in the order asked (undefined: no row). */
+  treeHashes(keys: readonly TreeKey[]): Promise<(Uint8Array | undefined)[]>;
+  /** The head row (seq and hash of the newest receipt), undefined for an empty chain. */
+  chainHead(): Promise<ChainLink | undefined>;
   /** Walks the chain in one snapshot (and compares the store's anchor, where it has one). */
   verifyChain(after?: ChainLink): Promise<ChainReport>;
   health(): Promise<StoreHealth>;

@@ -22,6 +22,7 @@
 import type { Client, ClientConfig, QueryConfig, QueryResultRow } from 'pg';
 import { ZERO_DIGEST } from '../core/canonical';
 import { ChainWalker, STORE_WIDE_KINDS, type ChainLink, type ChainReport } from '../core/receipts';
+import type { TreeKey } from '../core/merkle';
 import type { Lease } from '../core/lease';
 import type { Owner } from '../core/ids';
 import {
@@ -784,6 +785,10 @@ export class PostgresRows implements StorePort {
       this.txHead = { seq: row.seq, hash: row.hash };
       return Promise.resolve();
     },
+    // Reads flush the pending appends first (q): the trigger has written their tree rows by then.
+    treeHashes: async (keys) => this.treeQuery(keys),
+    receiptsBetween: async (after, upTo) =>
+      (await this.q<ReceiptRow>('SELECT seq, doc, hash FROM turnkeeper.receipts WHERE seq > $1 AND seq <= $2 ORDER BY seq', [after, upTo])).rows,
     recentReceiptsOfTodo: async (goal, todo, limit) =>
       (
         await this.q<{ doc: string }>(
@@ -981,6 +986,30 @@ export class PostgresRows implements StorePort {
             )
         ).rows,
     );
+  }
+
+  /** Stored subtree hashes of the receipt tree, in one statement, in the order asked. */
+  private async treeQuery(keys: readonly TreeKey[]): Promise<(Uint8Array | undefined)[]> {
+    if (keys.length === 0) return [];
+    const rows = (
+      await this.q<{ level: number; idx: number; hash: Buffer }>(
+        'SELECT t.level, t.idx, t.hash FROM turnkeeper.receipt_tree t JOIN unnest($1::int4[], $2::int8[]) AS k(level, idx) ON t.level = k.level AND t.idx = k.idx',
+        [keys.map((key) => key[0]), keys.map((key) => key[1])],
+      )
+    ).rows;
+    const found = new Map(rows.map((row) => [`${row.level}/${row.idx}`, row.hash]));
+    return keys.map(([level, index]) => found.get(`${level}/${index}`));
+  }
+
+  treeHashes(keys: readonly TreeKey[]): Promise<(Uint8Array | undefined)[]> {
+    return this.read(() => this.treeQuery(keys));
+  }
+
+  chainHead(): Promise<ChainLink | undefined> {
+    return this.read(async () => {
+      const head = await this.one<{ seq: number; hash: string }>('SELECT seq, hash FROM turnkeeper.receipt_head WHERE id = 1');
+      return head && head.seq > 0 ? head : undefined;
+    });
   }
 
   /** One snapshot (REPEATABLE READ), streamed through a server cursor: bounded memory for any length. */

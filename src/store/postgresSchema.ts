@@ -164,6 +164,91 @@ export const PG_MIGRATIONS: readonly string[] = [
 
   UPDATE turnkeeper.store_meta SET value = '2' WHERE key = 'schema_version';
   `,
+  // v3: the receipt log as an RFC 6962 Merkle tree (src/core/merkle.ts; docs/receipts.md, "The Merkle
+  // tree"): the hash of every complete, aligned subtree, (level, idx) covering leaves
+  // [idx * 2^level, (idx + 1) * 2^level), leaf i being receipt i + 1. Written by the chain trigger, as
+  // the owner, in the statement that admits the receipt: the server computes the tree from the text it
+  // stored, so no client (and no hook role, which may only read the table) can plant a node that
+  // disagrees with the chain. The receipts already there get their rows here, in seq order.
+  `
+  CREATE TABLE turnkeeper.receipt_tree (level int4 NOT NULL, idx int8 NOT NULL, hash bytea NOT NULL, PRIMARY KEY (level, idx));
+
+  CREATE FUNCTION turnkeeper.receipt_tree_append(leaf_seq int8, leaf_doc text) RETURNS void LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp AS $$
+  DECLARE
+    at int8 := leaf_seq - 1;
+    lvl int4 := 0;
+    node bytea := sha256('\\x00'::bytea || convert_to(leaf_doc, 'UTF8'));
+    sibling bytea;
+  BEGIN
+    INSERT INTO turnkeeper.receipt_tree (level, idx, hash) VALUES (0, at, node);
+    WHILE at % 2 = 1 LOOP
+      SELECT t.hash INTO sibling FROM turnkeeper.receipt_tree t WHERE t.level = lvl AND t.idx = at - 1;
+      IF sibling IS NULL THEN
+        RAISE EXCEPTION 'turnkeeper receipt %: the receipt tree has no node (%, %)', leaf_seq, lvl, at - 1 USING ERRCODE = 'check_violation';
+      END IF;
+      node := sha256('\\x01'::bytea || sibling || node);
+      lvl := lvl + 1;
+      at := at / 2;
+      INSERT INTO turnkeeper.receipt_tree (level, idx, hash) VALUES (lvl, at, node);
+    END LOOP;
+  END $$;
+  REVOKE ALL ON FUNCTION turnkeeper.receipt_tree_append(int8, text) FROM PUBLIC;
+
+  DO $$
+  DECLARE
+    r record;
+  BEGIN
+    FOR r IN SELECT seq, doc FROM turnkeeper.receipts ORDER BY seq LOOP
+      PERFORM turnkeeper.receipt_tree_append(r.seq, r.doc);
+    END LOOP;
+  END $$;
+
+  CREATE OR REPLACE FUNCTION turnkeeper.receipt_extends_head() RETURNS trigger LANGUAGE plpgsql
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+  DECLARE
+    head_seq int8;
+    head_hash text;
+    doc jsonb;
+  BEGIN
+    SELECT seq, hash INTO head_seq, head_hash FROM turnkeeper.receipt_head WHERE id = 1 FOR UPDATE;
+    IF NEW.seq IS DISTINCT FROM head_seq + 1 THEN
+      RAISE EXCEPTION 'turnkeeper receipt % does not extend the chain: the head is receipt %', NEW.seq, head_seq
+        USING ERRCODE = 'check_violation', HINT = 'receipts are appended by turnkeeper.append_receipts, one after the head';
+    END IF;
+    IF NEW.hash IS DISTINCT FROM 'sha256:' || encode(sha256(convert_to(NEW.doc, 'UTF8')), 'hex') THEN
+      RAISE EXCEPTION 'turnkeeper receipt %: its hash is not the digest of its document', NEW.seq USING ERRCODE = 'check_violation';
+    END IF;
+    BEGIN
+      doc := NEW.doc::jsonb;
+    EXCEPTION WHEN others THEN
+      RAISE EXCEPTION 'turnkeeper receipt %: its document is not JSON', NEW.seq USING ERRCODE = 'check_violation';
+    END;
+    IF jsonb_typeof(doc) IS DISTINCT FROM 'object' OR doc->>'schema' IS DISTINCT FROM 'turnkeeper.receipt/v1'
+       OR doc->'seq' IS DISTINCT FROM to_jsonb(NEW.seq) OR doc->>'prevHash' IS DISTINCT FROM head_hash THEN
+      RAISE EXCEPTION 'turnkeeper receipt %: its document does not name seq % and the head''s hash as prevHash', NEW.seq, NEW.seq
+        USING ERRCODE = 'check_violation';
+    END IF;
+    UPDATE turnkeeper.receipt_head SET seq = NEW.seq, hash = NEW.hash WHERE id = 1;
+    PERFORM turnkeeper.receipt_tree_append(NEW.seq, NEW.doc);
+    RETURN NEW;
+  END $$;
+
+  -- Roles granted before read the tree as they read the receipts.
+  DO $$
+  DECLARE
+    grantee_name text;
+  BEGIN
+    FOR grantee_name IN
+      SELECT DISTINCT a.grantee::regrole::text FROM pg_class c, aclexplode(c.relacl) a
+      WHERE c.oid = 'turnkeeper.receipts'::regclass AND a.grantee <> c.relowner AND a.grantee <> 0 AND a.privilege_type = 'SELECT'
+    LOOP
+      EXECUTE format('GRANT SELECT ON turnkeeper.receipt_tree TO %s', grantee_name);
+    END LOOP;
+  END $$;
+
+  UPDATE turnkeeper.store_meta SET value = '3' WHERE key = 'schema_version';
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;
@@ -180,11 +265,11 @@ const APPEND_FUNCTION = 'turnkeeper.append_receipts(int8[], text[], text[], text
 export function hookRoleGrants(role: string): string {
   const name = `"${role.replace(/"/g, '""')}"`;
   return `
-  REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON turnkeeper.receipts, turnkeeper.receipt_index, turnkeeper.receipt_head FROM ${name};
+  REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON turnkeeper.receipts, turnkeeper.receipt_index, turnkeeper.receipt_head, turnkeeper.receipt_tree FROM ${name};
   GRANT USAGE ON SCHEMA turnkeeper TO ${name};
   GRANT SELECT, INSERT, UPDATE ON turnkeeper.todos, turnkeeper.captures, turnkeeper.leases, turnkeeper.ready_captures,
     turnkeeper.sessions, turnkeeper.checkouts, turnkeeper.goals, turnkeeper.store_meta TO ${name};
-  GRANT SELECT ON turnkeeper.receipts, turnkeeper.receipt_index, turnkeeper.receipt_head TO ${name};
+  GRANT SELECT ON turnkeeper.receipts, turnkeeper.receipt_index, turnkeeper.receipt_head, turnkeeper.receipt_tree TO ${name};
   GRANT UPDATE (goal, todo) ON turnkeeper.receipt_index TO ${name};
   GRANT EXECUTE ON FUNCTION ${APPEND_FUNCTION}, turnkeeper.lock_chain_head() TO ${name};
   `;

@@ -70,6 +70,17 @@ export const MIGRATIONS: readonly string[] = [
   INSERT INTO store_meta (key, value) SELECT 'legacy_goals', 'pending'
     WHERE EXISTS (SELECT 1 FROM todos) OR EXISTS (SELECT 1 FROM captures) OR EXISTS (SELECT 1 FROM sessions);
   `,
+  // v3: the receipt log as an RFC 6962 Merkle tree (src/core/merkle.ts, docs/receipts.md "The Merkle
+  // tree"): the hash of every complete, aligned subtree, (level, idx) covering leaves
+  // [idx * 2^level, (idx + 1) * 2^level), leaf i being receipt i + 1. Written with each receipt in its
+  // transaction (sqlite.ts appendReceipt); the rows of receipts written before are computed right after
+  // this statement, in the same migration transaction (sqlite.ts backfillTree: SQLite has no SHA-256).
+  `
+  CREATE TABLE receipt_tree (level INTEGER NOT NULL, idx INTEGER NOT NULL, hash BLOB NOT NULL, PRIMARY KEY (level, idx)) WITHOUT ROWID;
+  `,
 ];
+
+/** The migration after which the receipts already stored get their tree rows (sqlite.ts). */
+export const TREE_MIGRATION = 2;
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

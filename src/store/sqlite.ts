@@ -9,7 +9,8 @@ import { ZERO_DIGEST } from '../core/canonical';
 import { checkAnchor, STORE_WIDE_KINDS, walkChain, type ChainLink, type ChainReport, type StoredReceiptRow } from '../core/receipts';
 import type { Lease } from '../core/lease';
 import type { Owner } from '../core/ids';
-import { MIGRATIONS, SCHEMA_VERSION } from './schema';
+import { appendedNodes, leafHash, type TreeKey } from '../core/merkle';
+import { MIGRATIONS, SCHEMA_VERSION, TREE_MIGRATION } from './schema';
 import {
   CAPTURE_COLUMNS,
   captureValues,
@@ -225,13 +226,43 @@ function migrate(db: BetterSqlite3.Database, busyTimeoutMs: number): void {
           // Re-read under the write lock: another process may have migrated while we waited.
           const locked = db.pragma('user_version', { simple: true }) as number;
           if (locked > SCHEMA_VERSION) throw new SchemaTooNewError(locked, SCHEMA_VERSION);
-          for (let version = locked; version < SCHEMA_VERSION; version += 1) db.exec(MIGRATIONS[version]!);
+          for (let version = locked; version < SCHEMA_VERSION; version += 1) {
+            db.exec(MIGRATIONS[version]!);
+            if (version === TREE_MIGRATION) backfillTree(db);
+          }
           db.pragma(`user_version = ${SCHEMA_VERSION}`);
         })
         .immediate(),
     busyTimeoutMs,
   );
 }
+
+/** The tree rows of receipts stored before schema v3, in seq order (one pass, in the migration's transaction). */
+function backfillTree(db: BetterSqlite3.Database): void {
+  const insert = db.prepare('INSERT INTO receipt_tree (level, idx, hash) VALUES (?, ?, ?)');
+  const page = db.prepare('SELECT seq, doc FROM receipts WHERE seq > ? ORDER BY seq LIMIT ?');
+  const edge = new Map<string, Uint8Array>();
+  let index = 0;
+  // In pages: better-sqlite3 runs no other statement while one iterates.
+  for (let after = 0; ;) {
+    const rows = page.all(after, VERIFY_PAGE) as { seq: number; doc: string }[];
+    for (const row of rows) {
+      for (const { key, hash } of appendedNodes(index, leafHash(Buffer.from(row.doc, 'utf8')), ([level, at]) => edge.get(`${level}/${at}`)!)) {
+        insert.run(key[0], key[1], hash);
+        edge.set(`${key[0]}/${key[1]}`, hash);
+      }
+      index += 1;
+    }
+    if (rows.length < VERIFY_PAGE) return;
+    after = rows[rows.length - 1]!.seq;
+  }
+}
+
+/** Stored subtree hashes by key, undefined where a row is missing (one primary-key lookup each). */
+function readTree(one: BetterSqlite3.Statement, keys: readonly TreeKey[]): (Uint8Array | undefined)[] {
+  return keys.map(([level, index]) => one.get(level, index) as Uint8Array | undefined);
+}
+const TREE_NODE = 'SELECT hash FROM receipt_tree WHERE level = ? AND idx = ?';
 
 export function asStoreError(error: unknown): unknown {
   const code = (error as { code?: unknown } | null)?.code;
@@ -435,7 +466,19 @@ export class SqliteRows implements StorePort {
         row.hash,
       );
       this.sql('INSERT INTO receipt_index (seq, goal, todo, capture, kind) VALUES (?, ?, ?, ?, ?)').run(row.seq, row.goal, row.todo, row.capture, row.kind);
+      // The Merkle tree's new rows, in the same transaction: the leaf and one node per trailing 1-bit.
+      const sibling = this.sql(TREE_NODE).pluck();
+      const insert = this.sql('INSERT INTO receipt_tree (level, idx, hash) VALUES (?, ?, ?)');
+      for (const { key, hash } of appendedNodes(row.seq - 1, leafHash(Buffer.from(row.doc, 'utf8')), ([level, at]) => {
+        const left = sibling.get(level, at) as Uint8Array | undefined;
+        if (left === undefined) throw new Error(`receipt tree row (${level}, ${at}) is missing: turnkeeper verify`);
+        return left;
+      }))
+        insert.run(key[0], key[1], hash);
     },
+    treeHashes: async (keys) => readTree(this.sql(TREE_NODE).pluck(), keys),
+    receiptsBetween: async (after, upTo) =>
+      this.sql('SELECT seq, doc, hash FROM receipts WHERE seq > ? AND seq <= ? ORDER BY seq').all(after, upTo) as ReceiptRow[],
     recentReceiptsOfTodo: async (goal, todo, limit) =>
       (
         this.sql('SELECT r.doc AS doc FROM receipt_index i JOIN receipts r ON r.seq = i.seq WHERE i.goal = ? AND i.todo = ? ORDER BY i.seq DESC LIMIT ?').all(
@@ -645,6 +688,14 @@ export class SqliteRows implements StorePort {
       if (rows.length < VERIFY_PAGE) return;
       after = rows[rows.length - 1]![0];
     }
+  }
+
+  treeHashes(keys: readonly TreeKey[]): Promise<(Uint8Array | undefined)[]> {
+    return this.read(() => readTree(this.sql(TREE_NODE).pluck(), keys));
+  }
+
+  chainHead(): Promise<ChainLink | undefined> {
+    return this.read(() => this.headSync());
   }
 
   health(): Promise<StoreHealth> {

@@ -7,6 +7,7 @@ import { digestText } from '../../src/core/canonical';
 import { TodoExistsError, type Authority, type ClaimInput } from '../../src/store/authority';
 import { RENEWAL_INTERVAL_MS } from '../../src/core/lease';
 import type { Owner } from '../../src/core/ids';
+import { consistencyProof, inclusionProof, leafHash, TreeBuilder, treeRoot, verifyConsistency, verifyInclusion, type HashReader } from '../../src/core/merkle';
 
 export type AuthorityFactory = () => Promise<{ authority: Authority; dispose: () => void }>;
 
@@ -28,6 +29,38 @@ function claimInput(owner: Owner, turn: string, todo = 'fix-login', goal = GOAL)
 
 const lastReceipt = (rows: { doc: string }[]): ReceiptDocument => JSON.parse(rows[0]!.doc) as ReceiptDocument;
 
+/**
+ * The stored Merkle tree rows, written with each receipt through the authority's own write path, are
+ * the RFC 6962 tree of the stored documents: every leaf, every prefix's root, and proofs read from them.
+ */
+async function expectTreeOfReceipts(authority: Authority): Promise<void> {
+  const docs = (await authority.receipts({ limit: 100_000 })).reverse().map((row) => row.doc);
+  expect(docs.length).toBeGreaterThan(0);
+  const read: HashReader = async (keys) => {
+    const found = await authority.treeHashes(keys);
+    expect(found.every((hash) => hash !== undefined)).toBe(true);
+    return found.map((hash) => Buffer.from(hash!));
+  };
+  const builder = new TreeBuilder();
+  const roots: Uint8Array[] = [];
+  for (const doc of docs) {
+    builder.push(leafHash(Buffer.from(doc, 'utf8')));
+    roots.push(builder.root());
+  }
+  expect((await read(docs.map((_, i) => [0, i] as const))).map((hash) => Buffer.from(hash).toString('hex'))).toEqual(
+    docs.map((doc) => Buffer.from(leafHash(Buffer.from(doc, 'utf8'))).toString('hex')),
+  );
+  for (let size = 1; size <= docs.length; size += 1) {
+    expect(Buffer.from(await treeRoot(size, read)).toString('hex')).toBe(Buffer.from(roots[size - 1]!).toString('hex'));
+    expect(
+      verifyInclusion(size - 1, docs.length, leafHash(Buffer.from(docs[size - 1]!, 'utf8')), await inclusionProof(size - 1, docs.length, read), roots.at(-1)!),
+    ).toBe(true);
+    expect(verifyConsistency(size, docs.length, roots[size - 1]!, roots.at(-1)!, await consistencyProof(size, docs.length, read))).toBe(true);
+  }
+  // No row beyond the tree of the receipts: the next leaf's slot is empty.
+  expect(await authority.treeHashes([[0, docs.length]])).toEqual([undefined]);
+}
+
 export function authorityConformance(name: string, factory: AuthorityFactory): void {
   const withAuthority = (test: (authority: Authority) => Promise<void>) => async () => {
     const { authority, dispose } = await factory();
@@ -35,6 +68,7 @@ export function authorityConformance(name: string, factory: AuthorityFactory): v
       await authority.addTodo({ goal: GOAL, id: 'fix-login', title: 'Fix login', body: 'The login form rejects valid passwords.' }, T0);
       await test(authority);
       expect((await authority.verifyChain()).ok).toBe(true);
+      await expectTreeOfReceipts(authority);
     } finally {
       dispose();
     }

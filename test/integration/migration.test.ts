@@ -15,6 +15,7 @@ import { buildReadyCapture, type HistoryEntry } from '../../src/core/ready';
 import { buildReceipt, parseReceipt, type ReceiptDocument, type ReceiptFields } from '../../src/core/receipts';
 import { resolveGoal } from '../../src/checkout/goal';
 import { preconditionsOf } from '../../src/checkout/workspace';
+import { leafHash } from '../../src/core/merkle';
 import { MIGRATIONS, SCHEMA_VERSION } from '../../src/store/schema';
 import { contextOf, makeWorld, payload, type World } from '../support/world';
 
@@ -186,7 +187,15 @@ describe('a store of the previous release (user_version 1, Goals keyed by path)'
       }),
     ]);
     expect(rawRead((db) => db.pragma('user_version', { simple: true }))).toBe(SCHEMA_VERSION);
-    expect(SCHEMA_VERSION).toBe(2);
+    expect(SCHEMA_VERSION).toBe(3);
+    // v3: the receipts written before get their Merkle tree rows (one leaf each, nodes over them).
+    const tree = rawRead(
+      (db) => db.prepare('SELECT level, idx, hash FROM receipt_tree ORDER BY level, idx').all() as { level: number; idx: number; hash: Buffer }[],
+    );
+    const docs = receiptRows().map((row) => row.doc);
+    expect(tree.filter((row) => row.level === 0).map((row) => Buffer.from(row.hash).toString('hex'))).toEqual(
+      docs.map((doc) => Buffer.from(leafHash(Buffer.from(doc, 'utf8'))).toString('hex')),
+    );
 
     // Receipts: the four old rows byte for byte, then exactly one goal_migrated; the chain verifies.
     const after = receiptRows();

@@ -209,6 +209,10 @@ describe('the database enforces the chain (schema v2)', () => {
         `INSERT INTO turnkeeper.receipts VALUES (${head + 1}, 'junk', 'junk')`,
         `INSERT INTO turnkeeper.receipt_index (seq, goal, kind) VALUES (${head + 1}, 'g', 'junk')`,
         `UPDATE turnkeeper.receipt_head SET seq = ${head + 1}`,
+        // The Merkle tree is the trigger's (schema v3): the hook role only reads it.
+        `INSERT INTO turnkeeper.receipt_tree (level, idx, hash) VALUES (0, ${head}, '\\x00')`,
+        'UPDATE turnkeeper.receipt_tree SET hash = sha256(hash) WHERE level = 0 AND idx = 0',
+        'DELETE FROM turnkeeper.receipt_tree',
       ]) {
         const refused = await refusal(hook, sql);
         expect(refused.code, sql).toBe('42501');
@@ -293,13 +297,14 @@ describe('a store made by the previous release (schema v1) and its hook role', (
       const rights = (
         await admin.query<{ table: string; insert: boolean; update: boolean }>(
           `SELECT t AS table, has_table_privilege($1, 'turnkeeper.' || t, 'INSERT') AS insert, has_table_privilege($1, 'turnkeeper.' || t, 'UPDATE') AS update
-           FROM unnest(ARRAY['receipts', 'receipt_index', 'receipt_head']) AS t ORDER BY t`,
+           FROM unnest(ARRAY['receipts', 'receipt_index', 'receipt_head', 'receipt_tree']) AS t ORDER BY t`,
           [HOOK_ROLE],
         )
       ).rows;
       expect(rights).toStrictEqual([
         { table: 'receipt_head', insert: false, update: false },
         { table: 'receipt_index', insert: false, update: false },
+        { table: 'receipt_tree', insert: false, update: false },
         { table: 'receipts', insert: false, update: false },
       ]);
     } finally {

@@ -18,7 +18,15 @@ function goPrivateKey() {
   return createPrivateKey({ key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), seed]), format: 'der', type: 'pkcs8' });
 }
 /** A note of any text as the verifier sees it (the checkpoint fields are not used by signature checks). */
-const asParsed = (text: string, signatures: ParsedCheckpoint['signatures']): ParsedCheckpoint => ({ origin: '', seq: 0, hash: '', time: '', text, signatures });
+const asParsed = (text: string, signatures: ParsedCheckpoint['signatures']): ParsedCheckpoint => ({
+  origin: '',
+  seq: 0,
+  hash: '',
+  time: '',
+  version: 1,
+  text,
+  signatures,
+});
 
 describe('signed notes, against golang.org/x/mod/sumdb/note', () => {
   it('reads its verifier key: name, key hash and key (and refuses it with another key hash)', () => {
@@ -44,13 +52,42 @@ describe('signed notes, against golang.org/x/mod/sumdb/note', () => {
   });
 });
 
+describe('the signer is named by the trusted key, never by the note', () => {
+  it('a key trusted without a name (a PEM): its fingerprint, whatever name the signature line claims', () => {
+    const named = parsePublicKey(GO_VKEY)!;
+    const nameless = { ...named, name: null };
+    const claimed = 'turnkeeper-someone-else-000000000000';
+    const signature = sign(null, Buffer.from(GO_TEXT), goPrivateKey());
+    const note = asParsed(GO_TEXT, [{ name: claimed, keyHash: keyHashOf(claimed, named.publicKey), signature }]);
+    const verdict = noteVerifier([nameless])(note);
+    expect(verdict).toMatchObject({ ok: true });
+    expect(verdict.ok && verdict.signer).toMatch(/^ed25519:[0-9a-f]{16}$/);
+    // Control: with the name trusted, the name it was trusted under.
+    const own = asParsed(GO_TEXT, [{ name: 'PeterNeumann', keyHash: keyHashOf('PeterNeumann', named.publicKey), signature }]);
+    expect(noteVerifier([named])(own)).toEqual({ ok: true, signer: 'PeterNeumann' });
+  });
+});
+
 describe('checkpoint text', () => {
   const body = { origin: 'turnkeeper/store/0123456789abcdef0123456789abcdef', seq: 41, hash: `sha256:${'ab'.repeat(32)}`, time: '2026-11-30T12:29:38.791Z' };
   const note = signedNote(checkpointText(body), [{ name: 'turnkeeper-host-000000000000', keyHash: Buffer.alloc(4), signature: Buffer.alloc(64) }]);
 
-  it('is the tlog-checkpoint body: origin, size, base64 root hash, then a time extension line', () => {
+  it('version 1 (no `head` line, as written before the Merkle tree): origin, size, the head hash as the root line, a time extension line; still read as before', () => {
     expect(checkpointText(body)).toBe(`${body.origin}\n41\n${Buffer.from('ab'.repeat(32), 'hex').toString('base64')}\ntime ${body.time}\n`);
-    expect(parseCheckpoint(note)).toMatchObject({ ...body, text: checkpointText(body) });
+    expect(parseCheckpoint(note)).toMatchObject({ ...body, version: 1, text: checkpointText(body) });
+    expect(parseCheckpoint(note)!.root).toBeUndefined();
+  });
+
+  it('version 2: the Merkle root on the root line, the head hash in a `head` extension line before the time', () => {
+    const root = `sha256:${'cd'.repeat(32)}`;
+    const v2 = { ...body, root };
+    const b64 = (hex: string) => Buffer.from(hex, 'hex').toString('base64');
+    expect(checkpointText(v2)).toBe(`${body.origin}\n41\n${b64('cd'.repeat(32))}\nhead ${b64('ab'.repeat(32))}\ntime ${body.time}\n`);
+    const signed = signedNote(checkpointText(v2), [{ name: 'turnkeeper-host-000000000000', keyHash: Buffer.alloc(4), signature: Buffer.alloc(64) }]);
+    expect(parseCheckpoint(signed)).toMatchObject({ ...v2, version: 2, text: checkpointText(v2) });
+    // Two head lines, or one that is not a 32-byte hash, is not a checkpoint.
+    expect(parseCheckpoint(signed.replace('\nhead ', `\nhead ${b64('ab'.repeat(32))}\nhead `))).toBeUndefined();
+    expect(parseCheckpoint(signed.replace(/\nhead \S+\n/, '\nhead q83vEjRWeJq=\n'))).toBeUndefined();
   });
 
   it('refuses what is not one: no signature, no blank line, a root that is not 32 bytes in canonical base64, no time', () => {
