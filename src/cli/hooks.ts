@@ -4,7 +4,7 @@ import { AGENTS, isAgent, type Agent } from '../core/ids';
 import type { Scope } from '../agents/install';
 import { agentHooksStatus, doctorReport, installAgentHooks, uninstallAgentHooks } from '../doctor/installation';
 import { findExecutable } from '../agents/executables';
-import { witnessSentence } from '../ledger/checkpoints';
+import { witnessSentence } from '../ledger/witness';
 import { EXIT, placementFrom, openStore, parse, printJson, UsageError, type Io } from './io';
 import { launchProcessState, runningProcesses } from '../launcher/liveness';
 

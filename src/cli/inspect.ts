@@ -6,7 +6,7 @@ import { parseReceipt, type ReceiptDocument } from '../core/receipts';
 import { storePath } from '../store/location';
 import { readAnchor } from '../store/anchor';
 import { statusSnapshot, leaseView } from '../doctor/status';
-import { witnessSentence } from '../ledger/checkpoints';
+import { witnessSentence } from '../ledger/witness';
 import type { Authority, ReceiptRow } from '../store/authority';
 import { EXIT, goalFrom, openStore, parse, placementFrom, printJson, releaseRequester, todoIdArg, UsageError, type Io } from './io';
 

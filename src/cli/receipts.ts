@@ -4,16 +4,9 @@
 import { closeSync, constants, fstatSync, openSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { writeFileAtomicStreaming } from '../agents/atomicFile';
-import {
-  checkInclusionProof,
-  checkpointsOf,
-  exportBundle,
-  ExportRefused,
-  launchAttestation,
-  SigningRefused,
-  signersOf,
-  verifyBundleBytes,
-} from '../ledger/checkpoints';
+import { checkpointsOf, SigningRefused } from '../ledger/checkpoints';
+import { checkInclusionProof, exportBundle, ExportRefused, signersOf, verifyBundleBytes } from '../ledger/bundle';
+import { launchAttestation } from '../ledger/attestation';
 import { readPublicKey, trustedKeys, type TrustedKey } from '../ledger/keys';
 import { storePath } from '../store/location';
 import { EXIT, goalFrom, openStore, parse, printJson, UsageError, type Io } from './io';

@@ -5,7 +5,7 @@ import { PROFILES } from '../agents/profiles/index';
 import { AGENTS, type Agent } from '../core/ids';
 import type { AgentCheck } from './agentChecks';
 import type { DoctorReport } from './installation';
-import { witnessSentence } from '../ledger/checkpoints';
+import { witnessSentence } from '../ledger/witness';
 
 const mark = (status: AgentCheck['status']): string => (status === 'ok' ? '✓' : status === 'problem' ? '✗ **problem**' : '? unknown');
 

@@ -3,7 +3,7 @@
 import * as vscode from 'vscode';
 import { join } from 'node:path';
 import { writeFileAtomicStreaming } from '../agents/atomicFile';
-import { exportBundle, ExportRefused } from '../ledger/checkpoints';
+import { exportBundle, ExportRefused } from '../ledger/bundle';
 import type { Ctx } from './ctx';
 
 const t = vscode.l10n.t;

@@ -4,9 +4,9 @@
 // this installation's key. It is kept in the store (store_meta `checkpoint`: the newest; and, for the
 // ones written every N receipts, on demand and on export, a `checkpoint` receipt appended right after
 // the head it signs, so the chain carries its own signed history) and in a witness outside the store
-// (a file of one JSON line per checkpoint: `witness` in config.json, else
-// `$TURNKEEPER_HOME/witness.jsonl`). `verify` and `doctor` compare the store with the newest witnessed
-// checkpoint, so a cut tail with a fixed head and a rewritten anchor is named too.
+// (./witness.ts). `verify` and `doctor` compare the store with the newest witnessed checkpoint, so a
+// cut tail with a fixed head and a rewritten anchor is named too. Export bundles are ./bundle.ts's,
+// launch attestations ./attestation.ts's; both sign through this module's checks.
 //
 // A release is checkpointed too, but out of the chain (store_meta and the witness): the release stays
 // the newest receipt of its Todo, as every reader of the log expects, and is still signed.
@@ -15,72 +15,32 @@
 // (open.ts) hands every authority it opens and through which the Ledger runs each write transaction:
 // after the transaction's own receipts, in the same transaction; the witness line is appended after the commit (never naming what was rolled back). A
 // write that appends nothing (a replay) does nothing here: no key, no node:crypto, no config read.
-import { closeSync, constants, fstatSync, openSync, readSync, writeSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { buildReceipt, parseReceipt, type ChainBreak, type ChainLink, type ChainReport, type WitnessState } from '../core/receipts';
-import { canonicalJson, digestText } from '../core/canonical';
 import {
-  bundleHeaderLine,
-  bundleLinesOf,
   CHECKPOINT_KIND,
   checkpointDetail,
   checkpointText,
-  IN_TOTO_PAYLOAD_TYPE,
-  IN_TOTO_STATEMENT_TYPE,
-  LAUNCH_PREDICATE_TYPE,
   originOf,
   parseCheckpoint,
-  preAuthEncoding,
   signedNote,
-  verifyBundle,
-  type BundleReport,
-  type DsseEnvelope,
   type NoteVerifier,
   type ParsedCheckpoint,
 } from '../core/checkpoint';
 import { checkExtension, hashReaderOf, storedRoot, TreeIncomplete } from '../core/signedPrefix';
 import { consistencyProof, inclusionProof, leafHash, verifyInclusion, subtreesOf } from '../core/merkle';
-import { turnkeeperHome, type Env } from '../store/location';
+import type { Env } from '../store/location';
 import type { StorePort, StoreTx } from '../store/port';
 import type { Authority, ReceiptRow } from '../store/authority';
-import { noteVerifier, signingKey, signNote, trustedKeys, type SigningKey, type TrustedKey } from './keys';
+import { noteVerifier, signingKey, signNote, trustedKeys, type SigningKey } from './keys';
 import { readHomeConfig } from '../config/homeConfig';
+import { appendWitness, compareOne, newestOf, readWitness, witnessPath } from './witness';
 import { Ledger } from './ledger';
 
 const DEFAULT_CHECKPOINT_EVERY = 100;
 /** store_meta key of the newest checkpoint this store signed (any machine). */
 const CHECKPOINT_META = 'checkpoint';
-const WITNESS_SCHEMA = 'turnkeeper.witness/v1';
-/** The tail of the witness file read by verify: far more than the newest checkpoints of any store. */
-const WITNESS_TAIL_BYTES = 1 << 20;
-
 /** A chain report with the witness's say (core's ChainReport carries it as an optional field). */
 export type CheckpointedReport = ChainReport;
-
-/** One sentence on the witness for a person (verify, doctor): where it is and what it said. */
-export function witnessSentence(witness: WitnessState | undefined, breaks: readonly ChainBreak[]): string {
-  const cut = breaks.find((item) => item.kind === 'truncated_after_checkpoint' || item.kind === 'checkpoint_mismatch');
-  if (witness === undefined) return 'witness: not compared';
-  if (witness.state !== 'checked') {
-    if (witness.state === 'off') return 'witness: off (witness in config.json)';
-    if (witness.state === 'unreadable') return `witness: ${witness.path ?? '?'} cannot be read`;
-    return `witness: ${witness.path ?? '?'} holds no checkpoint of this store yet (turnkeeper checkpoint writes one)`;
-  }
-  const said = `witness: ${witness.path} holds the checkpoint of receipt #${witness.seq}${witness.signer ? ` signed by ${witness.signer}` : ''} at ${witness.time}`;
-  return cut ? `${said}; the store disagrees: ${cut.kind} at #${cut.seq}` : `${said}; the store agrees`;
-}
-
-/**
- * The witness file: `witness` in config.json (a relative path is under TURNKEEPER_HOME), else
- * `$TURNKEEPER_HOME/witness.jsonl`; null when config.json says `off`. Never from the environment: an
- * agent's environment can carry a repository's `.env`, and a path from there would have every hook
- * append lines to any file the user can write (docs/team.md, "What an agent's environment can do").
- */
-function witnessPath(env: Env): string | null {
-  const chosen = readHomeConfig(env).witness;
-  if (chosen === 'off') return null;
-  return resolve(turnkeeperHome(env), chosen ?? 'witness.jsonl');
-}
 
 /** Automatic checkpoints every N receipts (`TURNKEEPER_CHECKPOINT_EVERY`, `checkpointEvery`); 0 turns them off. */
 function checkpointEvery(env: Env): number {
@@ -416,107 +376,6 @@ export class Checkpoints {
   }
 }
 
-/** One witnessed checkpoint against the store's rows at its head and at its carrier. */
-function compareOne(
-  note: ParsedCheckpoint | undefined,
-  verdict: ReturnType<NoteVerifier>,
-  entry: WitnessEntry,
-  at: (seq: number) => ReceiptRow | undefined,
-): ChainBreak | undefined {
-  const where = entry.receipt ?? entry.seq;
-  if (!note || !verdict.ok) return { seq: where, kind: verdict.ok ? 'signature_invalid' : verdict.kind };
-  if (note.origin !== entry.origin || note.seq !== entry.seq) return { seq: where, kind: 'checkpoint_mismatch' };
-  const signed = at(note.seq);
-  const carrier = entry.receipt === null ? undefined : at(entry.receipt);
-  if (note.seq > 0 && signed === undefined && carrier === undefined) return { seq: where, kind: 'truncated_after_checkpoint' };
-  if (note.seq > 0 && (signed === undefined || signed.hash !== note.hash || digestText(signed.doc) !== note.hash))
-    return { seq: note.seq, kind: 'checkpoint_mismatch' };
-  if (entry.receipt === null) return undefined;
-  if (carrier === undefined) return { seq: entry.receipt, kind: 'truncated_after_checkpoint' };
-  if (parseReceipt(carrier.doc)?.detail?.note !== entry.text) return { seq: entry.receipt, kind: 'checkpoint_mismatch' };
-  return undefined;
-}
-
-interface WitnessEntry {
-  readonly origin: string;
-  /** The head the checkpoint signs. */
-  readonly seq: number;
-  /** The receipt that carries it, or null (a release's checkpoint, kept out of the chain). */
-  readonly receipt: number | null;
-  readonly text: string;
-}
-
-/**
- * The witness opened as a regular file only: never through a symlink (O_NOFOLLOW: a link to config.json
- * would have every checkpoint appended into it) and never blocking (O_NONBLOCK: a FIFO in its place
- * would hang every verify, doctor and checkpointing claim); anything but a regular file is refused.
- */
-function openWitness(path: string, flags: number): number {
-  const fd = openSync(path, flags | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
-  if (!fstatSync(fd).isFile()) {
-    closeSync(fd);
-    throw new Error(`${path} is not a regular file`);
-  }
-  return fd;
-}
-
-/** Appends one checkpoint to the witness file (O_APPEND: concurrent writers never interleave a line). */
-function appendWitness(path: string, written: WrittenCheckpoint): void {
-  const entry = { schema: WITNESS_SCHEMA, origin: written.origin, seq: written.seq, receipt: written.receipt, checkpoint: written.note };
-  const fd = openWitness(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT);
-  try {
-    writeSync(fd, JSON.stringify(entry) + '\n');
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** The witness's entries (its last megabyte), `[]` when there is no file, `'unreadable'` when unreadable. */
-function readWitness(path: string): WitnessEntry[] | 'unreadable' {
-  let text: string;
-  let fd: number | undefined;
-  try {
-    fd = openWitness(path, constants.O_RDONLY);
-    const size = fstatSync(fd).size;
-    const length = Math.min(size, WITNESS_TAIL_BYTES);
-    const buffer = Buffer.alloc(length);
-    readSync(fd, buffer, 0, length, size - length);
-    text = buffer.toString('utf8');
-    if (length < size) text = text.slice(text.indexOf('\n') + 1);
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'ENOENT' ? [] : 'unreadable';
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
-  const entries: WitnessEntry[] = [];
-  for (const line of text.split('\n')) {
-    if (line === '') continue;
-    try {
-      const value = JSON.parse(line) as Record<string, unknown>;
-      const receipt = value.receipt === null ? null : Number.isSafeInteger(value.receipt) ? (value.receipt as number) : undefined;
-      if (
-        value.schema === WITNESS_SCHEMA &&
-        typeof value.origin === 'string' &&
-        Number.isSafeInteger(value.seq) &&
-        receipt !== undefined &&
-        typeof value.checkpoint === 'string'
-      ) {
-        entries.push({ origin: value.origin, seq: value.seq as number, receipt, text: value.checkpoint });
-      }
-    } catch {
-      // a torn or foreign line: skipped (a forged one would also need a trusted signature)
-    }
-  }
-  return entries;
-}
-
-/** The witnessed checkpoints of `origin` at its highest head (one, unless the history forked). */
-function newestOf(entries: readonly WitnessEntry[], origin: string): WitnessEntry[] {
-  let highest = -1;
-  for (const entry of entries) if (entry.origin === origin && entry.seq > highest) highest = entry.seq;
-  return entries.filter((entry) => entry.origin === origin && entry.seq === highest);
-}
-
 // ---- refusals, proofs ----
 
 /** The head does not extend a checkpoint signed before (a fork, a cut tail, a rewritten tree): nothing is signed. */
@@ -560,167 +419,5 @@ export type ProofResult =
   | ({ readonly ok: true; readonly document: string; readonly hash: string } & InclusionProof)
   | { readonly ok: false; readonly reason: 'unknown_receipt' | 'not_in_chain' | 'no_checkpoint' | 'tree_mismatch'; readonly message: string };
 
-const base64Of = (digest: string): string => Buffer.from(digest.slice('sha256:'.length), 'hex').toString('base64');
-const bytesOf = (digest: string): Buffer => Buffer.from(digest.slice('sha256:'.length), 'hex');
-
-// ---- export, offline verification, launch attestations ----
-
-/** The chain does not verify: nothing is signed over a broken chain. */
-export class ExportRefused extends Error {
-  constructor(readonly report: ChainReport) {
-    super(
-      `the receipt chain does not verify (${report.breaks.map((item) => `seq ${item.seq}: ${item.kind}`).join(', ')}): nothing was exported or signed; turnkeeper verify`,
-    );
-    this.name = 'ExportRefused';
-  }
-}
-
-const EXPORT_PAGE = 10_000;
-
-/**
- * `turnkeeper receipts export`: verifies the chain, writes a checkpoint of its head (store and
- * witness), then the bundle: a header line carrying that signed checkpoint, and every stored document
- * from `from` to the signed head, exactly as stored, one per line.
- */
-export async function exportBundle(
-  store: Authority,
-  goal: string,
-  from: number,
-  write: (chunk: string) => void,
-): Promise<{ readonly from: number; readonly to: number; readonly checkpoint: WrittenCheckpoint }> {
-  const checkpoints = checkpointsOf(store);
-  if (!checkpoints) throw new Error('this store was not opened with checkpoints');
-  const report = await store.verifyChain();
-  if (!report.ok) throw new ExportRefused(report);
-  const checkpoint = await checkpoints.checkpointNow(goal);
-  const to = checkpoint.seq;
-  const first = Math.max(1, Math.min(from, to));
-  write(bundleHeaderLine({ origin: checkpoint.origin, from: first, to, checkpoint: checkpoint.note, prefix: await checkpoints.prefixOf(first - 1) }) + '\n');
-  for (let start = first; start <= to; start += EXPORT_PAGE) {
-    const end = Math.min(start + EXPORT_PAGE, to + 1);
-    const rows = await store.receipts({ beforeSeq: end, limit: end - start });
-    const docs: string[] = [];
-    for (let i = rows.length - 1; i >= 0; i -= 1) if (Number(rows[i]!.seq) >= start) docs.push(rows[i]!.doc);
-    if (docs.length > 0) write(docs.join('\n') + '\n');
-  }
-  return { from: first, to, checkpoint };
-}
-
-/** Verifies a bundle's bytes with these keys (no store). */
-export function verifyBundleBytes(bytes: Buffer, keys: readonly TrustedKey[]): BundleReport {
-  return verifyBundle(bundleLinesOf(bytes), noteVerifier(keys));
-}
-
-type ProofVerdict =
-  | { readonly ok: true; readonly origin: string; readonly seq: number; readonly size: number; readonly signer: string }
-  | { readonly ok: false; readonly reason: 'not_a_proof' | 'signature_invalid' | 'untrusted_key' | 'checkpoint_mismatch' | 'not_included' };
-
-/** `verify --proof`: an inclusion proof (receipts prove --json) and a document, with these keys only. */
-export function checkInclusionProof(
-  proof: { index?: unknown; size?: unknown; root?: unknown; proof?: unknown; checkpoint?: unknown },
-  document: Buffer,
-  keys: readonly TrustedKey[],
-): ProofVerdict {
-  const hashes =
-    Array.isArray(proof.proof) && proof.proof.every((item) => typeof item === 'string') ? proof.proof.map((item) => Buffer.from(item, 'base64')) : undefined;
-  const note = parseCheckpoint(proof.checkpoint);
-  if (!note || note.root === undefined || !hashes || !Number.isSafeInteger(proof.index) || typeof proof.root !== 'string')
-    return { ok: false, reason: 'not_a_proof' };
-  const verdict = noteVerifier(keys)(note);
-  if (!verdict.ok) return { ok: false, reason: verdict.kind };
-  if (proof.size !== note.seq || proof.root !== base64Of(note.root)) return { ok: false, reason: 'checkpoint_mismatch' };
-  if (!verifyInclusion(proof.index as number, note.seq, leafHash(document), hashes, bytesOf(note.root))) return { ok: false, reason: 'not_included' };
-  return { ok: true, origin: note.origin, seq: (proof.index as number) + 1, size: note.seq, signer: verdict.signer };
-}
-
-/** Which key signed which checkpoints of a bundle: "which machine signed what". */
-export function signersOf(report: BundleReport): { key: string | null; checkpoints: number[] }[] {
-  const bySigner = new Map<string | null, number[]>();
-  for (const item of report.checkpoints) {
-    const list = bySigner.get(item.signer) ?? [];
-    list.push(item.seq);
-    bySigner.set(item.signer, list);
-  }
-  return [...bySigner].map(([key, checkpoints]) => ({ key, checkpoints }));
-}
-
-export type AttestationResult =
-  | { readonly ok: true; readonly envelope: DsseEnvelope; readonly statement: Record<string, unknown> }
-  | {
-      readonly ok: false;
-      readonly reason: 'unknown_receipt' | 'not_a_launch' | 'content_altered' | 'not_in_chain' | 'no_checkpoint' | 'tree_mismatch' | 'chain_broken';
-      readonly message: string;
-    };
-
-/**
- * `turnkeeper receipts attestation <seq>`: the `launch_committed` receipt as an in-toto Statement
- * (subject: the attested agent executable; predicate: what the launch committed to), signed in a DSSE
- * envelope with this installation's key over DSSE's pre-authentication encoding.
- */
-export async function launchAttestation(store: Authority, env: Env, seq: number): Promise<AttestationResult> {
-  const row = (await store.receipts({ beforeSeq: seq + 1, limit: 1 })).find((candidate) => Number(candidate.seq) === seq);
-  if (!row) return { ok: false, reason: 'unknown_receipt', message: `no receipt #${seq}` };
-  const doc = parseReceipt(row.doc);
-  if (!doc || row.hash !== digestText(row.doc))
-    return { ok: false, reason: 'content_altered', message: `receipt #${seq} does not match its hash: turnkeeper verify` };
-  if (doc.kind !== 'launch_committed') return { ok: false, reason: 'not_a_launch', message: `receipt #${seq} is ${doc.kind}, not launch_committed` };
-  const detail = doc.detail ?? {};
-  const text = (value: unknown): string | null => (typeof value === 'string' ? value : null);
-  const digestOf = (value: unknown): Record<string, string> | undefined =>
-    typeof value === 'string' && /^sha256:[0-9a-f]{64}$/.test(value) ? { sha256: value.slice(7) } : undefined;
-  const subject: { name: string; digest: Record<string, string> }[] = [];
-  const executable = digestOf(detail.digest);
-  if (executable) subject.push({ name: `agent:${text(detail.agent) ?? 'unknown'}`, digest: executable });
-  const closure = digestOf(detail.closure);
-  if (closure) subject.push({ name: 'closure', digest: closure });
-  if (subject.length === 0) return { ok: false, reason: 'not_a_launch', message: `receipt #${seq} names no attested digest` };
-  const checkpoints = checkpointsOf(store);
-  if (!checkpoints) throw new Error('this store was not opened with checkpoints');
-  // The receipt must be a leaf of a signed tree that extends everything signed before: its inclusion
-  // proof goes into the statement, so one attestation, one public key and the proof suffice.
-  let proved: ProofResult;
-  try {
-    proved = await checkpoints.prove(seq);
-  } catch (error) {
-    if (!(error instanceof SigningRefused)) throw error;
-    return { ok: false, reason: 'chain_broken', message: error.message };
-  }
-  if (!proved.ok) return { ok: false, reason: proved.reason, message: proved.message };
-  const capture = doc.capture ? await store.getCapture(doc.capture) : undefined;
-  const statement = {
-    _type: IN_TOTO_STATEMENT_TYPE,
-    subject,
-    predicateType: LAUNCH_PREDICATE_TYPE,
-    predicate: {
-      receipt: {
-        seq: doc.seq,
-        hash: row.hash,
-        at: doc.at,
-        origin: (await checkpoints.origin()) ?? null,
-        document: row.doc,
-        inclusion: { index: proved.index, size: proved.size, root: proved.root, proof: proved.proof, checkpoint: proved.checkpoint },
-      },
-      capture: doc.capture ?? null,
-      todo: doc.todo ?? capture?.todo ?? null,
-      goal: doc.goal,
-      owner: doc.owner ?? null,
-      lease: doc.lease ?? null,
-      launch: text(detail.launch),
-      agent: text(detail.agent),
-      argvDigest: text(detail.argvDigest),
-      envDigest: text(detail.envDigest),
-      cwd: text(detail.cwd),
-      checkout: capture?.checkout ?? null,
-      loader: text(detail.loader),
-      loaderEnvironment: text(detail.loaderEnvironment),
-    },
-  };
-  const payload = Buffer.from(canonicalJson(statement), 'utf8');
-  const key = signingKey(env);
-  const sig = key.sign(preAuthEncoding(IN_TOTO_PAYLOAD_TYPE, payload));
-  return {
-    ok: true,
-    statement,
-    envelope: { payloadType: IN_TOTO_PAYLOAD_TYPE, payload: payload.toString('base64'), signatures: [{ keyid: key.name, sig: sig.toString('base64') }] },
-  };
-}
+export const base64Of = (digest: string): string => Buffer.from(digest.slice('sha256:'.length), 'hex').toString('base64');
+export const bytesOf = (digest: string): Buffer => Buffer.from(digest.slice('sha256:'.length), 'hex');
