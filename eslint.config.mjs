@@ -14,7 +14,7 @@ const storeImplementations = ['**/store/sqlite', '**/store/postgres*'];
 
 // The layers, innermost first (docs/architecture.md): each may import the layers before it, never one
 // after it. `checkout` and `config` are siblings, and so are `doctor` and `launcher`.
-const LAYERS = ['core', 'store', 'agents', 'config', 'checkout', 'ledger', 'hook', 'doctor', 'launcher', 'cli', 'extension'];
+const LAYERS = ['core', 'files', 'store', 'agents', 'config', 'checkout', 'ledger', 'hook', 'doctor', 'launcher', 'cli', 'extension'];
 const SIBLINGS = { config: ['checkout'], checkout: ['config'], doctor: ['launcher'], launcher: ['doctor'], cli: ['extension'], extension: ['cli'] };
 /** The folders `name` must not import: every later layer except those it may use, and its siblings. */
 const outerThan = (name, allowed = []) =>
@@ -49,8 +49,9 @@ export default tseslint.config(
     ['vscode', ...outerThan('core'), 'node:fs', 'node:child_process', 'node:net', 'better-sqlite3'],
     'src/core is pure: no I/O, no outer layer',
   ),
-  layer(['src/store/**/*.ts'], ['vscode', ...outerThan('store')], 'src/store may only use src/core'),
-  layer(['src/agents/**/*.ts'], ['vscode', '**/store/**', ...outerThan('agents')], 'src/agents may only use src/core'),
+  layer(['src/files/**/*.ts'], ['vscode', ...outerThan('files')], 'src/files holds file primitives over node:fs, below every layer but core'),
+  layer(['src/store/**/*.ts'], ['vscode', ...outerThan('store')], 'src/store may only use src/core and src/files'),
+  layer(['src/agents/**/*.ts'], ['vscode', '**/store/**', ...outerThan('agents')], 'src/agents may only use src/core and src/files'),
   layer(['src/config/**/*.ts'], ['vscode', ...outerThan('config'), ...storeImplementations], 'src/config may use core, store and agents'),
   layer(['src/checkout/**/*.ts'], ['vscode', ...outerThan('checkout'), ...storeImplementations], 'src/checkout may use core, store and agents'),
   layer(

@@ -15,8 +15,8 @@ import { chmodSync, closeSync, existsSync, fsyncSync, lstatSync, mkdirSync, open
 import { basename, dirname, join, resolve, sep } from 'node:path';
 import { createHash } from 'node:crypto';
 import { parse as parseJsonc, type ParseError } from 'jsonc-parser';
-import { syncDir, writeAll, writeFileAtomic } from './atomicFile';
-import { readConfigFile } from './boundedFile';
+import { syncDir, writeAll, writeFileAtomic } from '../files/atomicFile';
+import { readConfigFile } from '../files/boundedFile';
 
 export interface InstallResult {
   readonly path: string;

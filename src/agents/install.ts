@@ -18,7 +18,7 @@
 // trusts the record only while the file still holds exactly what Turnkeeper last wrote. Reading and
 // writing the file safely (lossless bytes, symlinks, backups, that record) is ./configFiles.ts's.
 import { join, resolve } from 'node:path';
-import { readConfigFile } from './boundedFile';
+import { readConfigFile } from '../files/boundedFile';
 import { applyEdits, parseTree, printParseErrorCode, type Edit, type Node, type ParseError } from 'jsonc-parser';
 import { decodeBytes, HookConfigError, rewrite, splitBom, type InstallResult, type RewriteShapes, type WriteOptions } from './configFiles';
 import { AGENTS, type Agent } from '../core/ids';

@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { shQuote } from './install';
-import { writeFileAtomic } from './atomicFile';
+import { writeFileAtomic } from '../files/atomicFile';
 
 export interface ShimTarget {
   /** The executable that runs Turnkeeper's CLI: node, or the extension host's own binary. */

@@ -6,7 +6,7 @@
 // agent works in, not about variables a tool call may have set. The rules are in docs/goals.md.
 import type { Placement } from '../store/authority';
 import { realpathSync, statSync } from 'node:fs';
-import { readConfigFile } from '../agents/boundedFile';
+import { readConfigFile } from '../files/boundedFile';
 import { dirname, join, resolve } from 'node:path';
 import {
   displayNameOf,
@@ -57,7 +57,7 @@ const MAX_GIT_POINTER_BYTES = 8 * 1024;
 /**
  * A file of the checkout as text, or undefined when there is none. Every hook reads these, and a
  * repository decides what they are: a FIFO, a device or a link to /dev/zero must not hang the hook,
- * so they are read as small regular files only (src/agents/boundedFile.ts); else `problem` throws.
+ * so they are read as small regular files only (src/files/boundedFile.ts); else `problem` throws.
  */
 function readCheckoutFile(path: string, maxBytes: number, problem: (why: string) => Error): string | undefined {
   const read = readConfigFile(path, maxBytes);

@@ -2,7 +2,7 @@
 // is found by ./goal.ts from the git layout without spawning git, because it sits on every hook's hot
 // path; git itself runs only when a claim is made.
 import { existsSync } from 'node:fs';
-import { readConfigFile } from '../agents/boundedFile';
+import { readConfigFile } from '../files/boundedFile';
 import { join } from 'node:path';
 import { digestText } from '../core/canonical';
 import type { Preconditions } from '../core/ready';

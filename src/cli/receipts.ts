@@ -3,7 +3,7 @@
 // (the log, newest first) stays in inspect.ts.
 import { closeSync, constants, fstatSync, openSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { writeFileAtomicStreaming } from '../agents/atomicFile';
+import { writeFileAtomicStreaming } from '../files/atomicFile';
 import { checkpointsOf, SigningRefused } from '../ledger/checkpoints';
 import { checkInclusionProof, exportBundle, ExportRefused, signersOf, verifyBundleBytes } from '../ledger/bundle';
 import { launchAttestation } from '../ledger/attestation';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import * as z from 'zod/mini';
 import { DEFAULT_LEASE_TTL_SECONDS, RENEWAL_INTERVAL_MS } from '../core/lease';
 import { ensurePrivateHome, turnkeeperHome, type Env } from '../store/location';
-import { writeFileAtomic } from '../agents/atomicFile';
+import { writeFileAtomic } from '../files/atomicFile';
 
 const HOME_CONFIG_FILE = 'config.json';
 const OFF_FILE = 'off';

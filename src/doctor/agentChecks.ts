@@ -20,7 +20,7 @@ import { dirname, isAbsolute } from 'node:path';
 import { parse as parseJsonc, printParseErrorCode, stripComments, type ParseError } from 'jsonc-parser';
 import type { Agent } from '../core/ids';
 import type { Scope } from '../agents/install';
-import { readConfigFile } from '../agents/boundedFile';
+import { readConfigFile } from '../files/boundedFile';
 import { turnkeeperHome, type Env } from '../store/location';
 import { shimPath } from '../agents/shim';
 import { findExecutable } from '../agents/executables';

@@ -2,7 +2,7 @@
 // "Export and offline verification"), written where the user chooses in a save dialog.
 import * as vscode from 'vscode';
 import { join } from 'node:path';
-import { writeFileAtomicStreaming } from '../agents/atomicFile';
+import { writeFileAtomicStreaming } from '../files/atomicFile';
 import { exportBundle, ExportRefused } from '../ledger/bundle';
 import type { Ctx } from './ctx';
 

@@ -8,8 +8,8 @@
 // An append racing a compaction may be lost: a trace, not a ledger.
 import { closeSync, constants, fchmodSync, fstatSync, openSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeAll, writeFileAtomic } from '../agents/atomicFile';
-import { readConfigFile } from '../agents/boundedFile';
+import { writeAll, writeFileAtomic } from '../files/atomicFile';
+import { readConfigFile } from '../files/boundedFile';
 import type { RejectionTrace } from '../agents/payload';
 import { isAgent, isLaunchId, type Agent } from '../core/ids';
 import { ensurePrivateHome, turnkeeperHome, type Env } from '../store/location';

@@ -32,7 +32,7 @@ import {
   type BigIntStats,
 } from 'node:fs';
 import { join, sep } from 'node:path';
-import { writeFileAtomic } from '../agents/atomicFile';
+import { writeFileAtomic } from '../files/atomicFile';
 import { canonicalJson, digestDocument, digestHex } from '../core/canonical';
 import { closuresDir, SNAPSHOT_NAME, treeSize, turnkeeperHome, type Env } from '../store/location';
 import { digestOfDescriptorSync, HASH_CHUNK } from './digest';

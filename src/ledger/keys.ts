@@ -6,12 +6,13 @@
 // key)>`; the name is the key id (`turnkeeper-<host>-<12 hex of the key>`), so a checkpoint says
 // which machine signed it. Crypto is node:crypto's Ed25519, loaded only when a key is used: a hook
 // replay never signs, so never pays for OpenSSL's start-up (bench row S1).
-import { closeSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync, chmodSync, appendFileSync } from 'node:fs';
+import { closeSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, unlinkSync, chmodSync, appendFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { KeyObject } from 'node:crypto';
 import { turnkeeperHome, type Env } from '../store/location';
 import type { NoteSignature, NoteVerifier, ParsedCheckpoint } from '../core/checkpoint';
+import { writeAll } from '../files/atomicFile';
 
 type NodeCrypto = typeof import('node:crypto');
 let nodeCrypto: NodeCrypto | undefined;
@@ -206,7 +207,7 @@ function createExclusive(path: string, text: string, mode: number): void {
   const temporary = `${path}.${process.pid}.${crypto().randomBytes(6).toString('hex')}`;
   const fd = openSync(temporary, 'wx', mode);
   try {
-    writeSync(fd, text);
+    writeAll(fd, text);
   } finally {
     closeSync(fd);
   }

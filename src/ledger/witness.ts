@@ -2,7 +2,7 @@
 // of one JSON line per checkpoint, appended after each commit that signed, read as a regular file only,
 // and compared with the store by `verify` and `doctor` (a cut tail with a fixed head and a rewritten
 // anchor is named). The witness detects; it is not the authority.
-import { closeSync, constants, fstatSync, openSync, readSync, writeSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseReceipt, type ChainBreak, type WitnessState } from '../core/receipts';
 import { digestText } from '../core/canonical';
@@ -10,6 +10,7 @@ import type { NoteVerifier, ParsedCheckpoint } from '../core/checkpoint';
 import { turnkeeperHome, type Env } from '../store/location';
 import type { ReceiptRow } from '../store/authority';
 import { readHomeConfig } from '../config/homeConfig';
+import { writeAll } from '../files/atomicFile';
 
 /** What a witness line records of a checkpoint. */
 export interface WitnessedCheckpoint {
@@ -97,7 +98,7 @@ export function appendWitness(path: string, written: WitnessedCheckpoint): void 
   const entry = { schema: WITNESS_SCHEMA, origin: written.origin, seq: written.seq, receipt: written.receipt, checkpoint: written.note };
   const fd = openWitness(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT);
   try {
-    writeSync(fd, JSON.stringify(entry) + '\n');
+    writeAll(fd, JSON.stringify(entry) + '\n');
   } finally {
     closeSync(fd);
   }

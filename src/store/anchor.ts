@@ -6,8 +6,9 @@
 //
 // The file is written after the commit, never inside the transaction: a process killed in between
 // leaves an anchor that lags (still true), never one that names a receipt that was rolled back.
-import { openSync, readFileSync, readSync, renameSync, unlinkSync, writeSync, closeSync } from 'node:fs';
+import { openSync, readFileSync, readSync, renameSync, unlinkSync, closeSync } from 'node:fs';
 import type { ChainAnchor } from '../core/receipts';
+import { writeAll } from '../files/atomicFile';
 
 export const anchorPath = (databasePath: string): string => `${databasePath}.anchor`;
 
@@ -118,7 +119,7 @@ export function advanceAnchor(databasePath: string, anchor: StoreAnchor): void {
     try {
       // No fsync: after a power loss the anchor may lag or be unreadable, which verify reports as such;
       // an fsync here would double the claim's durable writes for a detector.
-      writeSync(fd, JSON.stringify({ schema: ANCHOR_SCHEMA, ...anchor }) + '\n');
+      writeAll(fd, JSON.stringify({ schema: ANCHOR_SCHEMA, ...anchor }) + '\n');
     } finally {
       closeSync(fd);
     }

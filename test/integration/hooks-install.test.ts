@@ -37,7 +37,7 @@ import {
   encodeText,
   readJsonConfig,
 } from '../../src/agents/install';
-import { MAX_CONFIG_BYTES, readConfigFile } from '../../src/agents/boundedFile';
+import { MAX_CONFIG_BYTES, readConfigFile } from '../../src/files/boundedFile';
 import { readShim, shimPath, writeShim } from '../../src/agents/shim';
 import { doctorReport, installAgentHooks, uninstallAgentHooks } from '../../src/doctor/installation';
 import { TURNKEEPER_COMMAND_PATTERN } from '../../src/agents/install';
