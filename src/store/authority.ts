@@ -302,6 +302,13 @@ export interface Authority {
   /** How many leases are active, of `goal` only when given (the editor's status bar, before any view reads the rest): one indexed count. */
   activeLeaseCount(goal?: string): Promise<number>;
   listCaptures(): Promise<StoredCapture[]>;
+  /** The live rows status and the views read (src/store/port.ts has each one's index). */
+  activeLeases(goal?: string): Promise<Lease[]>;
+  leasesOfCaptures(captures: readonly string[]): Promise<Lease[]>;
+  recentCaptures(limit: number, goal?: string): Promise<StoredCapture[]>;
+  capturesById(ids: readonly string[]): Promise<StoredCapture[]>;
+  readyOfCaptures(ids: readonly string[]): Promise<StoredReady[]>;
+  todosWithStatus(status: TodoStatus, goal?: string, limit?: number): Promise<Todo[]>;
   /**
    * Newest first, `limit` rows with seq < `beforeSeq` (all when undefined). With `goal`, only the
    * receipts `receipt_index` files under that Goal (it follows `goal move`) and the store-wide ones

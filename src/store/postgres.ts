@@ -36,6 +36,7 @@ import {
   type StoredCapture,
   type StoredReady,
   type Todo,
+  type TodoStatus,
 } from './authority';
 import type { ClaimOfTurn, FeedMode, GoalRecord, ReceiptInsert, StorePort, StoreTx } from './port';
 import { faultPoint } from './faults';
@@ -908,7 +909,7 @@ export class PostgresRows implements StorePort {
       return (
         await this.q<{ seq: number; doc: string }>(
           `SELECT r.seq, r.doc FROM turnkeeper.receipt_index i JOIN turnkeeper.receipts r ON r.seq = i.seq
-           WHERE i.kind IN ('launch_committed', 'launch_hooked') ${where} ORDER BY r.seq`,
+           WHERE i.kind IN ('launch_committed', 'launch_hooked') ${where} ORDER BY i.seq`,
           capture === undefined ? [] : [capture],
         )
       ).rows;
@@ -964,6 +965,69 @@ export class PostgresRows implements StorePort {
     return this.read(async () =>
       (await this.q('SELECT * FROM turnkeeper.captures ORDER BY created_at DESC, id')).rows.map((row) => toCapture(row as CaptureRowRaw)),
     );
+  }
+
+  activeLeases(goal?: string): Promise<Lease[]> {
+    return this.read(async () =>
+      (goal === undefined
+        ? await this.q<LeaseRow>(`SELECT ${LEASE_COLUMNS} FROM turnkeeper.leases WHERE status = 'active' ORDER BY acquired_at DESC, epoch DESC`)
+        : await this.q<LeaseRow>(`SELECT ${LEASE_COLUMNS} FROM turnkeeper.leases WHERE status = 'active' AND goal = $1 ORDER BY acquired_at DESC, epoch DESC`, [
+            goal,
+          ])
+      ).rows.map(toLease),
+    );
+  }
+
+  leasesOfCaptures(captures: readonly string[]): Promise<Lease[]> {
+    if (captures.length === 0) return Promise.resolve([]);
+    return this.read(async () =>
+      (await this.q<LeaseRow>(`SELECT ${LEASE_COLUMNS} FROM turnkeeper.leases WHERE capture = ANY($1::text[])`, [captures])).rows.map(toLease),
+    );
+  }
+
+  recentCaptures(limit: number, goal?: string): Promise<StoredCapture[]> {
+    return this.read(async () =>
+      (goal === undefined
+        ? await this.q('SELECT * FROM turnkeeper.captures ORDER BY created_at DESC, id LIMIT $1', [limit])
+        : await this.q('SELECT * FROM turnkeeper.captures WHERE goal = $1 ORDER BY created_at DESC, id LIMIT $2', [goal, limit])
+      ).rows.map((row) => toCapture(row as CaptureRowRaw)),
+    );
+  }
+
+  capturesById(ids: readonly string[]): Promise<StoredCapture[]> {
+    if (ids.length === 0) return Promise.resolve([]);
+    return this.read(async () =>
+      (await this.q('SELECT * FROM turnkeeper.captures WHERE id = ANY($1::text[])', [ids])).rows.map((row) => toCapture(row as CaptureRowRaw)),
+    );
+  }
+
+  readyOfCaptures(ids: readonly string[]): Promise<StoredReady[]> {
+    if (ids.length === 0) return Promise.resolve([]);
+    return this.read(async () =>
+      (
+        await this.q<{ capture: string; doc: string; presentation: string; ready_digest: string }>(
+          'SELECT capture, doc, presentation, ready_digest FROM turnkeeper.ready_captures WHERE capture = ANY($1::text[])',
+          [ids],
+        )
+      ).rows.map((row) => ({ capture: row.capture, canonical: row.doc, presentation: row.presentation, readyDigest: row.ready_digest })),
+    );
+  }
+
+  todosWithStatus(status: TodoStatus, goal?: string, limit?: number): Promise<Todo[]> {
+    return this.read(async () => {
+      const where = goal === undefined ? 'status = $1' : 'status = $1 AND goal = $2';
+      const values: unknown[] = goal === undefined ? [status] : [status, goal];
+      const rows =
+        limit === undefined
+          ? (await this.q(`SELECT * FROM turnkeeper.todos WHERE ${where} ORDER BY goal, created_at, id`, values)).rows
+          : (
+              await this.q(`SELECT * FROM turnkeeper.todos WHERE ${where} ORDER BY goal DESC, created_at DESC, id DESC LIMIT $${values.length + 1}`, [
+                ...values,
+                limit,
+              ])
+            ).rows.reverse();
+      return rows.map((row) => toTodo(row as TodoRowRaw));
+    });
   }
 
   receipts(page: ReceiptPage): Promise<ReceiptRow[]> {

@@ -70,6 +70,16 @@ export const MIGRATIONS: readonly string[] = [
   INSERT INTO store_meta (key, value) SELECT 'legacy_goals', 'pending'
     WHERE EXISTS (SELECT 1 FROM todos) OR EXISTS (SELECT 1 FROM captures) OR EXISTS (SELECT 1 FROM sessions);
   `,
+  // v3 (issue 19, live rows): indexes that serve status, the views and `todo list` from the live rows
+  // (open Todos, active leases, the newest captures) and page the rest, and proof of life from the
+  // launch receipts alone, never a scan of every row ever written (test/integration/query-plans.test.ts
+  // pins the plans). Indexes only: no row changes, so this step merges after any other one as is.
+  `
+  CREATE INDEX todos_by_status ON todos (status, goal, created_at, id);
+  CREATE INDEX captures_recent ON captures (created_at DESC, id);
+  CREATE INDEX captures_recent_of_goal ON captures (goal, created_at DESC, id);
+  CREATE INDEX receipt_index_by_kind ON receipt_index (kind, seq);
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -560,7 +560,7 @@ export class SqliteRows implements StorePort {
       const where = capture === undefined ? '' : 'AND i.capture = ?';
       return this.sql(
         `SELECT r.seq AS seq, r.doc AS doc FROM receipt_index i JOIN receipts r ON r.seq = i.seq
-         WHERE i.kind IN ('launch_committed', 'launch_hooked') ${where} ORDER BY r.seq`,
+         WHERE i.kind IN ('launch_committed', 'launch_hooked') ${where} ORDER BY i.seq`,
       ).all(...(capture === undefined ? [] : [capture])) as { seq: number; doc: string }[];
     });
   }
@@ -606,6 +606,70 @@ export class SqliteRows implements StorePort {
 
   listCaptures(): Promise<StoredCapture[]> {
     return this.read(() => (this.sql('SELECT * FROM captures ORDER BY created_at DESC, id').all() as CaptureRowRaw[]).map(toCapture));
+  }
+
+  activeLeases(goal?: string): Promise<Lease[]> {
+    return this.read(() =>
+      (
+        (goal === undefined
+          ? this.sql(`SELECT ${LEASE_COLUMNS} FROM leases WHERE status = 'active' ORDER BY acquired_at DESC, epoch DESC`).all()
+          : this.sql(`SELECT ${LEASE_COLUMNS} FROM leases WHERE status = 'active' AND goal = ? ORDER BY acquired_at DESC, epoch DESC`).all(
+              goal,
+            )) as LeaseRowRaw[]
+      ).map(toLease),
+    );
+  }
+
+  leasesOfCaptures(captures: readonly string[]): Promise<Lease[]> {
+    if (captures.length === 0) return Promise.resolve([]);
+    return this.read(() =>
+      (this.sql(`SELECT ${LEASE_COLUMNS} FROM leases WHERE capture IN (SELECT value FROM json_each(?))`).all(JSON.stringify(captures)) as LeaseRowRaw[]).map(
+        toLease,
+      ),
+    );
+  }
+
+  recentCaptures(limit: number, goal?: string): Promise<StoredCapture[]> {
+    return this.read(() =>
+      (
+        (goal === undefined
+          ? this.sql('SELECT * FROM captures ORDER BY created_at DESC, id LIMIT ?').all(limit)
+          : this.sql('SELECT * FROM captures WHERE goal = ? ORDER BY created_at DESC, id LIMIT ?').all(goal, limit)) as CaptureRowRaw[]
+      ).map(toCapture),
+    );
+  }
+
+  capturesById(ids: readonly string[]): Promise<StoredCapture[]> {
+    if (ids.length === 0) return Promise.resolve([]);
+    return this.read(() =>
+      (this.sql('SELECT * FROM captures WHERE id IN (SELECT value FROM json_each(?))').all(JSON.stringify(ids)) as CaptureRowRaw[]).map(toCapture),
+    );
+  }
+
+  readyOfCaptures(ids: readonly string[]): Promise<StoredReady[]> {
+    if (ids.length === 0) return Promise.resolve([]);
+    return this.read(() =>
+      (
+        this.sql('SELECT capture, doc, presentation, ready_digest FROM ready_captures WHERE capture IN (SELECT value FROM json_each(?))').all(
+          JSON.stringify(ids),
+        ) as { capture: string; doc: string; presentation: string; ready_digest: string }[]
+      ).map((row) => ({ capture: row.capture, canonical: row.doc, presentation: row.presentation, readyDigest: row.ready_digest })),
+    );
+  }
+
+  todosWithStatus(status: TodoStatus, goal?: string, limit?: number): Promise<Todo[]> {
+    return this.read(() => {
+      const where = goal === undefined ? 'status = ?' : 'status = ? AND goal = ?';
+      const params: unknown[] = goal === undefined ? [status] : [status, goal];
+      const rows = (
+        limit === undefined
+          ? this.sql(`SELECT * FROM todos WHERE ${where} ORDER BY goal, created_at, id`).all(...params)
+          : this.sql(`SELECT * FROM todos WHERE ${where} ORDER BY goal DESC, created_at DESC, id DESC LIMIT ?`)
+              .all(...params, limit)
+              .reverse()
+      ) as TodoRowRaw[];
+      return rows.map(toTodo);
+    });
   }
 
   receipts(page: ReceiptPage): Promise<ReceiptRow[]> {

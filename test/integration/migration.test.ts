@@ -186,7 +186,7 @@ describe('a store of the previous release (user_version 1, Goals keyed by path)'
       }),
     ]);
     expect(rawRead((db) => db.pragma('user_version', { simple: true }))).toBe(SCHEMA_VERSION);
-    expect(SCHEMA_VERSION).toBe(2);
+    expect(SCHEMA_VERSION).toBe(3);
 
     // Receipts: the four old rows byte for byte, then exactly one goal_migrated; the chain verifies.
     const after = receiptRows();
