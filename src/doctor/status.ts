@@ -127,7 +127,7 @@ export function activeLeaseCount(store: Authority, goal?: string): Promise<numbe
  * launches are silent is decided over the whole store before this (a later launch of the same agent
  * answers an old one in any repository: trust is the agent's, not the repository's).
  */
-export function snapshotOfGoal(snapshot: StatusSnapshot, goal: string | undefined): StatusSnapshot {
+function snapshotOfGoal(snapshot: StatusSnapshot, goal: string | undefined): StatusSnapshot {
   if (goal === undefined) return snapshot;
   const captures = snapshot.captures.filter((capture) => capture.goal === goal);
   const ours = new Set(captures.map((capture) => capture.id));
