@@ -7,12 +7,15 @@
 // BENCH_MEM_RUNS (10), BENCH_VERIFY_RECEIPTS (100000), BENCH_KEEP=1 keeps the temp dir,
 // BENCH_ONLY=cache runs only row 6 (hook replay with and without the compile cache) and bare node.
 // BENCH_ONLY=receipts runs only rows C1–C5 (export, verify --bundle, checkpoint signatures, checkpoints on the claim path).
+// BENCH_ONLY=live runs only rows L1–L2 (status --json and one extension refresh at R10k, R100k, T100k;
+// R1M too with BENCH_LIVE_1M=1; BENCH_LIVE_RUNS, default 10, runs of each; bench/lib/live.mjs).
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { appendChain, DRIVER, loadProductStore, seedHistory, todoFields } from './lib/store.mjs';
+import { liveRows } from './lib/live.mjs';
 import {
   CLI,
   TIME_BIN,
@@ -131,6 +134,19 @@ async function main() {
   const product = await loadProductStore(scratch);
   // A Goal is the repository (docs/goals.md): seed under the id a hook in `repo` computes.
   const goal = product.resolveGoal(repo).id;
+  if (ONLY === 'live') {
+    const { measurements, comparisons } = await liveRows({ product, root, repo, goal, scratch, log, bundle: join(scratch, 'bench-store.cjs') });
+    console.log(
+      [
+        `Turnkeeper bench (BENCH_ONLY=live) · node ${process.version} · ${cpus().length} cpus · loadavg ${load0.toFixed(2)} → ${loadavg()[0].toFixed(2)} · ${((performance.now() - t0) / 1000).toFixed(0)} s`,
+        '',
+        ...table(['row', 'measurement', 'n', 'median', 'p90', 'min', 'peak RSS'], measurements, [0, 0, 1, 1, 1, 1, 1]),
+        '',
+        ...table(['row', 'comparison', 'value', 'baseline', 'base median', 'ratio', 'spread', 'target', 'result'], comparisons, [0, 0, 1, 0, 1, 1, 0, 0, 0]),
+      ].join('\n'),
+    );
+    return;
+  }
   // Row 7 runs a replay from a linked worktree of the same repository: the Goal lookup follows
   // `.git` (a file there), `gitdir:` and `commondir` without spawning git.
   const worktree = join(root, 'repo-wt');

@@ -7,3 +7,6 @@ export { resolveGoal } from '../../src/checkout/goal';
 // Rows C3: one checkpoint signature and its verification, in-process, through the product's code.
 export { signingKey, signNote, noteVerifier } from '../../src/ledger/keys';
 export { checkpointText, signedNote, parseCheckpoint } from '../../src/core/checkpoint';
+// Rows L1–L2 (BENCH_ONLY=live): status and one extension refresh, in-process, through the product's code.
+export { statusSnapshot, RECENT_CAPTURES } from '../../src/doctor/status';
+export { captureNodes, leaseNodes, todoNodes, TreeModel } from '../../src/extension/models';
