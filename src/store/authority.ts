@@ -312,7 +312,8 @@ export interface Authority {
   /**
    * Newest first, `limit` rows with seq < `beforeSeq` (all when undefined). With `goal`, only the
    * receipts `receipt_index` files under that Goal (it follows `goal move`) and the store-wide ones
-   * (`isStoreWide`: checkpoints, clock skews, imports, Goal `-`); a row the index lacks is kept.
+   * (`isStoreWide`: checkpoints, clock skews, imports, Goal `-`); a row past the index's last row is kept. Each page is
+   * read by index, newest first (`receipt_index_by_goal`, `receipt_index_by_kind`): it costs the page, not the chain.
    */
   receipts(page: ReceiptPage): Promise<ReceiptRow[]>;
   /** Walks the whole chain, or only the rows after a prefix already verified (`after`). */

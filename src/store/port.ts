@@ -138,7 +138,7 @@ export interface StorePort {
    * only the last `limit` of them, the newest (todos_by_status).
    */
   todosWithStatus(status: TodoStatus, goal?: string, limit?: number): Promise<Todo[]>;
-  /** Newest first; with `goal`, only that Goal's receipts (by `receipt_index`) and the store-wide ones (`isStoreWide`). */
+  /** Newest first; with `goal`, only that Goal's receipts (by `receipt_index_by_goal`) and the store-wide ones (`isStoreWide`), each page by index. */
   receipts(page: ReceiptPage): Promise<ReceiptRow[]>;
   /** Walks the chain in one snapshot (and compares the store's anchor, where it has one). */
   verifyChain(after?: ChainLink): Promise<ChainReport>;

@@ -1037,11 +1037,17 @@ export class PostgresRows implements StorePort {
         (page.goal === undefined
           ? await this.q<ReceiptRow>('SELECT seq, doc, hash FROM turnkeeper.receipts WHERE seq < $1 ORDER BY seq DESC LIMIT $2', [before, page.limit])
           : await this.q<ReceiptRow>(
-              // One Goal's receipts by the index, the store-wide ones (core/receipts.ts isStoreWide), and any row the index lacks.
-              `SELECT r.seq, r.doc, r.hash FROM turnkeeper.receipts r LEFT JOIN turnkeeper.receipt_index i ON i.seq = r.seq
-               WHERE r.seq < $1 AND (i.seq IS NULL OR i.goal = $2 OR i.goal IN ('', '-') OR i.kind = ANY($3::text[]))
-               ORDER BY r.seq DESC LIMIT $4`,
-              [before, page.goal, [...STORE_WIDE_KINDS], page.limit],
+              // One Goal's receipts by receipt_index_by_goal, the store-wide ones (core/receipts.ts
+              // isStoreWide) by it and receipt_index_by_kind, each walked backwards to its LIMIT, and
+              // receipts past the index's last row (appended without one: kept visible).
+              `SELECT seq, doc, hash FROM turnkeeper.receipts WHERE seq IN (
+                 (SELECT seq FROM turnkeeper.receipt_index WHERE goal = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3)
+                 UNION (SELECT seq FROM turnkeeper.receipt_index WHERE goal = '' AND seq < $2 ORDER BY seq DESC LIMIT $3)
+                 UNION (SELECT seq FROM turnkeeper.receipt_index WHERE goal = '-' AND seq < $2 ORDER BY seq DESC LIMIT $3)
+                 ${STORE_WIDE_KINDS.map((kind) => `UNION (SELECT seq FROM turnkeeper.receipt_index WHERE kind = '${kind}' AND seq < $2 ORDER BY seq DESC LIMIT $3)`).join('\n                 ')}
+                 UNION (SELECT seq FROM turnkeeper.receipts WHERE seq > (SELECT COALESCE(MAX(seq), 0) FROM turnkeeper.receipt_index) AND seq < $2)
+               ) ORDER BY seq DESC LIMIT $3`,
+              [page.goal, before, page.limit],
             )
         ).rows,
     );

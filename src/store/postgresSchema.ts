@@ -171,6 +171,7 @@ export const PG_MIGRATIONS: readonly string[] = [
   CREATE INDEX captures_recent ON turnkeeper.captures (created_at DESC, id);
   CREATE INDEX captures_recent_of_goal ON turnkeeper.captures (goal, created_at DESC, id);
   CREATE INDEX receipt_index_by_kind ON turnkeeper.receipt_index (kind, seq);
+  CREATE INDEX receipt_index_by_goal ON turnkeeper.receipt_index (goal, seq);
   UPDATE turnkeeper.store_meta SET value = '3' WHERE key = 'schema_version';
   `,
 ];

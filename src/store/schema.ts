@@ -79,6 +79,7 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX captures_recent ON captures (created_at DESC, id);
   CREATE INDEX captures_recent_of_goal ON captures (goal, created_at DESC, id);
   CREATE INDEX receipt_index_by_kind ON receipt_index (kind, seq);
+  CREATE INDEX receipt_index_by_goal ON receipt_index (goal, seq);
   `,
 ];
 

@@ -44,8 +44,18 @@ import {
 } from './authority';
 import type { ClaimOfTurn, GoalRecord, ReceiptInsert, StorePort, StoreTx } from './port';
 
-/** One Goal's receipts (`?`) by the index, the store-wide ones (core/receipts.ts isStoreWide), and any row the index lacks. */
-const ONE_GOAL_OR_STORE_WIDE = `(i.seq IS NULL OR i.goal = ? OR i.goal IN ('', '-') OR i.kind IN (${STORE_WIDE_KINDS.map((kind) => `'${kind}'`).join(', ')}))`;
+/**
+ * One Goal's newest receipts below `@before` (at most `@limit`): the Goal's by receipt_index_by_goal,
+ * the store-wide ones (core/receipts.ts isStoreWide: Goal '' or '-', a store-wide kind) by the same
+ * index and receipt_index_by_kind, and receipts past the index's last row (appended without one: kept
+ * visible). Each member walks its index backwards to its LIMIT: a page costs the page, not the chain.
+ */
+const ONE_GOAL_PAGE = `SELECT seq, doc, hash FROM receipts WHERE seq IN (
+  ${['goal = @goal', "goal = ''", "goal = '-'", ...STORE_WIDE_KINDS.map((kind) => `kind = '${kind}'`)]
+    .map((where) => `SELECT seq FROM (SELECT seq FROM receipt_index WHERE ${where} AND seq < @before ORDER BY seq DESC LIMIT @limit)`)
+    .join('\n  UNION ')}
+  UNION SELECT seq FROM receipts WHERE seq > (SELECT COALESCE(MAX(seq), 0) FROM receipt_index) AND seq < @before
+) ORDER BY seq DESC LIMIT @limit`;
 
 export interface OpenOptions {
   readonly path: string;
@@ -678,10 +688,7 @@ export class SqliteRows implements StorePort {
       () =>
         (page.goal === undefined
           ? this.sql('SELECT seq, doc, hash FROM receipts WHERE seq < ? ORDER BY seq DESC LIMIT ?').all(before, page.limit)
-          : this.sql(
-              `SELECT r.seq AS seq, r.doc AS doc, r.hash AS hash FROM receipts r LEFT JOIN receipt_index i ON i.seq = r.seq
-               WHERE r.seq < ? AND ${ONE_GOAL_OR_STORE_WIDE} ORDER BY r.seq DESC LIMIT ?`,
-            ).all(before, page.goal, page.limit)) as ReceiptRow[],
+          : this.sql(ONE_GOAL_PAGE).all({ goal: page.goal, before, limit: page.limit })) as ReceiptRow[],
     );
   }
 

@@ -58,6 +58,8 @@ async function liveReads(a: Authority): Promise<void> {
   await statusSnapshot(a, now, { goal: GOAL, recent: 50 });
   await activeLeaseCount(a, GOAL);
   await activeLeaseCount(a);
+  // The Receipts view's page of the Goal's receipts (and the store-wide ones).
+  await a.receipts({ goal: GOAL, limit: 51 });
   for (const goal of [GOAL, undefined]) {
     await a.todosWithStatus('open', goal);
     await a.todosWithStatus('blocked', goal);
@@ -134,14 +136,18 @@ describe('SQLite: query plans of status, the views and todo list', () => {
       const db = a.connection;
       const texts = new Set<string>();
       const prepare = db.prepare.bind(db);
-      db.prepare = ((text: string) => (texts.add(text), prepare(text)));
+      db.prepare = (text: string) => (texts.add(text), prepare(text));
       // Statements are cached per connection: those prepared before (by seed) are the writes', and the
       // reads are prepared now, on first use.
       await liveReads(a);
       db.prepare = prepare;
       expect(texts.size).toBeGreaterThan(5);
       const plans = [...texts].map((text) => {
-        const params = (text.match(/\?/g) ?? []).map(() => (/json_each/.test(text) ? '[]' : null));
+        const named = [...text.matchAll(/@(\w+)/g)].map((match) => match[1]!);
+        const params =
+          named.length > 0
+            ? [Object.fromEntries(named.map((name) => [name, null]))]
+            : (text.match(/\?/g) ?? []).map(() => (/json_each/.test(text) ? '[]' : null));
         const rows = db.prepare(`EXPLAIN QUERY PLAN ${text}`).all(...params) as { detail: string }[];
         return { text, plan: rows.map((row) => row.detail) };
       });
@@ -172,6 +178,12 @@ describe('SQLite: query plans of status, the views and todo list', () => {
         /SEARCH captures USING INDEX captures_recent_of_goal \(goal=\?\)/,
       );
       expect(planOf("i.kind IN ('launch_committed', 'launch_hooked')  ORDER BY")).toMatch(/SEARCH i USING (COVERING )?INDEX receipt_index_by_kind \(kind=\?\)/);
+      expect(planOf('SELECT seq, doc, hash FROM receipts WHERE seq IN')).toMatch(
+        /SEARCH receipt_index USING (COVERING )?INDEX receipt_index_by_goal \(goal=\? AND seq<\?\)/,
+      );
+      expect(planOf('SELECT seq, doc, hash FROM receipts WHERE seq IN')).toMatch(
+        /SEARCH receipt_index USING (COVERING )?INDEX receipt_index_by_kind \(kind=\? AND seq<\?\)/,
+      );
       expect(planOf('FROM todos WHERE status = ? AND goal = ? ORDER BY goal DESC')).toMatch(
         /SEARCH todos USING INDEX todos_by_status \(status=\? AND goal=\?\)/,
       );
