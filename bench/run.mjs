@@ -9,6 +9,8 @@
 // BENCH_ONLY=receipts runs only rows C1–C5 (export, verify --bundle, checkpoint signatures, checkpoints on the claim path).
 // BENCH_ONLY=proofs runs only rows B1–B2 (receipts prove on a large store, checkpoints amortized on claims;
 // BENCH_PROVE_RECEIPTS, default 1,000,000, sizes its store).
+// BENCH_ONLY=live runs only rows L1–L2 (status --json and one extension refresh at R10k, R100k, T100k;
+// R1M too with BENCH_LIVE_1M=1; BENCH_LIVE_RUNS, default 10, runs of each; bench/lib/live.mjs).
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
@@ -16,6 +18,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { appendChain, DRIVER, loadProductStore, seedHistory, todoFields } from './lib/store.mjs';
 import { proofRows, proofTableRows } from './lib/proofs.mjs';
+import { liveRows } from './lib/live.mjs';
 import {
   CLI,
   TIME_BIN,
@@ -142,6 +145,19 @@ async function main() {
         `Turnkeeper bench (BENCH_ONLY=proofs) · node ${process.version} · ${cpus().length} cpus · loadavg ${load0.toFixed(2)} → ${loadavg()[0].toFixed(2)}`,
         '',
         ...table(['row', 'measurement', 'n', 'median', 'p90', 'min', 'cpu/proc'], measurements, [0, 0, 1, 1, 1, 1, 1]),
+        '',
+        ...table(['row', 'comparison', 'value', 'baseline', 'base median', 'ratio', 'spread', 'target', 'result'], comparisons, [0, 0, 1, 0, 1, 1, 0, 0, 0]),
+      ].join('\n'),
+    );
+    return;
+  }
+  if (ONLY === 'live') {
+    const { measurements, comparisons } = await liveRows({ product, root, repo, goal, scratch, log, bundle: join(scratch, 'bench-store.cjs') });
+    console.log(
+      [
+        `Turnkeeper bench (BENCH_ONLY=live) · node ${process.version} · ${cpus().length} cpus · loadavg ${load0.toFixed(2)} → ${loadavg()[0].toFixed(2)} · ${((performance.now() - t0) / 1000).toFixed(0)} s`,
+        '',
+        ...table(['row', 'measurement', 'n', 'median', 'p90', 'min', 'peak RSS'], measurements, [0, 0, 1, 1, 1, 1, 1]),
         '',
         ...table(['row', 'comparison', 'value', 'baseline', 'base median', 'ratio', 'spread', 'target', 'result'], comparisons, [0, 0, 1, 0, 1, 1, 0, 0, 0]),
       ].join('\n'),

@@ -9,3 +9,6 @@ export { signingKey, signNote, noteVerifier } from '../../src/ledger/keys';
 export { checkpointText, signedNote, parseCheckpoint } from '../../src/core/checkpoint';
 // Rows B1/B2: proofs and checkpoints through the Ledger's collaborator, in-process.
 export { checkpointsOf } from '../../src/ledger/checkpoints';
+// Rows L1–L2 (BENCH_ONLY=live): status and one extension refresh, in-process, through the product's code.
+export { statusSnapshot, RECENT_CAPTURES } from '../../src/doctor/status';
+export { captureNodes, leaseNodes, todoNodes, TreeModel } from '../../src/extension/models';

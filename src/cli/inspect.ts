@@ -5,15 +5,20 @@ import { isoTime } from '../core/lease';
 import { parseReceipt, type ReceiptDocument } from '../core/receipts';
 import { storePath } from '../store/location';
 import { readAnchor } from '../store/anchor';
-import { statusSnapshot, leaseView } from '../doctor/status';
+import { RECENT_CAPTURES, statusSnapshot, leaseView } from '../doctor/status';
 import { witnessSentence } from '../ledger/witness';
 import type { Authority, ReceiptRow } from '../store/authority';
 import { EXIT, goalFrom, openStore, parse, placementFrom, printJson, releaseRequester, todoIdArg, UsageError, type Io } from './io';
 
 export async function statusCommand(args: string[], io: Io): Promise<number> {
-  const { values } = parse(args, { json: { type: 'boolean' } }, { min: 0, max: 0, usage: 'turnkeeper status [--json]' });
+  const usage = 'turnkeeper status [--limit <n> | --all] [--json]';
+  const { values } = parse(args, { json: { type: 'boolean' }, limit: { type: 'string' }, all: { type: 'boolean' } }, { min: 0, max: 0, usage });
+  // The live rows and the newest captures by default (issue 19): what it costs follows the live work.
+  const recent = values.all ? undefined : Number(values.limit ?? RECENT_CAPTURES);
+  if ((values.all && values.limit !== undefined) || (recent !== undefined && (!Number.isSafeInteger(recent) || recent < 0)))
+    throw new UsageError(`--limit takes a whole number from 0, and not with --all\nusage: ${usage}`);
   const store = await openStore(io, false);
-  const snapshot = store ? await statusSnapshot(store, Date.now()) : { leases: [], captures: [], silentLaunches: [] };
+  const snapshot = store ? await statusSnapshot(store, Date.now(), { recent }) : { leases: [], captures: [], silentLaunches: [], olderCaptures: false };
   const names = store ? await goalNames(store) : new Map<string, string>();
   store?.close();
   if (values.json) {
@@ -39,6 +44,7 @@ export async function statusCommand(args: string[], io: Io): Promise<number> {
     io.out(capturePlace(capture.goal, capture.checkout));
     io.out(`    ${capture.id}  ${capture.state.padEnd(14)} ${capture.todo.padEnd(24)} ${capture.agent}:${capture.session}\n`);
   }
+  if (snapshot.olderCaptures) io.out(`  … older captures not shown (the newest ${recent} and every held one are): turnkeeper status --all, or --limit <n>\n`);
   for (const launch of snapshot.silentLaunches)
     io.out(
       `warning: the agent launched for ${launch.capture ?? `a start of Todo ${launch.todo ?? '?'}`} at ${launch.committedAt} never fired a hook (turnkeeper doctor)\n`,

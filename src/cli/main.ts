@@ -34,10 +34,10 @@ const AGENT_LIST = AGENTS.join('|');
 const USAGE = `usage: turnkeeper <command> [options]       every command takes --help; turnkeeper --version
   hook [--agent ${AGENT_LIST}] [--event <name>]   run one agent hook (reads JSON on stdin, always exits 0)
   todo add <title> [--id <id>] [--body <text>] [--goal <dir>] [--json]
-  todo list [--goal <dir> | --all] [--json]
+  todo list [--goal <dir> | --all] [--limit <n|all>] [--json]   open and blocked Todos, the newest 50 done
   todo done <id> [--owner <agent:session>] [--force --reason <why>] [--goal <dir>] [--json]
   todo reopen <id> [--goal <dir>] [--json]
-  status [--json]                             leases and captures, with their Goal and checkout
+  status [--limit <n> | --all] [--json]       leases and captures (held ones, the newest 50), with their Goal and checkout
   show <captureId> [--json]                   a capture and its ready capture, exactly as presented
   receipts [--limit <n>] [--before <seq>] [--json]   the receipt log, newest first
   receipts export [--from <seq>] [--out <file>] [--json]   the stored receipts and a signed checkpoint: a bundle that verifies offline

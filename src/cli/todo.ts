@@ -1,6 +1,6 @@
 // `turnkeeper todo add|list|done|reopen`
 import { todoIdFromTitle } from '../core/ids';
-import { GoalChangedError, TodoExistsError } from '../store/authority';
+import { GoalChangedError, TodoExistsError, type Todo } from '../store/authority';
 import { leaseView } from '../doctor/status';
 import { EXIT, goalFrom, openStore, parse, placementFrom, printJson, releaseRequester, todoIdArg, UsageError, type Io } from './io';
 
@@ -54,23 +54,48 @@ async function todoAdd(args: string[], io: Io): Promise<number> {
   }
 }
 
+/** How many done Todos `todo list` shows by default (the newest); open and blocked ones are all shown. */
+const DONE_TODOS_SHOWN = 50;
+
 async function todoList(args: string[], io: Io): Promise<number> {
+  const usage = 'turnkeeper todo list [--goal <dir> | --all] [--limit <n|all>] [--json]';
   const { values } = parse(
     args,
-    { json: { type: 'boolean' }, goal: { type: 'string' }, all: { type: 'boolean' } },
-    { min: 0, max: 0, usage: 'turnkeeper todo list [--goal <dir> | --all] [--json]' },
+    { json: { type: 'boolean' }, goal: { type: 'string' }, all: { type: 'boolean' }, limit: { type: 'string' } },
+    { min: 0, max: 0, usage },
   );
+  const doneShown = values.limit === 'all' ? undefined : Number(values.limit ?? DONE_TODOS_SHOWN);
+  if (doneShown !== undefined && (!Number.isSafeInteger(doneShown) || doneShown < 0))
+    throw new UsageError(`--limit takes a whole number from 0, or all\nusage: ${usage}`);
   const goal = values.all ? undefined : goalFrom(io, values.goal);
   const store = await openStore(io, false);
-  let todos;
+  let todos: Todo[];
+  let olderDone = false;
   try {
-    todos = store ? await store.listTodos(goal) : [];
+    // Open and blocked Todos all, done ones the newest `doneShown` (one indexed query each, issue 19),
+    // in the list order of before (Goal, creation, id).
+    const [open, blocked, done] = store
+      ? await Promise.all([
+          store.todosWithStatus('open', goal),
+          store.todosWithStatus('blocked', goal),
+          store.todosWithStatus('done', goal, doneShown === undefined ? undefined : doneShown + 1),
+        ])
+      : [[], [], []];
+    if (doneShown !== undefined && done.length > doneShown) {
+      olderDone = true;
+      done.shift();
+    }
+    todos = [...open, ...blocked, ...done].sort(
+      (a, b) => (a.goal < b.goal ? -1 : a.goal > b.goal ? 1 : 0) || a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
+    );
   } finally {
     store?.close();
   }
   if (values.json) printJson(io, todos);
-  else if (todos.length === 0) io.out(`no Todos${goal ? ` in ${goal}` : ''}; add one: turnkeeper todo add "<title>"\n`);
+  else if (todos.length === 0 && !olderDone) io.out(`no Todos${goal ? ` in ${goal}` : ''}; add one: turnkeeper todo add "<title>"\n`);
   else for (const todo of todos) io.out(`${todo.status.padEnd(7)} ${todo.id.padEnd(24)} ${todo.title}${values.all ? `  (${todo.goal})` : ''}\n`);
+  // On stderr, so that --json stays the array it was: older done Todos exist and were left out.
+  if (olderDone) io.err(`older done Todos not shown (the newest ${doneShown} are): turnkeeper todo list --limit all, or --limit <n>\n`);
   return EXIT.done;
 }
 

@@ -2,7 +2,7 @@
 import { captureState, type CaptureState } from '../core/capture';
 import { digestTextBulk } from '../core/canonical';
 import { isExpired, isoTime, type Lease } from '../core/lease';
-import type { Authority, PreviousLaunch } from '../store/authority';
+import type { Authority, PreviousLaunch, StoredCapture } from '../store/authority';
 
 export interface LeaseView {
   readonly goal: string;
@@ -51,6 +51,8 @@ export interface StatusSnapshot {
   readonly captures: CaptureView[];
   /** Launches whose agent fired no hook within a minute: usually a hook the agent skips silently. */
   readonly silentLaunches: SilentLaunch[];
+  /** Captures older than those listed exist (a bounded snapshot: SnapshotOptions.recent); they are read on demand. */
+  readonly olderCaptures?: boolean;
 }
 
 /** Spec §2 "Proof of life": how long a launched agent has to fire its first hook. */
@@ -125,11 +127,12 @@ export function activeLeaseCount(store: Authority, goal?: string): Promise<numbe
  * launches are silent is decided over the whole store before this (a later launch of the same agent
  * answers an old one in any repository: trust is the agent's, not the repository's).
  */
-export function snapshotOfGoal(snapshot: StatusSnapshot, goal: string | undefined): StatusSnapshot {
+function snapshotOfGoal(snapshot: StatusSnapshot, goal: string | undefined): StatusSnapshot {
   if (goal === undefined) return snapshot;
   const captures = snapshot.captures.filter((capture) => capture.goal === goal);
   const ours = new Set(captures.map((capture) => capture.id));
   return {
+    ...snapshot,
     leases: snapshot.leases.filter((lease) => lease.goal === goal),
     captures,
     silentLaunches: snapshot.silentLaunches.filter(
@@ -150,16 +153,56 @@ export const leaseView = (lease: Lease, checkout?: string): LeaseView => ({
   ...(checkout ? { checkout } : {}),
 });
 
-export async function statusSnapshot(store: Authority, now: number): Promise<StatusSnapshot> {
-  const leases = await store.listLeases();
+/** How many of the newest captures status and the Captures view show beside the live ones, by default. */
+export const RECENT_CAPTURES = 50;
+
+export interface SnapshotOptions {
+  /** One Goal's snapshot (as snapshotOfGoal): its leases and captures are the only ones read. */
+  readonly goal?: string | undefined;
+  /**
+   * The newest this many captures (and their leases) beside every capture of an active lease; older
+   * ones are paged on demand (`olderCaptures` says there are some). Undefined: every capture and lease.
+   */
+  readonly recent?: number | undefined;
+}
+
+const newestCaptureFirst = (a: StoredCapture, b: StoredCapture): number => b.createdAt - a.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+const newestLeaseFirst = (a: Lease, b: Lease): number => b.acquiredAt - a.acquiredAt || b.epoch - a.epoch;
+
+/**
+ * The snapshot status and the views show. With `recent`, its cost follows the live rows and the page
+ * shown, not the store's history: the active leases and their captures, the newest `recent` captures
+ * and their leases, each an indexed query (test/integration/query-plans.test.ts pins the plans), and
+ * the ready capture's digest checked only for the captures shown whose lease is active, the one state
+ * the check decides (captureState: a released or unbound capture is that whatever its bytes).
+ */
+export async function statusSnapshot(store: Authority, now: number, options: SnapshotOptions = {}): Promise<StatusSnapshot> {
+  const { goal, recent } = options;
+  let leases: Lease[];
+  let storedCaptures: StoredCapture[];
+  let olderCaptures = false;
+  if (recent === undefined) {
+    leases = (await store.listLeases()).filter((lease) => goal === undefined || lease.goal === goal);
+    storedCaptures = (await store.listCaptures()).filter((capture) => goal === undefined || capture.goal === goal);
+  } else {
+    const active = await store.activeLeases(goal);
+    const newest = await store.recentCaptures(recent + 1, goal);
+    olderCaptures = newest.length > recent;
+    const shown = newest.slice(0, recent);
+    const shownIds = new Set(shown.map((capture) => capture.id));
+    const held = await store.capturesById(active.map((lease) => lease.capture).filter((id) => !shownIds.has(id)));
+    storedCaptures = [...shown, ...held].sort(newestCaptureFirst);
+    const byKey = new Map<string, Lease>();
+    for (const lease of [...active, ...(await store.leasesOfCaptures([...shownIds]))]) byKey.set(`${lease.goal}\n${lease.todo}\n${lease.epoch}`, lease);
+    leases = [...byKey.values()].sort(newestLeaseFirst);
+  }
   const leaseByCapture = new Map(leases.map((lease) => [lease.capture, lease]));
-  const captures: CaptureView[] = [];
-  const storedCaptures = await store.listCaptures();
   const checkoutOf = new Map(storedCaptures.map((capture) => [capture.id, capture.checkout]));
-  for (const capture of storedCaptures) {
+  const readyOf = new Map((await store.readyOfCaptures(storedCaptures.map((capture) => capture.id))).map((ready) => [ready.capture, ready]));
+  const captures = storedCaptures.map((capture): CaptureView => {
     const lease = leaseByCapture.get(capture.id);
-    const ready = await store.readReady(capture.id);
-    captures.push({
+    const ready = readyOf.get(capture.id);
+    return {
       id: capture.id,
       goal: capture.goal,
       todo: capture.todo,
@@ -170,13 +213,20 @@ export async function statusSnapshot(store: Authority, now: number): Promise<Sta
         turn: capture.turn,
         leaseStatus: lease?.status,
         leaseExpired: lease !== undefined && isExpired(lease, now),
-        // Every capture on every refresh: the bulk digest, since status is never on a hook's path.
-        readyIntact: ready !== undefined && digestTextBulk(ready.presentation) === ready.readyDigest,
+        // Hashed only where it decides the state (an active lease's capture), with the bulk digest:
+        // status is never on a hook's path.
+        readyIntact: lease?.status === 'active' && ready !== undefined && digestTextBulk(ready.presentation) === ready.readyDigest,
       }),
       originalDigest: capture.originalDigest,
       readyDigest: ready?.readyDigest ?? null,
       checkout: capture.checkout,
-    });
-  }
-  return { leases: leases.map((lease) => leaseView(lease, checkoutOf.get(lease.capture))), captures, silentLaunches: await silentLaunches(store, now) };
+    };
+  });
+  const snapshot: StatusSnapshot = {
+    leases: leases.map((lease) => leaseView(lease, checkoutOf.get(lease.capture))),
+    captures,
+    silentLaunches: await silentLaunches(store, now),
+    olderCaptures,
+  };
+  return snapshotOfGoal(snapshot, goal);
 }

@@ -39,6 +39,8 @@ export const COMMANDS: Readonly<Record<string, Factory>> = {
   'turnkeeper.doctor': (ctx) => () => doctor(ctx),
   'turnkeeper.refresh': (ctx) => () => ctx.refresh(),
   'turnkeeper.loadMoreReceipts': (ctx) => () => ctx.loadMoreReceipts(),
+  'turnkeeper.loadMoreCaptures': (ctx) => () => ctx.loadMoreCaptures(),
+  'turnkeeper.loadMoreTodos': (ctx) => () => ctx.loadMoreTodos(),
 };
 
 export function registerCommands(ctx: Ctx): vscode.Disposable[] {

@@ -11,7 +11,7 @@ import { storePath, type Env } from '../store/location';
 import type { Authority, ReceiptRow, Todo } from '../store/authority';
 import type { FeedMode } from '../store/port';
 import { describeSelection, openAuthority, selectStore, type StoreSelection } from '../ledger/open';
-import { activeLeaseCount, snapshotOfGoal, statusSnapshot, type StatusSnapshot } from '../doctor/status';
+import { activeLeaseCount, RECENT_CAPTURES, statusSnapshot, type StatusSnapshot } from '../doctor/status';
 import { resolveGoal, type ResolvedGoal } from '../checkout/goal';
 import { writeHookSettings } from '../config/homeConfig';
 import * as settings from './config';
@@ -20,6 +20,8 @@ import { ChainFollower } from './chainFollower';
 
 /** Receipts per page of the Receipts view ("Load more…" adds one). */
 const RECEIPTS_PAGE = 50;
+/** Done Todos per page of the Todos view (open and blocked ones are all shown). */
+const DONE_PAGE = 50;
 
 export class Ctx implements vscode.Disposable {
   readonly todos = new TreeModel();
@@ -36,6 +38,9 @@ export class Ctx implements vscode.Disposable {
   private refreshTimer: NodeJS.Timeout | undefined;
   private refreshing: Promise<void> | undefined;
   private receiptPages = 1;
+  /** Pages of captures (RECENT_CAPTURES each) beside the held ones, and of done Todos (DONE_PAGE each), the views show. */
+  private capturePages = 1;
+  private donePages = 1;
   /** The chain's walk and checkpoint, for the Receipts view (./chainFollower.ts). */
   private readonly chain = new ChainFollower();
   /** The workspace Goal's leases, captures and silent launches (the whole store's without a local folder): what the views show. */
@@ -247,6 +252,18 @@ export class Ctx implements vscode.Disposable {
     this.refreshTimer = setTimeout(() => void this.read(this.viewsShown || this.snapshotRead), delayMs);
   }
 
+  /** The Captures view's "Load more…": another page of older (released, unbound) captures. */
+  loadMoreCaptures(): Promise<void> {
+    this.capturePages += 1;
+    return this.refresh();
+  }
+
+  /** The Todos view's "Load more…" under Done: another page of older done Todos. */
+  loadMoreTodos(): Promise<void> {
+    this.donePages += 1;
+    return this.refresh();
+  }
+
   loadMoreReceipts(): Promise<void> {
     this.receiptPages += 1;
     return this.refresh();
@@ -304,8 +321,16 @@ export class Ctx implements vscode.Disposable {
       // Todos, leases, captures and receipts, and a store holds other repositories' too. Without a local
       // folder there is no Goal to scope by: Captures, Leases and Receipts show the whole store.
       const goal = this.goal;
-      const snapshot = snapshotOfGoal(await statusSnapshot(store, now), goal);
-      const todos = goal ? await store.listTodos(goal) : [];
+      // The live rows and a page of the rest (issue 19): held captures and the newest ones, open and
+      // blocked Todos and the newest done ones, each an indexed query; "Load more…" pages further.
+      const snapshot = await statusSnapshot(store, now, { goal, recent: RECENT_CAPTURES * this.capturePages });
+      const doneShown = DONE_PAGE * this.donePages;
+      const [open, blocked, done] = goal
+        ? await Promise.all([store.todosWithStatus('open', goal), store.todosWithStatus('blocked', goal), store.todosWithStatus('done', goal, doneShown + 1)])
+        : [[], [], []];
+      const olderDone = done.length > doneShown;
+      if (olderDone) done.shift();
+      const todos = [...open, ...blocked, ...done];
       if (!this.hookReported) {
         this.hookReported = (await store.listSessions()).some((session) => goal === undefined || session.goal === goal);
         void vscode.commands.executeCommand('setContext', 'turnkeeper.hookReported', this.hookReported);
@@ -316,6 +341,7 @@ export class Ctx implements vscode.Disposable {
         rows.slice(0, RECEIPTS_PAGE * this.receiptPages).map((row) => receiptRowView(row, goal !== undefined)),
         rows.length > RECEIPTS_PAGE * this.receiptPages,
         todos,
+        olderDone,
       );
     } catch (error) {
       this.log.error(`refresh failed: ${(error as Error).message}`);
@@ -343,7 +369,7 @@ export class Ctx implements vscode.Disposable {
     return rows;
   }
 
-  private apply(snapshot: StatusSnapshot, rows: ReceiptRowView[], hasMore: boolean, todos: readonly Todo[]): void {
+  private apply(snapshot: StatusSnapshot, rows: ReceiptRowView[], hasMore: boolean, todos: readonly Todo[], olderDone = false): void {
     const now = Date.now();
     this.snapshot = snapshot;
     this.snapshotRead = true;
@@ -353,7 +379,7 @@ export class Ctx implements vscode.Disposable {
     // The walkthrough's "Run a first turn" completes on this, a lease that really exists (package.json).
     void vscode.commands.executeCommand('setContext', 'turnkeeper.hasLeases', snapshot.leases.length > 0);
     for (const [model, nodes] of [
-      [this.todos, todoNodes(todos, snapshot, now)],
+      [this.todos, todoNodes(todos, snapshot, now, olderDone)],
       [this.captures, captureNodes(snapshot, now)],
       [this.leases, leaseNodes(snapshot, now)],
       // A chain without a receipt of the workspace's Goal still shows its state (it is the store's).

@@ -645,6 +645,12 @@ export class Ledger implements Authority {
   listLeases = () => this.rows.listLeases();
   activeLeaseCount = (goal?: string) => this.rows.activeLeaseCount(goal);
   listCaptures = () => this.rows.listCaptures();
+  activeLeases = (goal?: string) => this.rows.activeLeases(goal);
+  leasesOfCaptures = (captures: readonly string[]) => this.rows.leasesOfCaptures(captures);
+  recentCaptures = (limit: number, goal?: string) => this.rows.recentCaptures(limit, goal);
+  capturesById = (ids: readonly string[]) => this.rows.capturesById(ids);
+  readyOfCaptures = (ids: readonly string[]) => this.rows.readyOfCaptures(ids);
+  todosWithStatus = (status: TodoStatus, goal?: string, limit?: number) => this.rows.todosWithStatus(status, goal, limit);
   receipts = (page: ReceiptPage) => this.rows.receipts(page);
   treeHashes = (keys: readonly TreeKey[]) => this.rows.treeHashes(keys);
   verifyChain = (after?: { seq: number; hash: string }) => (this.checkpoints ? this.checkpoints.verifyChain(after) : this.rows.verifyChain(after));

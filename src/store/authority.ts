@@ -303,10 +303,18 @@ export interface Authority {
   /** How many leases are active, of `goal` only when given (the editor's status bar, before any view reads the rest): one indexed count. */
   activeLeaseCount(goal?: string): Promise<number>;
   listCaptures(): Promise<StoredCapture[]>;
+  /** The live rows status and the views read (src/store/port.ts has each one's index). */
+  activeLeases(goal?: string): Promise<Lease[]>;
+  leasesOfCaptures(captures: readonly string[]): Promise<Lease[]>;
+  recentCaptures(limit: number, goal?: string): Promise<StoredCapture[]>;
+  capturesById(ids: readonly string[]): Promise<StoredCapture[]>;
+  readyOfCaptures(ids: readonly string[]): Promise<StoredReady[]>;
+  todosWithStatus(status: TodoStatus, goal?: string, limit?: number): Promise<Todo[]>;
   /**
    * Newest first, `limit` rows with seq < `beforeSeq` (all when undefined). With `goal`, only the
    * receipts `receipt_index` files under that Goal (it follows `goal move`) and the store-wide ones
-   * (`isStoreWide`: checkpoints, clock skews, imports, Goal `-`); a row the index lacks is kept.
+   * (`isStoreWide`: checkpoints, clock skews, imports, Goal `-`); a row past the index's last row is kept. Each page is
+   * read by index, newest first (`receipt_index_by_goal`, `receipt_index_by_kind`): it costs the page, not the chain.
    */
   receipts(page: ReceiptPage): Promise<ReceiptRow[]>;
   /** Stored hashes of complete subtrees of the receipts' Merkle tree (src/core/merkle.ts), undefined where none. */

@@ -129,7 +129,24 @@ export interface StorePort {
    */
   activeLeaseCount(goal?: string): Promise<number>;
   listCaptures(): Promise<StoredCapture[]>;
-  /** Newest first; with `goal`, only that Goal's receipts (by `receipt_index`) and the store-wide ones (`isStoreWide`). */
+  // ---- live rows (issue 19): what status, the views and `todo list` read on every change, each an
+  // indexed query whose cost follows the live rows or the page shown (test/integration/query-plans.test.ts).
+  /** Active leases (of `goal` only, when given), newest acquisition first: the partial indexes of active leases. */
+  activeLeases(goal?: string): Promise<Lease[]>;
+  /** The leases of these captures, any status (leases_by_capture). */
+  leasesOfCaptures(captures: readonly string[]): Promise<Lease[]>;
+  /** The newest `limit` captures (of `goal` only, when given), newest first (captures_recent, captures_recent_of_goal). */
+  recentCaptures(limit: number, goal?: string): Promise<StoredCapture[]>;
+  /** These captures, by id, in no order. */
+  capturesById(ids: readonly string[]): Promise<StoredCapture[]>;
+  /** The ready captures of these captures, by id, in no order. */
+  readyOfCaptures(ids: readonly string[]): Promise<StoredReady[]>;
+  /**
+   * Todos of one status (of `goal` only, when given) in list order (goal, created_at, id); with `limit`,
+   * only the last `limit` of them, the newest (todos_by_status).
+   */
+  todosWithStatus(status: TodoStatus, goal?: string, limit?: number): Promise<Todo[]>;
+  /** Newest first; with `goal`, only that Goal's receipts (by `receipt_index_by_goal`) and the store-wide ones (`isStoreWide`), each page by index. */
   receipts(page: ReceiptPage): Promise<ReceiptRow[]>;
   /** Stored hashes of complete subtrees of the receipt tree, in the order asked (undefined: no row). */
   treeHashes(keys: readonly TreeKey[]): Promise<(Uint8Array | undefined)[]>;

@@ -37,6 +37,7 @@ import {
   type StoredCapture,
   type StoredReady,
   type Todo,
+  type TodoStatus,
 } from './authority';
 import type { ClaimOfTurn, FeedMode, GoalRecord, ReceiptInsert, StorePort, StoreTx } from './port';
 import { faultPoint } from './faults';
@@ -913,7 +914,7 @@ export class PostgresRows implements StorePort {
       return (
         await this.q<{ seq: number; doc: string }>(
           `SELECT r.seq, r.doc FROM turnkeeper.receipt_index i JOIN turnkeeper.receipts r ON r.seq = i.seq
-           WHERE i.kind IN ('launch_committed', 'launch_hooked') ${where} ORDER BY r.seq`,
+           WHERE i.kind IN ('launch_committed', 'launch_hooked') ${where} ORDER BY i.seq`,
           capture === undefined ? [] : [capture],
         )
       ).rows;
@@ -971,6 +972,69 @@ export class PostgresRows implements StorePort {
     );
   }
 
+  activeLeases(goal?: string): Promise<Lease[]> {
+    return this.read(async () =>
+      (goal === undefined
+        ? await this.q<LeaseRow>(`SELECT ${LEASE_COLUMNS} FROM turnkeeper.leases WHERE status = 'active' ORDER BY acquired_at DESC, epoch DESC`)
+        : await this.q<LeaseRow>(`SELECT ${LEASE_COLUMNS} FROM turnkeeper.leases WHERE status = 'active' AND goal = $1 ORDER BY acquired_at DESC, epoch DESC`, [
+            goal,
+          ])
+      ).rows.map(toLease),
+    );
+  }
+
+  leasesOfCaptures(captures: readonly string[]): Promise<Lease[]> {
+    if (captures.length === 0) return Promise.resolve([]);
+    return this.read(async () =>
+      (await this.q<LeaseRow>(`SELECT ${LEASE_COLUMNS} FROM turnkeeper.leases WHERE capture = ANY($1::text[])`, [captures])).rows.map(toLease),
+    );
+  }
+
+  recentCaptures(limit: number, goal?: string): Promise<StoredCapture[]> {
+    return this.read(async () =>
+      (goal === undefined
+        ? await this.q('SELECT * FROM turnkeeper.captures ORDER BY created_at DESC, id LIMIT $1', [limit])
+        : await this.q('SELECT * FROM turnkeeper.captures WHERE goal = $1 ORDER BY created_at DESC, id LIMIT $2', [goal, limit])
+      ).rows.map((row) => toCapture(row as CaptureRowRaw)),
+    );
+  }
+
+  capturesById(ids: readonly string[]): Promise<StoredCapture[]> {
+    if (ids.length === 0) return Promise.resolve([]);
+    return this.read(async () =>
+      (await this.q('SELECT * FROM turnkeeper.captures WHERE id = ANY($1::text[])', [ids])).rows.map((row) => toCapture(row as CaptureRowRaw)),
+    );
+  }
+
+  readyOfCaptures(ids: readonly string[]): Promise<StoredReady[]> {
+    if (ids.length === 0) return Promise.resolve([]);
+    return this.read(async () =>
+      (
+        await this.q<{ capture: string; doc: string; presentation: string; ready_digest: string }>(
+          'SELECT capture, doc, presentation, ready_digest FROM turnkeeper.ready_captures WHERE capture = ANY($1::text[])',
+          [ids],
+        )
+      ).rows.map((row) => ({ capture: row.capture, canonical: row.doc, presentation: row.presentation, readyDigest: row.ready_digest })),
+    );
+  }
+
+  todosWithStatus(status: TodoStatus, goal?: string, limit?: number): Promise<Todo[]> {
+    return this.read(async () => {
+      const where = goal === undefined ? 'status = $1' : 'status = $1 AND goal = $2';
+      const values: unknown[] = goal === undefined ? [status] : [status, goal];
+      const rows =
+        limit === undefined
+          ? (await this.q(`SELECT * FROM turnkeeper.todos WHERE ${where} ORDER BY goal, created_at, id`, values)).rows
+          : (
+              await this.q(`SELECT * FROM turnkeeper.todos WHERE ${where} ORDER BY goal DESC, created_at DESC, id DESC LIMIT $${values.length + 1}`, [
+                ...values,
+                limit,
+              ])
+            ).rows.reverse();
+      return rows.map((row) => toTodo(row as TodoRowRaw));
+    });
+  }
+
   receipts(page: ReceiptPage): Promise<ReceiptRow[]> {
     const before = page.beforeSeq ?? Number.MAX_SAFE_INTEGER;
     return this.read(
@@ -978,11 +1042,17 @@ export class PostgresRows implements StorePort {
         (page.goal === undefined
           ? await this.q<ReceiptRow>('SELECT seq, doc, hash FROM turnkeeper.receipts WHERE seq < $1 ORDER BY seq DESC LIMIT $2', [before, page.limit])
           : await this.q<ReceiptRow>(
-              // One Goal's receipts by the index, the store-wide ones (core/receipts.ts isStoreWide), and any row the index lacks.
-              `SELECT r.seq, r.doc, r.hash FROM turnkeeper.receipts r LEFT JOIN turnkeeper.receipt_index i ON i.seq = r.seq
-               WHERE r.seq < $1 AND (i.seq IS NULL OR i.goal = $2 OR i.goal IN ('', '-') OR i.kind = ANY($3::text[]))
-               ORDER BY r.seq DESC LIMIT $4`,
-              [before, page.goal, [...STORE_WIDE_KINDS], page.limit],
+              // One Goal's receipts by receipt_index_by_goal, the store-wide ones (core/receipts.ts
+              // isStoreWide) by it and receipt_index_by_kind, each walked backwards to its LIMIT, and
+              // receipts past the index's last row (appended without one: kept visible).
+              `SELECT seq, doc, hash FROM turnkeeper.receipts WHERE seq IN (
+                 (SELECT seq FROM turnkeeper.receipt_index WHERE goal = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3)
+                 UNION (SELECT seq FROM turnkeeper.receipt_index WHERE goal = '' AND seq < $2 ORDER BY seq DESC LIMIT $3)
+                 UNION (SELECT seq FROM turnkeeper.receipt_index WHERE goal = '-' AND seq < $2 ORDER BY seq DESC LIMIT $3)
+                 ${STORE_WIDE_KINDS.map((kind) => `UNION (SELECT seq FROM turnkeeper.receipt_index WHERE kind = '${kind}' AND seq < $2 ORDER BY seq DESC LIMIT $3)`).join('\n                 ')}
+                 UNION (SELECT seq FROM turnkeeper.receipts WHERE seq > (SELECT COALESCE(MAX(seq), 0) FROM turnkeeper.receipt_index) AND seq < $2)
+               ) ORDER BY seq DESC LIMIT $3`,
+              [page.goal, before, page.limit],
             )
         ).rows,
     );

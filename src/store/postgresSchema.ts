@@ -249,6 +249,16 @@ export const PG_MIGRATIONS: readonly string[] = [
 
   UPDATE turnkeeper.store_meta SET value = '3' WHERE key = 'schema_version';
   `,
+  // v4 (issue 19, live rows): the same indexes as SQLite's v4 (src/store/schema.ts): status, the views
+  // and `todo list` read the live rows and page the rest. Indexes only, no grants needed.
+  `
+  CREATE INDEX todos_by_status ON turnkeeper.todos (status, goal, created_at, id);
+  CREATE INDEX captures_recent ON turnkeeper.captures (created_at DESC, id);
+  CREATE INDEX captures_recent_of_goal ON turnkeeper.captures (goal, created_at DESC, id);
+  CREATE INDEX receipt_index_by_kind ON turnkeeper.receipt_index (kind, seq);
+  CREATE INDEX receipt_index_by_goal ON turnkeeper.receipt_index (goal, seq);
+  UPDATE turnkeeper.store_meta SET value = '4' WHERE key = 'schema_version';
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;

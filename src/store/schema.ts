@@ -78,6 +78,17 @@ export const MIGRATIONS: readonly string[] = [
   `
   CREATE TABLE receipt_tree (level INTEGER NOT NULL, idx INTEGER NOT NULL, hash BLOB NOT NULL, PRIMARY KEY (level, idx)) WITHOUT ROWID;
   `,
+  // v4 (issue 19, live rows): indexes that serve status, the views and `todo list` from the live rows
+  // (open Todos, active leases, the newest captures) and page the rest, and proof of life from the
+  // launch receipts alone, never a scan of every row ever written (test/integration/live-rows.test.ts
+  // pins the plans). Indexes only: no row changes, so this step merges after any other one as is.
+  `
+  CREATE INDEX todos_by_status ON todos (status, goal, created_at, id);
+  CREATE INDEX captures_recent ON captures (created_at DESC, id);
+  CREATE INDEX captures_recent_of_goal ON captures (goal, created_at DESC, id);
+  CREATE INDEX receipt_index_by_kind ON receipt_index (kind, seq);
+  CREATE INDEX receipt_index_by_goal ON receipt_index (goal, seq);
+  `,
 ];
 
 /** The migration after which the receipts already stored get their tree rows (sqlite.ts). */

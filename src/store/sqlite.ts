@@ -45,8 +45,18 @@ import {
 } from './authority';
 import type { ClaimOfTurn, GoalRecord, ReceiptInsert, StorePort, StoreTx } from './port';
 
-/** One Goal's receipts (`?`) by the index, the store-wide ones (core/receipts.ts isStoreWide), and any row the index lacks. */
-const ONE_GOAL_OR_STORE_WIDE = `(i.seq IS NULL OR i.goal = ? OR i.goal IN ('', '-') OR i.kind IN (${STORE_WIDE_KINDS.map((kind) => `'${kind}'`).join(', ')}))`;
+/**
+ * One Goal's newest receipts below `@before` (at most `@limit`): the Goal's by receipt_index_by_goal,
+ * the store-wide ones (core/receipts.ts isStoreWide: Goal '' or '-', a store-wide kind) by the same
+ * index and receipt_index_by_kind, and receipts past the index's last row (appended without one: kept
+ * visible). Each member walks its index backwards to its LIMIT: a page costs the page, not the chain.
+ */
+const ONE_GOAL_PAGE = `SELECT seq, doc, hash FROM receipts WHERE seq IN (
+  ${['goal = @goal', "goal = ''", "goal = '-'", ...STORE_WIDE_KINDS.map((kind) => `kind = '${kind}'`)]
+    .map((where) => `SELECT seq FROM (SELECT seq FROM receipt_index WHERE ${where} AND seq < @before ORDER BY seq DESC LIMIT @limit)`)
+    .join('\n  UNION ')}
+  UNION SELECT seq FROM receipts WHERE seq > (SELECT COALESCE(MAX(seq), 0) FROM receipt_index) AND seq < @before
+) ORDER BY seq DESC LIMIT @limit`;
 
 export interface OpenOptions {
   readonly path: string;
@@ -603,7 +613,7 @@ export class SqliteRows implements StorePort {
       const where = capture === undefined ? '' : 'AND i.capture = ?';
       return this.sql(
         `SELECT r.seq AS seq, r.doc AS doc FROM receipt_index i JOIN receipts r ON r.seq = i.seq
-         WHERE i.kind IN ('launch_committed', 'launch_hooked') ${where} ORDER BY r.seq`,
+         WHERE i.kind IN ('launch_committed', 'launch_hooked') ${where} ORDER BY i.seq`,
       ).all(...(capture === undefined ? [] : [capture])) as { seq: number; doc: string }[];
     });
   }
@@ -651,16 +661,77 @@ export class SqliteRows implements StorePort {
     return this.read(() => (this.sql('SELECT * FROM captures ORDER BY created_at DESC, id').all() as CaptureRowRaw[]).map(toCapture));
   }
 
+  activeLeases(goal?: string): Promise<Lease[]> {
+    return this.read(() =>
+      (
+        (goal === undefined
+          ? this.sql(`SELECT ${LEASE_COLUMNS} FROM leases WHERE status = 'active' ORDER BY acquired_at DESC, epoch DESC`).all()
+          : this.sql(`SELECT ${LEASE_COLUMNS} FROM leases WHERE status = 'active' AND goal = ? ORDER BY acquired_at DESC, epoch DESC`).all(
+              goal,
+            )) as LeaseRowRaw[]
+      ).map(toLease),
+    );
+  }
+
+  leasesOfCaptures(captures: readonly string[]): Promise<Lease[]> {
+    if (captures.length === 0) return Promise.resolve([]);
+    return this.read(() =>
+      (this.sql(`SELECT ${LEASE_COLUMNS} FROM leases WHERE capture IN (SELECT value FROM json_each(?))`).all(JSON.stringify(captures)) as LeaseRowRaw[]).map(
+        toLease,
+      ),
+    );
+  }
+
+  recentCaptures(limit: number, goal?: string): Promise<StoredCapture[]> {
+    return this.read(() =>
+      (
+        (goal === undefined
+          ? this.sql('SELECT * FROM captures ORDER BY created_at DESC, id LIMIT ?').all(limit)
+          : this.sql('SELECT * FROM captures WHERE goal = ? ORDER BY created_at DESC, id LIMIT ?').all(goal, limit)) as CaptureRowRaw[]
+      ).map(toCapture),
+    );
+  }
+
+  capturesById(ids: readonly string[]): Promise<StoredCapture[]> {
+    if (ids.length === 0) return Promise.resolve([]);
+    return this.read(() =>
+      (this.sql('SELECT * FROM captures WHERE id IN (SELECT value FROM json_each(?))').all(JSON.stringify(ids)) as CaptureRowRaw[]).map(toCapture),
+    );
+  }
+
+  readyOfCaptures(ids: readonly string[]): Promise<StoredReady[]> {
+    if (ids.length === 0) return Promise.resolve([]);
+    return this.read(() =>
+      (
+        this.sql('SELECT capture, doc, presentation, ready_digest FROM ready_captures WHERE capture IN (SELECT value FROM json_each(?))').all(
+          JSON.stringify(ids),
+        ) as { capture: string; doc: string; presentation: string; ready_digest: string }[]
+      ).map((row) => ({ capture: row.capture, canonical: row.doc, presentation: row.presentation, readyDigest: row.ready_digest })),
+    );
+  }
+
+  todosWithStatus(status: TodoStatus, goal?: string, limit?: number): Promise<Todo[]> {
+    return this.read(() => {
+      const where = goal === undefined ? 'status = ?' : 'status = ? AND goal = ?';
+      const params: unknown[] = goal === undefined ? [status] : [status, goal];
+      const rows = (
+        limit === undefined
+          ? this.sql(`SELECT * FROM todos WHERE ${where} ORDER BY goal, created_at, id`).all(...params)
+          : this.sql(`SELECT * FROM todos WHERE ${where} ORDER BY goal DESC, created_at DESC, id DESC LIMIT ?`)
+              .all(...params, limit)
+              .reverse()
+      ) as TodoRowRaw[];
+      return rows.map(toTodo);
+    });
+  }
+
   receipts(page: ReceiptPage): Promise<ReceiptRow[]> {
     const before = page.beforeSeq ?? Number.MAX_SAFE_INTEGER;
     return this.read(
       () =>
         (page.goal === undefined
           ? this.sql('SELECT seq, doc, hash FROM receipts WHERE seq < ? ORDER BY seq DESC LIMIT ?').all(before, page.limit)
-          : this.sql(
-              `SELECT r.seq AS seq, r.doc AS doc, r.hash AS hash FROM receipts r LEFT JOIN receipt_index i ON i.seq = r.seq
-               WHERE r.seq < ? AND ${ONE_GOAL_OR_STORE_WIDE} ORDER BY r.seq DESC LIMIT ?`,
-            ).all(before, page.goal, page.limit)) as ReceiptRow[],
+          : this.sql(ONE_GOAL_PAGE).all({ goal: page.goal, before, limit: page.limit })) as ReceiptRow[],
     );
   }
 

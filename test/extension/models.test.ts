@@ -213,7 +213,62 @@ describe('TreeModel partial refresh', () => {
     const changed = model.update([group('a', [leaf('a1')]), group('b', [leaf('b1'), leaf('b2')])]);
     expect(changed.map((node) => node?.id)).toStrictEqual(['b']);
     const relabelled = model.update([group('a', [leaf('a1', 'renamed')]), group('b', [leaf('b1'), leaf('b2')])]);
-    expect(relabelled.map((node) => node?.id)).toStrictEqual(['a']);
+    expect(relabelled.map((node) => node?.id)).toStrictEqual(['a1']);
     expect(model.parentOf(model.find('b2')!)?.id).toBe('b');
+  });
+});
+
+describe('TreeModel compares each node by its own fields (issue 19)', () => {
+  const leaf = (id: string, label = id, args: unknown[] = [id]): ViewNode => ({
+    id,
+    label,
+    contextValue: 'x',
+    command: { command: 'c', title: 't', arguments: args },
+  });
+  const group = (id: string, children: ViewNode[], description = ''): ViewNode => ({ id, label: id, description, contextValue: 'g', children });
+
+  it('reports the deepest node whose own fields changed, a parent whose children list changed, and nothing for equal copies', () => {
+    const model = new TreeModel();
+    model.update([group('a', [group('a/x', [leaf('a/x/1'), leaf('a/x/2')])]), group('b', [leaf('b1')])]);
+    // Fresh objects, equal fields (as every refresh builds them): nothing changed.
+    expect(model.update([group('a', [group('a/x', [leaf('a/x/1'), leaf('a/x/2')])]), group('b', [leaf('b1')])])).toStrictEqual([]);
+    // A grandchild's label: that node alone (was: the root group 'a', its whole subtree re-rendered).
+    expect(model.update([group('a', [group('a/x', [leaf('a/x/1', 'new'), leaf('a/x/2')])]), group('b', [leaf('b1')])]).map((n) => n?.id)).toStrictEqual([
+      'a/x/1',
+    ]);
+    // A command's arguments are fields of the node too.
+    expect(
+      model.update([group('a', [group('a/x', [leaf('a/x/1', 'new'), leaf('a/x/2', 'a/x/2', ['other'])])]), group('b', [leaf('b1')])]).map((n) => n?.id),
+    ).toStrictEqual(['a/x/2']);
+    // Children reordered: their parent; a group's own description and a child's label: both.
+    expect(
+      model.update([group('a', [group('a/x', [leaf('a/x/2', 'a/x/2', ['other']), leaf('a/x/1', 'new')])]), group('b', [leaf('b1')])]).map((n) => n?.id),
+    ).toStrictEqual(['a/x']);
+    expect(
+      model
+        .update([group('a', [group('a/x', [leaf('a/x/2', 'a/x/2', ['other']), leaf('a/x/1', 'new')])], '1'), group('b', [leaf('b1', 'B')])])
+        .map((n) => n?.id),
+    ).toStrictEqual(['a', 'b1']);
+  });
+});
+
+describe('Load more… in the Captures and Todos views (issue 19)', () => {
+  it('ends the Captures view with a Load more node when older captures exist, and not otherwise', () => {
+    expect(captureNodes(snapshot(), NOW).map((node) => node.id)).not.toContain('captures/more');
+    const nodes = captureNodes(snapshot({ olderCaptures: true }), NOW);
+    expect(nodes.at(-1)).toMatchObject({ id: 'captures/more', contextValue: 'loadMore', command: { command: 'turnkeeper.loadMoreCaptures' } });
+  });
+
+  it('ends the Done group with a Load more node when older done Todos exist, its count marked as partial', () => {
+    const todos: TodoRowView[] = [
+      { goal: '/r', id: 'a', title: 'A', status: 'open' },
+      { goal: '/r', id: 'b', title: 'B', status: 'done' },
+    ];
+    const done = (older: boolean) => todoNodes(todos, snapshot(), NOW, older).find((node) => node.id === 'todos/done')!;
+    expect(done(false)).toMatchObject({ description: '1' });
+    expect(done(false).children!.map((node) => node.id)).toStrictEqual(['todo//r/b']);
+    expect(done(true)).toMatchObject({ description: '1+' });
+    expect(done(true).children!.map((node) => node.id)).toStrictEqual(['todo//r/b', 'todos/done/more']);
+    expect(done(true).children!.at(-1)).toMatchObject({ command: { command: 'turnkeeper.loadMoreTodos' } });
   });
 });

@@ -187,7 +187,7 @@ describe('a store of the previous release (user_version 1, Goals keyed by path)'
       }),
     ]);
     expect(rawRead((db) => db.pragma('user_version', { simple: true }))).toBe(SCHEMA_VERSION);
-    expect(SCHEMA_VERSION).toBe(3);
+    expect(SCHEMA_VERSION).toBe(4);
     // v3: the receipts written before get their Merkle tree rows (one leaf each, nodes over them).
     const tree = rawRead(
       (db) => db.prepare('SELECT level, idx, hash FROM receipt_tree ORDER BY level, idx').all() as { level: number; idx: number; hash: Buffer }[],
