@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import * as z from 'zod/mini';
 import { DEFAULT_LEASE_TTL_SECONDS, RENEWAL_INTERVAL_MS } from '../core/lease';
 import { ensurePrivateHome, turnkeeperHome, type Env } from '../store/location';
+import { StoreUnavailableError } from '../store/authority';
 import { writeFileAtomic } from '../files/atomicFile';
 
 const HOME_CONFIG_FILE = 'config.json';
@@ -93,7 +94,12 @@ let memo: { readonly path: string; readonly identity: string; readonly config: H
  */
 const RACY_MS = 2000;
 
-/** The validated config.json; a missing or unreadable file is `{}` (every default applies). */
+/**
+ * The validated config.json; a missing file is `{}` (every default applies). A file that exists but
+ * cannot be read, or is not JSON, is StoreUnavailableError naming it: it may hold the team store's
+ * selection, and reading it as `{}` would quietly send this process to the local SQLite file while
+ * the team server holds the same Todos (two holders). One bad field still only drops that field.
+ */
 export function readHomeConfig(env: Env): HomeConfig {
   const path = homeConfigPath(env);
   let fd: number;
@@ -102,22 +108,23 @@ export function readHomeConfig(env: Env): HomeConfig {
     const identity = identityOf(statSync(path, { bigint: true }));
     if (memo?.path === path && memo.identity === identity) return memo.config;
     fd = openSync(path, 'r');
-  } catch {
-    return {};
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT' || (error as NodeJS.ErrnoException).code === 'ENOTDIR') return {};
+    throw new StoreUnavailableError(`${path} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'}): fix its permissions or remove it`);
   }
   try {
     const stat = fstatSync(fd, { bigint: true });
     let config: HomeConfig;
     try {
       config = parseHomeConfig(JSON.parse(readFileSync(fd, 'utf8')) as unknown);
-    } catch {
-      config = {};
+    } catch (error) {
+      throw new StoreUnavailableError(
+        `${path} is not valid JSON (${(error as Error).message}): fix or remove it; Turnkeeper takes no settings, and no store, from a file it cannot parse`,
+      );
     }
     const settled = Number(stat.mtimeMs) < Date.now() - RACY_MS;
     memo = settled ? { path, identity: identityOf(stat), config } : undefined;
     return config;
-  } catch {
-    return {};
   } finally {
     closeSync(fd);
   }

@@ -18,6 +18,8 @@ import {
 import { leaseTtlSeconds, onConflict } from '../../src/config/settings';
 import * as config from '../../src/extension/config';
 import { RENEWAL_INTERVAL_MS } from '../../src/core/lease';
+import { StoreUnavailableError } from '../../src/store/authority';
+import { selectStore } from '../../src/ledger/open';
 
 let root: string;
 let home: string;
@@ -65,10 +67,21 @@ describe('config.json', () => {
     });
     expect(parseHomeConfig({ onConflict: 'shout', leaseTtlSeconds: 300, store: '' })).toStrictEqual({ leaseTtlSeconds: 300 });
     for (const junk of [null, [], 'x', 3]) expect(parseHomeConfig(junk)).toStrictEqual({});
+  });
+
+  it('that exists but is not JSON is the store unavailable, naming the file, never {} (a team selection would fall back to SQLite)', () => {
     mkdirSync(home, { recursive: true });
-    writeFileSync(file(), '{ not json');
-    expect(readHomeConfig(env())).toStrictEqual({});
-    expect(onConflict(env())).toBe('context');
+    // A hand edit with a trailing comma, of a file that selects the team server.
+    writeFileSync(file(), '{ "store": "postgres://tk@127.0.0.1:1/tk", }');
+    expect(() => readHomeConfig(env())).toThrow(StoreUnavailableError);
+    expect(() => readHomeConfig(env())).toThrow(`${file()} is not valid JSON`);
+    expect(() => onConflict(env())).toThrow(StoreUnavailableError);
+    // Before, the file read as {} and the store selected was the local SQLite file: a second holder.
+    expect(() => selectStore(env())).toThrow(StoreUnavailableError);
+    // Control: the same selection, parseable, is the team server.
+    writeFileSync(file(), '{ "store": "postgres://tk@127.0.0.1:1/tk" }');
+    expect(selectStore(env())).toMatchObject({ kind: 'postgres', from: 'config.json' });
+    rmSync(file());
   });
 
   it('holds the checkpoint keys too (witness, checkpointEvery), each validated on its own', () => {
