@@ -20,7 +20,7 @@ import { byAgent, PROFILES, type RunningProcess } from '../agents/profiles/index
 import { readShim, shimPath, writeShim } from '../agents/shim';
 import type { Authority, StoreHealth } from '../store/authority';
 import type { ChainReport } from '../core/receipts';
-import { closuresDir, SNAPSHOT_NAME, storePath, treeSize, turnkeeperHome, type Env } from '../store/location';
+import { closuresDir, foreignHomeProblem, SNAPSHOT_NAME, storePath, treeSize, turnkeeperHome, type Env } from '../store/location';
 import { silentLaunches, type LaunchProcessState, type SilentLaunch } from './status';
 import { clientClock, hookBusyTimeoutMs } from '../config/settings';
 import { agentChecks, strictSyntaxProblem, type AgentCheck } from './agentChecks';
@@ -63,6 +63,9 @@ const otherScope = (scope: Scope): Scope => (scope === 'user' ? 'project' : 'use
 
 export function installAgentHooks(request: InstallRequest, runtime: Runtime) {
   const home = turnkeeperHome(request.env);
+  // The shim written here is what the agent's config will run: never into a home another user owns.
+  const foreign = foreignHomeProblem(request.env);
+  if (foreign) throw new Error(`${foreign}; nothing was installed`);
   // An agent that reads its config as strict JSON ignores a file with comments (and every hook in it):
   // merging into it would install nothing. Refused before anything is written, the shim included.
   const path = hookConfigPath(request);

@@ -14,7 +14,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { StoreUnavailableError, type Authority } from '../store/authority';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { ensurePrivateHome, storePath, turnkeeperHome, type Env } from '../store/location';
+import { ensurePrivateHome, foreignHomeProblem, storePath, turnkeeperHome, type Env } from '../store/location';
 import { asStoreError, openSqliteRows, type OpenOptions } from '../store/sqlite';
 import { openPostgresRows, redactedLocation } from '../store/postgres';
 import { Ledger } from './ledger';
@@ -66,6 +66,9 @@ function configuredStore(env: Env): string | undefined {
 
 /** Opens the selected authority; `undefined` when it does not exist and `create` is false. */
 export async function openAuthority(env: Env, options: AuthorityOptions): Promise<Authority | undefined> {
+  // Before config.json is read: a home another user owns chooses nothing for this one.
+  const foreign = foreignHomeProblem(env);
+  if (foreign) throw new StoreUnavailableError(foreign);
   const selection = selectStore(env);
   // A write may create files in TURNKEEPER_HOME (the database, its anchor, the witness, keys): the
   // folder is made private first, even when another writer created it 0755.

@@ -25,6 +25,25 @@ export const storePath = (env: Env): string => resolve(turnkeeperHome(env), env.
  * store with its credentials) and the witness live here. A folder owned by someone else is left as
  * it is: it is not ours to change. Returns the folder.
  */
+/**
+ * Why TURNKEEPER_HOME must not be used, or undefined: it is not a directory (a symlink to one counts
+ * as its target), or another user owns it. Its `bin/turnkeeper` is what every agent's hook runs, its
+ * config.json selects the store, its database and keys are the authority: a home another local user
+ * made (a world-writable /tmp/tk, say) lets them replace any of these, and their code would run as this
+ * user. A missing home is fine (it is created 0700); one of ours open to others is made private by
+ * ensurePrivateHome.
+ */
+export function foreignHomeProblem(env: Env): string | undefined {
+  const home = turnkeeperHome(env);
+  const stat = statSync(home, { throwIfNoEntry: false });
+  if (stat === undefined) return undefined;
+  const uid = process.geteuid?.();
+  if (!stat.isDirectory()) return `TURNKEEPER_HOME ${home} is not a directory: remove it or point TURNKEEPER_HOME elsewhere`;
+  if (uid !== undefined && stat.uid !== uid)
+    return `TURNKEEPER_HOME ${home} is owned by uid ${stat.uid}, not by this user (uid ${uid}): another user could replace its hook shim, config.json, database or keys; use a home of your own (unset TURNKEEPER_HOME for ~/.turnkeeper)`;
+  return undefined;
+}
+
 export function ensurePrivateHome(env: Env): string {
   const home = turnkeeperHome(env);
   mkdirSync(home, { recursive: true, mode: 0o700 });
