@@ -172,7 +172,7 @@ const newestLeaseFirst = (a: Lease, b: Lease): number => b.acquiredAt - a.acquir
 /**
  * The snapshot status and the views show. With `recent`, its cost follows the live rows and the page
  * shown, not the store's history: the active leases and their captures, the newest `recent` captures
- * and their leases, each an indexed query (test/integration/query-plans.test.ts pins the plans), and
+ * and their leases, each an indexed query (test/integration/live-rows.test.ts pins the plans), and
  * the ready capture's digest checked only for the captures shown whose lease is active, the one state
  * the check decides (captureState: a released or unbound capture is that whatever its bytes).
  */

@@ -130,7 +130,7 @@ export interface StorePort {
   activeLeaseCount(goal?: string): Promise<number>;
   listCaptures(): Promise<StoredCapture[]>;
   // ---- live rows (issue 19): what status, the views and `todo list` read on every change, each an
-  // indexed query whose cost follows the live rows or the page shown (test/integration/query-plans.test.ts).
+  // indexed query whose cost follows the live rows or the page shown (test/integration/live-rows.test.ts).
   /** Active leases (of `goal` only, when given), newest acquisition first: the partial indexes of active leases. */
   activeLeases(goal?: string): Promise<Lease[]>;
   /** The leases of these captures, any status (leases_by_capture). */

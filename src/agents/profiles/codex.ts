@@ -1,7 +1,6 @@
 // OpenAI Codex CLI (npm @openai/codex 0.171.0; observed in docs/notes/).
 import { join, resolve } from 'node:path';
 import type { AgentProfile, Env } from './index';
-import { askCodexTrust } from './codexTrust';
 import { CLAUDE_STYLE_EVENTS, commandEntry, HOOK_SPECIFIC_OUTPUT, homeOf, nonEmpty } from './common';
 
 /** The TUI's switch to its embedded app server (see `launch.start`). */
@@ -38,7 +37,8 @@ export const codex: AgentProfile = {
   trust: {
     // A new or changed hook is skipped silently until trusted (trusted_hash in config.toml).
     hint: 'Codex runs a new or changed hook only after you trust it: open codex and review it in /hooks (or pass --dangerously-bypass-hook-trust for one run).',
-    ask: askCodexTrust,
+    // Loaded on first use: only doctor asks, and a hook should not evaluate it (nor node:child_process).
+    ask: async (...args) => (await import('./codexTrust')).askCodexTrust(...args),
   },
   sessionEnv: ['CODEX_THREAD_ID', 'CODEX_SESSION_ID'],
   testedVersion: '0.171.0',
