@@ -99,6 +99,11 @@ export const BREAK_KINDS = [
   'fork',
   /** The stored Merkle tree, or a signed root, is not the tree of the stored documents. */
   'tree_mismatch',
+  /**
+   * The witness saw another store identity (origin) at this store's location, and none of the one it
+   * shows now: store_meta.store_id was rewritten (or the store recreated), which would blind the witness.
+   */
+  'store_identity_changed',
 ] as const;
 type BreakKind = (typeof BREAK_KINDS)[number];
 export interface ChainBreak {
@@ -115,7 +120,11 @@ export type WitnessState =
       readonly signer: string | null;
       readonly time: string;
     }
-  | { readonly state: 'none' | 'off' | 'unreadable'; readonly path: string | null };
+  | { readonly state: 'none' | 'off' | 'unreadable'; readonly path: string | null }
+  /** The witness is in a place others can write (a shared folder, a file another user owns): not used. */
+  | { readonly state: 'refused'; readonly path: string; readonly reason: string }
+  /** The witness holds checkpoints of another origin at this store's location, and none of this one. */
+  | { readonly state: 'replaced'; readonly path: string; readonly origin: string; readonly seq: number };
 
 export interface ChainReport {
   readonly ok: boolean;

@@ -306,7 +306,7 @@ export interface CheckpointView {
   readonly signer: string | null;
   readonly time: string;
   /** checked: the store matched the witness's newest checkpoint; none: the witness holds none for this store. */
-  readonly witness: 'checked' | 'none' | 'off' | 'unreadable' | 'unknown';
+  readonly witness: 'checked' | 'none' | 'off' | 'unreadable' | 'refused' | 'replaced' | 'unknown';
   readonly witnessPath: string | null;
 }
 
@@ -314,7 +314,13 @@ export interface CheckpointView {
 function checkpointNode(checkpoint: CheckpointView | null, chain: ChainReport | undefined): ViewNode {
   const cut = chain?.breaks.find(
     (item) =>
-      item.kind === 'truncated_after_checkpoint' || item.kind === 'checkpoint_mismatch' || item.kind === 'signature_invalid' || item.kind === 'untrusted_key',
+      item.kind === 'truncated_after_checkpoint' ||
+      item.kind === 'checkpoint_mismatch' ||
+      item.kind === 'signature_invalid' ||
+      item.kind === 'untrusted_key' ||
+      item.kind === 'fork' ||
+      item.kind === 'tree_mismatch' ||
+      item.kind === 'store_identity_changed',
   );
   const witness = checkpoint?.witness ?? 'unknown';
   const witnessText = cut ? `witness: ${cut.kind} at #${cut.seq}` : witness === 'checked' ? 'witness agrees' : `witness: ${witness}`;

@@ -33,7 +33,7 @@ import type { StorePort, StoreTx } from '../store/port';
 import type { Authority, ReceiptRow } from '../store/authority';
 import { noteVerifier, signingKey, signNote, trustedKeys, type SigningKey } from './keys';
 import { readHomeConfig } from '../config/homeConfig';
-import { appendWitness, compareOne, newestOf, readWitness, witnessPath } from './witness';
+import { appendWitness, compareOne, newestOf, readWitness, replacedIdentity, witnessPath, type WitnessEntry } from './witness';
 import { Ledger } from './ledger';
 
 const DEFAULT_CHECKPOINT_EVERY = 100;
@@ -157,6 +157,7 @@ export class Checkpoints {
     const head = await tx.chainHead();
     if (origin === undefined || head === undefined) return undefined;
     const before = this.signedBefore(origin, await tx.meta(CHECKPOINT_META));
+    if (before.replaced) throw new SigningRefused([{ seq: before.replaced.seq, kind: 'store_identity_changed' }]);
     const extension = await checkExtension(tx, head, before.notes, maxWalk);
     if ('deferred' in extension) throw new SigningDeferred(extension.deferred);
     const breaks = extension.ok ? [] : [...extension.breaks];
@@ -183,9 +184,13 @@ export class Checkpoints {
   /**
    * The checkpoints a new one must extend: the store's newest (store_meta) and the witness's newest of
    * this origin, each only when signed by a trusted key (an untrusted or broken note is `verify`'s to
-   * name; it cannot vouch for a prefix, nor block a signature).
+   * name; it cannot vouch for a prefix, nor block a signature); and the witness's entry of another
+   * origin at this store's location, when it has one (the store's identity changed: nothing is signed).
    */
-  private signedBefore(origin: string, meta: string | undefined): { notes: ParsedCheckpoint[]; carriers: { seq: number; text: string }[] } {
+  private signedBefore(
+    origin: string,
+    meta: string | undefined,
+  ): { notes: ParsedCheckpoint[]; carriers: { seq: number; text: string }[]; replaced: WitnessEntry | undefined } {
     const verify = noteVerifier(trustedKeys(this.env));
     const trusted = (note: ParsedCheckpoint | undefined): note is ParsedCheckpoint => note !== undefined && note.origin === origin && verify(note).ok;
     const notes: ParsedCheckpoint[] = [];
@@ -196,15 +201,16 @@ export class Checkpoints {
     const own = parseCheckpoint(meta);
     if (trusted(own)) add(own);
     const path = this.witness;
-    const entries = path === null ? [] : readWitness(path);
-    if (entries !== 'unreadable')
-      for (const entry of newestOf(entries, origin)) {
-        const note = parseCheckpoint(entry.text);
-        if (!trusted(note) || note.seq !== entry.seq) continue;
-        add(note);
-        if (entry.receipt !== null) carriers.push({ seq: entry.receipt, text: entry.text });
-      }
-    return { notes, carriers };
+    const store = this.rows.location;
+    const read = path === null ? undefined : readWitness(path, (entry) => entry.origin === origin || entry.store === store);
+    const entries = read?.kind === 'entries' ? read.entries : [];
+    for (const entry of newestOf(entries, origin)) {
+      const note = parseCheckpoint(entry.text);
+      if (!trusted(note) || note.seq !== entry.seq) continue;
+      add(note);
+      if (entry.receipt !== null) carriers.push({ seq: entry.receipt, text: entry.text });
+    }
+    return { notes, carriers, replaced: replacedIdentity(entries, store, origin) };
   }
 
   /** This installation's signing key, or undefined (with a line under TURNKEEPER_DEBUG) when it cannot be loaded. */
@@ -328,7 +334,7 @@ export class Checkpoints {
     const path = this.witness;
     if (path === null) return;
     try {
-      appendWitness(path, written);
+      appendWitness(path, { ...written, store: this.rows.location });
     } catch (error) {
       // The witness detects; it is not the authority. A checkpoint it missed is still in the store.
       if (this.env.TURNKEEPER_DEBUG) process.stderr.write(`turnkeeper: witness ${path}: ${(error as Error).message}\n`);
@@ -344,35 +350,63 @@ export class Checkpoints {
   }
 
   /**
-   * The store against the newest witnessed checkpoints of its origin: each must be signed by a trusted
-   * key; the receipt it signs must be there with its hash (else the tail was cut, or the history
-   * forked), and a `checkpoint` receipt that carried it must still carry the same note.
+   * The store against every witnessed checkpoint of its origin (docs/receipts.md, "The witness"): each
+   * must be signed by a trusted key; the receipt it signs must be there with its hash (else the tail was
+   * cut, or the history forked), its signed root must be the stored tree's at its size, and a
+   * `checkpoint` receipt that carried it must still carry the same note. A witness that pinned another
+   * origin to this store's location is `store_identity_changed`. The state reported is the newest entry's.
    */
   async compareWitness(verify: NoteVerifier = noteVerifier(trustedKeys(this.env))): Promise<{ witness: WitnessState; breaks: ChainBreak[] }> {
     const path = this.witness;
     if (path === null) return { witness: { state: 'off', path: null }, breaks: [] };
     const origin = await this.origin();
-    const entries = readWitness(path);
-    if (entries === 'unreadable') return { witness: { state: 'unreadable', path }, breaks: [] };
-    // Every entry of the highest head: two that differ are a fork the store can match once at most.
-    const newest = origin === undefined ? [] : newestOf(entries, origin);
-    if (newest.length === 0) return { witness: { state: 'none', path }, breaks: [] };
-    const top = Math.max(...newest.map((entry) => entry.receipt ?? entry.seq));
-    const rows = await this.rows.receipts({ beforeSeq: top + 1, limit: top + 1 - newest[0]!.seq });
-    const at = (seq: number): ReceiptRow | undefined => rows.find((row) => Number(row.seq) === seq);
+    const store = this.rows.location;
+    const read = readWitness(path, (entry) => entry.origin === origin || entry.store === store);
+    if (read.kind === 'unreadable') return { witness: { state: 'unreadable', path }, breaks: [] };
+    if (read.kind === 'refused') return { witness: { state: 'refused', path, reason: read.reason }, breaks: [] };
     const breaks: ChainBreak[] = [];
-    let witness: WitnessState = { state: 'none', path };
-    for (const entry of newest) {
+    const name = (found: ChainBreak) => {
+      if (!breaks.some((known) => known.seq === found.seq && known.kind === found.kind)) breaks.push(found);
+    };
+    const replaced = replacedIdentity(read.entries, store, origin);
+    if (replaced) name({ seq: replaced.seq, kind: 'store_identity_changed' });
+    // Every entry of this origin, once per note: a fork the store matched at one head is named at another.
+    const ours = [...new Map(read.entries.filter((entry) => entry.origin === origin).map((entry) => [entry.text, entry])).values()];
+    if (ours.length === 0) {
+      const witness: WitnessState = replaced ? { state: 'replaced', path, origin: replaced.origin, seq: replaced.seq } : { state: 'none', path };
+      return { witness, breaks };
+    }
+    const rows = new Map<number, ReceiptRow | undefined>();
+    const at = (seq: number): ReceiptRow | undefined => rows.get(seq);
+    const roots = new Map<number, string | undefined>();
+    let newest: WitnessState | undefined;
+    let newestSeq = -1;
+    for (const entry of ours) {
+      // The signed head and its carrier (normally seq + 1): one indexed page of at most two rows.
+      const top = entry.receipt ?? entry.seq;
+      if (!rows.has(top) || !rows.has(entry.seq)) {
+        const page = await this.rows.receipts({ beforeSeq: top + 1, limit: top + 1 - Math.min(entry.seq, top) });
+        for (const seq of [entry.seq, top])
+          rows.set(
+            seq,
+            page.find((row) => Number(row.seq) === seq),
+          );
+      }
       const note = parseCheckpoint(entry.text);
       const verdict = note ? verify(note) : ({ ok: false, kind: 'signature_invalid' } as const);
-      witness = { state: 'checked', path, seq: entry.seq, receipt: entry.receipt, signer: verdict.ok ? verdict.signer : null, time: note?.time ?? '' };
+      if (entry.seq >= newestSeq) {
+        newestSeq = entry.seq;
+        newest = { state: 'checked', path, seq: entry.seq, receipt: entry.receipt, signer: verdict.ok ? verdict.signer : null, time: note?.time ?? '' };
+      }
       let found = compareOne(note, verdict, entry, at);
       // A version 2 note also names the tree: the stored tree's root at its size must be the signed one.
-      if (!found && note?.root !== undefined && note.seq > 0 && (await storedRoot(this.rows, note.seq)) !== note.root)
-        found = { seq: note.seq, kind: 'tree_mismatch' };
-      if (found && !breaks.some((known) => known.seq === found.seq && known.kind === found.kind)) breaks.push(found);
+      if (!found && note?.root !== undefined && note.seq > 0) {
+        if (!roots.has(note.seq)) roots.set(note.seq, await storedRoot(this.rows, note.seq));
+        if (roots.get(note.seq) !== note.root) found = { seq: note.seq, kind: 'tree_mismatch' };
+      }
+      if (found) name(found);
     }
-    return { witness, breaks };
+    return { witness: newest ?? { state: 'none', path }, breaks };
   }
 }
 

@@ -62,6 +62,6 @@ describe('the witness file is a regular file or nothing', () => {
     const control = withWitness('witness-regular', () => undefined);
     expect(within(control, ['todo', 'add', 'Title', '--id', 'fix-login']).code).toBe(0);
     expect(within(control, ['checkpoint', '--json']).code).toBe(0);
-    expect(readFileSync(join(control.root, 'witness.jsonl'), 'utf8')).toContain('"schema":"turnkeeper.witness/v1"');
+    expect(readFileSync(join(control.root, 'witness.jsonl'), 'utf8')).toContain('"schema":"turnkeeper.witness/v2"');
   }, 60_000);
 });
