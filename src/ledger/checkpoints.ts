@@ -202,7 +202,7 @@ export class Checkpoints {
     if (trusted(own)) add(own);
     const path = this.witness;
     const store = this.rows.location;
-    const read = path === null ? undefined : readWitness(path, (entry) => entry.origin === origin || entry.store === store);
+    const read = path === null ? undefined : readWitness(path, { origin, store });
     const entries = read?.kind === 'entries' ? read.entries : [];
     for (const entry of newestOf(entries, origin)) {
       const note = parseCheckpoint(entry.text);
@@ -361,7 +361,7 @@ export class Checkpoints {
     if (path === null) return { witness: { state: 'off', path: null }, breaks: [] };
     const origin = await this.origin();
     const store = this.rows.location;
-    const read = readWitness(path, (entry) => entry.origin === origin || entry.store === store);
+    const read = readWitness(path, { origin, store });
     if (read.kind === 'unreadable') return { witness: { state: 'unreadable', path }, breaks: [] };
     if (read.kind === 'refused') return { witness: { state: 'refused', path, reason: read.reason }, breaks: [] };
     const breaks: ChainBreak[] = [];

@@ -176,11 +176,15 @@ export type WitnessRead =
   { readonly kind: 'entries'; readonly entries: WitnessEntry[] } | { readonly kind: 'unreadable' } | { readonly kind: 'refused'; readonly reason: string };
 
 /**
- * The witness's entries that `keep` selects, read as a stream of chunks: the whole file is scanned
- * and only kept lines are held, so lines of other stores (however many) cannot push this store's out
- * of view, and memory follows this store's lines. No file: no entries.
+ * The witness's entries of these origins or store locations, read as a stream of chunks: the whole
+ * file is scanned and only their lines are held, so lines of other stores (however many) cannot push
+ * this store's out of view, and memory follows this store's lines. A line that names none of them
+ * is skipped before it is parsed (a hook's automatic checkpoint scans the file inside its write).
+ * No file: no entries.
  */
-export function readWitness(path: string, keep: (entry: WitnessEntry) => boolean): WitnessRead {
+export function readWitness(path: string, of: { readonly origin: string | undefined; readonly store: string }): WitnessRead {
+  const needles = [of.origin, of.store].filter((text): text is string => text !== undefined).map((text) => Buffer.from(JSON.stringify(text)));
+  const keep = (entry: WitnessEntry) => entry.origin === of.origin || entry.store === of.store;
   const entries: WitnessEntry[] = [];
   let fd: number | undefined;
   try {
@@ -189,6 +193,7 @@ export function readWitness(path: string, keep: (entry: WitnessEntry) => boolean
     let pending = Buffer.alloc(0);
     let skipping = false;
     const line = (bytes: Buffer) => {
+      if (!needles.some((needle) => bytes.includes(needle))) return;
       const entry = parseLine(bytes);
       if (entry && keep(entry)) entries.push(entry);
     };
