@@ -25,6 +25,8 @@ import { silentLaunches, type LaunchProcessState, type SilentLaunch } from './st
 import { clientClock, hookBusyTimeoutMs } from '../config/settings';
 import { agentChecks, strictSyntaxProblem, type AgentCheck } from './agentChecks';
 import { recentRejections, type Rejection } from '../hook/rejections';
+import { checkpointsOf } from '../ledger/checkpoints';
+import { witnessSentence } from '../ledger/witness';
 
 /** What the user does so the agent runs its hooks (each agent's profile). */
 export const TRUST_HINT: Readonly<Record<Agent, string>> = byAgent((profile) => profile.trust.hint);
@@ -216,6 +218,12 @@ export async function doctorReport(
         }
         if (health.integrity !== 'ok') problems.push(`integrity_check: ${health.integrity}`);
         if (!chain.ok) problems.push(`receipt chain broken at seq ${chain.breaks[0]?.seq} (${chain.breaks[0]?.kind}): turnkeeper verify`);
+        if (chain.witness?.state === 'refused') problems.push(witnessSentence(chain.witness, chain.breaks));
+        const backlog = await checkpointsOf(authority)?.unsignedBacklog();
+        if (backlog !== undefined)
+          problems.push(
+            `${backlog} receipts since the last checkpoint signed over the receipt tree: automatic checkpoints (inside hooks) walk at most 10,000 and are skipped until then; turnkeeper checkpoint signs them once`,
+          );
         // The upgrade maps path-keyed Goals to repositories, except where Todo ids would collide.
         for (const path of await authority.legacyGoalsLeft()) {
           problems.push(

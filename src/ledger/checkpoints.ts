@@ -297,6 +297,18 @@ export class Checkpoints {
     };
   }
 
+  /**
+   * Receipts since the store's newest checkpoint signed over the Merkle tree, when more than an
+   * automatic checkpoint walks (AUTOMATIC_WALK_LIMIT): hooks then skip signing until `turnkeeper
+   * checkpoint` signs them once. Undefined when automatic checkpoints can sign (doctor reports it).
+   */
+  async unsignedBacklog(): Promise<number | undefined> {
+    const head = await this.headSeq();
+    const note = await this.latest();
+    const since = head - (note?.root !== undefined ? note.seq : 0);
+    return since > AUTOMATIC_WALK_LIMIT ? since : undefined;
+  }
+
   async headSeq(): Promise<number> {
     return (await this.rows.chainHead())?.seq ?? 0;
   }

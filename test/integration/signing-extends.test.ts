@@ -187,9 +187,13 @@ describe('the walk before an automatic checkpoint is bounded', () => {
     const every1 = { TURNKEEPER_CHECKPOINT_EVERY: '1' };
     expect(json(w, ['todo', 'add', 'After', '--id', 'after-1'], every1).code).toBe(0);
     expect(await lastKind()).toBe('todo_added');
+    // Doctor says so, with the command that signs them.
+    const backlog = /10051 receipts since the last checkpoint signed over the receipt tree: .*turnkeeper checkpoint signs them once/;
+    expect(json(w, ['doctor', '--json']).json.problems).toEqual(expect.arrayContaining([expect.stringMatching(backlog)]));
     expect(json(w, ['checkpoint', '--json']).json).toMatchObject({ ok: true, seq: 10_051 });
     expect(json(w, ['todo', 'add', 'After', '--id', 'after-2'], every1).code).toBe(0);
     expect(await lastKind()).toBe('checkpoint');
+    expect(json(w, ['doctor', '--json']).json.problems).not.toEqual(expect.arrayContaining([expect.stringMatching(backlog)]));
   }, 120_000);
 });
 
