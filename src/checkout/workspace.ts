@@ -3,7 +3,7 @@
 // path; git itself runs only when a claim is made.
 //
 // Every git run here must start no program that the checkout (its config, attributes, hooks or
-// files) or the agent's environment names (spec §10, docs/decisions.md "Git on a claim's path"): a
+// files) or the agent's environment names (spec §10, docs/decisions.md "A claim's git runs no program the checkout names"): a
 // sandboxed agent can often write its checkout, and the hook runs outside the sandbox. `git status`
 // is the door: it refreshes the index, which for a stat-dirty or racily-clean file hashes the file
 // through its `filter=` driver (a `clean` or `process` command from any config), asks core.fsmonitor,
