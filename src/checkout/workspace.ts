@@ -36,13 +36,13 @@ const SAFE_OPTIONS = ['--no-pager', '--no-optional-locks', '-c', 'core.fsmonitor
  * they are read for what they say about line endings and safe.directory, as the person's own git does,
  * and their filter drivers are disabled like every other (below).
  */
-function gitEnvironment(extra: Readonly<Record<string, string>> = {}): Record<string, string> {
+function gitEnvironment(): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(process.env)) {
     if (value === undefined || /^GIT_/i.test(name) || name === 'PAGER') continue;
     env[name] = value;
   }
-  return { ...env, GIT_ALLOW_PROTOCOL: '', GIT_TERMINAL_PROMPT: '0', ...extra };
+  return { ...env, GIT_ALLOW_PROTOCOL: '', GIT_TERMINAL_PROMPT: '0' };
 }
 
 /**
@@ -91,14 +91,14 @@ function startRun(checkout: string): GitRun | undefined {
 }
 
 /** git's exit status and stdout; null when it could not run, timed out or was killed. */
-function git(run: GitRun, args: readonly string[], extraEnv?: Readonly<Record<string, string>>): { status: number; stdout: string } | null {
+function git(run: GitRun, args: readonly string[]): { status: number; stdout: string } | null {
   const timeout = run.deadline - Date.now();
   if (timeout <= 0) return null;
   // Loaded on first use: node:child_process adds to every hook's start-up (bench row S1), and only claims need git.
   const { spawnSync } = process.getBuiltinModule('node:child_process');
   const result = spawnSync(run.binary, [...SAFE_OPTIONS, '-C', run.goal, ...args], {
     encoding: 'utf8',
-    env: gitEnvironment(extraEnv),
+    env: gitEnvironment(),
     stdio: ['ignore', 'pipe', 'ignore'],
     timeout,
     maxBuffer: 64 * 1024 * 1024,
@@ -107,29 +107,31 @@ function git(run: GitRun, args: readonly string[], extraEnv?: Readonly<Record<st
   return { status: result.status, stdout: result.stdout };
 }
 
-const gitOk = (run: GitRun, args: readonly string[], extraEnv?: Readonly<Record<string, string>>): string | null => {
-  const result = git(run, args, extraEnv);
+const gitOk = (run: GitRun, args: readonly string[]): string | null => {
+  const result = git(run, args);
   return result?.status === 0 ? result.stdout : null;
 };
 
 /**
  * Every filter driver any config of this checkout names (`filter.<name>.*`, includes and
- * config.worktree included), as config entries that disable it: an empty clean, smudge and process
+ * config.worktree included), as `-c` options that disable it: an empty clean, smudge and process
  * command is no command (git's convert.c runs a driver only for a non-empty one, and a driver with
  * `process` set never falls back to `clean`), and `required=false` keeps an attribute naming it from
- * failing the status. Passed as GIT_CONFIG_COUNT entries, which outrank every config file and take a
- * driver name as it is (a `-c` argument could not carry a name with `=` in it). `git config` itself
- * runs no program. Null when the config cannot be read (status would fail on it too).
+ * failing the status. Command-line config outranks every config file. `git config` itself runs no
+ * program. Null when the config cannot be read (status would fail on it too), or when a name holds
+ * `=`: git splits a `-c` option at its first `=`, so no option can name that driver (GIT_CONFIG_COUNT
+ * could, but git before 2.31, Ubuntu 20.04's included, ignores it, which would leave every driver
+ * running), and the status is not run at all.
  *
  * A writer that adds a driver to the checkout's config between this run and the status (a few
  * milliseconds, while the agent waits for its hook) is not covered: git 2.39 has no way to ignore the
  * attributes' `filter=` (no --attr-source) nor a repository's own config.
  */
-function disabledFilters(run: GitRun): Record<string, string> | null {
+function disabledFilters(run: GitRun): string[] | null {
   const listed = git(run, ['config', '--null', '--get-regexp', '^filter\\.']);
   if (listed === null) return null;
   // Exit 1 with nothing printed: no such key anywhere.
-  if (listed.status === 1 && listed.stdout === '') return {};
+  if (listed.status === 1 && listed.stdout === '') return [];
   if (listed.status !== 0) return null;
   const names = new Set<string>();
   for (const entry of listed.stdout.split('\0')) {
@@ -138,22 +140,12 @@ function disabledFilters(run: GitRun): Record<string, string> | null {
     // `filter.<name>.<key>`; a `filter.<key>` without a name names no driver.
     if (last > 'filter.'.length) names.add(key.slice('filter.'.length, last));
   }
-  const env: Record<string, string> = {};
-  let count = 0;
+  const options: string[] = [];
   for (const name of names) {
-    for (const [key, value] of [
-      ['clean', ''],
-      ['smudge', ''],
-      ['process', ''],
-      ['required', 'false'],
-    ] as const) {
-      env[`GIT_CONFIG_KEY_${count}`] = `filter.${name}.${key}`;
-      env[`GIT_CONFIG_VALUE_${count}`] = value;
-      count += 1;
-    }
+    if (name.includes('=')) return null;
+    options.push('-c', `filter.${name}.clean=`, '-c', `filter.${name}.smudge=`, '-c', `filter.${name}.process=`, '-c', `filter.${name}.required=false`);
   }
-  if (count > 0) env.GIT_CONFIG_COUNT = String(count);
-  return env;
+  return options;
 }
 
 /**
@@ -192,6 +184,6 @@ export function preconditionsOf(checkout: string): Preconditions {
   const head = gitOk(run, ['rev-parse', '--verify', '-q', 'HEAD'])?.trim() || null;
   // Listed right before the status that must not run them.
   const filters = disabledFilters(run);
-  const status = filters === null ? null : gitOk(run, ['status', '--porcelain=v1', '-z', '--untracked-files=all', '--ignore-submodules=dirty'], filters);
+  const status = filters === null ? null : gitOk(run, [...filters, 'status', '--porcelain=v1', '-z', '--untracked-files=all', '--ignore-submodules=dirty']);
   return { gitHead: head, statusDigest: status === null ? null : digestText(status) };
 }

@@ -74,8 +74,8 @@ describe('a claim runs no program the checkout names', () => {
     ['clean', '* filter=x\n', { 'filter.x.clean': 'PROGRAM' }],
     // `required` would fail the status outright if the disabled driver counted as failing.
     ['process', '* filter=x\n', { 'filter.x.process': 'PROGRAM', 'filter.x.required': 'true' }],
-    // A driver name with a dot and an `=`: no `-c` argument could carry it.
-    ['clean, odd name', '* filter=we.i=rd\n', { 'filter.we.i=rd.clean': 'PROGRAM' }],
+    // A driver name with dots: git takes the subsection from the first to the last dot.
+    ['clean, a dotted name', '* filter=we.i.rd\n', { 'filter.we.i.rd.clean': 'PROGRAM' }],
   ])('a filter driver (%s) that the committed .gitattributes names and .git/config defines', async (_door, attributes, config) => {
     commit(world.repo, { '.gitattributes': attributes });
     for (const [key, value] of Object.entries(config)) execFileSync('git', ['-C', world.repo, 'config', key, value.replace('PROGRAM', program)]);
@@ -86,6 +86,17 @@ describe('a claim runs no program the checkout names', () => {
     expect(existsSync(marker)).toBe(true);
     // The filter passes content through: with it or without, the status reads the same.
     expect(digest).toBe(digestText(plain.stdout));
+  });
+
+  it('a filter driver whose name holds `=`, which no -c option can name: the status is not run', async () => {
+    commit(world.repo, { '.gitattributes': '* filter=we=ird\n' });
+    execFileSync('git', ['-C', world.repo, 'config', 'filter.we=ird.clean', program]);
+    unsettle(join(world.repo, 'README.md'));
+    // The claim is made; only its status digest is missing.
+    expect(await claim()).toBeNull();
+    expect(existsSync(marker)).toBe(false);
+    plainGit(world.repo, STATUS);
+    expect(existsSync(marker)).toBe(true);
   });
 
   it('core.fsmonitor in .git/config', async () => {
