@@ -14,7 +14,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { StoreUnavailableError, type Authority } from '../store/authority';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { ensurePrivateHome, foreignHomeProblem, storePath, turnkeeperHome, type Env } from '../store/location';
+import { ensurePrivateHome, foreignHomeProblem, storeFileProblem, storePath, turnkeeperHome, type Env } from '../store/location';
 import { asStoreError, openSqliteRows, type OpenOptions } from '../store/sqlite';
 import { openPostgresRows, redactedLocation } from '../store/postgres';
 import { Ledger } from './ledger';
@@ -66,10 +66,7 @@ function configuredStore(env: Env): string | undefined {
 
 /** Opens the selected authority; `undefined` when it does not exist and `create` is false. */
 export async function openAuthority(env: Env, options: AuthorityOptions): Promise<Authority | undefined> {
-  // Before config.json is read: a home another user owns chooses nothing for this one.
-  const foreign = foreignHomeProblem(env);
-  if (foreign) throw new StoreUnavailableError(foreign);
-  const selection = selectStore(env);
+  const selection = trustedSelection(env);
   // A write may create files in TURNKEEPER_HOME (the database, its anchor, the witness, keys): the
   // folder is made private first, even when another writer created it 0755.
   if (options.create) secureHome(env);
@@ -99,6 +96,20 @@ export async function openAuthority(env: Env, options: AuthorityOptions): Promis
   return openSqliteAuthority({ path: selection.path, create: options.create, busyTimeoutMs: options.busyTimeoutMs, checkpoints: env });
 }
 
+/**
+ * selectStore, after the home (before its config.json is read: a home another user owns or may write
+ * chooses nothing for this one) and the selected SQLite files (another user's database is their
+ * authority) are found to be this user's alone (src/store/location.ts).
+ */
+function trustedSelection(env: Env): StoreSelection {
+  const foreign = foreignHomeProblem(env);
+  if (foreign) throw new StoreUnavailableError(foreign);
+  const selection = selectStore(env);
+  const database = selection.kind === 'sqlite' ? storeFileProblem(selection.path) : undefined;
+  if (database) throw new StoreUnavailableError(database);
+  return selection;
+}
+
 function secureHome(env: Env): void {
   try {
     ensurePrivateHome(env);
@@ -122,7 +133,7 @@ export async function initializeStore(
   env: Env,
   options: { readonly hookRole?: string | undefined } = {},
 ): Promise<StoreInitReport & { readonly unchanged: readonly string[]; readonly revoked: readonly string[] }> {
-  const selection = selectStore(env);
+  const selection = trustedSelection(env);
   if (selection.kind === 'sqlite') {
     const existed = existsSync(selection.path);
     const authority = (await openSqliteAuthority({ path: selection.path, create: true }))!;
