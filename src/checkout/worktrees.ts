@@ -8,7 +8,8 @@
 // Creating a worktree runs git's checkout, so the repository's post-checkout hook runs; a merge runs
 // its merge hooks. The person asked for exactly that (start --worktree, todo done --merge), as if they
 // had typed the git command: documented in docs/spec.md §7, not suppressed.
-import { existsSync, realpathSync } from 'node:fs';
+import { existsSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import type { Env } from '../core/env';
 
@@ -69,15 +70,19 @@ interface GitRun {
   readonly stderr: string;
 }
 
-/** git in `dir` with a scrubbed environment; never throws for git's own exit status. */
-function runGit(env: Env, dir: string, args: readonly string[], timeoutMs = 60_000): GitRun {
+/**
+ * git in `dir` with a scrubbed environment (plus `extra`); never throws for git's own exit status.
+ * GIT_OPTIONAL_LOCKS=0: a `git status` of a check must not refresh and rewrite the index, so a
+ * refused finish leaves the repository byte for byte as it was.
+ */
+function runGit(env: Env, dir: string, args: readonly string[], extra: Record<string, string> = {}): GitRun {
   const { spawnSync } = process.getBuiltinModule('node:child_process');
   // core.fsmonitor names a program git runs on status: a repository's config must not make us run it.
   const run = spawnSync('git', ['-C', dir, '-c', 'core.fsmonitor=false', ...args], {
-    env: gitEnv(env),
+    env: { ...gitEnv(env), GIT_OPTIONAL_LOCKS: '0', ...extra },
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'pipe'],
-    timeout: timeoutMs,
+    timeout: 60_000,
     maxBuffer: 64 * 1024 * 1024,
   });
   if (run.error) return { status: -1, stdout: '', stderr: run.error.message };
@@ -287,7 +292,19 @@ export function planFinish(
   const ahead = Number(mustGit(env, main.path, ['rev-list', '--count', `${head}..${branchHead}`]).trim());
   let mergedTree: string | null = null;
   if (strategy !== 'keep-branch' && ahead > 0) {
-    const merge = runGit(env, main.path, ['merge-tree', '--write-tree', '--name-only', '--no-messages', head, branchHead]);
+    // merge-tree writes the merged trees and blobs as objects: into a scratch object directory (the
+    // repository's own read as an alternate), removed after, so a refused finish adds nothing either.
+    const objects = resolve(main.path, mustGit(env, main.path, ['rev-parse', '--git-path', 'objects']).trim());
+    const scratch = mkdtempSync(join(tmpdir(), 'turnkeeper-merge-tree-'));
+    let merge: GitRun;
+    try {
+      merge = runGit(env, main.path, ['merge-tree', '--write-tree', '--name-only', '--no-messages', head, branchHead], {
+        GIT_OBJECT_DIRECTORY: scratch,
+        GIT_ALTERNATE_OBJECT_DIRECTORIES: objects,
+      });
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
     if (merge.status === 1) {
       const files = merge.stdout.split('\n').slice(1).filter(Boolean);
       throw new WorktreeError(
