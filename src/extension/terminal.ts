@@ -159,7 +159,13 @@ export function openResumeTerminal(ctx: Ctx, plan: ResumePlan): vscode.Terminal 
 }
 
 /** "Start Turn on Todo": a new interactive session of `agent` in `checkout`, whose first prompt claims `todo`. */
-export function openStartTerminal(ctx: Ctx, todo: string, agent: Agent, checkout: string): vscode.Terminal {
+export function openStartTerminal(
+  ctx: Ctx,
+  todo: string,
+  agent: Agent,
+  checkout: string,
+  worktree?: { readonly branch: string; readonly created: boolean },
+): vscode.Terminal {
   return openLaunchTerminal(ctx, {
     agent,
     name: t('Turnkeeper: {0} ({1})', todo, agent),
@@ -167,7 +173,7 @@ export function openStartTerminal(ctx: Ctx, todo: string, agent: Agent, checkout
     subject: todo,
     refusedMessage: (reason) => t('Turnkeeper did not start {0}: [{1}]', todo, reason),
     launch: async (dimensions, signal) => {
-      const result = await startTodo({ ...(await terminalLaunchOptions(ctx, agent, dimensions, signal)), todo, agent, cwd: checkout });
+      const result = await startTodo({ ...(await terminalLaunchOptions(ctx, agent, dimensions, signal)), todo, agent, cwd: checkout, worktree });
       if (!result.ok) return result;
       ctx.log.info(`started ${agent} on ${todo}: turn ${result.turn}, launch ${result.launchId}`);
       return { ok: true, launch: result.launch, digest: result.attestation.digest };
