@@ -108,7 +108,7 @@ export interface WorktreeEntry {
 }
 
 /** `git worktree list --porcelain -z`: the main worktree first, then the linked ones. */
-export function listWorktrees(env: Env, dir: string): WorktreeEntry[] {
+function listWorktrees(env: Env, dir: string): WorktreeEntry[] {
   const out = mustGit(env, dir, ['worktree', 'list', '--porcelain', '-z']);
   const entries: WorktreeEntry[] = [];
   for (const block of out.split('\0\0')) {

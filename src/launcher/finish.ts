@@ -34,7 +34,7 @@ export interface FinishOptions {
   readonly now?: () => number;
 }
 
-export type FinishRefusalReason =
+type FinishRefusalReason =
   | 'unknown_todo'
   | 'todo_not_open'
   | 'not_owner'
