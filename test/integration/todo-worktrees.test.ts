@@ -180,7 +180,7 @@ describe('resume --recreate-worktree', () => {
   });
 });
 
-describe('todo done --merge | --squash', () => {
+describe('todo done --merge | --squash | --rebase | --keep-branch', () => {
   /** The Todo's worktree with one commit, claimed there by codex:sess-1. */
   function todoWorktreeWithCommit(): { capture: string; branchHead: string } {
     const started = startWorktree();
@@ -292,5 +292,47 @@ describe('todo done --merge | --squash', () => {
     expect(receiptDocs().find((doc) => doc.kind === 'todo_finished')).toMatchObject({ detail: { strategy: 'squash', commits: 2, worktreeRemoved: false } });
     expect(todoStatus()).toBe('done');
     expect(leases().filter((lease) => lease.status === 'active')).toStrictEqual([]);
+  });
+  it('--rebase replays the branch on the moved main branch and fast-forwards; --keep-branch merges nothing and keeps the branch', () => {
+    todoWorktreeWithCommit();
+    commitFile(world.repo, 'other.txt', 'main moved on\n', 'main moves on');
+    const mainHead = git(world.repo, 'rev-parse', 'HEAD').trim();
+    const finished = done('--rebase', '--remove-worktree');
+    expect(finished.code, finished.stderr + finished.stdout).toBe(0);
+    expect(finished.json).toMatchObject({ ok: true, strategy: 'rebase', commits: 1, merged: true, worktreeRemoved: true, branchDeleted: true });
+    // Linear: the rebased commit sits on the main branch's head, no merge commit.
+    expect(git(world.repo, 'rev-parse', 'HEAD^').trim()).toBe(mainHead);
+    expect(git(world.repo, 'log', '-1', '--format=%s').trim()).toBe('fix the login');
+    expect(readFileSync(join(world.repo, 'login.txt'), 'utf8')).toBe('fixed\n');
+
+    expect(world.cli(['todo', 'add', 'Second', '--id', 'second']).code).toBe(0);
+    git(world.repo, 'worktree', 'add', '-q', '-b', 'todo/second', join(world.root, 'second'));
+    commitFile(join(world.root, 'second'), 'second.txt', 'kept\n', 'kept work');
+    const before = git(world.repo, 'rev-parse', 'HEAD').trim();
+    const kept = cli(['todo', 'done', 'second', '--keep-branch', '--remove-worktree', '--json']);
+    expect(kept.code, kept.stderr + kept.stdout).toBe(0);
+    expect(kept.json).toMatchObject({ ok: true, strategy: 'keep-branch', commits: 1, merged: false, worktreeRemoved: true, branchDeleted: false });
+    expect(git(world.repo, 'rev-parse', 'HEAD').trim()).toBe(before);
+    expect(git(world.repo, 'log', '-1', '--format=%s', 'todo/second').trim()).toBe('kept work');
+    expect(existsSync(join(world.root, 'second'))).toBe(false);
+  });
+
+  it('a merge git itself refuses after the checks (no committer identity) is aborted: the main checkout is as before and nothing is recorded', () => {
+    todoWorktreeWithCommit();
+    const head = git(world.repo, 'rev-parse', 'HEAD').trim();
+    const receiptsBefore = receiptDocs().length;
+    // The world's HOME has no git config: without the identity variables a merge commit cannot be made.
+    const run = world.cli(['todo', 'done', 'fix-login', '--merge', '--owner', 'codex:sess-1', '--json'], {
+      env: { GIT_CONFIG_NOSYSTEM: '1', EMAIL: undefined },
+    });
+    expect(run.code).toBe(1);
+    expect(JSON.parse(run.stdout)).toMatchObject({ ok: false, reason: 'git_failed', detail: expect.stringMatching(/identity|who you are/i) as unknown });
+    expect(git(world.repo, 'rev-parse', 'HEAD').trim()).toBe(head);
+    expect(git(world.repo, 'status', '--porcelain').trim()).toBe('');
+    expect(existsSync(join(world.repo, '.git', 'MERGE_HEAD'))).toBe(false);
+    expect(receiptDocs()).toHaveLength(receiptsBefore);
+    expect(todoStatus()).toBe('open');
+    // Control: the same command with an identity merges.
+    expect(done('--merge').json).toMatchObject({ ok: true, merged: true });
   });
 });
