@@ -75,23 +75,29 @@ interface GitRun {
  * GIT_OPTIONAL_LOCKS=0: a `git status` of a check must not refresh and rewrite the index, so a
  * refused finish leaves the repository byte for byte as it was.
  */
-function runGit(env: Env, dir: string, args: readonly string[], extra: Record<string, string> = {}): GitRun {
-  const { spawnSync } = process.getBuiltinModule('node:child_process');
-  // core.fsmonitor names a program git runs on status: a repository's config must not make us run it.
-  const run = spawnSync('git', ['-C', dir, '-c', 'core.fsmonitor=false', ...args], {
-    env: { ...gitEnv(env), GIT_OPTIONAL_LOCKS: '0', ...extra },
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'pipe'],
-    timeout: 60_000,
-    maxBuffer: 64 * 1024 * 1024,
+async function runGit(env: Env, dir: string, args: readonly string[], extra: Record<string, string> = {}): Promise<GitRun> {
+  const { spawn } = process.getBuiltinModule('node:child_process');
+  // Asynchronous: the editor's extension host runs these too, and a checkout (or the repository's
+  // post-checkout hook) may take long; the timeout is a backstop, not a deadline for a busy hook.
+  return new Promise((resolveRun) => {
+    // core.fsmonitor names a program git runs on status: a repository's config must not make us run it.
+    const child = spawn('git', ['-C', dir, '-c', 'core.fsmonitor=false', ...args], {
+      env: { ...gitEnv(env), GIT_OPTIONAL_LOCKS: '0', ...extra },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: 10 * 60_000,
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', (error) => resolveRun({ status: -1, stdout: '', stderr: error.message }));
+    child.on('close', (code) => resolveRun({ status: code ?? -1, stdout, stderr }));
   });
-  if (run.error) return { status: -1, stdout: '', stderr: run.error.message };
-  return { status: run.status ?? -1, stdout: run.stdout, stderr: run.stderr };
 }
 
 /** git that must succeed: its stdout, or WorktreeError git_failed with what git said. */
-function mustGit(env: Env, dir: string, args: readonly string[]): string {
-  const run = runGit(env, dir, args);
+async function mustGit(env: Env, dir: string, args: readonly string[]): Promise<string> {
+  const run = await runGit(env, dir, args);
   if (run.status !== 0) throw new WorktreeError('git_failed', `git ${args.join(' ')} failed in ${dir}: ${run.stderr.trim() || `exit ${run.status}`}`);
   return run.stdout;
 }
@@ -108,8 +114,8 @@ export interface WorktreeEntry {
 }
 
 /** `git worktree list --porcelain -z`: the main worktree first, then the linked ones. */
-function listWorktrees(env: Env, dir: string): WorktreeEntry[] {
-  const out = mustGit(env, dir, ['worktree', 'list', '--porcelain', '-z']);
+async function listWorktrees(env: Env, dir: string): Promise<WorktreeEntry[]> {
+  const out = await mustGit(env, dir, ['worktree', 'list', '--porcelain', '-z']);
   const entries: WorktreeEntry[] = [];
   for (const block of out.split('\0\0')) {
     const fields = block.split('\0').filter((line) => line !== '');
@@ -129,10 +135,10 @@ function listWorktrees(env: Env, dir: string): WorktreeEntry[] {
 }
 
 /** The main (first) worktree of the repository `dir` belongs to; not_git when bare or not a repository. */
-export function mainWorktree(env: Env, dir: string): WorktreeEntry {
+export async function mainWorktree(env: Env, dir: string): Promise<WorktreeEntry> {
   let entries: WorktreeEntry[];
   try {
-    entries = listWorktrees(env, dir);
+    entries = await listWorktrees(env, dir);
   } catch (error) {
     throw new WorktreeError('not_git', `${dir} is not in a git repository: ${(error as Error).message}`);
   }
@@ -142,9 +148,9 @@ export function mainWorktree(env: Env, dir: string): WorktreeEntry {
 }
 
 /** A Todo's branch: `<prefix><todo>`, checked with git's own rule. */
-export function todoBranch(env: Env, dir: string, prefix: string, todo: string, explicit?: string): string {
+export async function todoBranch(env: Env, dir: string, prefix: string, todo: string, explicit?: string): Promise<string> {
   const branch = explicit ?? `${prefix}${todo}`;
-  const run = runGit(env, dir, ['check-ref-format', '--branch', branch]);
+  const run = await runGit(env, dir, ['check-ref-format', '--branch', branch]);
   if (run.status !== 0 || branch.startsWith('-')) throw new WorktreeError('bad_branch', `${JSON.stringify(branch)} is not a valid git branch name`);
   return branch;
 }
@@ -168,7 +174,8 @@ const realOrSelf = (path: string): string => {
   }
 };
 
-const branchExists = (env: Env, dir: string, branch: string): boolean => runGit(env, dir, ['rev-parse', '--verify', '-q', `refs/heads/${branch}`]).status === 0;
+const branchExists = async (env: Env, dir: string, branch: string): Promise<boolean> =>
+  (await runGit(env, dir, ['rev-parse', '--verify', '-q', `refs/heads/${branch}`])).status === 0;
 
 export interface TodoWorktree {
   /** Realpath of the worktree. */
@@ -186,8 +193,8 @@ export interface TodoWorktree {
  * branch is new). A path that exists and is not the branch's worktree is path_taken; nothing is
  * created then.
  */
-export function ensureWorktree(env: Env, dir: string, branch: string, path: string): TodoWorktree {
-  const entries = listWorktrees(env, dir);
+export async function ensureWorktree(env: Env, dir: string, branch: string, path: string): Promise<TodoWorktree> {
+  const entries = await listWorktrees(env, dir);
   const wanted = resolve(path);
   const current = entries.find((entry) => entry.branch === branch && !entry.missing);
   if (current) {
@@ -199,12 +206,12 @@ export function ensureWorktree(env: Env, dir: string, branch: string, path: stri
     throw new WorktreeError('path_taken', `${wanted} exists and is not the worktree of branch ${branch}: remove it or give another --worktree`);
   // A registration of this branch whose folder is gone (deleted, not pruned) would make git refuse
   // the branch as checked out: it is pruned first, as `git worktree prune` would.
-  if (entries.some((entry) => entry.branch === branch && entry.missing)) mustGit(env, dir, ['worktree', 'prune']);
+  if (entries.some((entry) => entry.branch === branch && entry.missing)) await mustGit(env, dir, ['worktree', 'prune']);
   let base: string | null = null;
-  if (branchExists(env, dir, branch)) mustGit(env, dir, ['worktree', 'add', '--', wanted, branch]);
+  if (await branchExists(env, dir, branch)) await mustGit(env, dir, ['worktree', 'add', '--', wanted, branch]);
   else {
-    base = mustGit(env, dir, ['rev-parse', '--verify', 'HEAD^{commit}']).trim();
-    mustGit(env, dir, ['worktree', 'add', '-b', branch, '--', wanted, base]);
+    base = (await mustGit(env, dir, ['rev-parse', '--verify', 'HEAD^{commit}'])).trim();
+    await mustGit(env, dir, ['worktree', 'add', '-b', branch, '--', wanted, base]);
   }
   return { path: realOrSelf(wanted), branch, created: true, base };
 }
@@ -214,25 +221,31 @@ export function ensureWorktree(env: Env, dir: string, branch: string, path: stri
  * `branch` at the captured `head`, else detached at `head` (no branch was captured).
  * `repoDir` is the repository's common git directory.
  */
-export function recreateWorktree(env: Env, commonDir: string, path: string, branch: string | null, head: string | null): TodoWorktree {
+export async function recreateWorktree(
+  env: Env,
+  commonDir: string,
+  path: string,
+  branch: string | null,
+  head: string | null,
+): Promise<{ readonly path: string; readonly branch: string | null }> {
   if (existsSync(path)) throw new WorktreeError('path_taken', `${path} exists: nothing to recreate`);
   const git = (args: readonly string[]) => mustGit(env, commonDir, args);
-  const entries = listWorktrees(env, commonDir);
-  if (entries.some((entry) => entry.missing)) git(['worktree', 'prune']);
-  const headExists = head !== null && runGit(env, commonDir, ['cat-file', '-e', `${head}^{commit}`]).status === 0;
-  if (branch !== null && branchExists(env, commonDir, branch)) {
-    const other = listWorktrees(env, commonDir).find((entry) => entry.branch === branch);
+  const entries = await listWorktrees(env, commonDir);
+  if (entries.some((entry) => entry.missing)) await git(['worktree', 'prune']);
+  const headExists = head !== null && (await runGit(env, commonDir, ['cat-file', '-e', `${head}^{commit}`])).status === 0;
+  if (branch !== null && (await branchExists(env, commonDir, branch))) {
+    const other = (await listWorktrees(env, commonDir)).find((entry) => entry.branch === branch);
     if (other) throw new WorktreeError('branch_elsewhere', `branch ${branch} is checked out in ${other.path}: resume there, or remove that worktree`);
-    git(['worktree', 'add', '--', path, branch]);
-  } else if (headExists && branch !== null) git(['worktree', 'add', '-b', branch, '--', path, head]);
-  else if (headExists) git(['worktree', 'add', '--detach', '--', path, head]);
+    await git(['worktree', 'add', '--', path, branch]);
+  } else if (headExists && branch !== null) await git(['worktree', 'add', '-b', branch, '--', path, head]);
+  else if (headExists) await git(['worktree', 'add', '--detach', '--', path, head]);
   else throw new WorktreeError('nothing_to_recreate', `neither branch ${branch ?? '(none)'} nor commit ${head ?? '(none)'} exists in ${commonDir}`);
-  return { path: realOrSelf(path), branch: branch ?? '', created: true, base: headExists ? head : null };
+  return { path: realOrSelf(path), branch };
 }
 
 /** Whether a checkout has changes: `git status --porcelain` (untracked files too unless `tracked`). */
-function changesOf(env: Env, checkout: string, trackedOnly: boolean): string {
-  return mustGit(env, checkout, ['status', '--porcelain=v1', trackedOnly ? '--untracked-files=no' : '--untracked-files=all']);
+async function changesOf(env: Env, checkout: string, trackedOnly: boolean): Promise<string> {
+  return await mustGit(env, checkout, ['status', '--porcelain=v1', trackedOnly ? '--untracked-files=no' : '--untracked-files=all']);
 }
 
 export const FINISH_STRATEGIES = ['merge', 'squash', 'rebase', 'keep-branch'] as const;
@@ -264,19 +277,19 @@ export interface FinishPlan {
  * tracked changes; and `git merge-tree --write-tree` merges the branch without conflict (it writes
  * objects only, never a ref, the index or a file). Throws WorktreeError naming the first that fails.
  */
-export function planFinish(
+export async function planFinish(
   env: Env,
   dir: string,
   options: { readonly branch: string; readonly strategy: FinishStrategy; readonly removeWorktree: boolean },
-): FinishPlan {
+): Promise<FinishPlan> {
   const { branch, strategy } = options;
-  const main = mainWorktree(env, dir);
-  if (!branchExists(env, main.path, branch)) throw new WorktreeError('no_branch', `branch ${branch} does not exist in ${main.path}`);
-  const worktree = listWorktrees(env, main.path).find((entry) => entry.branch === branch) ?? null;
+  const main = await mainWorktree(env, dir);
+  if (!(await branchExists(env, main.path, branch))) throw new WorktreeError('no_branch', `branch ${branch} does not exist in ${main.path}`);
+  const worktree = (await listWorktrees(env, main.path)).find((entry) => entry.branch === branch) ?? null;
   if (worktree && realOrSelf(worktree.path) === realOrSelf(main.path))
     throw new WorktreeError('main_not_ready', `branch ${branch} is checked out in the main checkout ${main.path}: there is nothing to merge it into`);
   if (worktree && !worktree.missing) {
-    const changes = changesOf(env, worktree.path, false);
+    const changes = await changesOf(env, worktree.path, false);
     if (changes !== '')
       throw new WorktreeError(
         'worktree_dirty',
@@ -284,21 +297,21 @@ export function planFinish(
       );
   }
   if (main.branch === null) throw new WorktreeError('main_not_ready', `the main checkout ${main.path} is detached: check out the branch to merge into`);
-  if (changesOf(env, main.path, true) !== '')
+  if ((await changesOf(env, main.path, true)) !== '')
     throw new WorktreeError('main_not_ready', `the main checkout ${main.path} has uncommitted changes: commit or stash them first; nothing was changed`);
-  const head = mustGit(env, main.path, ['rev-parse', '--verify', 'HEAD^{commit}']).trim();
-  const tree = mustGit(env, main.path, ['rev-parse', '--verify', 'HEAD^{tree}']).trim();
-  const branchHead = mustGit(env, main.path, ['rev-parse', '--verify', `refs/heads/${branch}^{commit}`]).trim();
-  const ahead = Number(mustGit(env, main.path, ['rev-list', '--count', `${head}..${branchHead}`]).trim());
+  const head = (await mustGit(env, main.path, ['rev-parse', '--verify', 'HEAD^{commit}'])).trim();
+  const tree = (await mustGit(env, main.path, ['rev-parse', '--verify', 'HEAD^{tree}'])).trim();
+  const branchHead = (await mustGit(env, main.path, ['rev-parse', '--verify', `refs/heads/${branch}^{commit}`])).trim();
+  const ahead = Number((await mustGit(env, main.path, ['rev-list', '--count', `${head}..${branchHead}`])).trim());
   let mergedTree: string | null = null;
   if (strategy !== 'keep-branch' && ahead > 0) {
     // merge-tree writes the merged trees and blobs as objects: into a scratch object directory (the
     // repository's own read as an alternate), removed after, so a refused finish adds nothing either.
-    const objects = resolve(main.path, mustGit(env, main.path, ['rev-parse', '--git-path', 'objects']).trim());
+    const objects = resolve(main.path, (await mustGit(env, main.path, ['rev-parse', '--git-path', 'objects'])).trim());
     const scratch = mkdtempSync(join(tmpdir(), 'turnkeeper-merge-tree-'));
     let merge: GitRun;
     try {
-      merge = runGit(env, main.path, ['merge-tree', '--write-tree', '--name-only', '--no-messages', head, branchHead], {
+      merge = await runGit(env, main.path, ['merge-tree', '--write-tree', '--name-only', '--no-messages', head, branchHead], {
         GIT_OBJECT_DIRECTORY: scratch,
         GIT_ALTERNATE_OBJECT_DIRECTORIES: objects,
       });
@@ -343,21 +356,21 @@ export interface FinishOutcome {
  * branch are removed only after the merge succeeded, and only when asked (the branch is kept with
  * keep-branch).
  */
-export function runFinish(env: Env, plan: FinishPlan, message: string): FinishOutcome {
+export async function runFinish(env: Env, plan: FinishPlan, message: string): Promise<FinishOutcome> {
   const at = plan.main;
-  if (plan.worktreeMissing) mustGit(env, at, ['worktree', 'prune']);
+  if (plan.worktreeMissing) await mustGit(env, at, ['worktree', 'prune']);
   let merged = false;
   if (plan.strategy !== 'keep-branch' && plan.ahead > 0) {
     if (plan.strategy === 'merge') {
-      const run = runGit(env, at, ['merge', '--no-ff', '-m', message, plan.branchHead]);
-      if (run.status !== 0) abortAndThrow(env, at, 'merge', run);
+      const run = await runGit(env, at, ['merge', '--no-ff', '-m', message, plan.branchHead]);
+      if (run.status !== 0) await abortAndThrow(env, at, 'merge', run);
     } else if (plan.strategy === 'squash') {
-      const run = runGit(env, at, ['merge', '--squash', plan.branchHead]);
-      if (run.status !== 0) abortAndThrow(env, at, 'merge --squash', run);
-      const commit = runGit(env, at, ['commit', '-m', message]);
+      const run = await runGit(env, at, ['merge', '--squash', plan.branchHead]);
+      if (run.status !== 0) await abortAndThrow(env, at, 'merge --squash', run);
+      const commit = await runGit(env, at, ['commit', '-m', message]);
       if (commit.status !== 0) {
         // Back to the head before: the squashed changes are in the index and files only.
-        runGit(env, at, ['reset', '--hard', plan.before.head]);
+        await runGit(env, at, ['reset', '--hard', plan.before.head]);
         throw new WorktreeError(
           'git_failed',
           `git commit of the squash failed: ${commit.stderr.trim() || commit.stdout.trim()}; the main checkout is back at ${plan.before.head}`,
@@ -367,38 +380,38 @@ export function runFinish(env: Env, plan: FinishPlan, message: string): FinishOu
       // Rebase the branch onto the main branch (in its worktree, or in the main checkout's repository
       // by name when it has none), then fast-forward the main branch to it.
       const where = plan.worktree ?? at;
-      const rebase = runGit(env, where, plan.worktree ? ['rebase', plan.into] : ['rebase', plan.into, plan.branch]);
+      const rebase = await runGit(env, where, plan.worktree ? ['rebase', plan.into] : ['rebase', plan.into, plan.branch]);
       if (rebase.status !== 0) {
-        runGit(env, where, ['rebase', '--abort']);
+        await runGit(env, where, ['rebase', '--abort']);
         throw new WorktreeError(
           'merge_conflict',
           `rebasing ${plan.branch} onto ${plan.into} stopped (${rebase.stderr.trim().split('\n')[0] ?? ''}); it was aborted, nothing was changed`,
         );
       }
-      if (!plan.worktree) mustGit(env, at, ['checkout', '-q', plan.into]);
-      const ff = runGit(env, at, ['merge', '--ff-only', `refs/heads/${plan.branch}`]);
-      if (ff.status !== 0) abortAndThrow(env, at, 'merge --ff-only', ff);
+      if (!plan.worktree) await mustGit(env, at, ['checkout', '-q', plan.into]);
+      const ff = await runGit(env, at, ['merge', '--ff-only', `refs/heads/${plan.branch}`]);
+      if (ff.status !== 0) await abortAndThrow(env, at, 'merge --ff-only', ff);
     }
     merged = true;
   }
   let worktreeRemoved = false;
   if (plan.removeWorktree && plan.worktree) {
-    mustGit(env, at, ['worktree', 'remove', '--', plan.worktree]);
+    await mustGit(env, at, ['worktree', 'remove', '--', plan.worktree]);
     worktreeRemoved = true;
   }
   let branchDeleted = false;
   // The branch goes with its worktree once it is merged; a squash or rebase leaves it not an ancestor
   // of the main branch, and its content is merged all the same, so -D.
   if (plan.removeWorktree && plan.strategy !== 'keep-branch') {
-    mustGit(env, at, ['branch', '-D', '--', plan.branch]);
+    await mustGit(env, at, ['branch', '-D', '--', plan.branch]);
     branchDeleted = true;
   }
-  const head = mustGit(env, at, ['rev-parse', '--verify', 'HEAD^{commit}']).trim();
-  const tree = mustGit(env, at, ['rev-parse', '--verify', 'HEAD^{tree}']).trim();
+  const head = (await mustGit(env, at, ['rev-parse', '--verify', 'HEAD^{commit}'])).trim();
+  const tree = (await mustGit(env, at, ['rev-parse', '--verify', 'HEAD^{tree}'])).trim();
   return { after: { head, tree }, merged, worktreeRemoved, branchDeleted };
 }
 
-function abortAndThrow(env: Env, at: string, what: string, run: GitRun): never {
-  runGit(env, at, ['merge', '--abort']);
+async function abortAndThrow(env: Env, at: string, what: string, run: GitRun): Promise<never> {
+  await runGit(env, at, ['merge', '--abort']);
   throw new WorktreeError('git_failed', `git ${what} failed: ${(run.stderr.trim() || run.stdout.trim()).split('\n').slice(0, 3).join(' ')}; it was aborted`);
 }

@@ -166,8 +166,8 @@ async function startTurn(ctx: Ctx, given: string | undefined, inWorktree = false
   }
   let worktree: TodoWorktree;
   try {
-    const target = worktreeTarget({ env: ctx.env, cwd: workspace.checkout, todo });
-    worktree = ensureWorktree(ctx.env, workspace.checkout, target.branch, target.path);
+    const target = await worktreeTarget({ env: ctx.env, cwd: workspace.checkout, todo });
+    worktree = await ensureWorktree(ctx.env, workspace.checkout, target.branch, target.path);
   } catch (error) {
     if (!(error instanceof WorktreeError || error instanceof WorktreeConfigError)) throw error;
     const reason = error instanceof WorktreeError ? error.code : 'worktree_config';

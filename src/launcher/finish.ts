@@ -80,9 +80,9 @@ export async function finishTodo(options: FinishOptions): Promise<FinishResult> 
   let plan: FinishPlan;
   let outcome: FinishOutcome;
   try {
-    const branch = todoBranch(env, options.cwd, worktreeSettings(env).branchPrefix, id, options.branch);
-    plan = planFinish(env, options.cwd, { branch, strategy: options.strategy, removeWorktree: options.removeWorktree });
-    outcome = runFinish(env, plan, messageOf(options.strategy, id, todo.title, branch));
+    const branch = await todoBranch(env, options.cwd, worktreeSettings(env).branchPrefix, id, options.branch);
+    plan = await planFinish(env, options.cwd, { branch, strategy: options.strategy, removeWorktree: options.removeWorktree });
+    outcome = await runFinish(env, plan, messageOf(options.strategy, id, todo.title, branch));
   } catch (error) {
     if (error instanceof WorktreeError) return { ok: false, reason: error.code, detail: error.message };
     if (error instanceof WorktreeConfigError) return { ok: false, reason: 'worktree_config', detail: error.message };

@@ -18,10 +18,12 @@ export interface WorktreeStartOptions extends StartOptions {
 }
 
 /** Where a Todo's worktree is and its branch, from the options and config.json (throws WorktreeConfigError, WorktreeError). */
-export function worktreeTarget(options: Pick<WorktreeStartOptions, 'env' | 'cwd' | 'todo' | 'worktreePath' | 'branch'>): { path: string; branch: string } {
+export async function worktreeTarget(
+  options: Pick<WorktreeStartOptions, 'env' | 'cwd' | 'todo' | 'worktreePath' | 'branch'>,
+): Promise<{ path: string; branch: string }> {
   const settings = worktreeSettings(options.env);
-  const main = mainWorktree(options.env, options.cwd);
-  const branch = todoBranch(options.env, options.cwd, settings.branchPrefix, options.todo, options.branch);
+  const main = await mainWorktree(options.env, options.cwd);
+  const branch = await todoBranch(options.env, options.cwd, settings.branchPrefix, options.todo, options.branch);
   return { path: options.worktreePath ?? defaultWorktreePath(main.path, settings.location, options.todo), branch };
 }
 
@@ -32,11 +34,11 @@ export function worktreeTarget(options: Pick<WorktreeStartOptions, 'env' | 'cwd'
  */
 export async function startInWorktree(options: WorktreeStartOptions): Promise<StartResult & { readonly worktree?: TodoWorktree }> {
   const now = options.now ?? Date.now;
-  const target = worktreeTarget(options);
+  const target = await worktreeTarget(options);
   const goal = resolveGoal(options.cwd);
   const check = await checkStart(options.store, goal, options.todo, options.agent, now(), true);
   if (!check.ok) return check;
-  const worktree = ensureWorktree(options.env, options.cwd, target.branch, target.path);
+  const worktree = await ensureWorktree(options.env, options.cwd, target.branch, target.path);
   const result = await startTodo({ ...options, cwd: worktree.path, worktree: { branch: worktree.branch, created: worktree.created } });
   return { ...result, worktree };
 }
@@ -47,7 +49,11 @@ export async function startInWorktree(options: WorktreeStartOptions): Promise<St
  * at that HEAD. Returns undefined when the checkout exists (nothing to do); WorktreeError when the
  * capture ran outside git or there is nothing to recreate it from.
  */
-export async function recreateCaptureCheckout(store: Authority, captureId: string, env: StartOptions['env']): Promise<TodoWorktree | undefined> {
+export async function recreateCaptureCheckout(
+  store: Authority,
+  captureId: string,
+  env: StartOptions['env'],
+): Promise<{ readonly path: string; readonly branch: string | null } | undefined> {
   const capture = await store.getCapture(captureId);
   if (!capture) return undefined;
   if (existsSync(capture.checkout)) return undefined;
