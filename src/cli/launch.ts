@@ -91,11 +91,13 @@ export async function resumeCommand(argv: string[], io: Io): Promise<number> {
     return EXIT.refused;
   }
   try {
+    let recreatedWorktree = false;
     if (values['recreate-worktree']) {
       // Asked for by name, so done even with --dry-run (which then shows the launch in it); a
       // checkout that exists is left alone.
       try {
         const recreated = await recreateCaptureCheckout(store, captureId, io.env);
+        recreatedWorktree = recreated !== undefined;
         if (recreated && !values.json)
           io.err(`turnkeeper: recreated worktree ${recreated.path}${recreated.branch ? ` on branch ${recreated.branch}` : ' (detached)'}\n`);
       } catch (error) {
@@ -116,6 +118,7 @@ export async function resumeCommand(argv: string[], io: Io): Promise<number> {
       prompt: values.prompt,
       extraArgs,
       allowLoaderVariables: values['allow-loader-env'],
+      recreatedWorktree,
     });
     if (!result.ok) {
       if (values.json) printJson(io, { ok: false, decision: 'refused', capture: captureId, reason: result.reason, guidance: result.guidance });

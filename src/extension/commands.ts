@@ -206,6 +206,7 @@ async function resumeCapturedTurn(ctx: Ctx, given: string | undefined): Promise<
   // One check (git runs included) per resume: the pick's own, else one here; the terminal launches
   // that plan, and the launch's commit re-checks the lease in its transaction.
   check ??= await checkResume(store, captureId, { acceptDrift: true });
+  let recreated = false;
   if (!check.ok && check.reason === 'checkout_missing') {
     // The worktree it ran in is gone: offered back at its branch (or captured HEAD), then resumed.
     const recreate = t('Recreate Worktree');
@@ -216,7 +217,7 @@ async function resumeCapturedTurn(ctx: Ctx, given: string | undefined): Promise<
     );
     if (answer !== recreate) return;
     try {
-      await recreateCaptureCheckout(store, captureId, ctx.env);
+      recreated = (await recreateCaptureCheckout(store, captureId, ctx.env)) !== undefined;
     } catch (error) {
       if (!(error instanceof WorktreeError)) throw error;
       void vscode.window.showErrorMessage(t('Turnkeeper could not recreate the worktree: [{0}] {1}', error.code, error.message));
@@ -237,7 +238,7 @@ async function resumeCapturedTurn(ctx: Ctx, given: string | undefined): Promise<
     );
     if (answer !== accept) return;
   }
-  openResumeTerminal(ctx, check.plan);
+  openResumeTerminal(ctx, check.plan, recreated);
 }
 
 interface ResumePick extends vscode.QuickPickItem {

@@ -135,7 +135,7 @@ async function terminalLaunchOptions(ctx: Ctx, agent: Agent, dimensions: vscode.
 }
 
 /** "Resume Captured Turn" on a plan the command checked (and whose drift, if any, the person accepted). */
-export function openResumeTerminal(ctx: Ctx, plan: ResumePlan): vscode.Terminal {
+export function openResumeTerminal(ctx: Ctx, plan: ResumePlan, recreatedWorktree = false): vscode.Terminal {
   const { capture } = plan;
   return openLaunchTerminal(ctx, {
     agent: capture.agent,
@@ -150,6 +150,7 @@ export function openResumeTerminal(ctx: Ctx, plan: ResumePlan): vscode.Terminal 
         acceptDrift: plan.drift !== undefined,
         dryRun: false,
         plan,
+        recreatedWorktree,
       });
       if (!result.ok) return result;
       if (result.dryRun) throw new Error('unexpected dry run');

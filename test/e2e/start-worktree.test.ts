@@ -91,5 +91,15 @@ describe('turnkeeper start --worktree with the real Codex', () => {
     expect(mock.requests.length).toBeGreaterThan(before);
     expect(codexCwds(mock.requests.at(-1)!).at(-1)).toBe(worktree());
     expect(statusOf(world).leases).toStrictEqual([expect.objectContaining({ capture, status: 'active', epoch: 1 })]);
+    // The chain says the worktree was recreated for this launch.
+    const after = await world.store();
+    try {
+      const last = (await after.receipts({ limit: 50 })).map(
+        (row) => JSON.parse(row.doc) as { kind: string; capture?: string; detail?: Record<string, unknown> },
+      );
+      expect(last.find((doc) => doc.kind === 'launch_committed' && doc.capture === capture)?.detail).toMatchObject({ worktreeRecreated: true });
+    } finally {
+      after.close();
+    }
   });
 });

@@ -145,5 +145,6 @@ describe('Resume Captured Turn after the worktree was deleted', () => {
     expect(double.terminals).toHaveLength(1);
     expect(await waitFor(() => double.terminals[0]!.closed, 15_000)).toBe(true);
     expect(double.terminals[0]!.output).toContain('launch receipt #');
+    expect((await receipts()).find((doc) => doc.kind === 'launch_committed' && doc.capture === capture)?.detail).toMatchObject({ worktreeRecreated: true });
   });
 });
