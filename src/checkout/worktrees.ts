@@ -218,8 +218,9 @@ export async function ensureWorktree(env: Env, dir: string, branch: string, path
 
 /**
  * Recreates a removed worktree at `path` for resume: at `branch` when it still exists, else a new
- * `branch` at the captured `head`, else detached at `head` (no branch was captured).
- * `repoDir` is the repository's common git directory.
+ * `branch` at the captured `head`, else detached at `head` (no branch was captured). `commonDir` is
+ * the repository's common git directory. Registrations of deleted worktrees are pruned first (all of
+ * them, as `git worktree prune` does; a locked one is kept by git).
  */
 export async function recreateWorktree(
   env: Env,
@@ -243,7 +244,7 @@ export async function recreateWorktree(
   return { path: realOrSelf(path), branch };
 }
 
-/** Whether a checkout has changes: `git status --porcelain` (untracked files too unless `tracked`). */
+/** A checkout's changes as `git status --porcelain` lists them ('' when clean); untracked files too unless `trackedOnly`. */
 async function changesOf(env: Env, checkout: string, trackedOnly: boolean): Promise<string> {
   return await mustGit(env, checkout, ['status', '--porcelain=v1', trackedOnly ? '--untracked-files=no' : '--untracked-files=all']);
 }
