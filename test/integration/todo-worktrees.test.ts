@@ -8,7 +8,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { parseReceipt, type ReceiptDocument } from '../../src/core/receipts';
@@ -126,6 +126,23 @@ describe('start --worktree', () => {
     const good = cli(['start', 'second', '--agent', 'codex', '--worktree', '--agent-bin', '/bin/true', '--prompt', 'go', '--json']);
     expect(good.code, good.stderr).toBe(0);
     expect(good.json).toMatchObject({ worktree: join(world.root, 'trees', 'repo-second'), branch: 'agent/second', worktreeCreated: true });
+  });
+
+  it('a path that is not the branch worktree is [path_taken], another path for a branch checked out elsewhere is [branch_elsewhere]; nothing is launched', () => {
+    mkdirSync(defaultPath(), { recursive: true });
+    writeFileSync(join(defaultPath(), 'mine.txt'), 'not a worktree\n');
+    const taken = startWorktree();
+    expect(taken.code).toBe(1);
+    expect(taken.json).toMatchObject({ ok: false, reason: 'path_taken' });
+    expect(readdirSync(defaultPath())).toStrictEqual(['mine.txt']);
+    expect(receiptDocs().filter((doc) => doc.kind === 'launch_committed')).toHaveLength(0);
+
+    const first = startWorktree(join(world.root, 'first'));
+    expect(first.code, first.stderr).toBe(0);
+    const elsewhere = startWorktree(join(world.root, 'second'));
+    expect(elsewhere.code).toBe(1);
+    expect(elsewhere.json).toMatchObject({ ok: false, reason: 'branch_elsewhere' });
+    expect(existsSync(join(world.root, 'second'))).toBe(false);
   });
 
   it('a refused start creates no worktree (the Todo is held)', () => {
@@ -334,5 +351,19 @@ describe('todo done --merge | --squash | --rebase | --keep-branch', () => {
     expect(todoStatus()).toBe('open');
     // Control: the same command with an identity merges.
     expect(done('--merge').json).toMatchObject({ ok: true, merged: true });
+  });
+  it('the main checkout with uncommitted changes is [main_not_ready]; run from inside the Todo worktree, the finish merges into the main checkout', () => {
+    todoWorktreeWithCommit();
+    writeFileSync(join(world.repo, 'README.md'), 'edited, not committed\n');
+    const before = snapshot(world.repo, defaultPath());
+    const refused = done('--merge');
+    expect(refused.json).toMatchObject({ ok: false, reason: 'main_not_ready' });
+    expect(snapshot(world.repo, defaultPath())).toStrictEqual(before);
+
+    git(world.repo, 'checkout', '--', 'README.md');
+    const inside = cli(['todo', 'done', 'fix-login', '--squash', '--remove-worktree', '--owner', 'codex:sess-1', '--json'], defaultPath());
+    expect(inside.code, inside.stderr + inside.stdout).toBe(0);
+    expect(inside.json).toMatchObject({ ok: true, into: 'master', worktreeRemoved: true });
+    expect(readFileSync(join(world.repo, 'login.txt'), 'utf8')).toBe('fixed\n');
   });
 });
