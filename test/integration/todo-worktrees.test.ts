@@ -145,6 +145,22 @@ describe('start --worktree', () => {
     expect(existsSync(join(world.root, 'second'))).toBe(false);
   });
 
+  it('git runs with the GIT_* variables of the environment removed: GIT_DIR naming another repository changes nothing', () => {
+    const other = join(world.root, 'other');
+    execFileSync('git', ['init', '-q', other]);
+    const hostile = { GIT_DIR: join(other, '.git'), GIT_WORK_TREE: other, GIT_INDEX_FILE: join(other, '.git', 'index') };
+    // Control: with these variables, git run in the repository works on the other one.
+    const listed = execFileSync('git', ['-C', world.repo, 'rev-parse', '--absolute-git-dir'], { encoding: 'utf8', env: { ...process.env, ...hostile } });
+    expect(listed.trim()).toBe(join(other, '.git'));
+
+    const run = world.cli(['start', 'fix-login', '--agent', 'codex', '--worktree', '--agent-bin', '/bin/true', '--prompt', 'go', '--json'], {
+      env: { ...IDENTITY, ...hostile },
+    });
+    expect(run.code, run.stderr).toBe(0);
+    expect(git(defaultPath(), 'rev-parse', '--git-common-dir').trim()).toBe(join(world.repo, '.git'));
+    expect(execFileSync('git', ['-C', other, 'worktree', 'list'], { encoding: 'utf8' }).trim().split('\n')).toHaveLength(1);
+  });
+
   it('a refused start creates no worktree (the Todo is held)', () => {
     claimIn(world.repo);
     const refused = startWorktree();
