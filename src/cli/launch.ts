@@ -4,7 +4,11 @@ import { attest, releaseAttestation } from '../launcher/attest';
 import type { RunningLaunch } from '../launcher/launch';
 import { LaunchRefused } from '../launcher/refusals';
 import { resumeCapture } from '../launcher/resume';
-import { startTodo } from '../launcher/start';
+import { startTodo, type StartResult } from '../launcher/start';
+import { recreateCaptureCheckout, startInWorktree } from '../launcher/worktreeStart';
+import { WorktreeError, type TodoWorktree } from '../checkout/worktrees';
+import { WorktreeConfigError } from '../config/homeConfig';
+import { resolve } from 'node:path';
 import { storePath } from '../store/location';
 import { EXIT, openStore, parse, placementFrom, printJson, todoIdArg, UsageError, type Io } from './io';
 
@@ -68,11 +72,11 @@ function followLaunch(io: Io, launch: RunningLaunch): Promise<{ code: number | n
 
 export async function resumeCommand(argv: string[], io: Io): Promise<number> {
   const usage =
-    'turnkeeper resume <captureId> [--dry-run] [--json] [--accept-drift] [--agent-bin <path>] [--interactive] [--prompt <text>] [--allow-loader-env <name>]… [-- <agent args>]';
+    'turnkeeper resume <captureId> [--dry-run] [--json] [--accept-drift] [--recreate-worktree] [--agent-bin <path>] [--interactive] [--prompt <text>] [--allow-loader-env <name>]… [-- <agent args>]';
   const { args, extraArgs } = splitAgentArgs(argv);
   const { values, positionals } = parse(
     args,
-    { ...LAUNCH_OPTIONS, 'dry-run': { type: 'boolean' }, 'accept-drift': { type: 'boolean' } },
+    { ...LAUNCH_OPTIONS, 'dry-run': { type: 'boolean' }, 'accept-drift': { type: 'boolean' }, 'recreate-worktree': { type: 'boolean' } },
     { min: 1, max: 1, usage },
   );
   const captureId = positionals[0]!;
@@ -87,6 +91,19 @@ export async function resumeCommand(argv: string[], io: Io): Promise<number> {
     return EXIT.refused;
   }
   try {
+    let recreatedWorktree = false;
+    if (values['recreate-worktree']) {
+      // Asked for by name, so done even with --dry-run (which then shows the launch in it); a
+      // checkout that exists is left alone.
+      try {
+        const recreated = await recreateCaptureCheckout(store, captureId, io.env);
+        recreatedWorktree = recreated !== undefined;
+        if (recreated && !values.json)
+          io.err(`turnkeeper: recreated worktree ${recreated.path}${recreated.branch ? ` on branch ${recreated.branch}` : ' (detached)'}\n`);
+      } catch (error) {
+        return printWorktreeRefusal(io, values.json ?? false, error);
+      }
+    }
     const result = await resumeCapture({
       store,
       storePath: storePath(io.env),
@@ -101,6 +118,7 @@ export async function resumeCommand(argv: string[], io: Io): Promise<number> {
       prompt: values.prompt,
       extraArgs,
       allowLoaderVariables: values['allow-loader-env'],
+      recreatedWorktree,
     });
     if (!result.ok) {
       if (values.json) printJson(io, { ok: false, decision: 'refused', capture: captureId, reason: result.reason, guidance: result.guidance });
@@ -133,10 +151,23 @@ export async function resumeCommand(argv: string[], io: Io): Promise<number> {
   }
 }
 
+/**
+ * `--worktree` takes a path when the next word is one (not an option), else it means the configured
+ * location: written `--worktree=` for parseArgs, which has no optional values.
+ */
+function optionalWorktreeValue(args: string[]): string[] {
+  return args.flatMap((arg, i) => (arg === '--worktree' && (i + 1 >= args.length || args[i + 1]!.startsWith('-')) ? ['--worktree='] : [arg]));
+}
+
 export async function startCommand(argv: string[], io: Io): Promise<number> {
-  const usage = `turnkeeper start <todo> --agent ${AGENTS.join('|')} [--prompt <text>] [--interactive] [--json] [--agent-bin <path>] [--allow-loader-env <name>]… [-- <agent args>]`;
+  const usage = `turnkeeper start <todo> --agent ${AGENTS.join('|')} [--worktree [<path>]] [--branch <name>] [--prompt <text>] [--interactive] [--json] [--agent-bin <path>] [--allow-loader-env <name>]… [-- <agent args>]`;
   const { args, extraArgs } = splitAgentArgs(argv);
-  const { values, positionals } = parse(args, { ...LAUNCH_OPTIONS, agent: { type: 'string' } }, { min: 1, max: 1, usage });
+  const { values, positionals } = parse(
+    optionalWorktreeValue(args),
+    { ...LAUNCH_OPTIONS, agent: { type: 'string' }, worktree: { type: 'string' }, branch: { type: 'string' } },
+    { min: 1, max: 1, usage },
+  );
+  if (values.branch !== undefined && values.worktree === undefined) throw new UsageError(`--branch goes with --worktree\nusage: ${usage}`);
   const todo = todoIdArg(positionals[0]!, usage);
   if (!isAgent(values.agent)) throw new UsageError(`--agent must be one of ${AGENTS.join(', ')}\nusage: ${usage}`);
   // Interactive by default (the user types the first prompt); --prompt alone runs one headless turn.
@@ -145,7 +176,7 @@ export async function startCommand(argv: string[], io: Io): Promise<number> {
   placementFrom(io, undefined); // a checkout that names its repository wrongly is a usage error, said before anything opens
   const store = await openStore(io, false);
   try {
-    const result = await startTodo({
+    const options = {
       store,
       storePath: storePath(io.env),
       todo,
@@ -159,7 +190,19 @@ export async function startCommand(argv: string[], io: Io): Promise<number> {
       prompt: values.prompt,
       extraArgs,
       allowLoaderVariables: values['allow-loader-env'],
-    });
+    } as const;
+    let result: StartResult;
+    let worktree: TodoWorktree | undefined;
+    if (values.worktree === undefined) result = await startTodo(options);
+    else {
+      try {
+        const worktreePath = values.worktree === '' ? undefined : resolve(io.cwd, values.worktree);
+        ({ worktree, ...result } = await startInWorktree({ ...options, worktreePath, branch: values.branch }));
+      } catch (error) {
+        return printWorktreeRefusal(io, values.json ?? false, error);
+      }
+      if (worktree && !values.json) io.err(`turnkeeper: ${worktree.created ? 'created' : 'reusing'} worktree ${worktree.path} on branch ${worktree.branch}\n`);
+    }
     if (!result.ok) {
       if (values.json) printJson(io, { ok: false, decision: 'refused', todo, agent: values.agent, reason: result.reason, guidance: result.guidance });
       else io.err(`${result.guidance}\n`);
@@ -180,6 +223,7 @@ export async function startCommand(argv: string[], io: Io): Promise<number> {
         pid: launch.pid,
         receipt: launch.receipt,
         digest: result.attestation.digest,
+        ...(worktree ? { worktree: worktree.path, branch: worktree.branch, worktreeCreated: worktree.created } : {}),
         exit,
       });
     }
@@ -187,4 +231,13 @@ export async function startCommand(argv: string[], io: Io): Promise<number> {
   } finally {
     store?.close();
   }
+}
+
+/** A worktree or worktree-config refusal (nothing was launched) as `--json` or a line on stderr; anything else is rethrown. */
+export function printWorktreeRefusal(io: Io, json: boolean, error: unknown): number {
+  const reason = error instanceof WorktreeError ? error.code : error instanceof WorktreeConfigError ? 'worktree_config' : undefined;
+  if (reason === undefined) throw error;
+  if (json) printJson(io, { ok: false, decision: 'refused', reason, detail: (error as Error).message });
+  else io.err(`refused [${reason}]: ${(error as Error).message}\n`);
+  return EXIT.refused;
 }

@@ -36,6 +36,7 @@ const USAGE = `usage: turnkeeper <command> [options]       every command takes -
   todo add <title> [--id <id>] [--body <text>] [--goal <dir>] [--json]
   todo list [--goal <dir> | --all] [--limit <n|all>] [--json]   open and blocked Todos, the newest 50 done
   todo done <id> [--owner <agent:session>] [--force --reason <why>] [--goal <dir>] [--json]
+  todo done <id> --merge|--squash|--rebase|--keep-branch [--remove-worktree] [--branch <name>] [--owner <agent:session>] [--force --reason <why>] [--goal <dir>] [--json]   merge the Todo's branch back first
   todo reopen <id> [--goal <dir>] [--json]
   status [--limit <n> | --all] [--json]       leases and captures (held ones, the newest 50), with their Goal and checkout
   show <captureId> [--json]                   a capture and its ready capture, exactly as presented
@@ -54,8 +55,8 @@ const USAGE = `usage: turnkeeper <command> [options]       every command takes -
   attest <path> [--json]                      what the native launcher would run, and its digest
   closures [--json]                           attested snapshots of script-shaped agents and their disk use
   closures prune [--all] [--json]             remove snapshots no installation or running agent uses
-  resume <captureId> [--dry-run] [--json] [--accept-drift] [--agent-bin <path>] [--interactive] [--prompt <text>] [--allow-loader-env <name>]… [-- <agent args>]
-  start <todo> --agent ${AGENT_LIST} [--prompt <text>] [--interactive] [--json] [--agent-bin <path>] [--allow-loader-env <name>]… [-- <agent args>]
+  resume <captureId> [--dry-run] [--json] [--accept-drift] [--recreate-worktree] [--agent-bin <path>] [--interactive] [--prompt <text>] [--allow-loader-env <name>]… [-- <agent args>]
+  start <todo> --agent ${AGENT_LIST} [--worktree [<path>]] [--branch <name>] [--prompt <text>] [--interactive] [--json] [--agent-bin <path>] [--allow-loader-env <name>]… [-- <agent args>]
   hooks install|uninstall|status [--agent ${AGENT_LIST}] [--scope user|project] [--goal <dir>] [--json]
   doctor [--goal <dir>] [--json]              what is installed, and what each agent will do with it
   goal [--dir <dir>] [--json]                 which Goal (repository) this directory belongs to, and why

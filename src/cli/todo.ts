@@ -2,6 +2,7 @@
 import { todoIdFromTitle } from '../core/ids';
 import { GoalChangedError, TodoExistsError, type Todo } from '../store/authority';
 import { leaseView } from '../doctor/status';
+import { finishCommand, isFinishArgs } from './finish';
 import { EXIT, goalFrom, openStore, parse, placementFrom, printJson, releaseRequester, todoIdArg, UsageError, type Io } from './io';
 
 export async function todoCommand(args: string[], io: Io): Promise<number> {
@@ -12,7 +13,8 @@ export async function todoCommand(args: string[], io: Io): Promise<number> {
     case 'list':
       return todoList(rest, io);
     case 'done':
-      return todoDone(rest, io);
+      // With a git strategy it is a finish (./finish.ts): merge the Todo's branch back first.
+      return isFinishArgs(rest) ? finishCommand(rest, io) : todoDone(rest, io);
     case 'reopen':
       return todoReopen(rest, io);
     default:

@@ -46,6 +46,64 @@ export interface HomeConfig {
   readonly witness?: string;
   /** Automatic checkpoints every N receipts, 0 for none; read by checkpoints.ts. */
   readonly checkpointEvery?: number;
+  /**
+   * Where `start --worktree` puts a Todo's worktree and how its branch is named; read through
+   * worktreeSettings, which throws WorktreeConfigError for an invalid value (kept here as `invalid`)
+   * rather than put worktrees somewhere the person did not choose.
+   */
+  readonly worktrees?: WorktreeSettings | { readonly invalid: string };
+}
+
+/** `worktrees` in config.json (docs/spec.md §7 "Start in a worktree"). */
+export interface WorktreeSettings {
+  /**
+   * The path of a Todo's worktree: absolute, or relative to the main checkout's parent folder, with
+   * `{repo}` (the main checkout's folder name) and `{todo}` (the Todo id); without `{todo}` it names
+   * the folder that holds one worktree per Todo.
+   */
+  readonly location: string;
+  /** Prepended to the Todo id to name its branch. */
+  readonly branchPrefix: string;
+}
+
+export const WORKTREE_DEFAULTS: WorktreeSettings = { location: '{repo}.worktrees/{todo}', branchPrefix: 'todo/' };
+
+/** An invalid `worktrees` value in config.json: nothing is created until it is fixed. */
+export class WorktreeConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'WorktreeConfigError';
+  }
+}
+
+/**
+ * Why a branch prefix cannot begin a branch name (git check-ref-format's rules that a prefix can
+ * break on its own), or undefined when it can: no control characters, spaces or any of ~^:?*[\,
+ * no `..`, `@{`, `//`, no leading `-` or `/`, no component starting with `.` or ending with `.lock`.
+ */
+export function branchPrefixProblem(prefix: string): string | undefined {
+  if (/[\x00-\x20\x7f~^:?*[\\]/.test(prefix)) return 'it holds a space, a control character or one of ~^:?*[\\';
+  if (prefix.includes('..') || prefix.includes('@{') || prefix.includes('//')) return 'it holds "..", "@{" or "//"';
+  if (prefix.startsWith('-') || prefix.startsWith('/')) return 'it starts with "-" or "/"';
+  if (prefix.split('/').some((part, i, all) => part.startsWith('.') || (i < all.length - 1 && part.endsWith('.lock'))))
+    return 'a component starts with "." or ends with ".lock"';
+  return undefined;
+}
+
+function parseWorktrees(value: unknown): WorktreeSettings | { readonly invalid: string } {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { invalid: 'worktrees must be an object {location, branchPrefix}' };
+  const record = value as Record<string, unknown>;
+  const unknown = Object.keys(record).filter((key) => key !== 'location' && key !== 'branchPrefix');
+  if (unknown.length > 0) return { invalid: `worktrees has unknown key ${JSON.stringify(unknown[0])} (known: location, branchPrefix)` };
+  const location = record.location ?? WORKTREE_DEFAULTS.location;
+  if (typeof location !== 'string' || location.trim() === '' || location.includes('\0')) return { invalid: 'worktrees.location must be a non-empty path' };
+  const placeholder = /\{([^}]*)\}/g.exec(location.replace(/\{(repo|todo)\}/g, ''));
+  if (placeholder) return { invalid: `worktrees.location names {${placeholder[1]}}: only {repo} and {todo} are known` };
+  const branchPrefix = record.branchPrefix ?? WORKTREE_DEFAULTS.branchPrefix;
+  if (typeof branchPrefix !== 'string') return { invalid: 'worktrees.branchPrefix must be a string' };
+  const problem = branchPrefixProblem(branchPrefix);
+  if (problem) return { invalid: `worktrees.branchPrefix ${JSON.stringify(branchPrefix)} cannot begin a branch name: ${problem}` };
+  return { location, branchPrefix };
 }
 
 // Built on first use: most hooks find no config.json, and building schemas is start-up time.
@@ -75,7 +133,16 @@ export function parseHomeConfig(value: unknown): HomeConfig {
   if (witness.success) out.witness = witness.data;
   const every = fields.checkpointEvery.safeParse(record.checkpointEvery);
   if (every.success) out.checkpointEvery = every.data;
+  if (record.worktrees !== undefined) out.worktrees = parseWorktrees(record.worktrees);
   return out;
+}
+
+/** config.json's `worktrees` with its defaults; WorktreeConfigError naming the file when it is invalid. */
+export function worktreeSettings(env: Env): WorktreeSettings {
+  const value = readHomeConfig(env).worktrees;
+  if (value === undefined) return WORKTREE_DEFAULTS;
+  if ('invalid' in value) throw new WorktreeConfigError(`${homeConfigPath(env)}: ${value.invalid}; fix or remove it`);
+  return value;
 }
 
 const homeConfigPath = (env: Env): string => join(turnkeeperHome(env), HOME_CONFIG_FILE);

@@ -213,7 +213,8 @@ export const REASONS: Readonly<Record<ReasonCode, ReasonEntry>> = {
     conflict: false,
     explain: (f) =>
       `Capture ${q(f.capture, '?')} of Todo ${q(f.todo)} ran in ${q(f.checkout, 'a checkout')}, which is gone (a removed worktree?); its agent must resume there, so nothing was started.`,
-    recover: (f) => `${q(f.command, 'git worktree add <path> <branch>')}   # then: turnkeeper resume ${q(f.capture, '<captureId>')}`,
+    recover: (f) =>
+      `turnkeeper resume ${q(f.capture, '<captureId>')} --recreate-worktree   # recreates it at its branch (or captured HEAD), then resumes; by hand: ${q(f.command, 'git worktree add <path> <branch>')}`,
   },
   transcript_missing: {
     conflict: false,

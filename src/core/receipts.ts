@@ -7,6 +7,8 @@ const RECEIPT_SCHEMA = 'turnkeeper.receipt/v1';
 export const RECEIPT_KINDS = [
   'todo_added',
   'todo_status_changed',
+  /** `todo done --merge|--squash|--rebase|--keep-branch`: what finishing did to git (src/launcher/finish.ts). */
+  'todo_finished',
   'capture_bound',
   'lease_acquired',
   'ready_written',

@@ -9,6 +9,10 @@ import { doctorReport, installAgentHooks } from '../doctor/installation';
 import { requesterOf } from '../config/settings';
 import { cachedWorkspace, checkResume, driftGuidance, type ResumeCheck } from '../launcher/resume';
 import { checkStart } from '../launcher/start';
+import { recreateCaptureCheckout, worktreeTarget } from '../launcher/worktreeStart';
+import { finishTodo } from '../launcher/finish';
+import { ensureWorktree, FINISH_STRATEGIES, WorktreeError, type FinishStrategy, type TodoWorktree } from '../checkout/worktrees';
+import { WorktreeConfigError } from '../config/homeConfig';
 import { REASONS } from '../core/reasons';
 import { TodoExistsError, type Authority } from '../store/authority';
 import { openAuthority } from '../ledger/open';
@@ -26,6 +30,8 @@ type Factory = (ctx: Ctx) => (...args: unknown[]) => unknown;
 
 export const COMMANDS: Readonly<Record<string, Factory>> = {
   'turnkeeper.startTurn': (ctx) => (arg) => startTurn(ctx, todoIdOf(arg)),
+  'turnkeeper.startTurnInWorktree': (ctx) => (arg) => startTurn(ctx, todoIdOf(arg), true),
+  'turnkeeper.finishTodo': (ctx) => (arg) => finishTodoCommand(ctx, todoIdOf(arg)),
   'turnkeeper.resumeCapturedTurn': (ctx) => (arg) => resumeCapturedTurn(ctx, captureIdOf(arg)),
   'turnkeeper.showRecoveryGuidance': (ctx) => (arg) => showRecoveryGuidance(ctx, captureIdOf(arg)),
   'turnkeeper.releaseLease': (ctx) => (arg) => releaseLease(ctx, arg as ViewNode | undefined),
@@ -90,9 +96,12 @@ function requireTrust(action: string): boolean {
 
 /**
  * "Start Turn on Todo" (spec §7 "Start"): pick an open Todo of the workspace's Goal and an agent, then
- * run that agent in a terminal through the launcher; its first prompt claims the Todo.
+ * run that agent in a terminal through the launcher; its first prompt claims the Todo. "Start Turn in
+ * New Worktree" (`inWorktree`): the same in the Todo's own worktree, created (or reused) first as
+ * `turnkeeper start --worktree` does (src/launcher/worktreeStart.ts).
  */
-async function startTurn(ctx: Ctx, given: string | undefined): Promise<void> {
+async function startTurn(ctx: Ctx, given: string | undefined, inWorktree = false): Promise<void> {
+  const title = inWorktree ? t('Start Turn in New Worktree') : t('Start Turn on Todo');
   if (!requireTrust(t('launch agents'))) return;
   const workspace = ctx.workspace;
   if (!workspace) throw new Error(t('open a folder first: a Todo belongs to a workspace'));
@@ -118,7 +127,7 @@ async function startTurn(ctx: Ctx, given: string | undefined): Promise<void> {
           todo: candidate.id,
         };
       }),
-      { title: t('Start Turn on Todo'), placeHolder: t('Pick an open Todo'), matchOnDescription: true },
+      { title, placeHolder: t('Pick an open Todo'), matchOnDescription: true },
     );
     if (!picked) return;
     todo = picked.todo;
@@ -134,7 +143,7 @@ async function startTurn(ctx: Ctx, given: string | undefined): Promise<void> {
       agent: name,
     })),
     {
-      title: t('Start Turn on {0}: which agent?', todo),
+      title: t('{0}: {1}, which agent?', title, todo),
       ...(installed.size === 0 ? { placeHolder: t('No agent has Turnkeeper hooks yet: the one you pick gets them first') } : {}),
     },
   );
@@ -151,7 +160,22 @@ async function startTurn(ctx: Ctx, given: string | undefined): Promise<void> {
     void vscode.window.showWarningMessage(t('Turnkeeper cannot start {0}: [{1}]', todo, check.reason), { modal: true, detail: check.guidance });
     return;
   }
-  openStartTerminal(ctx, todo, agent.agent, workspace.checkout);
+  if (!inWorktree) {
+    openStartTerminal(ctx, todo, agent.agent, workspace.checkout);
+    return;
+  }
+  let worktree: TodoWorktree;
+  try {
+    const target = await worktreeTarget({ env: ctx.env, cwd: workspace.checkout, todo });
+    worktree = await ensureWorktree(ctx.env, workspace.checkout, target.branch, target.path);
+  } catch (error) {
+    if (!(error instanceof WorktreeError || error instanceof WorktreeConfigError)) throw error;
+    const reason = error instanceof WorktreeError ? error.code : 'worktree_config';
+    void vscode.window.showWarningMessage(t('Turnkeeper cannot start {0} in a worktree: [{1}]', todo, reason), { modal: true, detail: error.message });
+    return;
+  }
+  ctx.log.info(`${worktree.created ? 'created' : 'reusing'} worktree ${worktree.path} on ${worktree.branch} for ${todo}`);
+  openStartTerminal(ctx, todo, agent.agent, worktree.path, { branch: worktree.branch, created: worktree.created });
 }
 
 async function resumeCapturedTurn(ctx: Ctx, given: string | undefined): Promise<void> {
@@ -182,6 +206,25 @@ async function resumeCapturedTurn(ctx: Ctx, given: string | undefined): Promise<
   // One check (git runs included) per resume: the pick's own, else one here; the terminal launches
   // that plan, and the launch's commit re-checks the lease in its transaction.
   check ??= await checkResume(store, captureId, { acceptDrift: true });
+  let recreated = false;
+  if (!check.ok && check.reason === 'checkout_missing') {
+    // The worktree it ran in is gone: offered back at its branch (or captured HEAD), then resumed.
+    const recreate = t('Recreate Worktree');
+    const answer = await vscode.window.showWarningMessage(
+      t('The worktree this turn ran in is gone: {0}', check.facts.checkout ?? '?'),
+      { modal: true, detail: t('Recreate it at its branch (or the commit it was captured at) and resume there?') },
+      recreate,
+    );
+    if (answer !== recreate) return;
+    try {
+      recreated = (await recreateCaptureCheckout(store, captureId, ctx.env)) !== undefined;
+    } catch (error) {
+      if (!(error instanceof WorktreeError)) throw error;
+      void vscode.window.showErrorMessage(t('Turnkeeper could not recreate the worktree: [{0}] {1}', error.code, error.message));
+      return;
+    }
+    check = await checkResume(store, captureId, { acceptDrift: true });
+  }
   if (!check.ok) {
     await showGuidanceDocument(captureId, check.guidance, check.reason);
     return;
@@ -195,7 +238,7 @@ async function resumeCapturedTurn(ctx: Ctx, given: string | undefined): Promise<
     );
     if (answer !== accept) return;
   }
-  openResumeTerminal(ctx, check.plan);
+  openResumeTerminal(ctx, check.plan, recreated);
 }
 
 interface ResumePick extends vscode.QuickPickItem {
@@ -413,6 +456,87 @@ async function markTodoDone(ctx: Ctx, given: string | undefined): Promise<void> 
   if (result?.kind === 'refused')
     void vscode.window.showWarningMessage(t('Not done: {0} is held by {1} (epoch {2})', picked.id, result.lease.owner, result.lease.epoch));
   else void vscode.window.showInformationMessage(t('Todo {0} is done{1}', picked.id, result?.released ? t('; its lease is released') : ''));
+}
+
+/**
+ * "Finish Todo…" (spec §7 "Finish"): pick a Todo, how to merge its branch back (merge, squash, rebase,
+ * or keep the branch unmerged) and whether to remove its worktree, then finishTodo as `todo done
+ * --merge…` does. A held Todo is finished as Mark Todo Done releases it: confirmed, with a reason.
+ */
+async function finishTodoCommand(ctx: Ctx, given: string | undefined): Promise<void> {
+  if (!requireTrust(t('merge branches'))) return;
+  const workspace = ctx.workspace;
+  if (!workspace) throw new Error(t('open a folder first: a Todo belongs to a workspace'));
+  const store = await ctx.requireStore();
+  const todos = (await store.listTodos(workspace.id)).filter((todo) => todo.status !== 'done');
+  const picked = given
+    ? todos.find((todo) => todo.id === given)
+    : (
+        await vscode.window.showQuickPick(
+          todos.map((todo) => ({ label: todo.id, description: todo.title, todo })),
+          { title: t('Finish Todo') },
+        )
+      )?.todo;
+  if (!picked) return;
+  const strategies: Record<FinishStrategy, string> = {
+    merge: t('Merge: a merge commit of its branch into the current branch'),
+    squash: t('Squash: its branch as one new commit on the current branch'),
+    rebase: t('Rebase: its branch onto the current branch, then fast-forward'),
+    'keep-branch': t('Keep the branch: mark done without merging'),
+  };
+  const strategy = (
+    await vscode.window.showQuickPick(
+      FINISH_STRATEGIES.map((name) => ({ label: name, description: strategies[name], strategy: name })),
+      { title: t('Finish {0}: how?', picked.id) },
+    )
+  )?.strategy;
+  if (!strategy) return;
+  const keep = t('Keep the worktree');
+  const remove = strategy === 'keep-branch' ? t('Remove the worktree (the branch stays)') : t('Remove the worktree and its branch');
+  const cleanup = await vscode.window.showQuickPick([keep, remove], { title: t('Finish {0}: and its worktree?', picked.id) });
+  if (!cleanup) return;
+  const holder = (await store.listLeases()).find((lease) => lease.goal === picked.goal && lease.todo === picked.id && lease.status === 'active');
+  let reason: string | undefined;
+  if (holder) {
+    const confirmed = await confirm(
+      t('{0} is held by {1} (epoch {2}). Finish it?', picked.id, holder.owner, holder.epoch),
+      t('Finishing it releases the lease: that agent is fenced from further writes.'),
+      t('Finish'),
+    );
+    if (!confirmed) return;
+    reason = await vscode.window.showInputBox({
+      title: t('Why is this lease released?'),
+      prompt: t('The reason goes into the receipt.'),
+      validateInput: (value) => (value.trim() ? undefined : t('A reason is required.')),
+    });
+    if (!reason) return;
+  }
+  const result = await finishTodo({
+    store,
+    goal: picked.goal,
+    todo: picked.id,
+    cwd: workspace.checkout,
+    env: ctx.env,
+    strategy,
+    removeWorktree: cleanup === remove,
+    request: {
+      identifiedBy: reason === undefined ? 'unidentified' : 'force',
+      requester: requesterOf(process.env),
+      force: reason !== undefined,
+      reason: reason?.trim(),
+    },
+  });
+  await ctx.refresh();
+  if (!result.ok) {
+    void vscode.window.showWarningMessage(t('Turnkeeper did not finish {0}: [{1}]', picked.id, result.reason), { modal: true, detail: result.detail });
+    return;
+  }
+  const { plan, outcome } = result;
+  void vscode.window.showInformationMessage(
+    outcome.merged
+      ? t('Todo {0} is done: {1} of {2} into {3} ({4} commits)', picked.id, strategy, plan.branch, plan.into, plan.ahead)
+      : t('Todo {0} is done; nothing was merged', picked.id),
+  );
 }
 
 async function openReceipt(arg: unknown): Promise<void> {

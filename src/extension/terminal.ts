@@ -135,7 +135,7 @@ async function terminalLaunchOptions(ctx: Ctx, agent: Agent, dimensions: vscode.
 }
 
 /** "Resume Captured Turn" on a plan the command checked (and whose drift, if any, the person accepted). */
-export function openResumeTerminal(ctx: Ctx, plan: ResumePlan): vscode.Terminal {
+export function openResumeTerminal(ctx: Ctx, plan: ResumePlan, recreatedWorktree = false): vscode.Terminal {
   const { capture } = plan;
   return openLaunchTerminal(ctx, {
     agent: capture.agent,
@@ -150,6 +150,7 @@ export function openResumeTerminal(ctx: Ctx, plan: ResumePlan): vscode.Terminal 
         acceptDrift: plan.drift !== undefined,
         dryRun: false,
         plan,
+        recreatedWorktree,
       });
       if (!result.ok) return result;
       if (result.dryRun) throw new Error('unexpected dry run');
@@ -159,7 +160,13 @@ export function openResumeTerminal(ctx: Ctx, plan: ResumePlan): vscode.Terminal 
 }
 
 /** "Start Turn on Todo": a new interactive session of `agent` in `checkout`, whose first prompt claims `todo`. */
-export function openStartTerminal(ctx: Ctx, todo: string, agent: Agent, checkout: string): vscode.Terminal {
+export function openStartTerminal(
+  ctx: Ctx,
+  todo: string,
+  agent: Agent,
+  checkout: string,
+  worktree?: { readonly branch: string; readonly created: boolean },
+): vscode.Terminal {
   return openLaunchTerminal(ctx, {
     agent,
     name: t('Turnkeeper: {0} ({1})', todo, agent),
@@ -167,7 +174,7 @@ export function openStartTerminal(ctx: Ctx, todo: string, agent: Agent, checkout
     subject: todo,
     refusedMessage: (reason) => t('Turnkeeper did not start {0}: [{1}]', todo, reason),
     launch: async (dimensions, signal) => {
-      const result = await startTodo({ ...(await terminalLaunchOptions(ctx, agent, dimensions, signal)), todo, agent, cwd: checkout });
+      const result = await startTodo({ ...(await terminalLaunchOptions(ctx, agent, dimensions, signal)), todo, agent, cwd: checkout, worktree });
       if (!result.ok) return result;
       ctx.log.info(`started ${agent} on ${todo}: turn ${result.turn}, launch ${result.launchId}`);
       return { ok: true, launch: result.launch, digest: result.attestation.digest };

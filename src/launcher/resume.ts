@@ -142,6 +142,8 @@ export interface ResumeOptions extends LaunchOptions {
    * and every other live launch in its own transaction (spec §6). Its drift counts as accepted.
    */
   readonly plan?: ResumePlan | undefined;
+  /** The capture's deleted worktree was recreated for this resume (./worktreeStart.ts): said in the launch receipt. */
+  readonly recreatedWorktree?: boolean | undefined;
 }
 
 export type ResumeResult =
@@ -223,7 +225,12 @@ export async function resumeCapture(options: ResumeOptions): Promise<ResumeResul
       // One transaction re-checks what checkResume saw (the lease, and no other live launch of this
       // capture) and writes the receipt; a refusal there kills the parked agent (spec §6).
       commit: async (facts) => {
-        const detail = { launch: launchId, ...launchDetail(capture.agent, facts, attestation.interpreter), driftAccepted: check.plan.drift ?? null };
+        const detail = {
+          launch: launchId,
+          ...launchDetail(capture.agent, facts, attestation.interpreter),
+          driftAccepted: check.plan.drift ?? null,
+          ...(options.recreatedWorktree ? { worktreeRecreated: true } : {}),
+        };
         const result = await store.commitLaunch(
           {
             expected: { capture: capture.id, owner: lease.owner, epoch: lease.epoch, version: lease.version },

@@ -79,6 +79,8 @@ export interface StartOptions extends LaunchOptions {
   readonly agent: Agent;
   /** The checkout to run in (its Goal is the Todo's). */
   readonly cwd: string;
+  /** Set by startInWorktree (./worktreeStart.ts): the Todo's worktree branch, recorded in the launch receipt. */
+  readonly worktree?: { readonly branch: string; readonly created: boolean } | undefined;
 }
 
 /**
@@ -145,7 +147,14 @@ export async function startTodo(options: StartOptions): Promise<StartResult> {
             receipt: {
               kind: 'launch_committed',
               ...base,
-              detail: { [START_MARK]: true, launch: launchId, turn, checkout: goal.checkout, ...launchDetail(agent, facts, attestation.interpreter) },
+              detail: {
+                [START_MARK]: true,
+                launch: launchId,
+                turn,
+                checkout: goal.checkout,
+                ...(options.worktree ? { branch: options.worktree.branch, worktreeCreated: options.worktree.created } : {}),
+                ...launchDetail(agent, facts, attestation.interpreter),
+              },
             },
             refusalDetail: { [START_MARK]: true, agent, launch: launchId, digest: facts.digest, pid: facts.pid },
             isLive: isLaunchLive,

@@ -140,6 +140,7 @@ export class Ledger implements Authority {
     status: TodoStatus,
     clientNow: number,
     request: StatusChangeRequest = { identifiedBy: 'unidentified', force: false },
+    finished?: ReceiptFields['detail'],
   ): Promise<StatusChangeResult | undefined> {
     return this.write(async (tx): Promise<StatusChangeResult | undefined> => {
       const now = await tx.clock(clientNow);
@@ -165,6 +166,7 @@ export class Ledger implements Authority {
       }
       await tx.setTodoStatus(goal, id, status, now);
       await append(tx, { kind: 'todo_status_changed', goal, todo: id, detail: { from: todo.status, to: status } }, now);
+      if (finished) await append(tx, { kind: 'todo_finished', goal, todo: id, detail: finished }, now);
       const released = active && record ? await releaseIn(tx, active, record, now) : undefined;
       return { kind: 'changed', todo: { ...todo, status, updatedAt: now }, ...(released ? { released } : {}) };
     });

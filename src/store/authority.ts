@@ -262,7 +262,18 @@ export interface Authority {
    * Marking a Todo done or blocked also releases its active lease (one transaction); another Owner's
    * only with `force` and a reason, as `release` (refused: nothing changes). Undefined: no such Todo.
    */
-  setTodoStatus(goal: string, id: string, status: TodoStatus, now: number, request?: StatusChangeRequest): Promise<StatusChangeResult | undefined>;
+  /**
+   * `finished` (todo done with a git strategy): a `todo_finished` receipt with this detail, in the same
+   * transaction, after the status change and before the release.
+   */
+  setTodoStatus(
+    goal: string,
+    id: string,
+    status: TodoStatus,
+    now: number,
+    request?: StatusChangeRequest,
+    finished?: ReceiptFields['detail'],
+  ): Promise<StatusChangeResult | undefined>;
 
   activeLeaseOfOwner(owner: Owner): Promise<Lease | undefined>;
   /** The Owner's most recent lease in any status, with the Todo's highest epoch: what fencing needs. */

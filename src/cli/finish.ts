@@ -1,0 +1,95 @@
+// `turnkeeper todo done <id> --merge|--squash|--rebase|--keep-branch [--remove-worktree]` (spec §7
+// "Finish"): the CLI's shell over src/launcher/finish.ts. Plain `todo done <id>` stays in ./todo.ts.
+import { FINISH_STRATEGIES, type FinishStrategy } from '../checkout/worktrees';
+import { finishTodo } from '../launcher/finish';
+import { leaseView } from '../doctor/status';
+import { EXIT, goalFrom, openStore, parse, printJson, releaseRequester, todoIdArg, UsageError, type Io } from './io';
+
+const FLAGS = [...FINISH_STRATEGIES.map((strategy) => `--${strategy}`), '--remove-worktree'];
+
+/** Whether a `todo done` command line asks for a finish (a strategy or --remove-worktree), which this module handles. */
+export const isFinishArgs = (args: readonly string[]): boolean => args.some((arg) => FLAGS.includes(arg));
+
+export async function finishCommand(args: string[], io: Io): Promise<number> {
+  const usage =
+    'turnkeeper todo done <id> --merge|--squash|--rebase|--keep-branch [--remove-worktree] [--branch <name>] [--owner <agent:session>] [--force --reason <why>] [--goal <dir>] [--json]';
+  const { values, positionals } = parse(
+    args,
+    {
+      merge: { type: 'boolean' },
+      squash: { type: 'boolean' },
+      rebase: { type: 'boolean' },
+      'keep-branch': { type: 'boolean' },
+      'remove-worktree': { type: 'boolean' },
+      branch: { type: 'string' },
+      force: { type: 'boolean' },
+      reason: { type: 'string' },
+      owner: { type: 'string' },
+      goal: { type: 'string' },
+      json: { type: 'boolean' },
+    },
+    { min: 1, max: 1, usage },
+  );
+  const id = todoIdArg(positionals[0]!, usage);
+  const strategies = FINISH_STRATEGIES.filter((strategy) => values[strategy]);
+  if (strategies.length !== 1) throw new UsageError(`give exactly one of --merge, --squash, --rebase, --keep-branch\nusage: ${usage}`);
+  const strategy: FinishStrategy = strategies[0]!;
+  const goal = goalFrom(io, values.goal);
+  const request = releaseRequester(io, values, usage);
+  const store = await openStore(io, false);
+  if (!store) {
+    if (values.json) printJson(io, { ok: false, reason: 'unknown_todo', todo: id, goal });
+    else io.err(`Todo ${id} does not exist in ${goal} (turnkeeper todo list)\n`);
+    return EXIT.refused;
+  }
+  try {
+    const result = await finishTodo({
+      store,
+      goal,
+      todo: id,
+      cwd: values.goal ?? io.cwd,
+      env: io.env,
+      strategy,
+      removeWorktree: values['remove-worktree'] ?? false,
+      branch: values.branch,
+      request,
+    });
+    if (!result.ok) {
+      if (values.json)
+        printJson(io, { ok: false, reason: result.reason, todo: id, goal, detail: result.detail, ...(result.lease ? { lease: leaseView(result.lease) } : {}) });
+      else io.err(`refused [${result.reason}]: ${result.detail}\n`);
+      return EXIT.refused;
+    }
+    const { plan, outcome, released } = result;
+    if (values.json)
+      printJson(io, {
+        ok: true,
+        todo: id,
+        strategy,
+        branch: plan.branch,
+        into: plan.into,
+        commits: plan.ahead,
+        before: plan.before,
+        after: outcome.after,
+        merged: outcome.merged,
+        worktreeRemoved: outcome.worktreeRemoved,
+        branchDeleted: outcome.branchDeleted,
+        released: released ?? null,
+      });
+    else {
+      const verb = { merge: 'merged', squash: 'squashed', rebase: 'rebased', 'keep-branch': 'kept' }[strategy];
+      const merged = outcome.merged
+        ? `${verb} ${plan.branch} (${plan.ahead} commit(s)) into ${plan.into}, now ${outcome.after.head.slice(0, 12)}`
+        : `nothing merged (${strategy === 'keep-branch' ? 'branch kept' : `${plan.branch} has no commits beyond ${plan.into}`})`;
+      const removed = [outcome.worktreeRemoved ? `removed worktree ${plan.worktree}` : '', outcome.branchDeleted ? `deleted branch ${plan.branch}` : '']
+        .filter(Boolean)
+        .join(', ');
+      io.out(
+        `Todo ${id} is done: ${merged}${removed ? `; ${removed}` : ''}${released ? `; released the lease of ${released.owner} (epoch ${released.epoch})` : ''}\n`,
+      );
+    }
+    return EXIT.done;
+  } finally {
+    store.close();
+  }
+}

@@ -1,0 +1,116 @@
+// `turnkeeper todo done <id> --merge|--squash|--rebase|--keep-branch [--remove-worktree]` and
+// "Turnkeeper: Finish Todo…" (spec §7 "Finish"): merge a Todo's branch back into the main checkout,
+// optionally remove its worktree and branch, mark it done and release its lease, with one
+// `todo_finished` receipt saying what git did. Every check runs before anything is touched: a store
+// refusal (unknown Todo, someone else's lease) or a git one (dirty worktree, main checkout not ready,
+// a conflicting merge per `git merge-tree`) leaves the repository and the store as they were.
+import { decideRelease, type Lease } from '../core/lease';
+import type { Authority, StatusChangeRequest } from '../store/authority';
+import { worktreeSettings, WorktreeConfigError } from '../config/homeConfig';
+import {
+  planFinish,
+  runFinish,
+  todoBranch,
+  WorktreeError,
+  type FinishOutcome,
+  type FinishPlan,
+  type FinishStrategy,
+  type WorktreeErrorCode,
+} from '../checkout/worktrees';
+import type { Env } from '../core/env';
+
+export interface FinishOptions {
+  readonly store: Authority;
+  readonly goal: string;
+  readonly todo: string;
+  /** A directory of the repository (any of its checkouts). */
+  readonly cwd: string;
+  readonly env: Env;
+  readonly strategy: FinishStrategy;
+  readonly removeWorktree: boolean;
+  /** `--branch`: the Todo's branch; else `<branchPrefix><todo>` from config.json. */
+  readonly branch?: string | undefined;
+  readonly request: StatusChangeRequest;
+  readonly now?: () => number;
+}
+
+type FinishRefusalReason =
+  | 'unknown_todo'
+  | 'todo_not_open'
+  | 'not_owner'
+  | 'force_needs_reason'
+  | 'worktree_config'
+  | WorktreeErrorCode
+  /** git did its part, then the lease changed hands before the store's transaction: the Todo is not marked done. */
+  | 'lease_changed';
+
+export type FinishResult =
+  | {
+      readonly ok: true;
+      readonly plan: FinishPlan;
+      readonly outcome: FinishOutcome;
+      readonly released?: Lease | undefined;
+    }
+  | { readonly ok: false; readonly reason: FinishRefusalReason; readonly detail: string; readonly lease?: Lease | undefined };
+
+/** The commit message of a merge or squash: names the Todo, so `git log` leads back to its receipts. */
+const messageOf = (strategy: FinishStrategy, todo: string, title: string, branch: string): string =>
+  strategy === 'squash'
+    ? `${title}\n\nTodo ${todo} (branch ${branch}), finished with turnkeeper todo done --squash`
+    : `Merge Todo ${todo} (${branch}): ${title}`;
+
+export async function finishTodo(options: FinishOptions): Promise<FinishResult> {
+  const { store, goal, todo: id, env } = options;
+  const now = options.now ?? Date.now;
+  const todo = await store.getTodo(goal, id);
+  if (!todo) return { ok: false, reason: 'unknown_todo', detail: `Todo ${id} does not exist in ${goal} (turnkeeper todo list)` };
+  if (todo.status === 'done') return { ok: false, reason: 'todo_not_open', detail: `Todo ${id} is already done (turnkeeper todo reopen ${id} first)` };
+  // Who may release the lease is decided as the store will decide it, before git is touched.
+  const active = (await store.listLeases()).find((lease) => lease.goal === goal && lease.todo === id && lease.status === 'active');
+  if (active) {
+    const decision = decideRelease(active, options.request);
+    if (decision.kind === 'refuse' && decision.why !== 'no_active_lease')
+      return {
+        ok: false,
+        reason: decision.why,
+        lease: active,
+        detail: `Todo ${id} is held by ${active.owner} (epoch ${active.epoch}), and finishing it releases that lease; nothing was changed. To finish someone else's Todo: add --force --reason "<why>"`,
+      };
+  }
+  let plan: FinishPlan;
+  let outcome: FinishOutcome;
+  try {
+    const branch = await todoBranch(env, options.cwd, worktreeSettings(env).branchPrefix, id, options.branch);
+    plan = await planFinish(env, options.cwd, { branch, strategy: options.strategy, removeWorktree: options.removeWorktree });
+    outcome = await runFinish(env, plan, messageOf(options.strategy, id, todo.title, branch));
+  } catch (error) {
+    if (error instanceof WorktreeError) return { ok: false, reason: error.code, detail: error.message };
+    if (error instanceof WorktreeConfigError) return { ok: false, reason: 'worktree_config', detail: error.message };
+    throw error;
+  }
+  const detail = {
+    strategy: plan.strategy,
+    branch: plan.branch,
+    branchHead: plan.branchHead,
+    commits: plan.ahead,
+    into: plan.into,
+    checkout: plan.main,
+    worktree: plan.worktree,
+    headBefore: plan.before.head,
+    treeBefore: plan.before.tree,
+    headAfter: outcome.after.head,
+    treeAfter: outcome.after.tree,
+    merged: outcome.merged,
+    worktreeRemoved: outcome.worktreeRemoved,
+    branchDeleted: outcome.branchDeleted,
+  };
+  const changed = await store.setTodoStatus(goal, id, 'done', now(), options.request, detail);
+  if (!changed || changed.kind === 'refused')
+    return {
+      ok: false,
+      reason: 'lease_changed',
+      lease: changed?.kind === 'refused' ? changed.lease : undefined,
+      detail: `git finished (${plan.strategy} of ${plan.branch} into ${plan.into}, now ${outcome.after.head}), but Todo ${id}'s lease changed hands meanwhile, so it is not marked done: turnkeeper todo done ${id} once its holder agrees`,
+    };
+  return { ok: true, plan, outcome, released: changed.released };
+}
