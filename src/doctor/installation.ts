@@ -4,6 +4,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { hostname } from 'node:os';
 import { AGENTS, type Agent } from '../core/ids';
+import { FOREIGN_CALLER_NAMES } from '../agents/payload';
 import {
   eventCommand,
   HookConfigError,
@@ -318,6 +319,10 @@ function rejectionProblems(rejections: readonly Rejection[]): string[] {
     const event = last.event ? `${last.event} ` : '';
     const ignored = 'Turnkeeper ignored the event (spec §2 rule 2): no Todo is claimed and no context reaches the model from it.';
     const ages = 'This entry goes a day after the last one.';
+    if (last.caller) {
+      const caller = FOREIGN_CALLER_NAMES[last.caller];
+      return `${caller} ran ${profile ? `${who}'s ` : 'a '}${event}hook (${times}): its payload is not ${who}'s, so Turnkeeper answered nothing (the empty answer it accepts) and claimed nothing under ${who}'s name. ${caller} runs ${profile ? `${who}'s` : "agents'"} hook files by default. Fix: nothing is broken; to stop the calls, turn those files off in VS Code's chat.hookFilesLocations setting. ${ages}`;
+    }
     if (last.source === 'environment')
       return `a ${event}hook of ${who} ran with ${last.fields.join(', ')} outside its grammar (${times}). ${ignored} Fix: that variable is the launcher's; unset it in the agent's environment, or start the agent through turnkeeper start or resume. ${ages}`;
     if (last.source === 'checkout')
