@@ -191,7 +191,7 @@ const dialectOf = (payload: Readonly<Record<string, unknown>>): PayloadDialect =
  * is Grok Build's envelope or VS Code's chat agent; Copilot CLI's camelCase payloads name none. Grok's
  * is served as Grok's (its profile detects it), so what is left is VS Code's.
  */
-export function foreignCallerOf(payload: Readonly<Record<string, unknown>>, env: Env = {}): ForeignCaller | undefined {
+function foreignCallerOf(payload: Readonly<Record<string, unknown>>, env: Env = {}): ForeignCaller | undefined {
   if (dialectOf(payload) !== 'camel' || typeof payload.hookEventName !== 'string') return undefined;
   return servedAs(payload, env) === undefined ? 'vscode' : undefined;
 }

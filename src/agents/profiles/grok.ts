@@ -34,7 +34,7 @@ const EVENTS: Readonly<Record<string, EventKind>> = {
 };
 
 /** `hookEventName` as the envelope carries it (`HookEventName`'s snake_case Serialize). */
-export const GROK_WIRE_EVENTS: Readonly<Record<string, EventKind>> = {
+const GROK_WIRE_EVENTS: Readonly<Record<string, EventKind>> = {
   session_start: 'session_start',
   user_prompt_submit: 'prompt',
   pre_tool_use: 'pre_tool',
