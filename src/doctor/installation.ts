@@ -26,6 +26,7 @@ import { silentLaunches, type LaunchProcessState, type SilentLaunch } from './st
 import { clientClock, hookBusyTimeoutMs } from '../config/settings';
 import { agentChecks, strictSyntaxProblem, type AgentCheck } from './agentChecks';
 import { recentRejections, type Rejection } from '../hook/rejections';
+import { readConfigFile } from '../files/boundedFile';
 
 /** What the user does so the agent runs its hooks (each agent's profile). */
 export const TRUST_HINT: Readonly<Record<Agent, string>> = byAgent((profile) => profile.trust.hint);
@@ -260,7 +261,9 @@ export async function doctorReport(
       );
     }
     // What the agent itself will do with an installed hook: its own trust step (each profile's check).
-    const trustProblem = item.installed ? PROFILES[item.agent].trust.check?.({ env, scope: item.scope, projectRoot, readConfig: readJsonConfig }) : undefined;
+    const trustProblem = item.installed
+      ? PROFILES[item.agent].trust.check?.({ env, scope: item.scope, projectRoot, readConfig: readJsonConfig, readText })
+      : undefined;
     if (trustProblem !== undefined) problems.push(trustProblem);
   }
   if (!hooks.some((item) => item.installed)) problems.push(`no agent has Turnkeeper hooks installed: turnkeeper hooks install --agent <${AGENTS.join('|')}>`);
@@ -299,6 +302,12 @@ export async function doctorReport(
     problems: all,
     otherProblems: problems,
   };
+}
+
+/** A small text file's content for a trust check, or undefined (missing, not a regular file, too large). */
+function readText(path: string): string | undefined {
+  const read = readConfigFile(path);
+  return read.kind === 'bytes' ? read.bytes.toString('utf8') : undefined;
 }
 
 /** Where a refused input went wrong, as one clause: `transcript_path: not an absolute path`. */

@@ -5,8 +5,9 @@
 // trace doctor reports, and Grok Build running Claude Code's, served as Grok. Each refusal has its
 // control: the same prompt in the agent's own shape claims.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { like } from '../support/matchers';
 import { makeWorld, parseHookStdout, payload, type World } from '../support/world';
 import { goose, grok, grokHookEnv, vscode } from '../support/sourcePayloads';
 
@@ -165,12 +166,12 @@ describe('hooks install and uninstall into fixture homes, and doctor', () => {
         const config = JSON.parse(readFileSync(path, 'utf8')) as { hooks: Record<string, { hooks: { type: string; command: string; timeout: number }[] }[]> };
         expect(Object.keys(config.hooks)).toEqual(['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop']);
         for (const groups of Object.values(config.hooks)) {
-          expect(groups).toEqual([{ hooks: [{ type: 'command', command: expect.stringMatching(new RegExp(`hook --agent ${agent}$`)), timeout: 15 }] }]);
+          expect(groups).toEqual([{ hooks: [{ type: 'command', command: like.stringMatching(new RegExp(`hook --agent ${agent}$`)), timeout: 15 }] }]);
         }
         const status = JSON.parse(world.cli(['hooks', 'status', '--agent', agent, '--scope', scope, '--json']).stdout) as unknown;
         expect(JSON.stringify(status)).toContain('"installed":true');
         const rows = doctor().checks.filter((row) => row.agent === agent && row.check === 'from_source');
-        expect(rows).toEqual([expect.objectContaining({ status: 'unknown', detail: expect.stringContaining('not run against the real binary') })]);
+        expect(rows).toEqual([expect.objectContaining({ status: 'unknown', detail: like.stringContaining('not run against the real binary') })]);
         expect(world.cli(['hooks', 'uninstall', '--agent', agent, '--scope', scope]).code).toBe(0);
         expect(existsSync(path)).toBe(false);
         expect(doctor().checks.filter((row) => row.check === 'from_source')).toEqual([]);
@@ -178,14 +179,27 @@ describe('hooks install and uninstall into fixture homes, and doctor', () => {
     }
   }
 
+  it('grok project hooks: doctor says Grok skips them until trusted_folders.toml trusts the folder (the nearest entry wins)', () => {
+    expect(world.cli(['hooks', 'install', '--agent', 'grok', '--scope', 'project']).code).toBe(0);
+    const skipped = (): string[] => doctor().problems.filter((line) => line.startsWith('Grok Build skips'));
+    expect(skipped()).toEqual([expect.stringContaining('records no decision for it or a parent')]);
+    const store = join(world.env.HOME!, '.grok', 'trusted_folders.toml');
+    mkdirSync(dirname(store), { recursive: true });
+    writeFileSync(store, `[folders."${world.root}"]\ntrusted = true\ndecided_at = 1780000000\n`);
+    expect(skipped()).toEqual([]); // a parent's trust cascades
+    writeFileSync(store, `[folders."${world.root}"]\ntrusted = true\n\n[folders."${world.repo}"]\ntrusted = false\n`);
+    expect(skipped()).toEqual([expect.stringContaining('records it untrusted')]); // the nearer decision wins
+    expect(doctor({ GROK_FOLDER_TRUST: '0' }).problems.filter((line) => line.startsWith('Grok Build skips'))).toEqual([]);
+  });
+
   it("read_by_others: Claude's user hooks are also run by Grok Build and VS Code; with Grok's own hooks too, a problem (every Grok event twice)", () => {
     expect(world.cli(['hooks', 'install', '--agent', 'claude', '--scope', 'user']).code).toBe(0);
     const alone = doctor().checks.filter((row) => row.check === 'read_by_others');
     expect(alone).toEqual([
-      expect.objectContaining({ agent: 'claude', scope: 'user', status: 'ok', detail: expect.stringContaining('Grok Build (served as Grok Build)') }),
+      expect.objectContaining({ agent: 'claude', scope: 'user', status: 'ok', detail: like.stringContaining('Grok Build (served as Grok Build)') }),
     ]);
     expect(world.cli(['hooks', 'install', '--agent', 'grok', '--scope', 'user']).code).toBe(0);
     const both = doctor().checks.filter((row) => row.check === 'read_by_others');
-    expect(both).toEqual([expect.objectContaining({ status: 'problem', fix: expect.stringContaining('[compat.claude] hooks = false') })]);
+    expect(both).toEqual([expect.objectContaining({ status: 'problem', fix: like.stringContaining('[compat.claude] hooks = false') })]);
   });
 });

@@ -20,8 +20,8 @@
 // - project hooks run only in a trusted folder (`/hooks-trust`, or `grok --trust`; stored in
 //   ~/.grok/trusted_folders.toml; GROK_FOLDER_TRUST=0 turns the gate off);
 // - `grok -p <prompt>` runs one turn and exits, `grok <prompt>` opens the TUI with it, `--resume <id>`.
-import { join, resolve } from 'node:path';
-import type { AgentProfile, Env, EventKind } from './index';
+import { join, resolve, sep } from 'node:path';
+import type { AgentProfile, Env, EventKind, TrustContext } from './index';
 import { commandEntry, homeOf, nonEmpty } from './common';
 
 /** The event names its hook files take (Claude's spellings; Grok also accepts snake_case and Cursor's). */
@@ -51,6 +51,48 @@ const ownEnvelope = (payload: Readonly<Record<string, unknown>>, env: Env): bool
 
 /** `$GROK_HOME` when set and not empty, else `~/.grok` (xai-grok-home). */
 const grokHome = (env: Env): string => resolve(nonEmpty(env.GROK_HOME) ?? join(homeOf(env), '.grok'));
+
+/**
+ * `trusted_folders.toml` (xai-grok-workspace trust.rs): `[folders."<abs path>"]` tables with `trusted =
+ * true|false`. Only that shape is read; anything else in the file is ignored.
+ */
+function trustedFolders(text: string): Map<string, boolean> {
+  const folders = new Map<string, boolean>();
+  let current: string | undefined;
+  for (const line of text.split(/\r?\n/)) {
+    const table = /^\s*\[\s*folders\s*\.\s*"((?:[^"\\]|\\.)*)"\s*\]\s*(#.*)?$/.exec(line);
+    if (table) {
+      current = table[1]!.replace(/\\(.)/g, '$1');
+      continue;
+    }
+    if (/^\s*\[/.test(line)) current = undefined;
+    const trusted = /^\s*trusted\s*=\s*(true|false)\s*(#.*)?$/.exec(line);
+    if (trusted && current !== undefined) folders.set(current, trusted[1] === 'true');
+  }
+  return folders;
+}
+
+/** `path` is `folder` or under it. */
+const isWithin = (path: string, folder: string): boolean => path === folder || path.startsWith(folder.endsWith(sep) ? folder : folder + sep);
+
+/**
+ * Grok runs `<project>/.grok/hooks` only in a trusted folder: the nearest recorded decision for the
+ * folder or a parent (the longest path wins, so a child's untrust overrides a parent's trust);
+ * headless runs never prompt, so there an untrusted folder skips them silently. GROK_FOLDER_TRUST=0
+ * turns the gate off.
+ */
+function trustCheck(context: TrustContext): string | undefined {
+  if (context.scope !== 'project' || context.env.GROK_FOLDER_TRUST === '0' || context.readText === undefined) return undefined;
+  const store = join(grokHome(context.env), 'trusted_folders.toml');
+  const root = resolve(context.projectRoot);
+  let nearest: { folder: string; trusted: boolean } | undefined;
+  for (const [folder, trusted] of trustedFolders(context.readText(store) ?? '')) {
+    if (isWithin(root, folder) && (nearest === undefined || folder.length > nearest.folder.length)) nearest = { folder, trusted };
+  }
+  if (nearest?.trusted === true) return undefined;
+  const why = nearest === undefined ? `${store} records no decision for it or a parent` : `${store} records it untrusted (${nearest.folder})`;
+  return `Grok Build skips ${join(root, '.grok', 'hooks')} until the folder is trusted (${why}; grok -p never asks): ${grok.trust.hint}`;
+}
 
 export const grok: AgentProfile = {
   agent: 'grok',
@@ -91,6 +133,7 @@ export const grok: AgentProfile = {
   },
   trust: {
     hint: 'Grok Build runs project hooks (.grok/hooks) only in a trusted folder: run /hooks-trust in grok once, or start it with --trust (saved in ~/.grok/trusted_folders.toml). User hooks in $GROK_HOME/hooks run everywhere.',
+    check: trustCheck,
   },
   // GROK_SESSION_ID is set for hook processes and MCP servers; the source sets none for its tools.
   sessionEnv: [],

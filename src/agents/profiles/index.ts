@@ -140,6 +140,8 @@ export interface TrustContext {
   readonly projectRoot: string;
   /** Reads a JSON-with-comments file; undefined when it is missing or unreadable. */
   readonly readConfig: (path: string) => unknown;
+  /** Reads a small text file (an agent's TOML trust store); undefined when it is missing or unreadable. */
+  readonly readText?: (path: string) => string | undefined;
 }
 
 export interface AgentProfile {
