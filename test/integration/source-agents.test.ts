@@ -64,6 +64,28 @@ describe('Grok Build (from its source)', () => {
   });
 });
 
+describe('fencing in the shapes their source reads', () => {
+  it("Grok: a taken-over session's write is denied {decision:'deny'}, also through Claude's hook, where Claude's shape would read as allow", () => {
+    hook(['--agent', 'grok'], grok.prompt(world, SESSION, 'prompt-1', 'fix #todo:fix-login'));
+    const write = (agent: string) => hook(['--agent', agent], grok.preToolUse(world, SESSION, 'prompt-2', 'search_replace'));
+    expect(write('grok').stdout).toBe(''); // control: while the lease is held, writes pass
+    expect(world.cli(['release', 'fix-login', '--force', '--reason', 'reassign']).code).toBe(0);
+    for (const agent of ['grok', 'claude']) {
+      expect(parseHookStdout(write(agent).stdout), agent).toStrictEqual({ decision: 'deny', reason: like.stringContaining('[lease_fenced]') });
+    }
+    // A read-only tool is not fenced.
+    expect(hook(['--agent', 'grok'], grok.preToolUse(world, SESSION, 'prompt-2', 'read_file')).stdout).toBe('');
+  });
+
+  it("Goose: a taken-over session's shell call is blocked {decision:'block'} (Goose's only deny besides exit 2)", () => {
+    hook(['--agent', 'goose'], goose.prompt('20251108_1', 'fix #todo:fix-login'), { TURNKEEPER_TURN: 'turn-1' });
+    const shell = () => hook(['--agent', 'goose'], goose.preToolUse('20251108_1', 'developer__shell'));
+    expect(shell().stdout).toBe('');
+    expect(world.cli(['release', 'fix-login', '--force', '--reason', 'reassign']).code).toBe(0);
+    expect(parseHookStdout(shell().stdout)).toStrictEqual({ decision: 'block', reason: like.stringContaining('[lease_fenced]') });
+  });
+});
+
 describe('Goose (from its source)', () => {
   it('claims under goose:<session_id> from the hook process cwd, with the launch Turn; without a Turn it refuses [no_turn] and claims nothing', async () => {
     const refused = hook(['--agent', 'goose'], goose.prompt('20251108_1', 'fix #todo:fix-login'));
