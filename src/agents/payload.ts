@@ -177,6 +177,9 @@ interface Fields {
 
 const isObject = (value: unknown): value is Readonly<Record<string, unknown>> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
+/** How a refusal names a payload's dialect. */
+const DIALECT_NAMES: Readonly<Record<PayloadDialect, string>> = { snake: 'snake_case', camel: 'camelCase', hookContext: '`event`/`session_id`' };
+
 /** camelCase when it has `sessionId` and no `session_id`; Goose's when it names its event in `event` rather than `hook_event_name`. */
 const dialectOf = (payload: Readonly<Record<string, unknown>>): PayloadDialect =>
   Object.hasOwn(payload, 'sessionId') && !Object.hasOwn(payload, 'session_id')
@@ -316,7 +319,7 @@ export function parseHookInput(raw: string | Buffer, forcedAgent?: Agent, contex
   traced = { agent, event: traceableEvent(payload.hook_event_name) ?? traceableEvent(payload.hookEventName) ?? traceableEvent(payload.event) ?? traced.event };
   const profile = PROFILES[agent];
   if (!profile.payload.dialects.includes(dialect)) {
-    const problem = `a ${dialect === 'camel' ? 'camelCase' : 'snake_case'} payload is not a ${agent} payload`;
+    const problem = `a ${DIALECT_NAMES[dialect]} payload is not a ${agent} payload`;
     throw invalid(problem, ['payload'], problem);
   }
   const fields = fieldsOf(dialect, payload, traced);

@@ -93,6 +93,12 @@ describe('Goose payloads (HookContext)', () => {
     expect(parseHookInput(goose.prompt('20251108_1', 'x'), undefined, { processCwd: world.repo }).agent).toBe('goose');
   });
 
+  it("through another agent's hook it is refused by its shape, never read as that agent", () => {
+    expect(refusal(() => parseHookInput(goose.prompt('20251108_1', 'x'), 'claude', { processCwd: world.repo }))?.problem).toBe(
+      'a `event`/`session_id` payload is not a claude payload',
+    );
+  });
+
   it('no working directory at all is refused by name, not guessed', () => {
     expect(refusal(() => parseHookInput(goose.prompt('20251108_1', 'x'), 'goose'))?.problem).toBe('the goose payload names no working directory');
   });
