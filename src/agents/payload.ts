@@ -199,7 +199,11 @@ function foreignCallerOf(payload: Readonly<Record<string, unknown>>, env: Env = 
   return servedAs(payload, env) === undefined ? 'vscode' : undefined;
 }
 
-/** Spec §2: Codex (`turn_id`, or `model` with `permission_mode`), Gemini (`timestamp` with a Gemini event), Copilot (camelCase `sessionId`, or COPILOT_CLI=1), else Claude. */
+/**
+ * Spec §2: Codex (`turn_id`, or `model` with `permission_mode`), Gemini (`timestamp` with a Gemini
+ * event), Grok Build (its `hookEventName`, or GROK_HOOK_EVENT), Copilot (camelCase `sessionId`, or
+ * COPILOT_CLI=1), Goose (`event` with `session_id`), else Claude: each profile's `detect`.
+ */
 export function detectAgent(payload: Readonly<Record<string, unknown>>, env: Env = {}): Agent {
   return DETECT_ORDER.find((agent) => PROFILES[agent].payload.detect?.(payload, env) === true) ?? FALLBACK_AGENT;
 }
