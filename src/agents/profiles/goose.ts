@@ -5,9 +5,10 @@
 // - hooks are plugins: `<plugin>/hooks/hooks.json`, Claude's `{"hooks":{Event:[{"matcher",
 //   "hooks":[{type:"command",command,timeout}]}]}}` (timeout in seconds, default 30; serde_json), of
 //   every directory under `<project>/.agents/plugins/` and the user's `.agents/plugins/` (under
-//   GOOSE_PATH_ROOT when set, else the home directory); the project is Goose's own working directory
-//   when it starts (`HookManager::load(std::env::current_dir())`). A new plugin is enabled on discovery (recorded
-//   in config.yaml); settings.json's disabledPlugins turns one off. No trust prompt;
+//   GOOSE_PATH_ROOT when set, else the home directory); the project is Goose's own working
+//   directory when it starts (`HookManager::load(std::env::current_dir())`). A new plugin is enabled
+//   on discovery (recorded in config.yaml); settings.json's disabledPlugins turns one off. No trust
+//   prompt;
 // - stdin is `HookContext`: `event` (not `hook_event_name`), `session_id`, `matcher_context`,
 //   `tool_call_id`, `tool_name`, `tool_input`, `tool_output`, `message` (the prompt on
 //   UserPromptSubmit), `last_assistant_message`, and `working_dir` on Stop only. No cwd on any other
