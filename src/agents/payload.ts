@@ -6,7 +6,7 @@
 // Agents add fields over time, so unknown fields pass; the fields we use are checked strictly.
 // zod/mini: the same validators as classic zod, tree-shaken; the hook pays for every byte it loads.
 import * as z from 'zod/mini';
-import { isSessionId, type Agent } from '../core/ids';
+import { AGENTS, isSessionId, type Agent } from '../core/ids';
 import { DETECT_ORDER, FALLBACK_AGENT, PROFILES, type Env, type EventKind, type PayloadDialect } from './profiles/index';
 
 /** Hook input larger than this is refused unread (spec §2 rule 2). */
@@ -33,6 +33,11 @@ export interface HookEvent {
 
 /** What the hook's command line and environment add to the payload. */
 export interface HookContext {
+  /**
+   * The hook process's own working directory: the cwd of an agent whose payloads carry none (Goose
+   * runs its hooks in its own working directory and names one only on Stop).
+   */
+  readonly processCwd?: string | undefined;
   /** `--event <name>`: the event, for agents whose payloads name none (Copilot). */
   readonly event?: string | undefined;
   /** The hook process's environment: detection (COPILOT_CLI=1) and transcript locations. */
@@ -55,7 +60,20 @@ export interface RejectionTrace {
   readonly agent?: Agent | undefined;
   /** The event, when a well-formed event name was given (payload or `--event`), known or not. */
   readonly event?: string | undefined;
+  /** A program other than the agent whose hook it is, recognised by its payload's shape (`vscode`). */
+  readonly caller?: ForeignCaller | undefined;
 }
+
+/**
+ * Programs that run agents' hooks but are no agent Turnkeeper serves. `vscode`: VS Code's own chat
+ * agent, which reads .claude/settings.json, ~/.claude/settings.json and .github/hooks by default
+ * (chat.hookFilesLocations) and sends `{timestamp, hookEventName, sessionId, cwd, transcript_path,
+ * prompt | tool_name, tool_input, tool_use_id}` (src/vs/workbench/contrib/chat/common/hooks,
+ * hooksCommandTypes.ts): camelCase common fields with the event's own fields in snake_case.
+ */
+export const FOREIGN_CALLERS = ['vscode'] as const;
+export type ForeignCaller = (typeof FOREIGN_CALLERS)[number];
+export const FOREIGN_CALLER_NAMES: Readonly<Record<ForeignCaller, string>> = { vscode: "VS Code's chat agent" };
 
 const MAX_TRACED_FIELDS = 8;
 
@@ -107,13 +125,22 @@ const snakeOptional = lazy(() => ({
   timestamp: wellFormed(256),
   source: wellFormed(256),
 }));
-// Copilot CLI under camelCase event names: `timestamp` is milliseconds since the epoch.
+// Copilot CLI under camelCase event names: `timestamp` is milliseconds since the epoch. Grok Build's
+// envelope adds `hookEventName` and `promptId` (src/agents/profiles/grok.ts).
 const camelOptional = lazy(() => ({
+  hookEventName: eventName,
+  promptId: idString,
   transcriptPath: pathString,
   prompt: wellFormed(ANY_LENGTH),
   toolName: wellFormed(256),
   timestamp: z.union([z.number(), wellFormed(256)]),
   source: wellFormed(256),
+}));
+// Goose's HookContext (src/agents/profiles/goose.ts): `working_dir` on Stop only, the prompt in `message`.
+const hookContextOptional = lazy(() => ({
+  working_dir: pathString,
+  message: wellFormed(ANY_LENGTH),
+  tool_name: wellFormed(256),
 }));
 const nullish = <T extends Record<string, z.ZodMiniType>>(fields: T) =>
   Object.fromEntries(Object.entries(fields).map(([key, schema]) => [key, z.nullish(schema)])) as { [K in keyof T]: z.ZodMiniOptional<z.ZodMiniNullable<T[K]>> };
@@ -121,22 +148,25 @@ const nullish = <T extends Record<string, z.ZodMiniType>>(fields: T) =>
 // Each dialect's schema is built on first use: building schemas is start-up time every hook pays.
 const makeSnakeSchema = () => z.looseObject({ hook_event_name: eventName, session_id: idString, cwd: pathString, ...nullish(snakeOptional()) });
 const makeCamelSchema = () => z.looseObject({ sessionId: idString, cwd: pathString, ...nullish(camelOptional()) });
+const makeHookContextSchema = () => z.looseObject({ event: eventName, session_id: idString, ...nullish(hookContextOptional()) });
 
 /** The payload without its empty optional fields: detection and validation read them as absent. */
 function withoutEmptyOptionals(payload: Readonly<Record<string, unknown>>, dialect: PayloadDialect): Readonly<Record<string, unknown>> {
-  const optional = dialect === 'camel' ? camelOptional() : snakeOptional();
+  const optional = dialect === 'camel' ? camelOptional() : dialect === 'hookContext' ? hookContextOptional() : snakeOptional();
   const empty = (key: string, value: unknown): boolean => value === '' && Object.hasOwn(optional, key);
   if (!Object.entries(payload).some(([key, value]) => empty(key, value))) return payload;
   return Object.fromEntries(Object.entries(payload).filter(([key, value]) => !empty(key, value)));
 }
 let snakeSchema: ReturnType<typeof makeSnakeSchema> | undefined;
 let camelSchema: ReturnType<typeof makeCamelSchema> | undefined;
+let hookContextSchema: ReturnType<typeof makeHookContextSchema> | undefined;
 
 /** The fields every dialect maps onto. */
 interface Fields {
   readonly eventName: string | undefined;
   readonly session: string;
-  readonly cwd: string;
+  /** Undefined only for a dialect whose payloads may carry none (Goose): then the hook process's. */
+  readonly cwd: string | undefined;
   readonly transcriptPath: string | null | undefined;
   readonly source: string | null | undefined;
   readonly turnId: string | null | undefined;
@@ -147,11 +177,33 @@ interface Fields {
 
 const isObject = (value: unknown): value is Readonly<Record<string, unknown>> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** camelCase when it has `sessionId` and no `session_id`. */
-const dialectOf = (payload: Readonly<Record<string, unknown>>): PayloadDialect =>
-  Object.hasOwn(payload, 'sessionId') && !Object.hasOwn(payload, 'session_id') ? 'camel' : 'snake';
+/** How a refusal names a payload's dialect. */
+const DIALECT_NAMES: Readonly<Record<PayloadDialect, string>> = { snake: 'snake_case', camel: 'camelCase', hookContext: '`event`/`session_id`' };
 
-/** Spec §2: Codex (`turn_id`, or `model` with `permission_mode`), Gemini (`timestamp` with a Gemini event), Copilot (camelCase `sessionId`, or COPILOT_CLI=1), else Claude. */
+/** camelCase when it has `sessionId` and no `session_id`; Goose's when it names its event in `event` rather than `hook_event_name`. */
+const dialectOf = (payload: Readonly<Record<string, unknown>>): PayloadDialect =>
+  Object.hasOwn(payload, 'sessionId') && !Object.hasOwn(payload, 'session_id')
+    ? 'camel'
+    : Object.hasOwn(payload, 'event') && Object.hasOwn(payload, 'session_id') && !Object.hasOwn(payload, 'hook_event_name')
+      ? 'hookContext'
+      : 'snake';
+
+/**
+ * The program that sent this payload when it is not an agent Turnkeeper serves, whatever hook it
+ * called (spec §2, "Foreign callers"): a camelCase payload that names its event in `hookEventName`
+ * is Grok Build's envelope or VS Code's chat agent; Copilot CLI's camelCase payloads name none. Grok's
+ * is served as Grok's (its profile detects it), so what is left is VS Code's.
+ */
+function foreignCallerOf(payload: Readonly<Record<string, unknown>>, env: Env = {}): ForeignCaller | undefined {
+  if (dialectOf(payload) !== 'camel' || typeof payload.hookEventName !== 'string') return undefined;
+  return servedAs(payload, env) === undefined ? 'vscode' : undefined;
+}
+
+/**
+ * Spec §2: Codex (`turn_id`, or `model` with `permission_mode`), Gemini (`timestamp` with a Gemini
+ * event), Grok Build (its `hookEventName`, or GROK_HOOK_EVENT), Copilot (camelCase `sessionId`, or
+ * COPILOT_CLI=1), Goose (`event` with `session_id`), else Claude: each profile's `detect`.
+ */
 export function detectAgent(payload: Readonly<Record<string, unknown>>, env: Env = {}): Agent {
   return DETECT_ORDER.find((agent) => PROFILES[agent].payload.detect?.(payload, env) === true) ?? FALLBACK_AGENT;
 }
@@ -177,7 +229,12 @@ function issueReason(issue: z.core.$ZodIssue, json: unknown): string {
 }
 
 function fieldsOf(dialect: PayloadDialect, json: unknown, trace: Pick<RejectionTrace, 'agent' | 'event'>): Fields {
-  const parsed = dialect === 'camel' ? (camelSchema ??= makeCamelSchema()).safeParse(json) : (snakeSchema ??= makeSnakeSchema()).safeParse(json);
+  const parsed =
+    dialect === 'camel'
+      ? (camelSchema ??= makeCamelSchema()).safeParse(json)
+      : dialect === 'hookContext'
+        ? (hookContextSchema ??= makeHookContextSchema()).safeParse(json)
+        : (snakeSchema ??= makeSnakeSchema()).safeParse(json);
   if (!parsed.success) {
     const pathOf = (issue: (typeof parsed.error.issues)[number]): string => issue.path.map(String).join('.') || 'payload';
     const issue = parsed.error.issues[0];
@@ -188,15 +245,29 @@ function fieldsOf(dialect: PayloadDialect, json: unknown, trace: Pick<RejectionT
   if (dialect === 'camel') {
     const p = parsed.data as z.infer<ReturnType<typeof makeCamelSchema>>;
     return {
-      eventName: undefined,
+      eventName: p.hookEventName ?? undefined,
       session: p.sessionId,
       cwd: p.cwd,
       transcriptPath: p.transcriptPath,
       source: p.source,
       turnId: undefined,
-      promptId: undefined,
+      promptId: p.promptId,
       prompt: p.prompt,
       toolName: p.toolName,
+    };
+  }
+  if (dialect === 'hookContext') {
+    const p = parsed.data as z.infer<ReturnType<typeof makeHookContextSchema>>;
+    return {
+      eventName: p.event,
+      session: p.session_id,
+      cwd: p.working_dir ?? undefined,
+      transcriptPath: undefined,
+      source: undefined,
+      turnId: undefined,
+      promptId: undefined,
+      prompt: p.message,
+      toolName: p.tool_name,
     };
   }
   const p = parsed.data as z.infer<ReturnType<typeof makeSnakeSchema>>;
@@ -231,11 +302,28 @@ export function parseHookInput(raw: string | Buffer, forcedAgent?: Agent, contex
   if (!isObject(json)) throw invalid('payload: not a JSON object', ['payload'], 'not a JSON object');
   const dialect = dialectOf(json);
   const payload = withoutEmptyOptionals(json, dialect);
-  const agent = forcedAgent ?? detectAgent(payload, env);
-  traced = { agent, event: traceableEvent(payload.hook_event_name) ?? traced.event };
+  // Another program calling this hook (spec §2, "Foreign callers"): never read as the agent whose hook
+  // it is. VS Code's chat agent is no agent Turnkeeper serves: refused, and the trace names it.
+  const caller = foreignCallerOf(payload, env);
+  if (caller !== undefined) {
+    const event = traceableEvent(payload.hookEventName);
+    traced = { agent: forcedAgent, event: event ?? traced.event };
+    const problem = `a payload of ${FOREIGN_CALLER_NAMES[caller]} (camelCase sessionId with hookEventName), not ${forcedAgent ? `a ${forcedAgent}` : 'an agent'} payload`;
+    throw new InvalidHookInput(problem, {
+      source: 'payload',
+      fields: ['hookEventName', 'sessionId'],
+      reason: `sent by ${FOREIGN_CALLER_NAMES[caller]}`,
+      caller,
+      ...traced,
+    });
+  }
+  // Grok Build runs the hooks in Claude Code's settings files with its own payload: whoever's hook it
+  // is, a payload an agent's profile recognises as its own is served as that agent, under its session.
+  const agent = servedAs(payload, env) ?? forcedAgent ?? detectAgent(payload, env);
+  traced = { agent, event: traceableEvent(payload.hook_event_name) ?? traceableEvent(payload.hookEventName) ?? traceableEvent(payload.event) ?? traced.event };
   const profile = PROFILES[agent];
   if (!profile.payload.dialects.includes(dialect)) {
-    const problem = `a ${dialect === 'camel' ? 'camelCase' : 'snake_case'} payload is not a ${agent} payload`;
+    const problem = `a ${DIALECT_NAMES[dialect]} payload is not a ${agent} payload`;
     throw invalid(problem, ['payload'], problem);
   }
   const fields = fieldsOf(dialect, payload, traced);
@@ -260,6 +348,8 @@ export function parseHookInput(raw: string | Buffer, forcedAgent?: Agent, contex
     );
   }
 
+  const cwd = fields.cwd ?? context.processCwd;
+  if (cwd === undefined) throw invalid(`the ${agent} payload names no working directory`, ['working_dir'], 'no working directory');
   const turnField = profile.payload.turnField;
   const payloadTurn = turnField === 'turn_id' ? fields.turnId : turnField === 'prompt_id' ? fields.promptId : undefined;
   const clean = profile.payload.cleanPrompt;
@@ -270,12 +360,21 @@ export function parseHookInput(raw: string | Buffer, forcedAgent?: Agent, contex
     kind,
     session: fields.session,
     turn: kind === 'session_start' ? undefined : (payloadTurn ?? undefined),
-    cwd: fields.cwd,
+    cwd,
     transcriptPath: fields.transcriptPath ?? profile.payload.transcriptFallback?.(fields.session, env),
     sessionSource: kind === 'session_start' ? (fields.source ?? undefined) : undefined,
     prompt,
     toolName: fields.toolName ?? undefined,
   };
+}
+
+/**
+ * The agent whose own envelope this is (its profile's `ownEnvelope`), served as itself whatever
+ * `--agent` the hook was installed with: Grok Build's, which reaches Claude Code's hooks through
+ * Grok's Claude compatibility.
+ */
+function servedAs(payload: Readonly<Record<string, unknown>>, env: Env): Agent | undefined {
+  return AGENTS.find((agent) => PROFILES[agent].payload.ownEnvelope?.(payload, env) === true);
 }
 
 export const isWriteTool = (agent: Agent, toolName: string | undefined): boolean => toolName !== undefined && PROFILES[agent].writeTools.has(toolName);

@@ -34,7 +34,7 @@ export async function runHookCommand(args: string[], io: Io): Promise<number> {
   let result;
   try {
     const input = await io.readStdin(MAX_HOOK_INPUT_BYTES);
-    result = await runHook(input, { env: io.env, agent, event });
+    result = await runHook(input, { env: io.env, agent, event, processCwd: io.cwd });
   } catch (error) {
     err(`turnkeeper hook: internal error: ${(error as Error).stack ?? String(error)}\n`);
     return 0;

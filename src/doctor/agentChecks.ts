@@ -13,6 +13,12 @@
 // - agent_version: the agent's own `--version`, against the version Turnkeeper's facts about it were
 //   observed and tested on (its profile's testedVersion): a newer agent may have changed its hook
 //   events, payloads or outputs, which doctor cannot see from here, so it says so.
+// - from_source: an agent whose facts Turnkeeper read from its source and never ran (Goose, Grok
+//   Build, their profiles' `fromSource`): said on every doctor run, with what the agent does not do
+//   (no context reaches its model), until a test runs the real binary.
+// - read_by_others: Claude Code's hook files are also run by Grok Build (its Claude compatibility)
+//   and VS Code's chat agent (chat.hookFilesLocations), by default; with Grok Build's own hooks
+//   installed too, every Grok Build event runs Turnkeeper twice.
 // - on_path: a project-scope config calls `turnkeeper` through PATH (it is committed, so it names no
 //   path of one machine): an agent whose PATH has no `turnkeeper` fails every hook.
 import { spawn } from 'node:child_process';
@@ -26,7 +32,7 @@ import { shimPath } from '../agents/shim';
 import { findExecutable } from '../agents/executables';
 import { binaryVariable, PROFILES, type ConfigSyntax } from '../agents/profiles/index';
 
-type CheckName = 'config_syntax' | 'both_scopes' | `${Agent}_trust` | 'on_path' | 'agent_version';
+type CheckName = 'config_syntax' | 'both_scopes' | `${Agent}_trust` | 'on_path' | 'agent_version' | 'from_source' | 'read_by_others';
 
 export interface AgentCheck {
   readonly check: CheckName;
@@ -97,7 +103,58 @@ export async function agentChecks(options: AgentCheckOptions): Promise<AgentChec
     if (installed.length > 0 && PROFILES[agent].trust.ask) checks.push(...(await askedTrust(agent, options, installed)));
   }
   for (const agent of agents) if (files.some((file) => file.agent === agent && file.installed)) checks.push(await versionCheck(agent, options.env));
+  for (const agent of agents) if (files.some((file) => file.agent === agent && file.installed)) checks.push(...sourceOnlyCheck(agent));
+  checks.push(...readByOthers(files));
   return checks;
+}
+
+// ---------------------------------------------------------------------------------------------
+// from_source, read_by_others
+
+function sourceOnlyCheck(agent: Agent): AgentCheck[] {
+  const { fromSource, output } = PROFILES[agent];
+  if (fromSource === undefined) return [];
+  return [
+    {
+      check: 'from_source',
+      agent,
+      status: 'unknown',
+      detail: `Turnkeeper's ${nameOf(agent)} support was written from its source (${fromSource}) and not run against the real binary${output.contextIgnored ? `: ${output.contextIgnored}` : ''}`,
+      fix: `if a claim, a fence or a hook of ${nameOf(agent)} misbehaves, report it with turnkeeper doctor --json`,
+    },
+  ];
+}
+
+/**
+ * Installed hook files that other programs run too, by their profiles: agents that run another's
+ * hook files with their own payloads (`install.runsHooksOf`, served as themselves) and programs that
+ * are no agent (`install.alsoRunBy`, answered with nothing; src/agents/payload.ts, "foreign callers").
+ */
+function readByOthers(files: readonly HookFile[]): AgentCheck[] {
+  return files
+    .filter((file) => file.installed)
+    .flatMap((file): AgentCheck[] => {
+      const runners = Object.values(PROFILES).filter((profile) => profile.install.runsHooksOf?.agent === file.agent);
+      const programs = PROFILES[file.agent].install.alsoRunBy ?? [];
+      if (runners.length === 0 && programs.length === 0) return [];
+      const readers = [
+        ...runners.map((profile) => `${profile.displayName} (served as ${profile.displayName})`),
+        ...programs.map((name) => `${name} (answered with nothing, no claim)`),
+      ];
+      const base = { check: 'read_by_others' as const, agent: file.agent, scope: file.scope, path: file.path };
+      const detail = `${readers.join(' and ')} also run the hooks in ${file.path} by default`;
+      const doubled = runners.flatMap((profile) => {
+        const own = files.filter((item) => item.agent === profile.agent && item.installed);
+        return own.length === 0 ? [] : [{ profile, own }];
+      });
+      if (doubled.length === 0) return [{ ...base, status: 'ok' as const, detail }];
+      return doubled.map(({ profile, own }) => ({
+        ...base,
+        status: 'problem' as const,
+        detail: `${detail}; ${profile.displayName}'s own Turnkeeper hooks are installed too (${own.map((item) => item.path).join(', ')}), so every ${profile.displayName} event runs Turnkeeper twice`,
+        fix: `keep one: turnkeeper hooks uninstall --agent ${profile.agent}${own.length === 1 ? ` --scope ${own[0]!.scope}` : ''}, or stop ${profile.displayName} running ${nameOf(file.agent)}'s hooks: ${profile.install.runsHooksOf!.turnOff}`,
+      }));
+    });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { hostname } from 'node:os';
 import { AGENTS, type Agent } from '../core/ids';
+import { FOREIGN_CALLER_NAMES } from '../agents/payload';
 import {
   eventCommand,
   HookConfigError,
@@ -27,6 +28,7 @@ import { agentChecks, strictSyntaxProblem, type AgentCheck } from './agentChecks
 import { recentRejections, type Rejection } from '../hook/rejections';
 import { checkpointsOf } from '../ledger/checkpoints';
 import { witnessSentence } from '../ledger/witness';
+import { readConfigFile } from '../files/boundedFile';
 
 /** What the user does so the agent runs its hooks (each agent's profile). */
 export const TRUST_HINT: Readonly<Record<Agent, string>> = byAgent((profile) => profile.trust.hint);
@@ -267,7 +269,9 @@ export async function doctorReport(
       );
     }
     // What the agent itself will do with an installed hook: its own trust step (each profile's check).
-    const trustProblem = item.installed ? PROFILES[item.agent].trust.check?.({ env, scope: item.scope, projectRoot, readConfig: readJsonConfig }) : undefined;
+    const trustProblem = item.installed
+      ? PROFILES[item.agent].trust.check?.({ env, scope: item.scope, projectRoot, readConfig: readJsonConfig, readText })
+      : undefined;
     if (trustProblem !== undefined) problems.push(trustProblem);
   }
   if (!hooks.some((item) => item.installed)) problems.push(`no agent has Turnkeeper hooks installed: turnkeeper hooks install --agent <${AGENTS.join('|')}>`);
@@ -308,6 +312,12 @@ export async function doctorReport(
   };
 }
 
+/** A small text file's content for a trust check, or undefined (missing, not a regular file, too large). */
+function readText(path: string): string | undefined {
+  const read = readConfigFile(path);
+  return read.kind === 'bytes' ? read.bytes.toString('utf8') : undefined;
+}
+
 /** Where a refused input went wrong, as one clause: `transcript_path: not an absolute path`. */
 const rejectionCause = (rejection: Rejection): string => `${rejection.fields.join(', ')}: ${rejection.reason}`;
 
@@ -326,6 +336,10 @@ function rejectionProblems(rejections: readonly Rejection[]): string[] {
     const event = last.event ? `${last.event} ` : '';
     const ignored = 'Turnkeeper ignored the event (spec §2 rule 2): no Todo is claimed and no context reaches the model from it.';
     const ages = 'This entry goes a day after the last one.';
+    if (last.caller) {
+      const caller = FOREIGN_CALLER_NAMES[last.caller];
+      return `${caller} ran ${profile ? `${who}'s ` : 'a '}${event}hook (${times}): its payload is not ${who}'s, so Turnkeeper answered nothing (the empty answer it accepts) and claimed nothing under ${who}'s name. ${caller} runs ${profile ? `${who}'s` : "agents'"} hook files by default. Fix: nothing is broken; to stop the calls, turn those files off in VS Code's chat.hookFilesLocations setting. ${ages}`;
+    }
     if (last.source === 'environment')
       return `a ${event}hook of ${who} ran with ${last.fields.join(', ')} outside its grammar (${times}). ${ignored} Fix: that variable is the launcher's; unset it in the agent's environment, or start the agent through turnkeeper start or resume. ${ages}`;
     if (last.source === 'checkout')

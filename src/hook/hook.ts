@@ -38,6 +38,8 @@ export interface HookOptions {
   readonly agent?: Agent | undefined;
   /** `--event <name>`: the event, for an agent whose payloads name none (Copilot). */
   readonly event?: string | undefined;
+  /** The hook process's working directory: the cwd of an agent whose payloads name none (Goose). */
+  readonly processCwd?: string | undefined;
   readonly now?: () => number;
   /** Lets tests and the extension share an open store; the CLI opens one per process. */
   readonly openStore?: (create: boolean) => Promise<Authority | undefined>;
@@ -158,7 +160,7 @@ const isContextEvent = (event: HookEvent): boolean => event.kind === 'session_st
 /** Validates everything that comes from outside (payload and environment) before any store is opened. */
 function readRequest(raw: string | Buffer, options: HookOptions): HookRequest {
   const { env } = options;
-  const event = parseHookInput(raw, options.agent, { event: options.event, env });
+  const event = parseHookInput(raw, options.agent, { event: options.event, env, processCwd: options.processCwd });
   const about = { agent: event.agent, event: event.eventName };
   const envTodo = optionalEnv(env, 'TURNKEEPER_TODO', isTodoId, about);
   const envTurn = optionalEnv(env, 'TURNKEEPER_TURN', isTurnId, about);

@@ -10,7 +10,7 @@ import { closeSync, constants, fchmodSync, fstatSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeAll, writeFileAtomic } from '../files/atomicFile';
 import { readConfigFile } from '../files/boundedFile';
-import type { RejectionTrace } from '../agents/payload';
+import { FOREIGN_CALLERS, type ForeignCaller, type RejectionTrace } from '../agents/payload';
 import { isAgent, isLaunchId, type Agent } from '../core/ids';
 import { ensurePrivateHome, turnkeeperHome, type Env } from '../store/location';
 
@@ -38,6 +38,11 @@ export interface Rejection {
   readonly bytes: number;
   /** The launch whose agent ran the hook (TURNKEEPER_LAUNCH), or null. */
   readonly launch: string | null;
+  /**
+   * The program that called the hook when its payload says it is not the agent (`vscode`: VS Code's
+   * chat agent running Claude Code's or Copilot's hook files), or null. Older entries have none.
+   */
+  readonly caller?: ForeignCaller | null;
 }
 
 const rejectionsPath = (env: Env): string => join(turnkeeperHome(env), REJECTIONS_FILE);
@@ -68,7 +73,8 @@ function entryOf(line: string): Rejection | undefined {
     entry.fields.every((field) => isString(field, MAX_FIELD)) &&
     isString(entry.reason, MAX_REASON) &&
     Number.isSafeInteger(entry.bytes) &&
-    (entry.launch === null || (typeof entry.launch === 'string' && isLaunchId(entry.launch)));
+    (entry.launch === null || (typeof entry.launch === 'string' && isLaunchId(entry.launch))) &&
+    (entry.caller === undefined || entry.caller === null || (FOREIGN_CALLERS as readonly unknown[]).includes(entry.caller));
   return ok ? (entry as unknown as Rejection) : undefined;
 }
 
@@ -98,6 +104,7 @@ export function recordRejection(env: Env, trace: RejectionTrace, bytes: number, 
     reason: trace.reason.slice(0, MAX_REASON),
     bytes,
     launch: launch !== undefined && isLaunchId(launch) ? launch : null,
+    ...(trace.caller !== undefined ? { caller: trace.caller } : {}),
   };
   ensurePrivateHome(env);
   const path = rejectionsPath(env);

@@ -48,20 +48,24 @@ describe('agent profiles', () => {
       claude: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop'],
       gemini: ['SessionStart', 'BeforeAgent', 'BeforeTool', 'AfterTool', 'AfterAgent'],
       copilot: ['sessionStart', 'userPromptSubmitted', 'preToolUse', 'postToolUse', 'agentStop'],
+      goose: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop'],
+      grok: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop'],
     });
-    expect(AGENTS.map((agent) => PROFILES[agent].payload.turnField)).toEqual(['turn_id', 'prompt_id', undefined, undefined]);
-    expect(AGENTS.map((agent) => PROFILES[agent].events.source)).toEqual(['payload', 'payload', 'payload', 'command']);
+    expect(AGENTS.map((agent) => PROFILES[agent].payload.turnField)).toEqual(['turn_id', 'prompt_id', undefined, undefined, undefined, 'prompt_id']);
+    expect(AGENTS.map((agent) => PROFILES[agent].events.source)).toEqual(['payload', 'payload', 'payload', 'command', 'payload', 'payload']);
     // The written entry, with the profile's timeout: seconds for Codex, Claude and Copilot (timeoutSec), milliseconds for Gemini.
     expect(AGENTS.map((agent) => PROFILES[agent].install.entry('c', PROFILES[agent].install.timeout))).toEqual([
       { type: 'command', command: 'c', timeout: 15 },
       { type: 'command', command: 'c', timeout: 15 },
       { name: 'turnkeeper', type: 'command', command: 'c', timeout: 15_000 },
       { type: 'command', command: 'c', timeoutSec: 15 },
+      { type: 'command', command: 'c', timeout: 15 },
+      { type: 'command', command: 'c', timeout: 15 },
     ]);
     // How each parses its hook config (doctor's config_syntax): Copilot's parser is not established.
-    expect(AGENTS.map((agent) => PROFILES[agent].install.syntax)).toEqual(['json', 'json', 'json-comments', undefined]);
+    expect(AGENTS.map((agent) => PROFILES[agent].install.syntax)).toEqual(['json', 'json', 'json-comments', undefined, 'json', 'json']);
     // Detection: every agent but the fallback has a detector, tried in the spec's order (§2).
-    expect(DETECT_ORDER).toEqual(['codex', 'gemini', 'copilot']);
+    expect(DETECT_ORDER).toEqual(['codex', 'gemini', 'grok', 'copilot', 'goose']);
     expect(FALLBACK_AGENT).toBe('claude');
     for (const agent of AGENTS) expect(PROFILES[agent].payload.detect === undefined, agent).toBe(agent === FALLBACK_AGENT);
   });
@@ -73,6 +77,8 @@ describe('agent profiles', () => {
       ['-p', '--x', '--resume', 'S', '--', 'go'],
       ['--x', '--resume', 'S', '-p', 'go'],
       ['--resume=S', '--no-auto-update', '--x', '-p', 'go'],
+      ['run', '--resume', '--session-id', 'S', '--x', '-t', 'go'],
+      ['--resume', 'S', '--x', '-p', 'go'],
     ]);
     expect(AGENTS.map((agent) => resumeArguments(agent, 'S', 'interactive', 'go', extra))).toEqual([
       // Codex's TUI on its embedded app server: a shared daemon would run the hooks in another environment.
@@ -80,26 +86,32 @@ describe('agent profiles', () => {
       ['--x', '--resume', 'S'],
       ['--x', '--resume', 'S'],
       ['--resume=S', '--no-auto-update', '--x'],
+      ['session', '--resume', '--session-id', 'S', '--x'],
+      ['--resume', 'S', '--x'],
     ]);
     expect(AGENTS.map((agent) => startArguments(agent, 'headless', 'go', extra))).toEqual([
       ['exec', '--x', 'go'],
       ['-p', '--x', '--', 'go'],
       ['--x', '-p', 'go'],
       ['--no-auto-update', '--x', '-p', 'go'],
+      ['run', '--x', '-t', 'go'],
+      ['--x', '-p', 'go'],
     ]);
     expect(AGENTS.map((agent) => startArguments(agent, 'interactive', 'go', extra))).toEqual([
       ['--no-daemon', '--x', 'go'],
       ['--x', '--', 'go'],
       ['--x', '-i', 'go'],
       ['--no-auto-update', '--x', '-i', 'go'],
+      ['run', '-s', '--x', '-t', 'go'],
+      ['--x', '--', 'go'],
     ]);
-    expect(AGENTS.map((agent) => startArguments(agent, 'interactive', undefined))).toEqual([['--no-daemon'], [], [], ['--no-auto-update']]);
+    expect(AGENTS.map((agent) => startArguments(agent, 'interactive', undefined))).toEqual([['--no-daemon'], [], [], ['--no-auto-update'], ['session'], []]);
     expect(() => startArguments('copilot', 'headless', undefined)).toThrow(/needs a prompt/);
   });
 
   it('every runtime an agent is built on is in the launcher injection table', () => {
     const runtimes = new Set(INJECTION_VARIABLES.map((group) => group.runtime));
-    expect(AGENTS.map((agent) => PROFILES[agent].launch.runtime)).toEqual(['native', 'bun', 'node', 'node']);
+    expect(AGENTS.map((agent) => PROFILES[agent].launch.runtime)).toEqual(['native', 'bun', 'node', 'node', 'native', 'native']);
     for (const agent of AGENTS) {
       const runtime = PROFILES[agent].launch.runtime;
       // A native executable has only the dynamic loader in front of it; the loader's group applies to every agent.
@@ -107,12 +119,19 @@ describe('agent profiles', () => {
     }
   });
 
-  it('each agent is a pinned devDependency whose bin is where its install shape says', () => {
+  it('each agent npm ships is a pinned devDependency whose bin is where its install shape says; the others are native and source-only', () => {
     for (const agent of AGENTS) {
       const { shape, executable } = PROFILES[agent].launch;
+      if (shape.npmPackage === undefined || shape.bin === undefined) {
+        // Goose and Grok Build: native binaries from their own installers, facts read from their source.
+        expect(shape.kind, agent).toBe('native');
+        expect(PROFILES[agent].fromSource, agent).toMatch(/^github\.com\//);
+        continue;
+      }
       expect(manifest.devDependencies[shape.npmPackage], shape.npmPackage).toMatch(/^\d+\.\d+\.\d+$/);
       expect(realpathSync(join(ROOT, 'node_modules', '.bin', executable))).toBe(realpathSync(join(ROOT, 'node_modules', shape.npmPackage, shape.bin)));
     }
+    expect(AGENTS.filter((agent) => PROFILES[agent].fromSource !== undefined)).toEqual(['goose', 'grok']);
   });
 
   it('each agent has a machine-scoped path setting that untrusted workspaces cannot set, and a TURNKEEPER_<AGENT>_BIN', () => {
@@ -122,7 +141,14 @@ describe('agent profiles', () => {
       expect(properties[setting]?.scope, setting).toBe('machine');
       expect(manifest.capabilities.untrustedWorkspaces.restrictedConfigurations).toContain(setting);
     }
-    expect(AGENTS.map(binaryVariable)).toEqual(['TURNKEEPER_CODEX_BIN', 'TURNKEEPER_CLAUDE_BIN', 'TURNKEEPER_GEMINI_BIN', 'TURNKEEPER_COPILOT_BIN']);
+    expect(AGENTS.map(binaryVariable)).toEqual([
+      'TURNKEEPER_CODEX_BIN',
+      'TURNKEEPER_CLAUDE_BIN',
+      'TURNKEEPER_GEMINI_BIN',
+      'TURNKEEPER_COPILOT_BIN',
+      'TURNKEEPER_GOOSE_BIN',
+      'TURNKEEPER_GROK_BIN',
+    ]);
     // PATH lookup uses the profile's executable name; the variable wins over PATH.
     const bin = join(ROOT, 'node_modules', '.bin');
     expect(resolveAgentBinary('copilot', { env: { PATH: bin } })).toBe(join(bin, 'copilot'));

@@ -128,8 +128,12 @@ describe('hook command and config paths', () => {
       CLAUDE_CONFIG_DIR: join(root, 'claude'),
       GEMINI_CLI_HOME: join(root, 'gem'),
       COPILOT_HOME: join(root, 'cop'),
+      GOOSE_PATH_ROOT: join(root, 'goose'),
+      GROK_HOME: join(root, 'grok'),
     };
     for (const agent of AGENTS) installHooks({ agent, scope: 'user', env }, commandFor(agent));
+    expect(existsSync(join(root, 'goose', '.agents', 'plugins', 'turnkeeper', 'hooks', 'hooks.json'))).toBe(true);
+    expect(existsSync(join(root, 'grok', 'hooks', 'turnkeeper.json'))).toBe(true);
     expect(existsSync(join(root, 'codex', 'hooks.json'))).toBe(true);
     expect(existsSync(join(root, 'claude', 'settings.json'))).toBe(true);
     expect(existsSync(join(root, 'gem', '.gemini', 'settings.json'))).toBe(true);
@@ -1037,7 +1041,7 @@ describe('Copilot CLI hooks', () => {
       const status = world.cli(['hooks', 'status', '--agent', 'copilot', '--scope', 'project', '--json'], { env });
       expect(JSON.parse(status.stdout)).toEqual([expect.objectContaining({ agent: 'copilot', installed: true, path: project })]);
       const all = world.cli(['hooks', 'status', '--json'], { env });
-      expect((JSON.parse(all.stdout) as { agent: string }[]).map((item) => item.agent)).toEqual(['codex', 'claude', 'gemini', 'copilot']);
+      expect((JSON.parse(all.stdout) as { agent: string }[]).map((item) => item.agent)).toEqual([...AGENTS]);
       const uninstall = world.cli(['hooks', 'uninstall', '--agent', 'copilot', '--scope', 'project', '--json'], { env });
       expect(JSON.parse(uninstall.stdout)).toMatchObject({ changed: true, deleted: true });
       expect(existsSync(project)).toBe(false);

@@ -24,6 +24,8 @@ export const claude: AgentProfile = {
     layout: 'matcher-group',
     // Observed (Claude Code 2.1.332): a comment or a trailing comma, and no hook in the file runs.
     syntax: 'json',
+    // VS Code 1.109+: chat.hookFilesLocations reads .claude/settings.json and ~/.claude/settings.json.
+    alsoRunBy: ["VS Code's chat agent through chat.hookFilesLocations"],
   },
   trust: {
     hint: 'Claude Code runs hooks only in trusted folders: start claude in the folder once and accept the trust prompt.',

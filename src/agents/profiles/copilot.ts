@@ -80,6 +80,8 @@ export const copilot: AgentProfile = {
     // `command` is Copilot's cross-platform spelling of `bash`/`powershell`.
     entry: (command, timeout) => ({ type: 'command', command, timeoutSec: timeout }),
     layout: 'flat',
+    // chat.hookFilesLocations reads .github/hooks by default.
+    alsoRunBy: ["VS Code's chat agent through chat.hookFilesLocations"],
   },
   trust: {
     hint: 'Copilot CLI loads repository hooks (.github/hooks) only in a trusted folder: run copilot in the folder once and trust it (saved in trustedFolders of $COPILOT_HOME/config.json), or set COPILOT_ALLOW_ALL=true. User hooks in $COPILOT_HOME/settings.json run everywhere.',

@@ -10,6 +10,8 @@ import { claude } from './claude';
 import { codex } from './codex';
 import { copilot } from './copilot';
 import { gemini } from './gemini';
+import { goose } from './goose';
+import { grok } from './grok';
 
 import type { Env } from '../../core/env';
 
@@ -23,8 +25,12 @@ export type HookOutput = Readonly<Record<string, unknown>>;
 
 export type Scope = 'user' | 'project';
 
-/** `snake`: `hook_event_name`, `session_id`, … (Codex, Claude, Gemini). `camel`: `sessionId`, … (Copilot), no event name. */
-export type PayloadDialect = 'snake' | 'camel';
+/**
+ * `snake`: `hook_event_name`, `session_id`, … (Codex, Claude, Gemini). `camel`: `sessionId`, … (Copilot,
+ * no event name; Grok Build, with `hookEventName`). `hookContext`: Goose's `event`, `session_id`,
+ * `working_dir`, `message` (src/agents/profiles/goose.ts).
+ */
+export type PayloadDialect = 'snake' | 'camel' | 'hookContext';
 
 /** How an agent parses its hook config (`AgentProfile.install.syntax`). */
 export type ConfigSyntax = 'json' | 'json-comments';
@@ -38,10 +44,13 @@ type AgentRuntime = 'native' | 'bun' | 'node';
 
 /** How npm installs the agent, which is what the launcher must attest (spec §6, docs/launcher.md). */
 interface InstallShape {
-  /** The npm package (pinned as a devDependency for the e2e tests). */
-  readonly npmPackage: string;
-  /** What `node_modules/.bin/<executable>` points at, relative to the package. */
-  readonly bin: string;
+  /**
+   * The npm package (pinned as a devDependency for the e2e tests); undefined for an agent npm does not
+   * ship (Goose, Grok Build: native binaries from their own installers), which no npm install can attest.
+   */
+  readonly npmPackage: string | undefined;
+  /** What `node_modules/.bin/<executable>` points at, relative to the package (undefined without a package). */
+  readonly bin: string | undefined;
   /**
    * `native`: the bin is the agent's own ELF. `npm-shim`: a Node shim that execs a platform
    * package's native binary. `node-script`: a Node script bundle. `unpacking-loader`: a Node shim
@@ -131,6 +140,8 @@ export interface TrustContext {
   readonly projectRoot: string;
   /** Reads a JSON-with-comments file; undefined when it is missing or unreadable. */
   readonly readConfig: (path: string) => unknown;
+  /** Reads a small text file (an agent's TOML trust store); undefined when it is missing or unreadable. */
+  readonly readText?: (path: string) => string | undefined;
 }
 
 export interface AgentProfile {
@@ -153,13 +164,22 @@ export interface AgentProfile {
   readonly payload: {
     /** The payload shapes this agent sends (the first is what the installed hooks get). */
     readonly dialects: readonly PayloadDialect[];
-    /** The payload field with this agent's own Turn id; undefined: only env TURNKEEPER_TURN (spec §1). */
+    /**
+     * The payload field with this agent's own Turn id, in the snake spelling (`prompt_id` is Grok Build's
+     * camelCase `promptId` too); undefined: only env TURNKEEPER_TURN (spec §1).
+     */
     readonly turnField: 'turn_id' | 'prompt_id' | undefined;
     /**
      * Auto-detection when `--agent` is absent (spec §2), tried in `detectOrder` order; the agent
      * without a detector (Claude) is the fallback.
      */
     readonly detect?: (payload: Readonly<Record<string, unknown>>, env: Env) => boolean;
+    /**
+     * Recognises a payload only this agent sends, wherever it arrives (Grok Build's envelope): one it
+     * accepts is served as this agent whichever agent's hook ran, since the agent runs other agents'
+     * hook files with its own payloads (`install.runsHooksOf`; spec §2, "Foreign callers").
+     */
+    readonly ownEnvelope?: (payload: Readonly<Record<string, unknown>>, env: Env) => boolean;
     /** Where the session's transcript is when the payload does not say (resume needs it, spec §7). */
     readonly transcriptFallback?: (session: string, env: Env) => string | undefined;
     /** Removes what the agent itself put into the prompt text (Gemini's earlier hook context). */
@@ -187,6 +207,12 @@ export interface AgentProfile {
      * agent shows its user. Absent: the agent has none, and only the model is told.
      */
     readonly notice?: (output: HookOutput, line: string) => HookOutput;
+    /**
+     * Set when no output of a SessionStart or prompt hook reaches the model (Goose, Grok Build ignore
+     * it): why, for doctor and the docs. Claims, fencing and receipts still work; the capture and any
+     * guidance are never presented, so the person hands the model its task.
+     */
+    readonly contextIgnored?: string;
   };
 
   readonly install: {
@@ -207,6 +233,10 @@ export interface AgentProfile {
      * JSON. Absent: not established; only Turnkeeper's own parse applies.
      */
     readonly syntax?: ConfigSyntax;
+    /** Another agent whose hook files this one also runs by default, with its own payloads, and how the user turns that off. */
+    readonly runsHooksOf?: { readonly agent: Agent; readonly turnOff: string };
+    /** Programs Turnkeeper does not serve that run this agent's hook files by default (for doctor's read_by_others). */
+    readonly alsoRunBy?: readonly string[];
   };
 
   readonly trust: {
@@ -230,6 +260,13 @@ export interface AgentProfile {
    */
   readonly testedVersion: string;
 
+  /**
+   * Set when Turnkeeper's facts about the agent come from its source, never from running its binary
+   * (no test can install it here): where they were read. README and doctor say "not run against the
+   * real binary" while it is set.
+   */
+  readonly fromSource?: string;
+
   readonly launch: {
     /** The executable's name on PATH. */
     readonly executable: string;
@@ -244,10 +281,13 @@ export interface AgentProfile {
   };
 }
 
-export const PROFILES: Readonly<Record<Agent, AgentProfile>> = { codex, claude, gemini, copilot };
+export const PROFILES: Readonly<Record<Agent, AgentProfile>> = { codex, claude, gemini, copilot, goose, grok };
 
-/** Detection order when `--agent` is absent (spec §2): Codex, Gemini, Copilot, else Claude. */
-export const DETECT_ORDER: readonly Agent[] = ['codex', 'gemini', 'copilot'];
+/**
+ * Detection order when `--agent` is absent (spec §2): Codex, Gemini, Grok Build (before Copilot: both
+ * send camelCase `sessionId`, only Grok names the event), Copilot, Goose, else Claude.
+ */
+export const DETECT_ORDER: readonly Agent[] = ['codex', 'gemini', 'grok', 'copilot', 'goose'];
 export const FALLBACK_AGENT: Agent = 'claude';
 
 /** One value per agent, computed from its profile: tables keyed by agent without listing the agents again. */
@@ -261,6 +301,7 @@ export const byAgent = <T>(value: (profile: AgentProfile) => T): Readonly<Record
 export function installedPackageOf(resolved: string): { readonly profile: AgentProfile; readonly packageRoot: string; readonly bin: string } | undefined {
   for (const profile of Object.values(PROFILES)) {
     const { npmPackage, bin } = profile.launch.shape;
+    if (npmPackage === undefined || bin === undefined) continue;
     const tail = [...npmPackage.split('/'), ...bin.split('/')].join(sep);
     if (resolved.endsWith(sep + tail)) return { profile, packageRoot: resolved.slice(0, resolved.length - bin.length - 1), bin };
   }
