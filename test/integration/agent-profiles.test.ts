@@ -48,20 +48,22 @@ describe('agent profiles', () => {
       claude: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop'],
       gemini: ['SessionStart', 'BeforeAgent', 'BeforeTool', 'AfterTool', 'AfterAgent'],
       copilot: ['sessionStart', 'userPromptSubmitted', 'preToolUse', 'postToolUse', 'agentStop'],
+      qwen: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop'],
     });
-    expect(AGENTS.map((agent) => PROFILES[agent].payload.turnField)).toEqual(['turn_id', 'prompt_id', undefined, undefined]);
-    expect(AGENTS.map((agent) => PROFILES[agent].events.source)).toEqual(['payload', 'payload', 'payload', 'command']);
+    expect(AGENTS.map((agent) => PROFILES[agent].payload.turnField)).toEqual(['turn_id', 'prompt_id', undefined, undefined, 'prompt_id']);
+    expect(AGENTS.map((agent) => PROFILES[agent].events.source)).toEqual(['payload', 'payload', 'payload', 'command', 'payload']);
     // The written entry, with the profile's timeout: seconds for Codex, Claude and Copilot (timeoutSec), milliseconds for Gemini.
     expect(AGENTS.map((agent) => PROFILES[agent].install.entry('c', PROFILES[agent].install.timeout))).toEqual([
       { type: 'command', command: 'c', timeout: 15 },
       { type: 'command', command: 'c', timeout: 15 },
       { name: 'turnkeeper', type: 'command', command: 'c', timeout: 15_000 },
       { type: 'command', command: 'c', timeoutSec: 15 },
+      { type: 'command', command: 'c', timeout: 15 },
     ]);
     // How each parses its hook config (doctor's config_syntax): Copilot's parser is not established.
-    expect(AGENTS.map((agent) => PROFILES[agent].install.syntax)).toEqual(['json', 'json', 'json-comments', undefined]);
+    expect(AGENTS.map((agent) => PROFILES[agent].install.syntax)).toEqual(['json', 'json', 'json-comments', undefined, 'json-comments']);
     // Detection: every agent but the fallback has a detector, tried in the spec's order (§2).
-    expect(DETECT_ORDER).toEqual(['codex', 'gemini', 'copilot']);
+    expect(DETECT_ORDER).toEqual(['qwen', 'codex', 'gemini', 'copilot']);
     expect(FALLBACK_AGENT).toBe('claude');
     for (const agent of AGENTS) expect(PROFILES[agent].payload.detect === undefined, agent).toBe(agent === FALLBACK_AGENT);
   });
@@ -73,6 +75,7 @@ describe('agent profiles', () => {
       ['-p', '--x', '--resume', 'S', '--', 'go'],
       ['--x', '--resume', 'S', '-p', 'go'],
       ['--resume=S', '--no-auto-update', '--x', '-p', 'go'],
+      ['--x', '--resume', 'S', '--prompt=go'],
     ]);
     expect(AGENTS.map((agent) => resumeArguments(agent, 'S', 'interactive', 'go', extra))).toEqual([
       // Codex's TUI on its embedded app server: a shared daemon would run the hooks in another environment.
@@ -80,26 +83,29 @@ describe('agent profiles', () => {
       ['--x', '--resume', 'S'],
       ['--x', '--resume', 'S'],
       ['--resume=S', '--no-auto-update', '--x'],
+      ['--x', '--resume', 'S'],
     ]);
     expect(AGENTS.map((agent) => startArguments(agent, 'headless', 'go', extra))).toEqual([
       ['exec', '--x', 'go'],
       ['-p', '--x', '--', 'go'],
       ['--x', '-p', 'go'],
       ['--no-auto-update', '--x', '-p', 'go'],
+      ['--x', '--prompt=go'],
     ]);
     expect(AGENTS.map((agent) => startArguments(agent, 'interactive', 'go', extra))).toEqual([
       ['--no-daemon', '--x', 'go'],
       ['--x', '--', 'go'],
       ['--x', '-i', 'go'],
       ['--no-auto-update', '--x', '-i', 'go'],
+      ['--x', '--prompt-interactive=go'],
     ]);
-    expect(AGENTS.map((agent) => startArguments(agent, 'interactive', undefined))).toEqual([['--no-daemon'], [], [], ['--no-auto-update']]);
+    expect(AGENTS.map((agent) => startArguments(agent, 'interactive', undefined))).toEqual([['--no-daemon'], [], [], ['--no-auto-update'], []]);
     expect(() => startArguments('copilot', 'headless', undefined)).toThrow(/needs a prompt/);
   });
 
   it('every runtime an agent is built on is in the launcher injection table', () => {
     const runtimes = new Set(INJECTION_VARIABLES.map((group) => group.runtime));
-    expect(AGENTS.map((agent) => PROFILES[agent].launch.runtime)).toEqual(['native', 'bun', 'node', 'node']);
+    expect(AGENTS.map((agent) => PROFILES[agent].launch.runtime)).toEqual(['native', 'bun', 'node', 'node', 'node']);
     for (const agent of AGENTS) {
       const runtime = PROFILES[agent].launch.runtime;
       // A native executable has only the dynamic loader in front of it; the loader's group applies to every agent.
@@ -122,7 +128,13 @@ describe('agent profiles', () => {
       expect(properties[setting]?.scope, setting).toBe('machine');
       expect(manifest.capabilities.untrustedWorkspaces.restrictedConfigurations).toContain(setting);
     }
-    expect(AGENTS.map(binaryVariable)).toEqual(['TURNKEEPER_CODEX_BIN', 'TURNKEEPER_CLAUDE_BIN', 'TURNKEEPER_GEMINI_BIN', 'TURNKEEPER_COPILOT_BIN']);
+    expect(AGENTS.map(binaryVariable)).toEqual([
+      'TURNKEEPER_CODEX_BIN',
+      'TURNKEEPER_CLAUDE_BIN',
+      'TURNKEEPER_GEMINI_BIN',
+      'TURNKEEPER_COPILOT_BIN',
+      'TURNKEEPER_QWEN_BIN',
+    ]);
     // PATH lookup uses the profile's executable name; the variable wins over PATH.
     const bin = join(ROOT, 'node_modules', '.bin');
     expect(resolveAgentBinary('copilot', { env: { PATH: bin } })).toBe(join(bin, 'copilot'));

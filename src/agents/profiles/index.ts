@@ -10,6 +10,7 @@ import { claude } from './claude';
 import { codex } from './codex';
 import { copilot } from './copilot';
 import { gemini } from './gemini';
+import { qwen } from './qwen';
 
 import type { Env } from '../../core/env';
 
@@ -68,6 +69,11 @@ interface InstallShape {
    * re-launching itself by path) when the launcher runs the bin from an attested closure.
    */
   readonly closureEnvironment?: Readonly<Record<string, string>>;
+  /**
+   * `node-script`: the script the runtime runs inside the closure, when it is not the bin (Qwen's bin
+   * only re-launches Node by path on another script of the package). Absent: the bin.
+   */
+  readonly closureEntry?: string;
   /** `unpacking-loader`: why the launcher refuses it, for the person (docs/launcher.md §9). */
   readonly refusal?: string;
 }
@@ -162,6 +168,16 @@ export interface AgentProfile {
     readonly detect?: (payload: Readonly<Record<string, unknown>>, env: Env) => boolean;
     /** Where the session's transcript is when the payload does not say (resume needs it, spec §7). */
     readonly transcriptFallback?: (session: string, env: Env) => string | undefined;
+    /**
+     * Rewrites the agent's payload before validation, where a field it always sends is outside
+     * Turnkeeper's grammars (Qwen's `prompt_id`); the result is validated like any payload.
+     */
+    readonly normalize?: (payload: Readonly<Record<string, unknown>>) => Readonly<Record<string, unknown>>;
+    /**
+     * The kind of one received event, where the agent fires one event name for two things (Qwen's
+     * UserPromptSubmit, also sent after each tool result); absent: the kind its name maps to.
+     */
+    readonly kindOf?: (payload: Readonly<Record<string, unknown>>, kind: EventKind) => EventKind;
     /** Removes what the agent itself put into the prompt text (Gemini's earlier hook context). */
     readonly cleanPrompt?: (prompt: string) => string;
     /**
@@ -244,10 +260,13 @@ export interface AgentProfile {
   };
 }
 
-export const PROFILES: Readonly<Record<Agent, AgentProfile>> = { codex, claude, gemini, copilot };
+export const PROFILES: Readonly<Record<Agent, AgentProfile>> = { codex, claude, gemini, copilot, qwen };
 
-/** Detection order when `--agent` is absent (spec §2): Codex, Gemini, Copilot, else Claude. */
-export const DETECT_ORDER: readonly Agent[] = ['codex', 'gemini', 'copilot'];
+/**
+ * Detection order when `--agent` is absent (spec §2): Qwen (its SessionStart also meets Codex's
+ * detector), Codex, Gemini, Copilot, else Claude.
+ */
+export const DETECT_ORDER: readonly Agent[] = ['qwen', 'codex', 'gemini', 'copilot'];
 export const FALLBACK_AGENT: Agent = 'claude';
 
 /** One value per agent, computed from its profile: tables keyed by agent without listing the agents again. */
