@@ -4,22 +4,21 @@
 // with OPENAI_BASE_URL/OPENAI_API_KEY/OPENAI_MODEL: no login, no auto-update, no usage statistics),
 // real SQLite. Qwen's payloads carry `prompt_id` = `<session>########<n>`: the Turn is `<session>:<n>`.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeWorld, type World } from '../support/world';
-import { lastToolResult, MOCK_MODEL, requestText, startOpenAiMock, type ChatRequest, type OpenAiMock } from '../support/openaiMock';
+import { lastToolResult, requestText, startOpenAiMock, type ChatRequest, type OpenAiMock } from '../support/openaiMock';
 import {
   BIN,
-  baseEnv,
   describeRun,
   expectLeaseUnchanged,
   killAll,
   occurrences,
   presentationOf,
+  qwenEnv,
   runProcess,
   statusOf,
   verifyOf,
-  worldDir,
   type LeaseJson,
   type ProcResult,
 } from '../support/agentHarness';
@@ -50,20 +49,10 @@ beforeAll(async () => {
     return { text: 'ok' };
   });
   world = makeWorld('tk-e2e-qwen');
-  const home = worldDir(world, 'qwen', 'home');
-  qwenHome = worldDir(world, 'qwen', 'home', '.qwen');
-  // The user's own settings: the OpenAI-compatible provider, nothing on the network but the stand-in.
-  const userSettings = { security: { auth: { selectedType: 'openai' } }, general: { enableAutoUpdate: false }, privacy: { usageStatisticsEnabled: false } };
-  writeFileSync(join(qwenHome, 'settings.json'), `${JSON.stringify(userSettings, null, 2)}\n`);
-  agentEnv = baseEnv({
-    HOME: home,
-    TMPDIR: worldDir(world, 'qwen', 'tmp'),
-    TURNKEEPER_HOME: world.home,
-    OPENAI_BASE_URL: mock.url,
-    OPENAI_API_KEY: 'dummy',
-    OPENAI_MODEL: MOCK_MODEL,
-    QWEN_CODE_SUPPRESS_YOLO_WARNING: '1',
-  });
+  const qwenSetup = qwenEnv(world, mock);
+  const { home } = qwenSetup;
+  agentEnv = qwenSetup.env;
+  qwenHome = join(home, '.qwen');
   const add = world.cli(['todo', 'add', 'Fix login', '--id', 'fix-login', '--body', BODY]);
   expect(add.code, add.stderr).toBe(0);
   const install = world.cli(['hooks', 'install', '--agent', 'qwen'], { env: { HOME: home } });
