@@ -128,12 +128,14 @@ describe('hook command and config paths', () => {
       CLAUDE_CONFIG_DIR: join(root, 'claude'),
       GEMINI_CLI_HOME: join(root, 'gem'),
       COPILOT_HOME: join(root, 'cop'),
+      QWEN_HOME: join(root, 'qwen'),
     };
     for (const agent of AGENTS) installHooks({ agent, scope: 'user', env }, commandFor(agent));
     expect(existsSync(join(root, 'codex', 'hooks.json'))).toBe(true);
     expect(existsSync(join(root, 'claude', 'settings.json'))).toBe(true);
     expect(existsSync(join(root, 'gem', '.gemini', 'settings.json'))).toBe(true);
     expect(existsSync(join(root, 'cop', 'settings.json'))).toBe(true);
+    expect(existsSync(join(root, 'qwen', 'settings.json'))).toBe(true);
     // Nothing went to the defaults under HOME, which is where it would have gone without the overrides.
     expect(existsSync(join(root, 'home'))).toBe(false);
     installHooks({ agent: 'codex', scope: 'user', env: { HOME: env.HOME } }, commandFor('codex'));
@@ -1037,7 +1039,7 @@ describe('Copilot CLI hooks', () => {
       const status = world.cli(['hooks', 'status', '--agent', 'copilot', '--scope', 'project', '--json'], { env });
       expect(JSON.parse(status.stdout)).toEqual([expect.objectContaining({ agent: 'copilot', installed: true, path: project })]);
       const all = world.cli(['hooks', 'status', '--json'], { env });
-      expect((JSON.parse(all.stdout) as { agent: string }[]).map((item) => item.agent)).toEqual(['codex', 'claude', 'gemini', 'copilot']);
+      expect((JSON.parse(all.stdout) as { agent: string }[]).map((item) => item.agent)).toEqual(['codex', 'claude', 'gemini', 'copilot', 'qwen']);
       const uninstall = world.cli(['hooks', 'uninstall', '--agent', 'copilot', '--scope', 'project', '--json'], { env });
       expect(JSON.parse(uninstall.stdout)).toMatchObject({ changed: true, deleted: true });
       expect(existsSync(project)).toBe(false);
