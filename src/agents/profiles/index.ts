@@ -182,8 +182,8 @@ export interface AgentProfile {
     readonly cleanPrompt?: (prompt: string) => string;
     /**
      * Byte strings of the lines the agent writes to its transcript when it compacts the conversation
-     * (history before them reaches the model only as a summary): each one contains `compact`, which is
-     * searched first (docs/hook-protocol.md, "How often the full capture is presented").
+     * (history before them reaches the model only as a summary): each one contains `compact` or
+     * `compress`, which are searched first (docs/hook-protocol.md, "How often the full capture is presented").
      */
     readonly compactionMarkers: readonly string[];
   };

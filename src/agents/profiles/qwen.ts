@@ -95,10 +95,9 @@ export const qwen: AgentProfile = {
     },
     normalize,
     kindOf,
-    // A compression checkpoint is `"subtype":"chat_compression"`, which holds no `compact`, the word
-    // the transcript search looks for first (src/hook/presentation.ts): not a marker yet, so a capture
-    // before a compression counts as carried (docs/hook-protocol.md, "Qwen Code").
-    compactionMarkers: [],
+    // Its transcript's compression checkpoint, `{"type":"system","subtype":"chat_compression",…}`: the
+    // resumed history holds a summary of what came before it.
+    compactionMarkers: ['"subtype":"chat_compression"'],
   },
   writeTools: new Set(['run_shell_command', 'write_file', 'edit', 'notebook_edit']),
   output: HOOK_SPECIFIC_OUTPUT,
