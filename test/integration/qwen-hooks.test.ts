@@ -6,10 +6,11 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { HOOK_EVENTS, hookConfigPath, installedHookCommand, TURNKEEPER_COMMAND_PATTERN } from '../../src/agents/install';
 import { doctorReport, installAgentHooks, uninstallAgentHooks } from '../../src/doctor/installation';
 import { makeWorld } from '../support/world';
+import { BIN } from '../support/agentHarness';
 
 const roots: string[] = [];
 const tempDir = (): string => {
@@ -83,6 +84,25 @@ describe('Qwen Code hooks', () => {
       expect(readFileSync(settings, 'utf8')).toBe(broken);
       writeFileSync(settings, '// comment\n{\n  "model": { "name": "qwen3" }\n}\n');
       expect(world.cli(['hooks', 'install', '--agent', 'qwen'], { env: { HOME: home } }).code).toBe(0);
+    } finally {
+      world.cleanup();
+    }
+  });
+
+  it("doctor asks the real qwen its version (the tested one: ok) and reads its settings as Qwen does: a trailing comma is config_syntax's problem", () => {
+    const world = makeWorld('tk-qwen-doctor');
+    try {
+      const home = join(world.root, 'home');
+      const env = { HOME: home, TURNKEEPER_QWEN_BIN: join(BIN, 'qwen'), PATH: `${dirname(process.execPath)}:/usr/bin:/bin` };
+      expect(world.cli(['hooks', 'install', '--agent', 'qwen'], { env }).code).toBe(0);
+      type Row = { check: string; agent?: string; status: string; detail: string };
+      const rows = () => (JSON.parse(world.cli(['doctor', '--json'], { env }).stdout) as { checks: Row[] }).checks.filter((r) => r.agent === 'qwen');
+      expect(rows().find((r) => r.check === 'agent_version')).toMatchObject({ status: 'ok', detail: 'Qwen Code 0.24.4' });
+      expect(rows().find((r) => r.check === 'config_syntax' && r.status === 'problem')).toBeUndefined();
+      // A trailing comma: Qwen would reset this file to {} and run none of its hooks.
+      const settings = join(home, '.qwen', 'settings.json');
+      writeFileSync(settings, readFileSync(settings, 'utf8').replace(/\n}\n$/, ',\n}\n'));
+      expect(rows().find((r) => r.check === 'config_syntax')).toMatchObject({ status: 'problem' });
     } finally {
       world.cleanup();
     }
