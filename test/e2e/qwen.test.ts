@@ -4,7 +4,7 @@
 // with OPENAI_BASE_URL/OPENAI_API_KEY/OPENAI_MODEL: no login, no auto-update, no usage statistics),
 // real SQLite. Qwen's payloads carry `prompt_id` = `<session>########<n>`: the Turn is `<session>:<n>`.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeWorld, type World } from '../support/world';
 import { lastToolResult, requestText, startOpenAiMock, type ChatRequest, type OpenAiMock } from '../support/openaiMock';
@@ -194,5 +194,38 @@ describe('Qwen Code with Turnkeeper hooks (real binary)', () => {
     expect(status.leases).toEqual([expect.objectContaining({ owner: lease.owner, epoch: 1, status: 'released' })]);
     expect(status.captures.filter((c) => c.todo === 'fix-login')).toHaveLength(1);
     expect(verifyOf(world).ok).toBe(true);
+  });
+
+  it('with folder trust on, project hooks in a folder Qwen does not trust never run, and doctor says so (control: trusted, they claim)', async () => {
+    const add = world.cli(['todo', 'add', 'Trust check', '--id', 'fix-trust', '--body', 'Only in a trusted folder (kite-1187).']);
+    expect(add.code, add.stderr).toBe(0);
+    const home = join(qwenHome, '..');
+    expect(world.cli(['hooks', 'uninstall', '--agent', 'qwen'], { env: { HOME: home } }).code).toBe(0);
+    const install = world.cli(['hooks', 'install', '--agent', 'qwen', '--scope', 'project'], { env: { HOME: home } });
+    expect(install.code, install.stdout + install.stderr).toBe(0);
+    const settingsPath = join(qwenHome, 'settings.json');
+    const settings = JSON.parse(readFileSync(settingsPath, 'utf8')) as Record<string, Record<string, unknown>>;
+    writeFileSync(settingsPath, `${JSON.stringify({ ...settings, security: { ...settings.security, folderTrust: { enabled: true } } }, null, 2)}\n`);
+    // The project's hooks run `turnkeeper` from PATH: the shim is first on it.
+    const env = { PATH: `${join(world.home, 'bin')}:${agentEnv.PATH}` };
+    const doctor = () => world.cli(['doctor'], { env: { HOME: home } }).stdout;
+
+    const prompt = 'untrusted: please work on #todo:fix-trust';
+    const from = mock.requests.length;
+    const run = await qwen([`--prompt=${prompt}`], env);
+    const request = turnRequest(from, prompt);
+    expect(request, describeRun('qwen (untrusted)', run)).toBeDefined();
+    expect(requestText(request!)).not.toContain('Turnkeeper');
+    expect(statusOf(world).leases.filter((l) => l.todo === 'fix-trust')).toHaveLength(0);
+    expect(doctor()).toContain('Qwen Code skips');
+
+    // Trusted as Qwen's own trust dialog saves it.
+    writeFileSync(join(qwenHome, 'trustedFolders.json'), `${JSON.stringify({ [world.repo]: 'TRUST_FOLDER' }, null, 2)}\n`);
+    expect(doctor()).not.toContain('Qwen Code skips');
+    const trusted = 'trusted: please work on #todo:fix-trust';
+    const at = mock.requests.length;
+    result('qwen (trusted)', await qwen([`--prompt=${trusted}`], env));
+    expect(requestText(turnRequest(at, trusted)!)).toContain('kite-1187');
+    expect(statusOf(world).leases.filter((l) => l.todo === 'fix-trust' && l.status === 'active')).toHaveLength(1);
   });
 });
