@@ -126,6 +126,11 @@ describe('Qwen Code hooks', () => {
     // A sibling that only shares a prefix is not under it; DO_NOT_TRUST trusts nothing.
     writeFileSync(join(qwenHome, 'trustedFolders.json'), JSON.stringify({ [join(root, 'work', 're')]: 'TRUST_FOLDER', [repo]: 'DO_NOT_TRUST' }));
     expect(await problems()).toHaveLength(1);
+    // The deepest rule wins: DO_NOT_TRUST on the repository beats TRUST_FOLDER on its parent (control: without it, trusted).
+    writeFileSync(join(qwenHome, 'trustedFolders.json'), JSON.stringify({ [join(root, 'work')]: 'TRUST_FOLDER', [repo]: 'DO_NOT_TRUST' }));
+    expect(await problems()).toHaveLength(1);
+    writeFileSync(join(qwenHome, 'trustedFolders.json'), JSON.stringify({ [root]: 'DO_NOT_TRUST', [join(root, 'work')]: 'TRUST_FOLDER' }));
+    expect(await problems()).toEqual([]);
     // TRUST_PARENT on a file or folder trusts its parent, and what is under it.
     writeFileSync(join(qwenHome, 'trustedFolders.json'), JSON.stringify({ [join(repo, 'README.md')]: 'TRUST_PARENT' }));
     expect(await problems()).toEqual([]);

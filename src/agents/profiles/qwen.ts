@@ -59,23 +59,28 @@ const kindOf = (payload: Readonly<Record<string, unknown>>, kind: EventKind): Ev
 /**
  * Project hooks run only in a trusted folder, and every folder is trusted unless the user turned
  * folder trust on (`security.folderTrust.enabled` in the user settings, default false); then the
- * folder, or a parent, must be TRUST_FOLDER in $QWEN_HOME/trustedFolders.json (or the parent of a
- * TRUST_PARENT entry). An IDE's workspace trust overrides both, which doctor cannot see.
+ * deepest rule of $QWEN_HOME/trustedFolders.json that covers the folder must trust it (TRUST_FOLDER, or
+ * TRUST_PARENT on a child; DO_NOT_TRUST wins a tie). An IDE's workspace trust overrides both, which
+ * doctor cannot see.
  */
 function trustCheck(context: TrustContext): string | undefined {
   if (context.scope !== 'project') return undefined; // user hooks run in every folder
   const settings = context.readConfig(join(qwenHome(context.env), 'settings.json')) as { security?: { folderTrust?: { enabled?: unknown } } } | undefined;
   if (settings?.security?.folderTrust?.enabled !== true) return undefined;
-  const path = nonEmpty(context.env.QWEN_CODE_TRUSTED_FOLDERS_PATH) ?? join(qwenHome(context.env), 'trustedFolders.json');
-  const rules = context.readConfig(path);
+  const rulesPath = nonEmpty(context.env.QWEN_CODE_TRUSTED_FOLDERS_PATH) ?? join(qwenHome(context.env), 'trustedFolders.json');
+  const rules = context.readConfig(rulesPath);
   const root = resolve(context.projectRoot);
   const within = (folder: string): boolean => root === folder || root.startsWith(folder.endsWith('/') ? folder : `${folder}/`);
-  const trusted =
-    typeof rules === 'object' &&
-    rules !== null &&
-    Object.entries(rules).some(
-      ([folder, level]) => (level === 'TRUST_FOLDER' && within(resolve(folder))) || (level === 'TRUST_PARENT' && within(resolve(folder, '..'))),
-    );
+  // Qwen's precedence: the deepest rule that covers the folder wins, DO_NOT_TRUST on a tie.
+  let winner: { depth: number; trusted: boolean } | undefined;
+  for (const [path, level] of typeof rules === 'object' && rules !== null ? Object.entries(rules) : []) {
+    const folder = level === 'TRUST_PARENT' ? resolve(path, '..') : resolve(path);
+    if (!['TRUST_FOLDER', 'TRUST_PARENT', 'DO_NOT_TRUST'].includes(level as string) || !within(folder)) continue;
+    const depth = folder.split('/').filter(Boolean).length;
+    const trusted = level !== 'DO_NOT_TRUST';
+    if (winner === undefined || depth > winner.depth || (depth === winner.depth && !trusted)) winner = { depth, trusted };
+  }
+  const trusted = winner?.trusted === true;
   return trusted ? undefined : `Qwen Code skips ${join(root, '.qwen', 'settings.json')} until the folder is trusted: ${qwen.trust.hint}`;
 }
 
