@@ -326,7 +326,8 @@ export function parseHookInput(raw: string | Buffer, forcedAgent?: Agent, contex
     const problem = `a ${DIALECT_NAMES[dialect]} payload is not a ${agent} payload`;
     throw invalid(problem, ['payload'], problem);
   }
-  const fields = fieldsOf(dialect, payload, traced);
+  const normalized = profile.payload.normalize?.(payload) ?? payload;
+  const fields = fieldsOf(dialect, normalized, traced);
 
   // The payload names its event, or the installed command does (`--event`). When both do, they
   // must mean the same event (Copilot sends `UserPromptSubmit` to a command installed for
@@ -339,8 +340,9 @@ export function parseHookInput(raw: string | Buffer, forcedAgent?: Agent, contex
   const name = fields.eventName ?? context.event;
   if (name === undefined)
     throw invalid(`the ${agent} payload names no event: the hook command must pass --event <name>`, ['--event'], 'no event named (no --event <name>)');
-  const kind = kindOf(name, fields.eventName !== undefined ? 'hook_event_name' : '--event');
-  if (context.event !== undefined && fields.eventName !== undefined && kindOf(context.event, '--event') !== kind) {
+  const named = kindOf(name, fields.eventName !== undefined ? 'hook_event_name' : '--event');
+  const kind = profile.payload.kindOf?.(normalized, named) ?? named;
+  if (context.event !== undefined && fields.eventName !== undefined && kindOf(context.event, '--event') !== named) {
     throw invalid(
       `--event ${JSON.stringify(context.event)} but the payload says ${JSON.stringify(fields.eventName)}`,
       ['--event', 'hook_event_name'],

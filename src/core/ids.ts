@@ -1,7 +1,7 @@
 // Grammars of the identifiers the spec fixes (spec §1). Everything that accepts an id from outside
 // checks it here first: ids end up in file names, commands and guidance text.
 import { digestText } from './canonical';
-export const AGENTS = ['codex', 'claude', 'gemini', 'copilot', 'goose', 'grok'] as const;
+export const AGENTS = ['codex', 'claude', 'gemini', 'copilot', 'qwen', 'goose', 'grok'] as const;
 export type Agent = (typeof AGENTS)[number];
 
 const TODO_ID_PATTERN = /^[a-z0-9][a-z0-9_-]{2,63}$/;

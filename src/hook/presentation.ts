@@ -23,14 +23,15 @@ export const TRANSCRIPT_TAIL_BYTES = 16 * 1024 * 1024;
  */
 const COMPACTION_MARKERS = Object.values(PROFILES).flatMap((profile) => profile.payload.compactionMarkers.map((marker) => Buffer.from(marker)));
 /**
- * What every compaction marker contains. Searched first: a marker that starts with `"type":"` is slow
- * to search for in a JSONL transcript, where nearly every line has that prefix.
+ * Words one of which every compaction marker contains (`compact`, Qwen Code's `compress`). Searched
+ * first: a marker that starts with `"type":"` is slow to search for in a JSONL transcript, where
+ * nearly every line has that prefix.
  */
-const COMPACT = Buffer.from('compact');
+const COMPACTION_WORDS = [Buffer.from('compact'), Buffer.from('compress')];
 
 /** Whether a compaction marker starts in `piece` at or after `from`. */
 const compactionIn = (piece: Buffer, from: number): boolean =>
-  piece.indexOf(COMPACT, from) >= 0 && COMPACTION_MARKERS.some((marker) => piece.indexOf(marker, from) >= 0);
+  COMPACTION_WORDS.some((word) => piece.indexOf(word, from) >= 0) && COMPACTION_MARKERS.some((marker) => piece.indexOf(marker, from) >= 0);
 
 /**
  * The line of a (fenced, v2) presentation that only the full capture contains: the reminder and

@@ -166,7 +166,7 @@ export async function attest(path: string, options: AttestOptions = {}): Promise
     if (installed?.profile.launch.shape.kind === 'node-script') {
       const runtime = await attest(scriptRuntime(opened.fd, opened.resolved, env), options);
       try {
-        const closure = closureOf(installed.packageRoot, installed.bin, env);
+        const closure = closureOf(installed.packageRoot, installed.profile.launch.shape.closureEntry ?? installed.bin, env);
         return {
           ...runtime,
           path,

@@ -48,11 +48,20 @@ describe('agent profiles', () => {
       claude: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop'],
       gemini: ['SessionStart', 'BeforeAgent', 'BeforeTool', 'AfterTool', 'AfterAgent'],
       copilot: ['sessionStart', 'userPromptSubmitted', 'preToolUse', 'postToolUse', 'agentStop'],
+      qwen: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop'],
       goose: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop'],
       grok: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop'],
     });
-    expect(AGENTS.map((agent) => PROFILES[agent].payload.turnField)).toEqual(['turn_id', 'prompt_id', undefined, undefined, undefined, 'prompt_id']);
-    expect(AGENTS.map((agent) => PROFILES[agent].events.source)).toEqual(['payload', 'payload', 'payload', 'command', 'payload', 'payload']);
+    expect(AGENTS.map((agent) => PROFILES[agent].payload.turnField)).toEqual([
+      'turn_id',
+      'prompt_id',
+      undefined,
+      undefined,
+      'prompt_id',
+      undefined,
+      'prompt_id',
+    ]);
+    expect(AGENTS.map((agent) => PROFILES[agent].events.source)).toEqual(['payload', 'payload', 'payload', 'command', 'payload', 'payload', 'payload']);
     // The written entry, with the profile's timeout: seconds for Codex, Claude and Copilot (timeoutSec), milliseconds for Gemini.
     expect(AGENTS.map((agent) => PROFILES[agent].install.entry('c', PROFILES[agent].install.timeout))).toEqual([
       { type: 'command', command: 'c', timeout: 15 },
@@ -61,11 +70,12 @@ describe('agent profiles', () => {
       { type: 'command', command: 'c', timeoutSec: 15 },
       { type: 'command', command: 'c', timeout: 15 },
       { type: 'command', command: 'c', timeout: 15 },
+      { type: 'command', command: 'c', timeout: 15 },
     ]);
     // How each parses its hook config (doctor's config_syntax): Copilot's parser is not established.
-    expect(AGENTS.map((agent) => PROFILES[agent].install.syntax)).toEqual(['json', 'json', 'json-comments', undefined, 'json', 'json']);
+    expect(AGENTS.map((agent) => PROFILES[agent].install.syntax)).toEqual(['json', 'json', 'json-comments', undefined, 'json-comments', 'json', 'json']);
     // Detection: every agent but the fallback has a detector, tried in the spec's order (§2).
-    expect(DETECT_ORDER).toEqual(['codex', 'gemini', 'grok', 'copilot', 'goose']);
+    expect(DETECT_ORDER).toEqual(['qwen', 'codex', 'gemini', 'grok', 'copilot', 'goose']);
     expect(FALLBACK_AGENT).toBe('claude');
     for (const agent of AGENTS) expect(PROFILES[agent].payload.detect === undefined, agent).toBe(agent === FALLBACK_AGENT);
   });
@@ -77,6 +87,7 @@ describe('agent profiles', () => {
       ['-p', '--x', '--resume', 'S', '--', 'go'],
       ['--x', '--resume', 'S', '-p', 'go'],
       ['--resume=S', '--no-auto-update', '--x', '-p', 'go'],
+      ['--x', '--resume', 'S', '--prompt=go'],
       ['run', '--resume', '--session-id', 'S', '--x', '-t', 'go'],
       ['--resume', 'S', '--x', '-p', 'go'],
     ]);
@@ -86,6 +97,7 @@ describe('agent profiles', () => {
       ['--x', '--resume', 'S'],
       ['--x', '--resume', 'S'],
       ['--resume=S', '--no-auto-update', '--x'],
+      ['--x', '--resume', 'S'],
       ['session', '--resume', '--session-id', 'S', '--x'],
       ['--resume', 'S', '--x'],
     ]);
@@ -94,6 +106,7 @@ describe('agent profiles', () => {
       ['-p', '--x', '--', 'go'],
       ['--x', '-p', 'go'],
       ['--no-auto-update', '--x', '-p', 'go'],
+      ['--x', '--prompt=go'],
       ['run', '--x', '-t', 'go'],
       ['--x', '-p', 'go'],
     ]);
@@ -102,16 +115,25 @@ describe('agent profiles', () => {
       ['--x', '--', 'go'],
       ['--x', '-i', 'go'],
       ['--no-auto-update', '--x', '-i', 'go'],
+      ['--x', '--prompt-interactive=go'],
       ['run', '-s', '--x', '-t', 'go'],
       ['--x', '--', 'go'],
     ]);
-    expect(AGENTS.map((agent) => startArguments(agent, 'interactive', undefined))).toEqual([['--no-daemon'], [], [], ['--no-auto-update'], ['session'], []]);
+    expect(AGENTS.map((agent) => startArguments(agent, 'interactive', undefined))).toEqual([
+      ['--no-daemon'],
+      [],
+      [],
+      ['--no-auto-update'],
+      [],
+      ['session'],
+      [],
+    ]);
     expect(() => startArguments('copilot', 'headless', undefined)).toThrow(/needs a prompt/);
   });
 
   it('every runtime an agent is built on is in the launcher injection table', () => {
     const runtimes = new Set(INJECTION_VARIABLES.map((group) => group.runtime));
-    expect(AGENTS.map((agent) => PROFILES[agent].launch.runtime)).toEqual(['native', 'bun', 'node', 'node', 'native', 'native']);
+    expect(AGENTS.map((agent) => PROFILES[agent].launch.runtime)).toEqual(['native', 'bun', 'node', 'node', 'node', 'native', 'native']);
     for (const agent of AGENTS) {
       const runtime = PROFILES[agent].launch.runtime;
       // A native executable has only the dynamic loader in front of it; the loader's group applies to every agent.
@@ -146,6 +168,7 @@ describe('agent profiles', () => {
       'TURNKEEPER_CLAUDE_BIN',
       'TURNKEEPER_GEMINI_BIN',
       'TURNKEEPER_COPILOT_BIN',
+      'TURNKEEPER_QWEN_BIN',
       'TURNKEEPER_GOOSE_BIN',
       'TURNKEEPER_GROK_BIN',
     ]);

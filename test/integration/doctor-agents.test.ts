@@ -281,11 +281,13 @@ describe("agent_version: the agent's own --version against the version Turnkeepe
       claude: PROFILES.claude.testedVersion,
       gemini: PROFILES.gemini.testedVersion,
       copilot: PROFILES.copilot.testedVersion,
+      qwen: PROFILES.qwen.testedVersion,
     }).toStrictEqual({
       codex: pinned['@openai/codex'],
       claude: pinned['@anthropic-ai/claude-code'],
       gemini: pinned['@google/gemini-cli'],
       copilot: pinned['@github/copilot'],
+      qwen: pinned['@qwen-code/qwen-code'],
     });
   });
 });

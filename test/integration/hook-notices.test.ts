@@ -38,6 +38,21 @@ const AGENTS = {
       JSON.stringify({ sessionId: session, timestamp: Date.now(), cwd: world.repo, prompt }),
       { TURNKEEPER_TURN: turn, ...env },
     ),
+  // Qwen Code 0.24.4: Claude-shaped, with its prompt_id `<session>########<n>` (test/unit/qwen-payload.test.ts).
+  qwen: (session: string, turn: string, prompt: string, env: Env = {}) =>
+    run(
+      ['hook', '--agent', 'qwen'],
+      JSON.stringify({
+        session_id: session,
+        cwd: world.repo,
+        hook_event_name: 'UserPromptSubmit',
+        timestamp: new Date().toISOString(),
+        permission_mode: 'default',
+        prompt_id: `${session}########${turn}`,
+        prompt,
+      }),
+      env,
+    ),
 } as const;
 
 /** The model's text, wherever the agent's shape keeps it. */
@@ -45,9 +60,9 @@ const modelText = (output: Record<string, unknown>): string =>
   ((output.hookSpecificOutput as { additionalContext?: string } | undefined)?.additionalContext ?? output.additionalContext) as string;
 
 describe("a refused claim reaches the person through each agent's user-facing field", () => {
-  const EVENT = { codex: 'UserPromptSubmit', claude: 'UserPromptSubmit', gemini: 'BeforeAgent' } as const;
+  const EVENT = { codex: 'UserPromptSubmit', claude: 'UserPromptSubmit', gemini: 'BeforeAgent', qwen: 'UserPromptSubmit' } as const;
 
-  for (const agent of ['codex', 'claude', 'gemini'] as const) {
+  for (const agent of ['codex', 'claude', 'gemini', 'qwen'] as const) {
     it(`${agent}: [lease_held] is context for the model and one systemMessage line for the person; control: the claim and its replay carry none`, () => {
       const claimed = AGENTS[agent]('holder-1', 'turn-1', 'please work on #todo:fix-login');
       expect(Object.keys(claimed)).toStrictEqual(['hookSpecificOutput']);
@@ -99,7 +114,7 @@ describe("a refused claim reaches the person through each agent's user-facing fi
 
   it('with onConflict=block the reason is the block itself, for the person, and nothing else (control: the same refusal as context has the line)', () => {
     AGENTS.codex('holder-1', 'turn-1', '#todo:fix-login');
-    for (const agent of ['codex', 'claude', 'gemini', 'copilot'] as const) {
+    for (const agent of ['codex', 'claude', 'gemini', 'copilot', 'qwen'] as const) {
       const blocked = AGENTS[agent](`other-${agent}`, 'turn-2', '#todo:fix-login', { TURNKEEPER_ON_CONFLICT: 'block' });
       expect(Object.keys(blocked), agent).toStrictEqual(['decision', 'reason']);
       expect(blocked.decision, agent).toBe(agent === 'gemini' ? 'deny' : 'block');

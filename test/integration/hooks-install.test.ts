@@ -128,6 +128,7 @@ describe('hook command and config paths', () => {
       CLAUDE_CONFIG_DIR: join(root, 'claude'),
       GEMINI_CLI_HOME: join(root, 'gem'),
       COPILOT_HOME: join(root, 'cop'),
+      QWEN_HOME: join(root, 'qwen'),
       GOOSE_PATH_ROOT: join(root, 'goose'),
       GROK_HOME: join(root, 'grok'),
     };
@@ -138,6 +139,7 @@ describe('hook command and config paths', () => {
     expect(existsSync(join(root, 'claude', 'settings.json'))).toBe(true);
     expect(existsSync(join(root, 'gem', '.gemini', 'settings.json'))).toBe(true);
     expect(existsSync(join(root, 'cop', 'settings.json'))).toBe(true);
+    expect(existsSync(join(root, 'qwen', 'settings.json'))).toBe(true);
     // Nothing went to the defaults under HOME, which is where it would have gone without the overrides.
     expect(existsSync(join(root, 'home'))).toBe(false);
     installHooks({ agent: 'codex', scope: 'user', env: { HOME: env.HOME } }, commandFor('codex'));

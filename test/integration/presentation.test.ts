@@ -72,6 +72,11 @@ describe('a holder whose transcript carries the full capture gets a one-line rem
     expect(prompt('turn-4')).not.toBe(full);
     appendFileSync(transcript(), JSON.stringify({ type: 'system', subtype: 'compact_boundary', compact_metadata: { trigger: 'auto' } }) + '\n');
     expect(prompt('turn-5')).toBe(full);
+    // Qwen Code 0.24.4's compression checkpoint, a marker with no `compact` in it.
+    record(full);
+    expect(prompt('turn-6')).not.toBe(full);
+    appendFileSync(transcript(), JSON.stringify({ uuid: 'u-1', type: 'system', subtype: 'chat_compression', systemPayload: { info: {} } }) + '\n');
+    expect(prompt('turn-7')).toBe(full);
   });
 
   it('a transcript that is not a regular file is never read: the full bytes (control: the same path as a file)', () => {

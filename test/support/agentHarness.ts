@@ -151,6 +151,28 @@ export function claudeEnv(world: World, mock: { readonly url: string }): { env: 
   return { env, configDir };
 }
 
+/**
+ * Qwen Code's home in the world (HOME, so $QWEN_HOME is ~/.qwen), with the user's own settings.json
+ * choosing the OpenAI-compatible provider (`hooks install` must merge into it) and turning off auto-update
+ * and usage statistics, and the environment that sends it to the chat-completions stand-in `mock`.
+ */
+export function qwenEnv(world: World, mock: { readonly url: string }): { env: NodeJS.ProcessEnv; home: string; settings: string } {
+  const home = worldDir(world, 'qwen', 'home');
+  const settings = join(worldDir(world, 'qwen', 'home', '.qwen'), 'settings.json');
+  const user = { security: { auth: { selectedType: 'openai' } }, general: { enableAutoUpdate: false }, privacy: { usageStatisticsEnabled: false } };
+  writeFileSync(settings, `${JSON.stringify(user, null, 2)}\n`);
+  const env = baseEnv({
+    HOME: home,
+    TMPDIR: worldDir(world, 'qwen', 'tmp'),
+    TURNKEEPER_HOME: world.home,
+    OPENAI_BASE_URL: mock.url,
+    OPENAI_API_KEY: 'dummy',
+    OPENAI_MODEL: 'mock-model',
+    QWEN_CODE_SUPPRESS_YOLO_WARNING: '1',
+  });
+  return { env, home, settings };
+}
+
 export interface LeaseJson {
   goal: string;
   todo: string;

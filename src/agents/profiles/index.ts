@@ -12,6 +12,7 @@ import { copilot } from './copilot';
 import { gemini } from './gemini';
 import { goose } from './goose';
 import { grok } from './grok';
+import { qwen } from './qwen';
 
 import type { Env } from '../../core/env';
 
@@ -77,6 +78,11 @@ interface InstallShape {
    * re-launching itself by path) when the launcher runs the bin from an attested closure.
    */
   readonly closureEnvironment?: Readonly<Record<string, string>>;
+  /**
+   * `node-script`: the script the runtime runs inside the closure, when it is not the bin (Qwen's bin
+   * only re-launches Node by path on another script of the package). Absent: the bin.
+   */
+  readonly closureEntry?: string;
   /** `unpacking-loader`: why the launcher refuses it, for the person (docs/launcher.md §9). */
   readonly refusal?: string;
 }
@@ -182,12 +188,22 @@ export interface AgentProfile {
     readonly ownEnvelope?: (payload: Readonly<Record<string, unknown>>, env: Env) => boolean;
     /** Where the session's transcript is when the payload does not say (resume needs it, spec §7). */
     readonly transcriptFallback?: (session: string, env: Env) => string | undefined;
+    /**
+     * Rewrites the agent's payload before validation, where a field it always sends is outside
+     * Turnkeeper's grammars (Qwen's `prompt_id`); the result is validated like any payload.
+     */
+    readonly normalize?: (payload: Readonly<Record<string, unknown>>) => Readonly<Record<string, unknown>>;
+    /**
+     * The kind of one received event, where the agent fires one event name for two things (Qwen's
+     * UserPromptSubmit, also sent after each tool result); absent: the kind its name maps to.
+     */
+    readonly kindOf?: (payload: Readonly<Record<string, unknown>>, kind: EventKind) => EventKind;
     /** Removes what the agent itself put into the prompt text (Gemini's earlier hook context). */
     readonly cleanPrompt?: (prompt: string) => string;
     /**
      * Byte strings of the lines the agent writes to its transcript when it compacts the conversation
-     * (history before them reaches the model only as a summary): each one contains `compact`, which is
-     * searched first (docs/hook-protocol.md, "How often the full capture is presented").
+     * (history before them reaches the model only as a summary): each one contains `compact` or
+     * `compress`, which are searched first (docs/hook-protocol.md, "How often the full capture is presented").
      */
     readonly compactionMarkers: readonly string[];
   };
@@ -281,13 +297,14 @@ export interface AgentProfile {
   };
 }
 
-export const PROFILES: Readonly<Record<Agent, AgentProfile>> = { codex, claude, gemini, copilot, goose, grok };
+export const PROFILES: Readonly<Record<Agent, AgentProfile>> = { codex, claude, gemini, copilot, qwen, goose, grok };
 
 /**
- * Detection order when `--agent` is absent (spec §2): Codex, Gemini, Grok Build (before Copilot: both
- * send camelCase `sessionId`, only Grok names the event), Copilot, Goose, else Claude.
+ * Detection order when `--agent` is absent (spec §2): Qwen (its SessionStart also meets Codex's
+ * detector), Codex, Gemini, Grok Build (before Copilot: both send camelCase `sessionId`, only Grok
+ * names the event), Copilot, Goose, else Claude.
  */
-export const DETECT_ORDER: readonly Agent[] = ['codex', 'gemini', 'grok', 'copilot', 'goose'];
+export const DETECT_ORDER: readonly Agent[] = ['qwen', 'codex', 'gemini', 'grok', 'copilot', 'goose'];
 export const FALLBACK_AGENT: Agent = 'claude';
 
 /** One value per agent, computed from its profile: tables keyed by agent without listing the agents again. */
