@@ -7,6 +7,8 @@ const RECEIPT_SCHEMA = 'turnkeeper.receipt/v1';
 export const RECEIPT_KINDS = [
   'todo_added',
   'todo_status_changed',
+  /** `todo block|unblock --after`: dependency edges added or removed (`todo add --after` records them in `todo_added`). */
+  'todo_dependencies_changed',
   'capture_bound',
   'lease_acquired',
   'ready_written',
