@@ -740,9 +740,11 @@ export class SqliteRows implements StorePort {
     return this.read(
       () =>
         this.sql(
+          // CROSS JOIN keeps this order (SQLite never reorders it): from the live Todos to their edges, so
+          // the cost follows the live rows, not every edge the Goal's done Todos ever had.
           `SELECT d.goal, d.todo, d.dependency, u.status FROM todos t
-           JOIN todo_deps d ON d.goal = t.goal AND d.todo = t.id
-           JOIN todos u ON u.goal = d.goal AND u.id = d.dependency
+           CROSS JOIN todo_deps d ON d.goal = t.goal AND d.todo = t.id
+           CROSS JOIN todos u ON u.goal = d.goal AND u.id = d.dependency
            WHERE t.status IN ('open', 'blocked')${goal === undefined ? '' : ' AND t.goal = ?'} ORDER BY d.goal, d.todo, d.dependency`,
         ).all(...(goal === undefined ? [] : [goal])) as TodoDependency[],
     );
