@@ -8,7 +8,7 @@ import { agentHooksStatus } from '../doctor/installation';
 import type { ChainReport } from '../core/receipts';
 import { isStoreWide, parseReceipt } from '../core/receipts';
 import { storePath, type Env } from '../store/location';
-import type { Authority, ReceiptRow, Todo } from '../store/authority';
+import type { Authority, ReceiptRow, Todo, TodoStatus } from '../store/authority';
 import type { FeedMode } from '../store/port';
 import { describeSelection, openAuthority, selectStore, type StoreSelection } from '../ledger/open';
 import { activeLeaseCount, RECENT_CAPTURES, statusSnapshot, type StatusSnapshot } from '../doctor/status';
@@ -325,12 +325,23 @@ export class Ctx implements vscode.Disposable {
       // blocked Todos and the newest done ones, each an indexed query; "Load more…" pages further.
       const snapshot = await statusSnapshot(store, now, { goal, recent: RECENT_CAPTURES * this.capturePages });
       const doneShown = DONE_PAGE * this.donePages;
-      const [open, blocked, done] = goal
-        ? await Promise.all([store.todosWithStatus('open', goal), store.todosWithStatus('blocked', goal), store.todosWithStatus('done', goal, doneShown + 1)])
-        : [[], [], []];
+      const [open, blocked, done, edges] = goal
+        ? await Promise.all([
+            store.todosWithStatus('open', goal),
+            store.todosWithStatus('blocked', goal),
+            store.todosWithStatus('done', goal, doneShown + 1),
+            store.dependenciesOfLive(goal),
+          ])
+        : [[], [], [], []];
       const olderDone = done.length > doneShown;
       if (olderDone) done.shift();
-      const todos = [...open, ...blocked, ...done];
+      // Each Todo with its dependencies: one waiting on an undone one shows in Blocked (models.ts shownStatus).
+      const afterOf = new Map<string, { id: string; status: TodoStatus }[]>();
+      for (const edge of edges) afterOf.set(edge.todo, [...(afterOf.get(edge.todo) ?? []), { id: edge.dependency, status: edge.status }]);
+      const todos = [...open, ...blocked, ...done].map((todo) => {
+        const after = afterOf.get(todo.id);
+        return after ? { ...todo, after } : todo;
+      });
       if (!this.hookReported) {
         this.hookReported = (await store.listSessions()).some((session) => goal === undefined || session.goal === goal);
         void vscode.commands.executeCommand('setContext', 'turnkeeper.hookReported', this.hookReported);

@@ -380,7 +380,7 @@ describe('a store of schema v4 (issue 19) upgraded to v5 (issue 20: dependencies
       ['Fix login', 'fix-login'],
       ['Write docs', 'write-docs'],
       ['Needs a key', 'needs-key'],
-    ])
+    ] as const)
       expect(world.cli(['todo', 'add', title, '--id', id]).code).toBe(0);
     const claim = world.cli(['hook', '--agent', 'codex'], { input: prompt('sess-v4', 'turn-1', 'work on #todo:fix-login') });
     expect(contextOf(claim.stdout)).toMatch(/^Turnkeeper: Todo fix-login · capture cap_/);
