@@ -166,3 +166,25 @@ describe('a blocked Todo is not claimed', () => {
     expect(nextIds()).toStrictEqual(['schema']);
   });
 });
+
+describe('store copy', () => {
+  it("carries the open Todos' dependencies and a person's block reason into the other store", () => {
+    ok(['todo', 'add', 'Schema', '--id', 'schema']);
+    ok(['todo', 'add', 'Deploy', '--id', 'deploy', '--after', 'schema']);
+    ok(['todo', 'add', 'Needs a key', '--id', 'needs-key']);
+    ok(['todo', 'block', 'needs-key', '--reason', 'waiting for the API key']);
+    const target = `sqlite:${world.root}/copy.db`;
+    const copy = world.cli(['store', 'copy', '--to', target]);
+    expect(copy.code, copy.stderr).toBe(0);
+    const there = world.cli(['todo', 'list', '--json'], { env: { TURNKEEPER_STORE: target } });
+    expect(there.code, there.stderr).toBe(0);
+    const listed = JSON.parse(there.stdout) as { id: string; state: string; waitingOn?: string[]; blockReason?: string }[];
+    expect(listed.map((todo) => [todo.id, todo.state])).toStrictEqual([
+      ['schema', 'open'],
+      ['deploy', 'blocked'],
+      ['needs-key', 'blocked'],
+    ]);
+    expect(listed[1]).toMatchObject({ waitingOn: ['schema'] });
+    expect(listed[2]).toMatchObject({ blockReason: 'waiting for the API key' });
+  });
+});
