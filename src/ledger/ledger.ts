@@ -116,7 +116,7 @@ async function checkDependencies(tx: StoreTx, goal: string, todo: string, depend
   let frontier = [...dependencies];
   while (frontier.length > 0) {
     const next: string[] = [];
-    for (const edge of await tx.dependenciesOf(goal, frontier)) {
+    for (const edge of await tx.dependenciesOf(goal, frontier, true)) {
       if (edge.dependency === todo) {
         const path = [edge.todo];
         for (let at = parent.get(edge.todo); at !== undefined; at = parent.get(at)) path.unshift(at);

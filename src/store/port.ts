@@ -49,11 +49,12 @@ export interface StoreTx {
   setTodoStatus(goal: string, id: string, status: TodoStatus, now: number, blockReason?: string | null): Promise<void>;
   /**
    * The dependency edges of these Todos of `goal`, with each dependency's status, ordered by (todo,
-   * dependency). A team server first locks the rows of these Todos (FOR SHARE) and reads the edges in a
-   * statement after the lock: the cycle check walks the graph this way, so two machines adding the two
-   * halves of a cycle meet on a row (one waits, or a deadlock retries one) and the second sees the first.
+   * dependency). With `lock`, a team server first locks the rows of these Todos (FOR SHARE) and reads the
+   * edges in a statement after the lock: the cycle check walks the graph this way, so two machines adding
+   * the two halves of a cycle meet on a row (one waits, or a deadlock retries one) and the second sees
+   * the first. A claim's check reads without it (its Todo row is locked already).
    */
-  dependenciesOf(goal: string, todos: readonly string[]): Promise<TodoDependency[]>;
+  dependenciesOf(goal: string, todos: readonly string[], lock?: boolean): Promise<TodoDependency[]>;
   insertDependencies(goal: string, todo: string, dependencies: readonly string[], now: number): Promise<void>;
   deleteDependencies(goal: string, todo: string, dependencies: readonly string[]): Promise<void>;
 

@@ -716,9 +716,9 @@ export class PostgresRows implements StorePort {
     },
     // The rows first (their own statement), then the edges in a statement after the lock: under READ
     // COMMITTED that one sees every edge committed by a transaction the lock waited for (port.ts).
-    dependenciesOf: async (goal, todos) => {
+    dependenciesOf: async (goal, todos, lock) => {
       if (todos.length === 0) return [];
-      await this.q('SELECT 1 FROM turnkeeper.todos WHERE goal = $1 AND id = ANY($2::text[]) ORDER BY id FOR SHARE', [goal, todos]);
+      if (lock) await this.q('SELECT 1 FROM turnkeeper.todos WHERE goal = $1 AND id = ANY($2::text[]) ORDER BY id FOR SHARE', [goal, todos]);
       return (
         await this.q<TodoDependency & QueryResultRow>(
           `SELECT d.goal, d.todo, d.dependency, u.status FROM turnkeeper.todo_deps d JOIN turnkeeper.todos u ON u.goal = d.goal AND u.id = d.dependency
