@@ -15,7 +15,10 @@ import { activeLeaseCount, RECENT_CAPTURES, statusSnapshot, type StatusSnapshot 
 import { resolveGoal, type ResolvedGoal } from '../checkout/goal';
 import { writeHookSettings } from '../config/homeConfig';
 import * as settings from './config';
-import { captureNodes, leaseNodes, receiptNodes, todoNodes, TreeModel, type ModelChange, type ReceiptRowView } from './models';
+import { captureNodes, leaseNodes, receiptNodes, todoNodes, TreeModel, type ModelChange, type ReceiptRowView, type TodoRowView } from './models';
+
+/** A Todo as a refresh read it, with its dependencies and their statuses (models.ts shows it Blocked while one is undone). */
+type ListedTodo = Todo & Pick<TodoRowView, 'after'>;
 import { ChainFollower } from './chainFollower';
 
 /** Receipts per page of the Receipts view ("Load more…" adds one). */
@@ -53,8 +56,8 @@ export class Ctx implements vscode.Disposable {
    * (the status read, `readStatus`), and with every snapshot; undefined until first read.
    */
   activeLeases: number | undefined;
-  /** The Todos of the workspace's Goal, as of the last refresh. */
-  todoList: readonly Todo[] = [];
+  /** The Todos of the workspace's Goal, as of the last refresh, each with its dependencies (`after`) when it has some. */
+  todoList: readonly ListedTodo[] = [];
   /**
    * Whether an agent's Turnkeeper hook has reported in the workspace's repository (a session record:
    * every hook event writes one), so the agent trusts and runs it: the walkthrough's trust step waits
@@ -380,7 +383,7 @@ export class Ctx implements vscode.Disposable {
     return rows;
   }
 
-  private apply(snapshot: StatusSnapshot, rows: ReceiptRowView[], hasMore: boolean, todos: readonly Todo[], olderDone = false): void {
+  private apply(snapshot: StatusSnapshot, rows: ReceiptRowView[], hasMore: boolean, todos: readonly ListedTodo[], olderDone = false): void {
     const now = Date.now();
     this.snapshot = snapshot;
     this.snapshotRead = true;
