@@ -435,6 +435,29 @@ export function authorityConformance(name: string, factory: AuthorityFactory): v
     );
 
     it(
+      "goal move carries the edges (both ends' Goal, by the foreign keys' cascade) and a renamed colliding Todo's",
+      withAuthority(async (a) => {
+        const OLD = '/old-goal';
+        await a.addTodo({ goal: OLD, id: 'schema', title: 'Schema', body: '' }, T0);
+        await a.addTodo({ goal: OLD, id: 'fix-login', title: 'Old fix', body: '', after: ['schema'] }, T0 + 1);
+        await a.addTodo({ goal: OLD, id: 'deploy', title: 'Deploy', body: '', after: ['schema', 'fix-login'] }, T0 + 2);
+        const to = { goal: GOAL, place: GOAL, checkout: GOAL, commonDir: null, goalKey: `local:${GOAL}`, displayName: 'repo' };
+        expect(await a.moveGoal(OLD, to, T0 + 3, { renameCollidingWith: 'moved' })).toMatchObject({
+          kind: 'moved',
+          renamed: [{ from: 'fix-login', to: 'fix-login-moved' }],
+        });
+        expect((await a.dependenciesOfLive(GOAL)).map((edge) => `${edge.todo}>${edge.dependency}:${edge.status}`)).toStrictEqual([
+          'deploy>fix-login-moved:open',
+          'deploy>schema:open',
+          'fix-login-moved>schema:open',
+        ]);
+        expect(await a.dependenciesOfLive(OLD)).toStrictEqual([]);
+        // GOAL's own fix-login (added by withAuthority) waits on nothing and is ready.
+        expect(ids(await a.readyTodos(GOAL, 10))).toStrictEqual(['fix-login', 'schema']);
+      }),
+    );
+
+    it(
       "a person's block keeps its reason, refuses claims naming it, releases the holder's lease, and unblocking clears it",
       withAuthority(async (a) => {
         expect((await a.claim(claimInput('codex:s1', 't1'), T0)).kind).toBe('acquired');
