@@ -10,6 +10,7 @@ type Command = (args: string[], io: Io) => Promise<number> | number;
 const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   hook: async () => (await import('./hookCommand')).runHookCommand,
   todo: async () => (await import('./todo')).todoCommand,
+  next: async () => (await import('./next')).nextCommand,
   status: async () => (await import('./inspect')).statusCommand,
   show: async () => (await import('./inspect')).showCommand,
   verify: async () => (await import('./receipts')).verifyCommand,
@@ -33,11 +34,14 @@ const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
 const AGENT_LIST = AGENTS.join('|');
 const USAGE = `usage: turnkeeper <command> [options]       every command takes --help; turnkeeper --version
   hook [--agent ${AGENT_LIST}] [--event <name>]   run one agent hook (reads JSON on stdin, always exits 0)
-  todo add <title> [--id <id>] [--body <text>] [--goal <dir>] [--json]
+  todo add <title> [--id <id>] [--body <text>] [--after <id>…] [--goal <dir>] [--json]   --after: it waits until those are done
   todo list [--goal <dir> | --all] [--limit <n|all>] [--json]   open and blocked Todos, the newest 50 done
   todo done <id> [--owner <agent:session>] [--force --reason <why>] [--goal <dir>] [--json]
   todo done <id> --merge|--squash|--rebase|--keep-branch [--remove-worktree] [--branch <name>] [--owner <agent:session>] [--force --reason <why>] [--goal <dir>] [--json]   merge the Todo's branch back first
   todo reopen <id> [--goal <dir>] [--json]
+  todo block <id> (--reason <why> | --after <id>…) [--owner <agent:session>] [--force] [--goal <dir>] [--json]
+  todo unblock <id> [--after <id>…] [--goal <dir>] [--json]   lift a person's block, or drop those dependencies
+  next [--goal <dir>] [--limit <n>] [--json]   the ready Todos (open, dependencies done, not held), oldest first
   status [--limit <n> | --all] [--json]       leases and captures (held ones, the newest 50), with their Goal and checkout
   show <captureId> [--json]                   a capture and its ready capture, exactly as presented
   receipts [--limit <n>] [--before <seq>] [--json]   the receipt log, newest first

@@ -51,13 +51,19 @@ async function storeCopy(args: string[], io: Io): Promise<number> {
     for (const todo of todos) {
       try {
         const added = await to!.addTodo({ goal: todo.goal, id: todo.id, title: todo.title, body: todo.body }, Date.now());
-        if (todo.status !== 'open') await to!.setTodoStatus(added.goal, added.id, todo.status, Date.now());
+        if (todo.status === 'blocked' && todo.blockReason) await to!.blockTodo(added.goal, added.id, todo.blockReason, Date.now());
+        else if (todo.status !== 'open') await to!.setTodoStatus(added.goal, added.id, todo.status, Date.now());
         copied += 1;
       } catch (error) {
         if (!(error instanceof TodoExistsError)) throw error;
         skipped.push(`${todo.id} (${todo.goal})`);
       }
     }
+    // The dependencies of the open and blocked Todos copied (a done Todo waits on nothing), once all
+    // Todos are there; an edge whose Todo was already in the target is left to the target's own.
+    const skippedIds = new Set(skipped);
+    for (const edge of await from.dependenciesOfLive())
+      if (!skippedIds.has(`${edge.todo} (${edge.goal})`)) await to!.changeDependencies(edge.goal, edge.todo, { add: [edge.dependency] }, Date.now());
     const goal = todos[0]?.goal ?? '-';
     const receipt = await to!.appendReceipt(
       {

@@ -11,6 +11,7 @@ export const REASON_CODES = [
   'no_turn',
   'unknown_todo',
   'todo_not_open',
+  'todo_blocked',
   'session_holds_other',
   'capture_released',
   'not_live_bound',
@@ -47,6 +48,10 @@ export interface GuidanceFacts {
   readonly command?: string | undefined;
   /** The launch nonce a started agent carries (TURNKEEPER_LAUNCH), when no capture names the launch. */
   readonly launch?: string | undefined;
+  /** `todo_blocked`: the Todo's undone dependencies, in id order. */
+  readonly waitingOn?: readonly string[] | undefined;
+  /** `todo_blocked`: the reason a person gave when they blocked it (stored text: shown quoted on one line). */
+  readonly blockReason?: string | null | undefined;
   /** Open Todo ids of the Goal close to an unknown one, nearest first (src/core/suggest.ts). */
   readonly suggestions?: readonly string[] | undefined;
 }
@@ -71,6 +76,14 @@ const q = (value: string | number | undefined, fallback = '<todo>'): string => (
 
 /** `a`, `a or b`, `a, b or c`. */
 const either = (items: readonly string[]): string => (items.length <= 1 ? items.join('') : `${items.slice(0, -1).join(', ')} or ${items.at(-1)!}`);
+/** A person's text inside guidance: one line, quoted, bounded, nothing a terminal acts on. */
+const quoted = (text: string): string => JSON.stringify(terminalSafe(text.replace(/\s+/g, ' ').trim()).slice(0, 200));
+/** Why a Todo is blocked: a person's block (with its reason) and the dependencies it waits on. */
+function blockers(f: GuidanceFacts): string {
+  const waits = f.waitingOn?.length ? `waits on ${f.waitingOn.join(', ')} (not done yet)` : '';
+  const person = f.status === 'blocked' ? `was blocked by a person${f.blockReason ? `: ${quoted(f.blockReason)}` : ''}` : '';
+  return [person, waits].filter(Boolean).join(' and ') || 'is blocked';
+}
 const hasSuggestions = (f: GuidanceFacts): f is GuidanceFacts & { suggestions: readonly string[] } => (f.suggestions?.length ?? 0) > 0;
 
 export const REASONS: Readonly<Record<ReasonCode, ReasonEntry>> = {
@@ -111,6 +124,16 @@ export const REASONS: Readonly<Record<ReasonCode, ReasonEntry>> = {
     explain: (f) => `Todo ${q(f.todo)} is ${q(f.status, 'not open')}; only open Todos can be claimed.`,
     recover: (f) => `turnkeeper todo reopen ${q(f.todo)}   # if it is not finished after all; or pick an open Todo: turnkeeper todo list`,
     notice: (f) => `Todo ${q(f.todo)} is ${q(f.status, 'not open')}; nothing was claimed. Reopen it: turnkeeper todo reopen ${q(f.todo)}`,
+  },
+  todo_blocked: {
+    conflict: false,
+    explain: (f) =>
+      `Todo ${q(f.todo)} ${blockers(f)}; a blocked Todo is not claimed, so this turn holds no lease. Work on a ready Todo instead (turnkeeper next).`,
+    recover: (f) =>
+      f.status === 'blocked'
+        ? `turnkeeper todo unblock ${q(f.todo)}   # when the block is over; then send the prompt again`
+        : `turnkeeper todo done ${f.waitingOn?.[0] ?? '<dependency>'}   # when it is finished; or drop the dependency: turnkeeper todo unblock ${q(f.todo)} --after ${f.waitingOn?.join(' ') ?? '<dependency>'}`,
+    notice: (f) => `Todo ${q(f.todo)} ${blockers(f)}; nothing was claimed. Ready Todos: turnkeeper next`,
   },
   session_holds_other: {
     conflict: true,

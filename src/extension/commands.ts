@@ -109,7 +109,8 @@ async function startTurn(ctx: Ctx, given: string | undefined, inWorktree = false
   await ctx.refresh();
   let todo = given;
   if (!todo) {
-    const open = ctx.todoList.filter((candidate) => candidate.status === 'open');
+    // Open and waiting on nothing undone: a start of a waiting Todo would be refused [todo_blocked].
+    const open = ctx.todoList.filter((candidate) => candidate.status === 'open' && !candidate.after?.some((dependency) => dependency.status !== 'done'));
     if (open.length === 0) {
       void vscode.window.showInformationMessage(t('No open Todo to start: add one first.'));
       return;

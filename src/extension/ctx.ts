@@ -8,14 +8,17 @@ import { agentHooksStatus } from '../doctor/installation';
 import type { ChainReport } from '../core/receipts';
 import { isStoreWide, parseReceipt } from '../core/receipts';
 import { storePath, type Env } from '../store/location';
-import type { Authority, ReceiptRow, Todo } from '../store/authority';
+import type { Authority, ReceiptRow, Todo, TodoStatus } from '../store/authority';
 import type { FeedMode } from '../store/port';
 import { describeSelection, openAuthority, selectStore, type StoreSelection } from '../ledger/open';
 import { activeLeaseCount, RECENT_CAPTURES, statusSnapshot, type StatusSnapshot } from '../doctor/status';
 import { resolveGoal, type ResolvedGoal } from '../checkout/goal';
 import { writeHookSettings } from '../config/homeConfig';
 import * as settings from './config';
-import { captureNodes, leaseNodes, receiptNodes, todoNodes, TreeModel, type ModelChange, type ReceiptRowView } from './models';
+import { captureNodes, leaseNodes, receiptNodes, todoNodes, TreeModel, type ModelChange, type ReceiptRowView, type TodoRowView } from './models';
+
+/** A Todo as a refresh read it, with its dependencies and their statuses (models.ts shows it Blocked while one is undone). */
+type ListedTodo = Todo & Pick<TodoRowView, 'after'>;
 import { ChainFollower } from './chainFollower';
 
 /** Receipts per page of the Receipts view ("Load more…" adds one). */
@@ -53,8 +56,8 @@ export class Ctx implements vscode.Disposable {
    * (the status read, `readStatus`), and with every snapshot; undefined until first read.
    */
   activeLeases: number | undefined;
-  /** The Todos of the workspace's Goal, as of the last refresh. */
-  todoList: readonly Todo[] = [];
+  /** The Todos of the workspace's Goal, as of the last refresh, each with its dependencies (`after`) when it has some. */
+  todoList: readonly ListedTodo[] = [];
   /**
    * Whether an agent's Turnkeeper hook has reported in the workspace's repository (a session record:
    * every hook event writes one), so the agent trusts and runs it: the walkthrough's trust step waits
@@ -325,12 +328,23 @@ export class Ctx implements vscode.Disposable {
       // blocked Todos and the newest done ones, each an indexed query; "Load more…" pages further.
       const snapshot = await statusSnapshot(store, now, { goal, recent: RECENT_CAPTURES * this.capturePages });
       const doneShown = DONE_PAGE * this.donePages;
-      const [open, blocked, done] = goal
-        ? await Promise.all([store.todosWithStatus('open', goal), store.todosWithStatus('blocked', goal), store.todosWithStatus('done', goal, doneShown + 1)])
-        : [[], [], []];
+      const [open, blocked, done, edges] = goal
+        ? await Promise.all([
+            store.todosWithStatus('open', goal),
+            store.todosWithStatus('blocked', goal),
+            store.todosWithStatus('done', goal, doneShown + 1),
+            store.dependenciesOfLive(goal),
+          ])
+        : [[], [], [], []];
       const olderDone = done.length > doneShown;
       if (olderDone) done.shift();
-      const todos = [...open, ...blocked, ...done];
+      // Each Todo with its dependencies: one waiting on an undone one shows in Blocked (models.ts shownStatus).
+      const afterOf = new Map<string, { id: string; status: TodoStatus }[]>();
+      for (const edge of edges) afterOf.set(edge.todo, [...(afterOf.get(edge.todo) ?? []), { id: edge.dependency, status: edge.status }]);
+      const todos = [...open, ...blocked, ...done].map((todo) => {
+        const after = afterOf.get(todo.id);
+        return after ? { ...todo, after } : todo;
+      });
       if (!this.hookReported) {
         this.hookReported = (await store.listSessions()).some((session) => goal === undefined || session.goal === goal);
         void vscode.commands.executeCommand('setContext', 'turnkeeper.hookReported', this.hookReported);
@@ -369,7 +383,7 @@ export class Ctx implements vscode.Disposable {
     return rows;
   }
 
-  private apply(snapshot: StatusSnapshot, rows: ReceiptRowView[], hasMore: boolean, todos: readonly Todo[], olderDone = false): void {
+  private apply(snapshot: StatusSnapshot, rows: ReceiptRowView[], hasMore: boolean, todos: readonly ListedTodo[], olderDone = false): void {
     const now = Date.now();
     this.snapshot = snapshot;
     this.snapshotRead = true;

@@ -208,7 +208,15 @@ export interface TodoRowView {
   readonly title: string;
   readonly body?: string;
   readonly status: 'open' | 'done' | 'blocked';
+  /** Why a person blocked it (`todo block --reason`). */
+  readonly blockReason?: string;
+  /** Its dependencies (`todo add --after`), each with its status as read: an undone one puts it in Blocked. */
+  readonly after?: readonly { readonly id: string; readonly status: 'open' | 'done' | 'blocked' }[];
 }
+
+/** The group a Todo shows in: a person's status, except that an open Todo waiting on an undone dependency is Blocked. */
+const shownStatus = (todo: TodoRowView): TodoRowView['status'] =>
+  todo.status === 'open' && (todo.after ?? []).some((dependency) => dependency.status !== 'done') ? 'blocked' : todo.status;
 
 const TODO_GROUPS: readonly { status: TodoRowView['status']; label: string; icon: string; expanded: boolean }[] = [
   { status: 'open', label: 'Open', icon: 'circle-large-outline', expanded: true },
@@ -229,7 +237,7 @@ export function todoNodes(todos: readonly TodoRowView[], snapshot: StatusSnapsho
   // snapshot is the workspace Goal's, as the list of Todos: doctor/status.ts snapshotOfGoal).
   const silentStarts = new Set(snapshot.silentLaunches.flatMap((launch) => (launch.capture === null && launch.todo ? [launch.todo] : [])));
   return TODO_GROUPS.map((group) => {
-    const members = todos.filter((todo) => todo.status === group.status);
+    const members = todos.filter((todo) => shownStatus(todo) === group.status);
     return {
       id: `todos/${group.status}`,
       label: group.label,
@@ -247,30 +255,32 @@ export function todoNodes(todos: readonly TodoRowView[], snapshot: StatusSnapsho
 }
 
 function todoNode(todo: TodoRowView, lease: LeaseView | undefined, silent: boolean, now: number): ViewNode {
+  const status = shownStatus(todo);
+  const waitingOn = (todo.after ?? []).filter((dependency) => dependency.status !== 'done').map((dependency) => dependency.id);
   const expired = lease !== undefined && Date.parse(lease.expiresAt) <= now;
   const where = lease?.checkout ? `in ${folderName(lease.checkout)} · ` : '';
   return {
     id: `todo/${todo.goal}/${todo.id}`,
     label: todo.id,
     // The holder first: a narrow side bar cuts the end of a description.
-    description: `${lease ? `${where}${lease.owner} · epoch ${lease.epoch}${expired ? ' · expired (still held)' : ''}` : todo.title}${silent ? ' · hooks silent' : ''}`,
-    icon: silent
-      ? 'warning'
-      : lease
-        ? expired
-          ? 'watch'
-          : 'lock'
-        : todo.status === 'open'
-          ? 'circle-large-outline'
-          : todo.status === 'done'
-            ? 'pass'
-            : 'circle-slash',
+    description: `${lease ? `${where}${lease.owner} · epoch ${lease.epoch}${expired ? ' · expired (still held)' : ''}` : todo.title}${waitingOn.length > 0 ? ` · after ${waitingOn.join(', ')}` : ''}${silent ? ' · hooks silent' : ''}`,
+    icon: silent ? 'warning' : lease ? (expired ? 'watch' : 'lock') : status === 'open' ? 'circle-large-outline' : status === 'done' ? 'pass' : 'circle-slash',
     ...(expired || silent ? { iconColor: 'list.warningForeground' } : {}),
-    contextValue: todo.status !== 'open' ? `todo.${todo.status}` : lease ? 'todo.held' : 'todo.open',
+    // A Todo waiting on a dependency is `todo.blocked` (no Start Turn: a start would be refused), unless held.
+    contextValue: status !== 'open' && !(lease && todo.status === 'open') ? `todo.${status}` : lease ? 'todo.held' : 'todo.open',
     tooltip: [
       `**${todo.id}** — ${markdownText(todo.title)}`,
       '',
-      `status ${todo.status}`,
+      `status ${todo.status}${status !== todo.status ? ` (blocked: waits on ${waitingOn.join(', ')})` : ''}`,
+      ...(todo.status === 'blocked'
+        ? ['', `blocked by a person${todo.blockReason ? `: ${markdownText(todo.blockReason)}` : ''} — lift it: \`turnkeeper todo unblock ${todo.id}\``]
+        : []),
+      ...(todo.after?.length
+        ? [
+            '',
+            `after ${todo.after.map((dependency) => `${dependency.id} (${dependency.status})`).join(', ')}${waitingOn.length > 0 ? ' — ready once every one is done' : ''}`,
+          ]
+        : []),
       ...(lease
         ? [
             '',

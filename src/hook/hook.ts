@@ -434,6 +434,8 @@ class HookDecider {
         return this.guidance('unknown_todo', { todo, suggestions: await this.nearTodoIds(goal, todo) });
       case 'todo_not_open':
         return this.guidance('todo_not_open', { todo, status: result.status });
+      case 'todo_blocked':
+        return this.guidance('todo_blocked', { todo, status: result.status, waitingOn: result.waitingOn, blockReason: result.blockReason });
       case 'capture_released':
         return this.guidance('capture_released', { todo, capture: result.capture, epoch: result.epoch });
       case 'session_holds_other':

@@ -63,6 +63,7 @@ function startRefusal(
     todo,
     agent,
     ...(refusal.status ? { status: refusal.status } : {}),
+    ...(refusal.reason === 'todo_blocked' ? { waitingOn: refusal.waitingOn, blockReason: refusal.blockReason } : {}),
     ...(refusal.previousGoal ? { previousGoal: refusal.previousGoal, goal: goal.id, checkout: goal.checkout } : {}),
     ...(holder ? { holder: holder.owner, epoch: holder.epoch, expiresAt: isoTime(holder.expiresAt), checkout: refusal.holderCheckout } : {}),
     ...(previous

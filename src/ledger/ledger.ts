@@ -10,6 +10,7 @@ import { goalIdOf, localKeyOf } from '../core/goal';
 import {
   AmbiguousCommitError,
   GoalChangedError,
+  TodoDependencyError,
   TodoExistsError,
   type Authority,
   type ClaimInput,
@@ -32,6 +33,8 @@ import {
   type StatusChangeRequest,
   type StatusChangeResult,
   type Todo,
+  type DependencyChange,
+  type TodoDependency,
   type TodoStatus,
 } from '../store/authority';
 import type { TreeKey } from '../core/merkle';
@@ -95,6 +98,45 @@ async function releaseIn(tx: StoreTx, lease: Lease, why: ReleaseRecord, now: num
   return released;
 }
 
+/** Each id once, in the order given. */
+const once = (ids: readonly string[]): string[] => [...new Set(ids)];
+
+/**
+ * Refuses dependencies of `todo` on ids that are no Todo of the Goal, on itself, or that would close a
+ * cycle: a walk of the edges from each new dependency, in this transaction (a team server locks every
+ * Todo the walk visits, port.ts `dependenciesOf`), that meets `todo` again names the cycle.
+ */
+async function checkDependencies(tx: StoreTx, goal: string, todo: string, dependencies: readonly string[]): Promise<void> {
+  const unknown: string[] = [];
+  for (const id of dependencies) if (id !== todo && !(await tx.todo(goal, id))) unknown.push(id);
+  if (unknown.length > 0) throw new TodoDependencyError('unknown_todo', goal, todo, unknown);
+  if (dependencies.includes(todo)) throw new TodoDependencyError('cycle', goal, todo, [todo, todo]);
+  // parent.get(x): the Todo that waits on x on the path walked from `todo` (undefined: a new dependency).
+  const parent = new Map<string, string | undefined>(dependencies.map((id) => [id, undefined]));
+  let frontier = [...dependencies];
+  while (frontier.length > 0) {
+    const next: string[] = [];
+    for (const edge of await tx.dependenciesOf(goal, frontier, true)) {
+      if (edge.dependency === todo) {
+        const path = [edge.todo];
+        for (let at = parent.get(edge.todo); at !== undefined; at = parent.get(at)) path.unshift(at);
+        throw new TodoDependencyError('cycle', goal, todo, [todo, ...path, todo]);
+      }
+      if (parent.has(edge.dependency)) continue;
+      parent.set(edge.dependency, edge.todo);
+      next.push(edge.dependency);
+    }
+    frontier = next;
+  }
+}
+
+/** The undone dependencies among these edges, in id order. */
+const undone = (edges: readonly TodoDependency[]): string[] =>
+  edges
+    .filter((edge) => edge.status !== 'done')
+    .map((edge) => edge.dependency)
+    .sort();
+
 export class Ledger implements Authority {
   /**
    * `checkpoints`: when given (the factory's stores), every write transaction goes through it, so a
@@ -115,7 +157,11 @@ export class Ledger implements Authority {
     return this.rows.location;
   }
 
-  addTodo(todo: { goal: string; id: string; title: string; body: string }, clientNow: number, placement?: Placement): Promise<Todo> {
+  addTodo(
+    todo: { goal: string; id: string; title: string; body: string; after?: readonly string[] | undefined },
+    clientNow: number,
+    placement?: Placement,
+  ): Promise<Todo> {
     return this.write(async (tx) => {
       const now = await tx.clock(clientNow);
       if (placement) {
@@ -127,9 +173,13 @@ export class Ledger implements Authority {
         }
       }
       if (await tx.todo(todo.goal, todo.id)) throw new TodoExistsError(todo.goal, todo.id);
-      const stored: Todo = { ...todo, status: 'open', createdAt: now, updatedAt: now };
+      const after = once(todo.after ?? []);
+      // A new Todo has no dependants, so only itself can close a cycle; checked all the same.
+      await checkDependencies(tx, todo.goal, todo.id, after);
+      const stored: Todo = { goal: todo.goal, id: todo.id, title: todo.title, body: todo.body, status: 'open', createdAt: now, updatedAt: now };
       await tx.insertTodo(stored);
-      await append(tx, { kind: 'todo_added', goal: todo.goal, todo: todo.id }, now);
+      await tx.insertDependencies(todo.goal, todo.id, after, now);
+      await append(tx, { kind: 'todo_added', goal: todo.goal, todo: todo.id, ...(after.length > 0 ? { detail: { after: after.join(' ') } } : {}) }, now);
       return stored;
     });
   }
@@ -140,6 +190,63 @@ export class Ledger implements Authority {
     status: TodoStatus,
     clientNow: number,
     request: StatusChangeRequest = { identifiedBy: 'unidentified', force: false },
+    finished?: ReceiptFields['detail'],
+  ): Promise<StatusChangeResult | undefined> {
+    return this.changeStatus(goal, id, status, clientNow, request, undefined, finished);
+  }
+
+  blockTodo(
+    goal: string,
+    id: string,
+    reason: string,
+    clientNow: number,
+    request: StatusChangeRequest = { identifiedBy: 'unidentified', force: false },
+  ): Promise<StatusChangeResult | undefined> {
+    return this.changeStatus(goal, id, 'blocked', clientNow, request, reason);
+  }
+
+  changeDependencies(
+    goal: string,
+    id: string,
+    change: { readonly add?: readonly string[]; readonly remove?: readonly string[] },
+    clientNow: number,
+  ): Promise<DependencyChange | undefined> {
+    return this.write(async (tx): Promise<DependencyChange | undefined> => {
+      const now = await tx.clock(clientNow);
+      const todo = await tx.todo(goal, id);
+      if (!todo) return undefined;
+      const had = new Set((await tx.dependenciesOf(goal, [id])).map((edge) => edge.dependency));
+      const added = once(change.add ?? []).filter((dependency) => !had.has(dependency));
+      const removed = once(change.remove ?? []).filter((dependency) => had.has(dependency) && !added.includes(dependency));
+      await checkDependencies(tx, goal, id, added);
+      if (added.length === 0 && removed.length === 0) return { todo, added, removed, waitingOn: undone(await tx.dependenciesOf(goal, [id])) };
+      await tx.insertDependencies(goal, id, added, now);
+      await tx.deleteDependencies(goal, id, removed);
+      const waitingOn = undone(await tx.dependenciesOf(goal, [id]));
+      await append(
+        tx,
+        { kind: 'todo_dependencies_changed', goal, todo: id, detail: { added: added.join(' '), removed: removed.join(' '), waitingOn: waitingOn.join(' ') } },
+        now,
+      );
+      return { todo, added, removed, waitingOn };
+    });
+  }
+
+  dependenciesOfLive(goal?: string): Promise<TodoDependency[]> {
+    return this.rows.dependenciesOfLive(goal);
+  }
+
+  readyTodos(goal: string, limit: number): Promise<Todo[]> {
+    return this.rows.readyTodos(goal, limit);
+  }
+
+  private changeStatus(
+    goal: string,
+    id: string,
+    status: TodoStatus,
+    clientNow: number,
+    request: StatusChangeRequest,
+    blockReason: string | undefined,
     finished?: ReceiptFields['detail'],
   ): Promise<StatusChangeResult | undefined> {
     return this.write(async (tx): Promise<StatusChangeResult | undefined> => {
@@ -164,11 +271,22 @@ export class Ledger implements Authority {
           requester: request.requester,
         };
       }
-      await tx.setTodoStatus(goal, id, status, now);
-      await append(tx, { kind: 'todo_status_changed', goal, todo: id, detail: { from: todo.status, to: status } }, now);
+      await tx.setTodoStatus(goal, id, status, now, blockReason ?? null);
+      await append(
+        tx,
+        {
+          kind: 'todo_status_changed',
+          goal,
+          todo: id,
+          detail: { from: todo.status, to: status, ...(blockReason !== undefined ? { reason: blockReason } : {}) },
+        },
+        now,
+      );
       if (finished) await append(tx, { kind: 'todo_finished', goal, todo: id, detail: finished }, now);
       const released = active && record ? await releaseIn(tx, active, record, now) : undefined;
-      return { kind: 'changed', todo: { ...todo, status, updatedAt: now }, ...(released ? { released } : {}) };
+      const { blockReason: _previous, ...rest } = todo;
+      const changed: Todo = { ...rest, status, updatedAt: now, ...(status === 'blocked' && blockReason ? { blockReason } : {}) };
+      return { kind: 'changed', todo: changed, ...(released ? { released } : {}) };
     });
   }
 
@@ -214,6 +332,17 @@ export class Ledger implements Authority {
         await refuse({ reason: 'unknown_todo' });
         return { kind: 'unknown_todo' };
       }
+      if (todo.status === 'blocked') {
+        const waitingOn = undone(await tx.dependenciesOf(doc.goal, [todo.id]));
+        const reason = todo.blockReason ?? null;
+        await refuse({
+          reason: 'todo_blocked',
+          status: 'blocked',
+          ...(reason ? { blockReason: reason } : {}),
+          ...(waitingOn.length > 0 ? { waitingOn: waitingOn.join(' ') } : {}),
+        });
+        return { kind: 'todo_blocked', status: 'blocked', waitingOn, blockReason: reason };
+      }
       if (todo.status !== 'open') {
         await refuse({ reason: 'todo_not_open', status: todo.status });
         return { kind: 'todo_not_open', status: todo.status };
@@ -256,6 +385,13 @@ export class Ledger implements Authority {
           }
         case 'acquire':
           break;
+      }
+      // A new lease waits for the Todo's dependencies (a holder keeps its lease if one is reopened
+      // meanwhile, and its Turn's retries replay above): the person is told which ones.
+      const waitingOn = undone(await tx.dependenciesOf(doc.goal, [doc.todo]));
+      if (waitingOn.length > 0) {
+        await refuse({ reason: 'todo_blocked', waitingOn: waitingOn.join(' ') });
+        return { kind: 'todo_blocked', status: 'open', waitingOn, blockReason: null };
       }
 
       const history = historyOf(await tx.recentReceiptsOfTodo(doc.goal, doc.todo, HISTORY_LENGTH));
@@ -449,6 +585,16 @@ export class Ledger implements Authority {
       // What the first prompt's claim would meet, in the claim's own order (rule 6).
       const todo = await tx.todo(goal, todoId);
       if (!todo) return refuse({ reason: 'unknown_todo', why: `no Todo ${todoId} in ${goal}` });
+      const waitingOn = undone(await tx.dependenciesOf(goal, [todoId]));
+      if (todo.status === 'blocked' || (todo.status === 'open' && waitingOn.length > 0))
+        return refuse({
+          reason: 'todo_blocked',
+          why:
+            todo.status === 'blocked' ? `Todo ${todoId} is blocked: ${todo.blockReason ?? 'by a person'}` : `Todo ${todoId} waits on ${waitingOn.join(', ')}`,
+          status: todo.status,
+          waitingOn,
+          blockReason: todo.blockReason ?? null,
+        });
       if (todo.status !== 'open') return refuse({ reason: 'todo_not_open', why: `Todo ${todoId} is ${todo.status}`, status: todo.status });
       const place = await tx.goalOfPlace(request.place);
       if (place && place.goal !== goal)

@@ -21,6 +21,46 @@ export interface Todo {
   readonly status: TodoStatus;
   readonly createdAt: number;
   readonly updatedAt: number;
+  /** Why a person blocked it (`todo block --reason`); only while its status is `blocked`. */
+  readonly blockReason?: string;
+}
+
+/**
+ * One dependency edge (schema v5): `todo` waits until `dependency` is done. Whether a Todo waits is
+ * derived from its edges and their statuses when read, never stored (docs/spec.md §3 "Dependencies").
+ */
+export interface TodoDependency {
+  readonly goal: string;
+  readonly todo: string;
+  readonly dependency: string;
+  /** The dependency's status as read. */
+  readonly status: TodoStatus;
+}
+
+/** `todo block|unblock --after`: the edges added and removed (only those that changed), and what the Todo now waits on. */
+export interface DependencyChange {
+  readonly todo: Todo;
+  readonly added: readonly string[];
+  readonly removed: readonly string[];
+  readonly waitingOn: readonly string[];
+}
+
+/** A dependency was refused: an id that is no Todo of the Goal, or an edge that would close a cycle. */
+export class TodoDependencyError extends Error {
+  constructor(
+    readonly why: 'unknown_todo' | 'cycle',
+    readonly goal: string,
+    readonly todo: string,
+    /** The unknown ids; or the cycle, from the Todo back to itself (`a`, `b`, `a`: a after b after a). */
+    readonly ids: readonly string[],
+  ) {
+    super(
+      why === 'unknown_todo'
+        ? `no Todo ${ids.join(', ')} in ${goal}: a dependency must be a Todo of the same Goal (turnkeeper todo list)`
+        : `${ids.join(' waits on ')}: that would be a cycle, so nothing was changed`,
+    );
+    this.name = 'TodoDependencyError';
+  }
 }
 
 export interface StoredCapture {
@@ -87,6 +127,11 @@ export type ClaimResult =
   | { readonly kind: 'replayed'; readonly lease: Lease; readonly ready: StoredReady | undefined }
   | { readonly kind: 'unknown_todo' }
   | { readonly kind: 'todo_not_open'; readonly status: TodoStatus }
+  /**
+   * `status` 'blocked': a person blocked it (`blockReason`, null when they gave none); 'open': a new lease
+   * would not wait for its undone dependencies (`waitingOn`, also listed for a person's block).
+   */
+  | { readonly kind: 'todo_blocked'; readonly status: TodoStatus; readonly waitingOn: readonly string[]; readonly blockReason: string | null }
   | { readonly kind: 'capture_released'; readonly capture: string; readonly epoch: number }
   | { readonly kind: 'lease_held' | 'lease_expired_hold'; readonly holder: Lease; readonly holderCheckout?: string | undefined }
   /** The place last used another Goal: nothing is claimed until `turnkeeper goal move`. */
@@ -254,8 +299,15 @@ export class TodoExistsError extends Error {
 export interface Authority {
   /** Where the store is, for messages: a file path, or a server address without credentials. */
   readonly location: string;
-  /** With a placement, refused (`GoalChangedError`) when that place last used another Goal; else the place is remembered. */
-  addTodo(todo: { goal: string; id: string; title: string; body: string }, now: number, placement?: Placement): Promise<Todo>;
+  /**
+   * With a placement, refused (`GoalChangedError`) when that place last used another Goal; else the place
+   * is remembered. `after`: the Todos it waits on (`TodoDependencyError` for an unknown id or itself).
+   */
+  addTodo(
+    todo: { goal: string; id: string; title: string; body: string; after?: readonly string[] | undefined },
+    now: number,
+    placement?: Placement,
+  ): Promise<Todo>;
   getTodo(goal: string, id: string): Promise<Todo | undefined>;
   listTodos(goal?: string): Promise<Todo[]>;
   /**
@@ -274,6 +326,23 @@ export interface Authority {
     request?: StatusChangeRequest,
     finished?: ReceiptFields['detail'],
   ): Promise<StatusChangeResult | undefined>;
+  /** `todo block --reason`: status `blocked` with the reason, decided and recorded as setTodoStatus (it releases the active lease). */
+  blockTodo(goal: string, id: string, reason: string, now: number, request?: StatusChangeRequest): Promise<StatusChangeResult | undefined>;
+  /**
+   * Adds and removes dependency edges of one Todo in one transaction with a `todo_dependencies_changed`
+   * receipt (none when nothing changed). `TodoDependencyError` for an unknown id, the Todo itself, or a
+   * cycle: nothing is changed then. Undefined: no such Todo.
+   */
+  changeDependencies(
+    goal: string,
+    id: string,
+    change: { readonly add?: readonly string[]; readonly remove?: readonly string[] },
+    now: number,
+  ): Promise<DependencyChange | undefined>;
+  /** The edges of every open and blocked Todo (of `goal`), each with its dependency's status (port.ts). */
+  dependenciesOfLive(goal?: string): Promise<TodoDependency[]>;
+  /** `turnkeeper next`: open, every dependency done, no active lease; oldest first, at most `limit`. */
+  readyTodos(goal: string, limit: number): Promise<Todo[]>;
 
   activeLeaseOfOwner(owner: Owner): Promise<Lease | undefined>;
   /** The Owner's most recent lease in any status, with the Todo's highest epoch: what fencing needs. */
@@ -388,7 +457,8 @@ export interface StartCommit {
   readonly isLive: (previous: PreviousLaunch) => boolean;
 }
 
-export type StartCommitRefusal = 'unknown_todo' | 'todo_not_open' | 'goal_changed' | 'lease_held' | 'lease_expired_hold' | 'launch_in_progress';
+export type StartCommitRefusal =
+  'unknown_todo' | 'todo_not_open' | 'todo_blocked' | 'goal_changed' | 'lease_held' | 'lease_expired_hold' | 'launch_in_progress';
 
 export type StartCommitResult =
   | { readonly kind: 'committed'; readonly seq: number; readonly hash: string }
@@ -398,6 +468,9 @@ export type StartCommitResult =
       readonly reason: StartCommitRefusal;
       readonly why: string;
       readonly status?: TodoStatus | undefined;
+      /** `todo_blocked`: the undone dependencies, and a person's block reason (null: none given or not blocked by a person). */
+      readonly waitingOn?: readonly string[] | undefined;
+      readonly blockReason?: string | null | undefined;
       readonly previousGoal?: string | undefined;
       /** The Todo's active lease (`lease_held`, `lease_expired_hold`) and the checkout its capture ran in. */
       readonly holder?: Lease | undefined;

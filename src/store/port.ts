@@ -5,7 +5,18 @@ import type { ChainLink, ChainReport } from '../core/receipts';
 import type { TreeKey } from '../core/merkle';
 import type { Lease } from '../core/lease';
 import type { Owner } from '../core/ids';
-import type { ReceiptPage, ReceiptRow, SessionRecord, SessionTouch, StoreHealth, StoredCapture, StoredReady, Todo, TodoStatus } from './authority';
+import type {
+  ReceiptPage,
+  ReceiptRow,
+  SessionRecord,
+  SessionTouch,
+  StoreHealth,
+  StoredCapture,
+  StoredReady,
+  Todo,
+  TodoDependency,
+  TodoStatus,
+} from './authority';
 
 /** A receipt row to append: the stored text, its hash, and the lookup columns beside the chain. */
 export interface ReceiptInsert {
@@ -34,7 +45,18 @@ export interface StoreTx {
   clock(clientNow: number): Promise<number>;
   todo(goal: string, id: string): Promise<Todo | undefined>;
   insertTodo(todo: Todo): Promise<void>;
-  setTodoStatus(goal: string, id: string, status: TodoStatus, now: number): Promise<void>;
+  /** Sets the status; `blockReason` is stored with `blocked` and cleared with any other status. */
+  setTodoStatus(goal: string, id: string, status: TodoStatus, now: number, blockReason?: string | null): Promise<void>;
+  /**
+   * The dependency edges of these Todos of `goal`, with each dependency's status, ordered by (todo,
+   * dependency). With `lock`, a team server first locks the rows of these Todos (FOR SHARE) and reads the
+   * edges in a statement after the lock: the cycle check walks the graph this way, so two machines adding
+   * the two halves of a cycle meet on a row (one waits, or a deadlock retries one) and the second sees
+   * the first. A claim's check reads without it (its Todo row is locked already).
+   */
+  dependenciesOf(goal: string, todos: readonly string[], lock?: boolean): Promise<TodoDependency[]>;
+  insertDependencies(goal: string, todo: string, dependencies: readonly string[], now: number): Promise<void>;
+  deleteDependencies(goal: string, todo: string, dependencies: readonly string[]): Promise<void>;
 
   activeLeaseOfTodo(goal: string, todo: string): Promise<Lease | undefined>;
   activeLeaseOfOwner(owner: Owner): Promise<Lease | undefined>;
@@ -146,6 +168,18 @@ export interface StorePort {
    * only the last `limit` of them, the newest (todos_by_status).
    */
   todosWithStatus(status: TodoStatus, goal?: string, limit?: number): Promise<Todo[]>;
+  /**
+   * The dependency edges of every open and blocked Todo (of `goal` only, when given), with each
+   * dependency's status, ordered by (goal, todo, dependency): todos_by_status, then the edges' and the
+   * Todos' primary keys. What `todo list` and the Todos view derive "waiting" from.
+   */
+  dependenciesOfLive(goal?: string): Promise<TodoDependency[]>;
+  /**
+   * `turnkeeper next`: the Goal's ready Todos, oldest first (created_at, id), at most `limit`: open, every
+   * dependency done, and no active lease (todos_by_status in order; each test a primary-key or
+   * partial-index probe).
+   */
+  readyTodos(goal: string, limit: number): Promise<Todo[]>;
   /** Newest first; with `goal`, only that Goal's receipts (by `receipt_index_by_goal`) and the store-wide ones (`isStoreWide`), each page by index. */
   receipts(page: ReceiptPage): Promise<ReceiptRow[]>;
   /** Stored hashes of complete subtrees of the receipt tree, in the order asked (undefined: no row). */

@@ -37,6 +37,7 @@ import {
   type StoredCapture,
   type StoredReady,
   type Todo,
+  type TodoDependency,
   type TodoStatus,
 } from './authority';
 import type { ClaimOfTurn, FeedMode, GoalRecord, ReceiptInsert, StorePort, StoreTx } from './port';
@@ -704,8 +705,38 @@ export class PostgresRows implements StorePort {
     insertTodo: async (todo) => {
       await this.q(`INSERT INTO turnkeeper.todos (${TODO_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, todoValues(todo));
     },
-    setTodoStatus: async (goal, id, status, now) => {
-      await this.q('UPDATE turnkeeper.todos SET status = $1, updated_at = $2 WHERE goal = $3 AND id = $4', [status, now, goal, id]);
+    setTodoStatus: async (goal, id, status, now, blockReason) => {
+      await this.q('UPDATE turnkeeper.todos SET status = $1, updated_at = $2, block_reason = $3 WHERE goal = $4 AND id = $5', [
+        status,
+        now,
+        status === 'blocked' ? (blockReason ?? null) : null,
+        goal,
+        id,
+      ]);
+    },
+    // The rows first (their own statement), then the edges in a statement after the lock: under READ
+    // COMMITTED that one sees every edge committed by a transaction the lock waited for (port.ts).
+    dependenciesOf: async (goal, todos, lock) => {
+      if (todos.length === 0) return [];
+      if (lock) await this.q('SELECT 1 FROM turnkeeper.todos WHERE goal = $1 AND id = ANY($2::text[]) ORDER BY id FOR SHARE', [goal, todos]);
+      return (
+        await this.q<TodoDependency & QueryResultRow>(
+          `SELECT d.goal, d.todo, d.dependency, u.status FROM turnkeeper.todo_deps d JOIN turnkeeper.todos u ON u.goal = d.goal AND u.id = d.dependency
+           WHERE d.goal = $1 AND d.todo = ANY($2::text[]) ORDER BY d.todo, d.dependency`,
+          [goal, todos],
+        )
+      ).rows.map((row) => ({ goal: row.goal, todo: row.todo, dependency: row.dependency, status: row.status }));
+    },
+    insertDependencies: async (goal, todo, dependencies, now) => {
+      if (dependencies.length === 0) return;
+      await this.q(
+        `INSERT INTO turnkeeper.todo_deps (goal, todo, dependency, created_at) SELECT $1, $2, d, $4 FROM unnest($3::text[]) AS d ON CONFLICT DO NOTHING`,
+        [goal, todo, dependencies, now],
+      );
+    },
+    deleteDependencies: async (goal, todo, dependencies) => {
+      if (dependencies.length === 0) return;
+      await this.q('DELETE FROM turnkeeper.todo_deps WHERE goal = $1 AND todo = $2 AND dependency = ANY($3::text[])', [goal, todo, dependencies]);
     },
     activeLeaseOfTodo: async (goal, todo) => this.leaseWhere("goal = $1 AND todo = $2 AND status = 'active'", [goal, todo]),
     activeLeaseOfOwner: async (owner) => this.leaseWhere("owner = $1 AND status = 'active'", [owner]),
@@ -1015,6 +1046,35 @@ export class PostgresRows implements StorePort {
           [ids],
         )
       ).rows.map((row) => ({ capture: row.capture, canonical: row.doc, presentation: row.presentation, readyDigest: row.ready_digest })),
+    );
+  }
+
+  dependenciesOfLive(goal?: string): Promise<TodoDependency[]> {
+    return this.read(async () =>
+      (
+        await this.q<TodoDependency & QueryResultRow>(
+          `SELECT d.goal, d.todo, d.dependency, u.status FROM turnkeeper.todos t
+             JOIN turnkeeper.todo_deps d ON d.goal = t.goal AND d.todo = t.id
+             JOIN turnkeeper.todos u ON u.goal = d.goal AND u.id = d.dependency
+             WHERE t.status IN ('open', 'blocked')${goal === undefined ? '' : ' AND t.goal = $1'} ORDER BY d.goal, d.todo, d.dependency`,
+          goal === undefined ? [] : [goal],
+        )
+      ).rows.map((row) => ({ goal: row.goal, todo: row.todo, dependency: row.dependency, status: row.status })),
+    );
+  }
+
+  readyTodos(goal: string, limit: number): Promise<Todo[]> {
+    return this.read(async () =>
+      (
+        await this.q(
+          `SELECT t.* FROM turnkeeper.todos t WHERE t.status = 'open' AND t.goal = $1
+             AND NOT EXISTS (SELECT 1 FROM turnkeeper.todo_deps d JOIN turnkeeper.todos u ON u.goal = d.goal AND u.id = d.dependency
+                             WHERE d.goal = t.goal AND d.todo = t.id AND u.status <> 'done')
+             AND NOT EXISTS (SELECT 1 FROM turnkeeper.leases l WHERE l.goal = t.goal AND l.todo = t.id AND l.status = 'active')
+           ORDER BY t.created_at, t.id LIMIT $2`,
+          [goal, limit],
+        )
+      ).rows.map((row) => toTodo(row as TodoRowRaw)),
     );
   }
 

@@ -259,6 +259,36 @@ export const PG_MIGRATIONS: readonly string[] = [
   CREATE INDEX receipt_index_by_goal ON turnkeeper.receipt_index (goal, seq);
   UPDATE turnkeeper.store_meta SET value = '4' WHERE key = 'schema_version';
   `,
+  // v5 (issue 20, dependencies): as SQLite's v5 (src/store/schema.ts). Roles granted before may read the
+  // edges and add or remove them (todo add --after, todo block|unblock --after, each with its receipt),
+  // never UPDATE one: an edge is not rewritten in place, and a rename or a Goal move carries edges by the
+  // foreign keys' cascade, which runs as the table's owner. The database refuses an edge to an unknown
+  // Todo or to itself whatever role writes it.
+  `
+  ALTER TABLE turnkeeper.todos ADD COLUMN block_reason text;
+  CREATE TABLE turnkeeper.todo_deps (
+    goal text NOT NULL, todo text NOT NULL, dependency text NOT NULL, created_at int8 NOT NULL,
+    PRIMARY KEY (goal, todo, dependency),
+    CHECK (todo <> dependency),
+    FOREIGN KEY (goal, todo) REFERENCES turnkeeper.todos (goal, id) ON UPDATE CASCADE,
+    FOREIGN KEY (goal, dependency) REFERENCES turnkeeper.todos (goal, id) ON UPDATE CASCADE
+  );
+  CREATE INDEX todo_deps_by_dependency ON turnkeeper.todo_deps (goal, dependency);
+
+  DO $$
+  DECLARE
+    grantee_name text;
+  BEGIN
+    FOR grantee_name IN
+      SELECT DISTINCT a.grantee::regrole::text FROM pg_class c, aclexplode(c.relacl) a
+      WHERE c.oid = 'turnkeeper.todos'::regclass AND a.grantee <> c.relowner AND a.grantee <> 0 AND a.privilege_type = 'INSERT'
+    LOOP
+      EXECUTE format('GRANT SELECT, INSERT, DELETE ON turnkeeper.todo_deps TO %s', grantee_name);
+    END LOOP;
+  END $$;
+
+  UPDATE turnkeeper.store_meta SET value = '5' WHERE key = 'schema_version';
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;
@@ -271,6 +301,8 @@ const APPEND_FUNCTION = 'turnkeeper.append_receipts(int8[], text[], text[], text
  * `turnkeeper.append_receipts` (which checks that each extends the head), never insert, change or
  * remove them directly. Revokes first, so a role granted under an older schema ends with exactly these.
  * `goal move` relabels the lookup rows of a Goal: UPDATE of receipt_index's goal and todo columns only.
+ * Dependencies (todo_deps) are added and removed, never updated: a moved or renamed Todo's edges follow
+ * by the foreign keys' cascade.
  */
 export function hookRoleGrants(role: string): string {
   const name = `"${role.replace(/"/g, '""')}"`;
@@ -279,6 +311,8 @@ export function hookRoleGrants(role: string): string {
   GRANT USAGE ON SCHEMA turnkeeper TO ${name};
   GRANT SELECT, INSERT, UPDATE ON turnkeeper.todos, turnkeeper.captures, turnkeeper.leases, turnkeeper.ready_captures,
     turnkeeper.sessions, turnkeeper.checkouts, turnkeeper.goals, turnkeeper.store_meta TO ${name};
+  REVOKE UPDATE, TRUNCATE ON turnkeeper.todo_deps FROM ${name};
+  GRANT SELECT, INSERT, DELETE ON turnkeeper.todo_deps TO ${name};
   GRANT SELECT ON turnkeeper.receipts, turnkeeper.receipt_index, turnkeeper.receipt_head, turnkeeper.receipt_tree TO ${name};
   GRANT UPDATE (goal, todo) ON turnkeeper.receipt_index TO ${name};
   GRANT EXECUTE ON FUNCTION ${APPEND_FUNCTION}, turnkeeper.lock_chain_head() TO ${name};

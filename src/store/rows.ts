@@ -44,6 +44,8 @@ export interface TodoRowRaw {
   status: TodoStatus;
   created_at: number;
   updated_at: number;
+  /** Schema v5; absent from rows read under an older schema. */
+  block_reason?: string | null;
 }
 /** A Todo row's columns, in the order of `todoValues`. */
 export const TODO_COLUMNS = 'goal, id, title, body, status, created_at, updated_at';
@@ -56,6 +58,8 @@ export const toTodo = (row: TodoRowRaw): Todo => ({
   status: row.status,
   createdAt: row.created_at,
   updatedAt: row.updated_at,
+  // Only when a person blocked it with a reason, so Todos without one compare as before.
+  ...(row.block_reason ? { blockReason: row.block_reason } : {}),
 });
 
 export interface CaptureRowRaw {

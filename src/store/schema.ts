@@ -89,6 +89,23 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX receipt_index_by_kind ON receipt_index (kind, seq);
   CREATE INDEX receipt_index_by_goal ON receipt_index (goal, seq);
   `,
+  // v5 (issue 20, dependencies): `todo add --after`, `todo block --after`: a Todo waits until each of its
+  // dependencies is done. Whether it waits is derived when read (never a stored flag that a concurrent
+  // `todo done` could leave stale: docs/spec.md §3 "Dependencies"). The database refuses an edge to a
+  // Todo that does not exist and an edge to itself; a Todo renamed or moved to another Goal carries its
+  // edges (ON UPDATE CASCADE). `block_reason`: why a person blocked it (`todo block --reason`).
+  `
+  ALTER TABLE todos ADD COLUMN block_reason TEXT;
+  CREATE TABLE todo_deps (
+    goal TEXT NOT NULL, todo TEXT NOT NULL, dependency TEXT NOT NULL, created_at INTEGER NOT NULL,
+    PRIMARY KEY (goal, todo, dependency),
+    CHECK (todo <> dependency),
+    FOREIGN KEY (goal, todo) REFERENCES todos (goal, id) ON UPDATE CASCADE,
+    FOREIGN KEY (goal, dependency) REFERENCES todos (goal, id) ON UPDATE CASCADE
+  ) WITHOUT ROWID;
+  -- What waits on a Todo (its dependants), and the cascade's lookup of child rows by the parent key.
+  CREATE INDEX todo_deps_by_dependency ON todo_deps (goal, dependency);
+  `,
 ];
 
 /** The migration after which the receipts already stored get their tree rows (sqlite.ts). */

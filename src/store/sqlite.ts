@@ -41,6 +41,7 @@ import {
   type StoredCapture,
   type StoredReady,
   type Todo,
+  type TodoDependency,
   type TodoStatus,
 } from './authority';
 import type { ClaimOfTurn, GoalRecord, ReceiptInsert, StorePort, StoreTx } from './port';
@@ -408,8 +409,23 @@ export class SqliteRows implements StorePort {
     insertTodo: async (todo) => {
       this.sql(`INSERT INTO todos (${TODO_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`).run(todoValues(todo));
     },
-    setTodoStatus: async (goal, id, status: TodoStatus, now) => {
-      this.sql('UPDATE todos SET status = ?, updated_at = ? WHERE goal = ? AND id = ?').run(status, now, goal, id);
+    setTodoStatus: async (goal, id, status: TodoStatus, now, blockReason) => {
+      this.sql('UPDATE todos SET status = ?, updated_at = ?, block_reason = ? WHERE goal = ? AND id = ?').run(
+        status,
+        now,
+        status === 'blocked' ? (blockReason ?? null) : null,
+        goal,
+        id,
+      );
+    },
+    dependenciesOf: async (goal, todos) => this.dependenciesSync(goal, todos),
+    insertDependencies: async (goal, todo, dependencies, now) => {
+      const insert = this.sql('INSERT INTO todo_deps (goal, todo, dependency, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING');
+      for (const dependency of dependencies) insert.run(goal, todo, dependency, now);
+    },
+    deleteDependencies: async (goal, todo, dependencies) => {
+      const remove = this.sql('DELETE FROM todo_deps WHERE goal = ? AND todo = ? AND dependency = ?');
+      for (const dependency of dependencies) remove.run(goal, todo, dependency);
     },
     activeLeaseOfTodo: async (goal, todo) => this.leaseWhere("goal = ? AND todo = ? AND status = 'active'", goal, todo),
     activeLeaseOfOwner: async (owner) => this.leaseWhere("owner = ? AND status = 'active'", owner),
@@ -707,6 +723,44 @@ export class SqliteRows implements StorePort {
           JSON.stringify(ids),
         ) as { capture: string; doc: string; presentation: string; ready_digest: string }[]
       ).map((row) => ({ capture: row.capture, canonical: row.doc, presentation: row.presentation, readyDigest: row.ready_digest })),
+    );
+  }
+
+  private dependenciesSync(goal: string, todos: readonly string[]): TodoDependency[] {
+    if (todos.length === 0) return [];
+    return (
+      this.sql(
+        `SELECT d.goal, d.todo, d.dependency, u.status FROM todo_deps d JOIN todos u ON u.goal = d.goal AND u.id = d.dependency
+         WHERE d.goal = ? AND d.todo IN (SELECT value FROM json_each(?)) ORDER BY d.todo, d.dependency`,
+      ).all(goal, JSON.stringify(todos)) as TodoDependency[]
+    ).map((row) => ({ goal: row.goal, todo: row.todo, dependency: row.dependency, status: row.status }));
+  }
+
+  dependenciesOfLive(goal?: string): Promise<TodoDependency[]> {
+    return this.read(
+      () =>
+        this.sql(
+          // CROSS JOIN keeps this order (SQLite never reorders it): from the live Todos to their edges, so
+          // the cost follows the live rows, not every edge the Goal's done Todos ever had.
+          `SELECT d.goal, d.todo, d.dependency, u.status FROM todos t
+           CROSS JOIN todo_deps d ON d.goal = t.goal AND d.todo = t.id
+           CROSS JOIN todos u ON u.goal = d.goal AND u.id = d.dependency
+           WHERE t.status IN ('open', 'blocked')${goal === undefined ? '' : ' AND t.goal = ?'} ORDER BY d.goal, d.todo, d.dependency`,
+        ).all(...(goal === undefined ? [] : [goal])) as TodoDependency[],
+    );
+  }
+
+  readyTodos(goal: string, limit: number): Promise<Todo[]> {
+    return this.read(() =>
+      (
+        this.sql(
+          `SELECT t.* FROM todos t WHERE t.status = 'open' AND t.goal = ?
+             AND NOT EXISTS (SELECT 1 FROM todo_deps d JOIN todos u ON u.goal = d.goal AND u.id = d.dependency
+                             WHERE d.goal = t.goal AND d.todo = t.id AND u.status <> 'done')
+             AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.goal = t.goal AND l.todo = t.id AND l.status = 'active')
+           ORDER BY t.created_at, t.id LIMIT ?`,
+        ).all(goal, limit) as TodoRowRaw[]
+      ).map(toTodo),
     );
   }
 

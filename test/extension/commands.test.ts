@@ -292,6 +292,26 @@ describe('Start Turn on Todo and the Todos view', () => {
       (items: { agent?: string }[]) => items.find((item) => item.agent === agent),
     );
 
+  it('offers only the Todos that can start: one waiting on an undone dependency shows in Blocked and is not in the pick until it is done', async () => {
+    expect(world.cli(['todo', 'add', 'Schema', '--id', 'schema']).code).toBe(0);
+    expect(world.cli(['todo', 'add', 'Write the docs', '--id', 'write-docs', '--after', 'schema']).code).toBe(0);
+    const offered = async () => {
+      let todos: (string | undefined)[] = [];
+      double.answers.quickPick.push((items: { todo?: string }[]) => {
+        todos = items.map((item) => item.todo);
+        return undefined;
+      });
+      await run('turnkeeper.startTurn');
+      return todos;
+    };
+    expect(await offered()).toStrictEqual(['fix-login', 'schema']);
+    expect(node('write-docs')).toMatchObject({ contextValue: 'todo.blocked', description: 'Write the docs · after schema' });
+    expect(world.cli(['todo', 'done', 'schema']).code).toBe(0);
+    // The control: its dependency done, it is offered.
+    expect(await offered()).toStrictEqual(['fix-login', 'write-docs']);
+    expect(node('write-docs')).toMatchObject({ contextValue: 'todo.open' });
+  });
+
   it('picks a Todo and an agent, runs the agent in a terminal through the launcher, and the Todos view shows the new holder after its first hook', async () => {
     expect(world.cli(['todo', 'add', 'Write the docs', '--id', 'write-docs']).code).toBe(0);
     await ctx.refresh();

@@ -164,6 +164,52 @@ describe('Todos view model', () => {
     expect(groups[2]!.children![0]).toMatchObject({ contextValue: 'todo.done', description: 'Old task', icon: 'pass' });
   });
 
+  it('fills Blocked with the Todos waiting on an undone dependency and those a person blocked, naming the reason and every dependency in the tooltip', () => {
+    const waiting: TodoRowView[] = [
+      { goal: '/r', id: 'schema', title: 'Schema', status: 'open' },
+      {
+        goal: '/r',
+        id: 'deploy',
+        title: 'Deploy',
+        status: 'open',
+        after: [
+          { id: 'schema', status: 'open' },
+          { id: 'old-task', status: 'done' },
+        ],
+      },
+      { goal: '/r', id: 'docs', title: 'Docs', status: 'open', after: [{ id: 'old-task', status: 'done' }] },
+      { goal: '/r', id: 'needs-key', title: 'Needs a key', status: 'blocked', blockReason: 'waiting for the *API* key' },
+      { goal: '/r', id: 'old-task', title: 'Old task', status: 'done' },
+    ];
+    const groups = todoNodes(waiting, snapshot({ leases: [] }), NOW);
+    expect(groups.map((group) => [group.id, group.children!.map((node) => node.label)])).toStrictEqual([
+      ['todos/open', ['schema', 'docs']],
+      ['todos/blocked', ['deploy', 'needs-key']],
+      ['todos/done', ['old-task']],
+    ]);
+    const [deploy, key] = groups[1]!.children!;
+    // No Start Turn on a waiting Todo: its start would be refused [todo_blocked].
+    expect(deploy).toMatchObject({ contextValue: 'todo.blocked', icon: 'circle-slash', description: 'Deploy · after schema' });
+    expect(deploy!.tooltip).toContain('status open (blocked: waits on schema)');
+    expect(deploy!.tooltip).toContain('after schema (open), old-task (done) — ready once every one is done');
+    expect(key).toMatchObject({ contextValue: 'todo.blocked', description: 'Needs a key' });
+    expect(key!.tooltip).toContain('blocked by a person: waiting for the \\*API\\* key — lift it: `turnkeeper todo unblock needs-key`');
+    // The control: a Todo whose dependencies are all done stays Open and can be started.
+    expect(groups[0]!.children![1]).toMatchObject({ contextValue: 'todo.open', description: 'Docs' });
+    expect(groups[0]!.children![1]!.tooltip).toContain('after old-task (done)');
+    expect(groups[0]!.children![1]!.tooltip).not.toContain('ready once');
+  });
+
+  it('a held Todo whose dependency was reopened shows in Blocked but keeps its holder and Mark Done', () => {
+    const [active] = snapshot().leases;
+    const groups = todoNodes(
+      [{ goal: '/r', id: 'fix-login', title: 'Fix login', status: 'open', after: [{ id: 'schema', status: 'open' }] }],
+      snapshot({ leases: [active!] }),
+      NOW,
+    );
+    expect(groups[1]!.children![0]).toMatchObject({ id: 'todo//r/fix-login', contextValue: 'todo.held', icon: 'lock' });
+  });
+
   it('shows an expired lease as a hold, a holder without a known checkout without one, and nothing at all without Todos', () => {
     const [expired] = todoNodes(todos, held(), Date.parse('2026-11-30T13:00:00.000Z'))[0]!.children!;
     expect(expired).toMatchObject({ icon: 'watch', contextValue: 'todo.held', description: 'codex:s1 · epoch 2 · expired (still held)' });

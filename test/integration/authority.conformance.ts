@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { ReceiptDocument } from '../../src/core/receipts';
 import { buildCapture } from '../../src/core/capture';
 import { digestText } from '../../src/core/canonical';
-import { TodoExistsError, type Authority, type ClaimInput } from '../../src/store/authority';
+import { TodoDependencyError, TodoExistsError, type Authority, type ClaimInput } from '../../src/store/authority';
 import { RENEWAL_INTERVAL_MS } from '../../src/core/lease';
 import type { Owner } from '../../src/core/ids';
 import { consistencyProof, inclusionProof, leafHash, TreeBuilder, treeRoot, verifyConsistency, verifyInclusion, type HashReader } from '../../src/core/merkle';
@@ -134,8 +134,10 @@ export function authorityConformance(name: string, factory: AuthorityFactory): v
       'refuses unknown and closed Todos',
       withAuthority(async (a) => {
         expect((await a.claim(claimInput('codex:s1', 't1', 'no-such'), T0)).kind).toBe('unknown_todo');
+        await a.setTodoStatus(GOAL, 'fix-login', 'done', T0);
+        expect(await a.claim(claimInput('codex:s1', 't1'), T0)).toStrictEqual({ kind: 'todo_not_open', status: 'done' });
         await a.setTodoStatus(GOAL, 'fix-login', 'blocked', T0);
-        expect(await a.claim(claimInput('codex:s1', 't1'), T0)).toStrictEqual({ kind: 'todo_not_open', status: 'blocked' });
+        expect(await a.claim(claimInput('codex:s1', 't1'), T0)).toStrictEqual({ kind: 'todo_blocked', status: 'blocked', waitingOn: [], blockReason: null });
         expect(await a.listLeases()).toHaveLength(0);
         expect(await a.activeLeaseCount()).toBe(0);
       }),
@@ -309,6 +311,183 @@ export function authorityConformance(name: string, factory: AuthorityFactory): v
         expect(first).toMatchObject({ ok: true, breaks: [] });
         expect(second).toMatchObject({ ok: true, breaks: [] });
         expect(await a.getTodo(GOAL, 'write-docs')).toMatchObject({ status: 'blocked' });
+      }),
+    );
+
+    // Issue 20 item 5: dependencies and the next Todo. Waiting is derived from the edges when read.
+    const ids = (todos: readonly { id: string }[]) => todos.map((todo) => todo.id);
+    const kindsOf = async (a: Authority) => (await a.receipts({ limit: 1000 })).map((row) => JSON.parse(row.doc) as ReceiptDocument);
+
+    it(
+      'a Todo added --after others waits until each is done: next lists the ready ones oldest first, and a claim of a waiting one is refused naming them',
+      withAuthority(async (a) => {
+        await a.addTodo({ goal: GOAL, id: 'schema', title: 'Schema', body: '' }, T0 + 1);
+        await a.addTodo({ goal: GOAL, id: 'migrate', title: 'Migrate', body: '', after: ['schema'] }, T0 + 2);
+        await a.addTodo({ goal: GOAL, id: 'deploy', title: 'Deploy', body: '', after: ['schema', 'migrate', 'schema'] }, T0 + 3);
+        expect(ids(await a.readyTodos(GOAL, 10))).toStrictEqual(['fix-login', 'schema']);
+        expect(ids(await a.readyTodos(GOAL, 1))).toStrictEqual(['fix-login']);
+        expect(await a.dependenciesOfLive(GOAL)).toStrictEqual([
+          { goal: GOAL, todo: 'deploy', dependency: 'migrate', status: 'open' },
+          { goal: GOAL, todo: 'deploy', dependency: 'schema', status: 'open' },
+          { goal: GOAL, todo: 'migrate', dependency: 'schema', status: 'open' },
+        ]);
+        const added = (await kindsOf(a)).find((doc) => doc.kind === 'todo_added' && doc.todo === 'deploy');
+        expect(added?.detail).toStrictEqual({ after: 'schema migrate' });
+
+        expect(await a.claim(claimInput('codex:s1', 't1', 'deploy'), T0 + 4)).toStrictEqual({
+          kind: 'todo_blocked',
+          status: 'open',
+          waitingOn: ['migrate', 'schema'],
+          blockReason: null,
+        });
+        expect(await a.activeLeaseCount(GOAL)).toBe(0);
+        const refusal = (await kindsOf(a))[0]!;
+        expect(refusal).toMatchObject({ kind: 'claim_refused', todo: 'deploy', detail: { reason: 'todo_blocked', waitingOn: 'migrate schema' } });
+
+        // A held Todo is not ready (someone works on it); done, its dependants are.
+        expect((await a.claim(claimInput('codex:s1', 't1', 'schema'), T0 + 5)).kind).toBe('acquired');
+        expect(ids(await a.readyTodos(GOAL, 10))).toStrictEqual(['fix-login']);
+        expect((await a.setTodoStatus(GOAL, 'schema', 'done', T0 + 6, { by: 'codex:s1', identifiedBy: 'agent_environment', force: false }))?.kind).toBe(
+          'changed',
+        );
+        expect(ids(await a.readyTodos(GOAL, 10))).toStrictEqual(['fix-login', 'migrate']);
+        expect((await a.claim(claimInput('codex:s2', 't2', 'deploy'), T0 + 7)).kind).toBe('todo_blocked');
+        await a.setTodoStatus(GOAL, 'migrate', 'done', T0 + 8);
+        expect(ids(await a.readyTodos(GOAL, 10))).toStrictEqual(['fix-login', 'deploy']);
+        // The control: the same claim, its dependencies done, acquires.
+        expect((await a.claim(claimInput('codex:s2', 't3', 'deploy'), T0 + 9)).kind).toBe('acquired');
+        // A dependency reopened: its open dependants wait again, derived at once; the holder keeps its lease.
+        await a.setTodoStatus(GOAL, 'schema', 'open', T0 + 10);
+        expect((await a.dependenciesOfLive(GOAL)).filter((edge) => edge.status !== 'done').map((edge) => edge.todo)).toStrictEqual(['deploy']);
+        expect(await a.claim(claimInput('codex:s2', 't3', 'deploy'), T0 + 11)).toMatchObject({ kind: 'replayed' });
+        // Another Goal's Todos are not this Goal's next.
+        await a.addTodo({ goal: '/other', id: 'theirs', title: 'Theirs', body: '' }, T0 + 12);
+        expect(ids(await a.readyTodos(GOAL, 10))).toStrictEqual(['fix-login', 'schema']);
+      }),
+    );
+
+    it(
+      'refuses a dependency on an unknown Todo, on itself, or one that closes a cycle, with a typed error and nothing changed',
+      withAuthority(async (a) => {
+        const before = (await a.receipts({ limit: 1000 })).length;
+        const refusal = (promise: Promise<unknown>) =>
+          promise.then(
+            () => undefined,
+            (error: unknown) => (error instanceof TodoDependencyError ? { why: error.why, ids: error.ids } : error),
+          );
+        expect(await refusal(a.addTodo({ goal: GOAL, id: 'later', title: 'Later', body: '', after: ['fix-login', 'no-such'] }, T0 + 1))).toStrictEqual({
+          why: 'unknown_todo',
+          ids: ['no-such'],
+        });
+        expect(await refusal(a.addTodo({ goal: GOAL, id: 'later', title: 'Later', body: '', after: ['later'] }, T0 + 1))).toStrictEqual({
+          why: 'cycle',
+          ids: ['later', 'later'],
+        });
+        // Another Goal's Todo of the same id is no dependency of this Goal's.
+        await a.addTodo({ goal: '/other', id: 'theirs', title: 'Theirs', body: '' }, T0 + 1);
+        expect(await refusal(a.addTodo({ goal: GOAL, id: 'later', title: 'Later', body: '', after: ['theirs'] }, T0 + 1))).toMatchObject({
+          why: 'unknown_todo',
+        });
+        expect(await a.getTodo(GOAL, 'later')).toBeUndefined();
+        expect((await a.receipts({ limit: 1000 })).length).toBe(before + 1);
+
+        await a.addTodo({ goal: GOAL, id: 'api', title: 'API', body: '', after: ['fix-login'] }, T0 + 2);
+        await a.addTodo({ goal: GOAL, id: 'ui', title: 'UI', body: '', after: ['api'] }, T0 + 3);
+        await a.addTodo({ goal: GOAL, id: 'docs', title: 'Docs', body: '' }, T0 + 4);
+        const edges = await a.dependenciesOfLive(GOAL);
+        // fix-login after ui would be fix-login -> ui -> api -> fix-login.
+        expect(await refusal(a.changeDependencies(GOAL, 'fix-login', { add: ['docs', 'ui'] }, T0 + 5))).toStrictEqual({
+          why: 'cycle',
+          ids: ['fix-login', 'ui', 'api', 'fix-login'],
+        });
+        expect(await a.dependenciesOfLive(GOAL)).toStrictEqual(edges);
+        // The control: an edge that closes no cycle is added, with its receipt.
+        expect(await a.changeDependencies(GOAL, 'fix-login', { add: ['docs'] }, T0 + 6)).toMatchObject({ added: ['docs'], removed: [], waitingOn: ['docs'] });
+        expect((await kindsOf(a))[0]).toMatchObject({
+          kind: 'todo_dependencies_changed',
+          todo: 'fix-login',
+          detail: { added: 'docs', removed: '', waitingOn: 'docs' },
+        });
+        // Removing one, and asking for nothing new: the second writes no receipt.
+        expect(await a.changeDependencies(GOAL, 'ui', { remove: ['api', 'docs'] }, T0 + 7)).toMatchObject({ removed: ['api'], waitingOn: [] });
+        const count = (await a.receipts({ limit: 1000 })).length;
+        expect(await a.changeDependencies(GOAL, 'ui', { remove: ['api'] }, T0 + 8)).toMatchObject({ added: [], removed: [] });
+        expect((await a.receipts({ limit: 1000 })).length).toBe(count);
+        // Now fix-login after ui closes no cycle.
+        expect((await a.changeDependencies(GOAL, 'fix-login', { add: ['ui'] }, T0 + 9))?.added).toStrictEqual(['ui']);
+        expect(await a.changeDependencies(GOAL, 'no-such', { add: ['ui'] }, T0 + 10)).toBeUndefined();
+      }),
+    );
+
+    it(
+      'two halves of a cycle written at once: one is refused, whichever comes second',
+      withAuthority(async (a) => {
+        await a.addTodo({ goal: GOAL, id: 'left', title: 'Left', body: '' }, T0 + 1);
+        const results = await Promise.allSettled([
+          a.changeDependencies(GOAL, 'fix-login', { add: ['left'] }, T0 + 2),
+          a.changeDependencies(GOAL, 'left', { add: ['fix-login'] }, T0 + 2),
+        ]);
+        expect(results.map((result) => result.status).sort()).toStrictEqual(['fulfilled', 'rejected']);
+        const rejected = results.find((result) => result.status === 'rejected')!;
+        expect(rejected.reason).toBeInstanceOf(TodoDependencyError);
+        expect(await a.dependenciesOfLive(GOAL)).toHaveLength(1);
+      }),
+    );
+
+    it(
+      "goal move carries the edges (both ends' Goal, by the foreign keys' cascade) and a renamed colliding Todo's",
+      withAuthority(async (a) => {
+        const OLD = '/old-goal';
+        await a.addTodo({ goal: OLD, id: 'schema', title: 'Schema', body: '' }, T0);
+        await a.addTodo({ goal: OLD, id: 'fix-login', title: 'Old fix', body: '', after: ['schema'] }, T0 + 1);
+        await a.addTodo({ goal: OLD, id: 'deploy', title: 'Deploy', body: '', after: ['schema', 'fix-login'] }, T0 + 2);
+        const to = { goal: GOAL, place: GOAL, checkout: GOAL, commonDir: null, goalKey: `local:${GOAL}`, displayName: 'repo' };
+        expect(await a.moveGoal(OLD, to, T0 + 3, { renameCollidingWith: 'moved' })).toMatchObject({
+          kind: 'moved',
+          renamed: [{ from: 'fix-login', to: 'fix-login-moved' }],
+        });
+        expect((await a.dependenciesOfLive(GOAL)).map((edge) => `${edge.todo}>${edge.dependency}:${edge.status}`)).toStrictEqual([
+          'deploy>fix-login-moved:open',
+          'deploy>schema:open',
+          'fix-login-moved>schema:open',
+        ]);
+        expect(await a.dependenciesOfLive(OLD)).toStrictEqual([]);
+        // GOAL's own fix-login (added by withAuthority) waits on nothing and is ready.
+        expect(ids(await a.readyTodos(GOAL, 10))).toStrictEqual(['fix-login', 'schema']);
+      }),
+    );
+
+    it(
+      "a person's block keeps its reason, refuses claims naming it, releases the holder's lease, and unblocking clears it",
+      withAuthority(async (a) => {
+        expect((await a.claim(claimInput('codex:s1', 't1'), T0)).kind).toBe('acquired');
+        // Another Owner's lease: refused without force, nothing changed.
+        expect(
+          await a.blockTodo(GOAL, 'fix-login', 'needs the API key', T0 + 1, { by: 'codex:s2', identifiedBy: 'self_declared', force: false }),
+        ).toMatchObject({
+          kind: 'refused',
+          why: 'not_owner',
+        });
+        expect(await a.getTodo(GOAL, 'fix-login')).toMatchObject({ status: 'open' });
+        const blocked = await a.blockTodo(GOAL, 'fix-login', 'needs the API key', T0 + 2, { by: 'codex:s1', identifiedBy: 'agent_environment', force: false });
+        expect(blocked).toMatchObject({ kind: 'changed', todo: { status: 'blocked', blockReason: 'needs the API key' }, released: { owner: 'codex:s1' } });
+        expect(await a.getTodo(GOAL, 'fix-login')).toMatchObject({ status: 'blocked', blockReason: 'needs the API key' });
+        expect((await kindsOf(a)).find((doc) => doc.kind === 'todo_status_changed')).toMatchObject({
+          detail: { from: 'open', to: 'blocked', reason: 'needs the API key' },
+        });
+        expect(await a.claim(claimInput('codex:s2', 't2'), T0 + 3)).toStrictEqual({
+          kind: 'todo_blocked',
+          status: 'blocked',
+          waitingOn: [],
+          blockReason: 'needs the API key',
+        });
+        expect(ids(await a.todosWithStatus('blocked', GOAL))).toStrictEqual(['fix-login']);
+        expect(await a.readyTodos(GOAL, 10)).toStrictEqual([]);
+        const reopened = await a.setTodoStatus(GOAL, 'fix-login', 'open', T0 + 4);
+        expect(reopened).toMatchObject({ kind: 'changed', todo: { status: 'open' } });
+        expect(reopened?.todo).not.toHaveProperty('blockReason');
+        expect(await a.getTodo(GOAL, 'fix-login')).not.toHaveProperty('blockReason');
+        expect((await a.claim(claimInput('codex:s2', 't2'), T0 + 5)).kind).toBe('acquired');
       }),
     );
   });

@@ -203,6 +203,34 @@ describe('an origin added to a repository in use', () => {
     expect(statusLeases()[0]).toMatchObject({ goal: newGoal, todo: 'fix-login', status: 'active', epoch: 1 });
   });
 
+  it("goal move carries the Todos' dependencies and block reasons (issue 20): the moved Todo still waits, by the edges' cascade", () => {
+    inUseWithoutOrigin();
+    expect(world.cli(['todo', 'add', 'Deploy', '--id', 'deploy', '--after', 'fix-login']).code).toBe(0);
+    expect(world.cli(['todo', 'add', 'Docs', '--id', 'docs-task']).code).toBe(0);
+    expect(world.cli(['todo', 'block', 'docs-task', '--reason', 'after the release']).code).toBe(0);
+    const newGoal = addOrigin();
+    const moved = world.cli(['goal', 'move', '--from', oldGoal]);
+    expect(moved.code, moved.stderr).toBe(0);
+    const listed = JSON.parse(world.cli(['todo', 'list', '--json']).stdout) as {
+      goal: string;
+      id: string;
+      state: string;
+      waitingOn?: string[];
+      blockReason?: string;
+    }[];
+    expect(listed.map((todo) => [todo.goal, todo.id, todo.state])).toStrictEqual([
+      [newGoal, 'fix-login', 'open'],
+      [newGoal, 'deploy', 'blocked'],
+      [newGoal, 'docs-task', 'blocked'],
+    ]);
+    expect(listed[1]).toMatchObject({ waitingOn: ['fix-login'] });
+    expect(listed[2]).toMatchObject({ blockReason: 'after the release' });
+    // The edge is the new Goal's, none is left under the old one.
+    const cycle = world.cli(['todo', 'block', 'fix-login', '--after', 'deploy']);
+    expect(cycle.stderr).toContain('fix-login waits on deploy waits on fix-login');
+    expect(verifyOk()).toBe(true);
+  });
+
   it('goal move of a Goal the store does not know, or of the current Goal, is refused', () => {
     inUseWithoutOrigin();
     // Before any change: the repository's Goal is already the current one.

@@ -49,6 +49,9 @@ async function seed(a: Authority): Promise<void> {
   await a.setTodoStatus(GOAL, 't1', 'done', (now += 1000));
   await a.addTodo({ goal: OTHER, id: 'o1', title: 'Other', body: '' }, (now += 1000));
   expect((await a.claim(claimInput('codex:o1', 'turn-o', 'o1', OTHER), (now += 1000))).kind).toBe('acquired');
+  // Dependencies (issue 20): t3 waits on t2 (open), t4's on t0 is done.
+  await a.changeDependencies(GOAL, 't3', { add: ['t2'] }, (now += 1000));
+  await a.changeDependencies(GOAL, 't4', { add: ['t0'] }, (now += 1000));
 }
 
 /** What status, the views and `todo list` read on a change, with the bounds they use. */
@@ -64,11 +67,13 @@ async function liveReads(a: Authority): Promise<void> {
     await a.todosWithStatus('open', goal);
     await a.todosWithStatus('blocked', goal);
     await a.todosWithStatus('done', goal, 51);
+    await a.dependenciesOfLive(goal);
   }
+  await a.readyTodos(GOAL, 11);
 }
 
 /** The full-scan-able tables: a plan may read them only through an index. */
-const TABLES = ['leases', 'captures', 'receipts', 'receipt_index', 'todos', 'ready_captures'];
+const TABLES = ['leases', 'captures', 'receipts', 'receipt_index', 'todos', 'ready_captures', 'todo_deps'];
 
 function behaviour(name: string, open: () => Promise<{ authority: Authority; dispose: () => Promise<void> | void }>): void {
   describe(`${name}: the bounded snapshot`, () => {
@@ -111,6 +116,14 @@ function behaviour(name: string, open: () => Promise<{ authority: Authority; dis
         expect((await a.todosWithStatus('open')).map((t) => `${t.goal === GOAL ? 'G' : 'O'}:${t.id}`)).toStrictEqual([
           ...(GOAL < OTHER ? ['G:t2', 'G:t3', 'G:t4', 'O:o1'] : ['O:o1', 'G:t2', 'G:t3', 'G:t4']),
         ]);
+        // The edges of the live Todos, and the ready ones: t3 waits on t2, t4 is held, so t2 alone.
+        expect((await a.dependenciesOfLive(GOAL)).map((e) => [e.todo, e.dependency, e.status])).toStrictEqual([
+          ['t3', 't2', 'open'],
+          ['t4', 't0', 'done'],
+        ]);
+        expect(await a.dependenciesOfLive(OTHER)).toStrictEqual([]);
+        expect((await a.readyTodos(GOAL, 10)).map((t) => t.id)).toStrictEqual(['t2']);
+        expect((await a.readyTodos(OTHER, 10)).map((t) => t.id)).toStrictEqual([]);
       } finally {
         await dispose();
       }
@@ -183,6 +196,17 @@ describe('SQLite: query plans of status, the views and todo list', () => {
       );
       expect(planOf('SELECT seq, doc, hash FROM receipts WHERE seq IN')).toMatch(
         /SEARCH receipt_index USING (COVERING )?INDEX receipt_index_by_kind \(kind=\? AND seq<\?\)/,
+      );
+      // issue 20: the ready Todos in the index's order (no sort), each test a key probe; the live edges from the live Todos.
+      expect(planOf("FROM todos t WHERE t.status = 'open' AND t.goal = ?")).toMatch(/SEARCH t USING INDEX todos_by_status \(status=\? AND goal=\?\)/);
+      expect(planOf("FROM todos t WHERE t.status = 'open' AND t.goal = ?")).not.toMatch(/TEMP B-TREE/);
+      expect(planOf("FROM todos t WHERE t.status = 'open' AND t.goal = ?")).toMatch(
+        /SEARCH l USING (COVERING )?INDEX leases_one_active_per_todo \(goal=\? AND todo=\?\)/,
+      );
+      expect(planOf("FROM todos t WHERE t.status = 'open' AND t.goal = ?")).toMatch(/SEARCH d USING PRIMARY KEY \(goal=\? AND todo=\?\)/);
+      // From the live Todos outwards (CROSS JOIN fixes the order): never every edge of the Goal, done Todos' included.
+      expect(planOf("WHERE t.status IN ('open', 'blocked') AND t.goal = ?")).toMatch(
+        /^SEARCH t USING (COVERING )?INDEX todos_by_status \(status=\? AND goal=\?\) \| SEARCH d USING PRIMARY KEY \(goal=\? AND todo=\?\) \| SEARCH u USING PRIMARY KEY/,
       );
       expect(planOf('FROM todos WHERE status = ? AND goal = ? ORDER BY goal DESC')).toMatch(
         /SEARCH todos USING INDEX todos_by_status \(status=\? AND goal=\?\)/,

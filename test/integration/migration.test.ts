@@ -187,7 +187,7 @@ describe('a store of the previous release (user_version 1, Goals keyed by path)'
       }),
     ]);
     expect(rawRead((db) => db.pragma('user_version', { simple: true }))).toBe(SCHEMA_VERSION);
-    expect(SCHEMA_VERSION).toBe(4);
+    expect(SCHEMA_VERSION).toBe(5);
     // v3: the receipts written before get their Merkle tree rows (one leaf each, nodes over them).
     const tree = rawRead(
       (db) => db.prepare('SELECT level, idx, hash FROM receipt_tree ORDER BY level, idx').all() as { level: number; idx: number; hash: Buffer }[],
@@ -369,6 +369,61 @@ function rawWrite(write: (db: Database.Database) => void): void {
     db.close();
   }
 }
+
+describe('a store of schema v4 (issue 19) upgraded to v5 (issue 20: dependencies)', () => {
+  /** The schema's own statements, in a stable order: what a store is made of. */
+  const schemaOf = () => rawRead((db) => db.prepare("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name").all());
+
+  it("keeps every Todo, status, lease and receipt, verifies, and then takes dependencies; its schema is a new store's", () => {
+    // A store written through the CLI and a real hook: Todos open, done and blocked, a held lease.
+    for (const [title, id] of [
+      ['Fix login', 'fix-login'],
+      ['Write docs', 'write-docs'],
+      ['Needs a key', 'needs-key'],
+    ] as const)
+      expect(world.cli(['todo', 'add', title, '--id', id]).code).toBe(0);
+    const claim = world.cli(['hook', '--agent', 'codex'], { input: prompt('sess-v4', 'turn-1', 'work on #todo:fix-login') });
+    expect(contextOf(claim.stdout)).toMatch(/^Turnkeeper: Todo fix-login · capture cap_/);
+    expect(world.cli(['todo', 'done', 'write-docs']).code).toBe(0);
+    const fresh = schemaOf();
+    // Back to exactly what v4 made: v5 only adds a column and a table (schema.ts), so removing them is v4.
+    const db = new Database(world.db);
+    db.exec('DROP TABLE todo_deps; ALTER TABLE todos DROP COLUMN block_reason;');
+    db.prepare("UPDATE todos SET status = 'blocked' WHERE id = 'needs-key'").run();
+    db.pragma('user_version = 4');
+    db.close();
+    const receipts = receiptRows();
+    const todos = rawRead((db) => db.prepare('SELECT * FROM todos ORDER BY id').all() as Record<string, unknown>[]);
+    const leases = rawRead((db) => db.prepare('SELECT * FROM leases').all());
+    expect(rawRead((db) => db.prepare("SELECT name FROM sqlite_master WHERE name = 'todo_deps'").all())).toStrictEqual([]);
+
+    // The first process after the upgrade.
+    const list = world.cli(['todo', 'list', '--json']);
+    expect(list.code, list.stderr).toBe(0);
+    expect(rawRead((db) => db.pragma('user_version', { simple: true }))).toBe(5);
+    expect((JSON.parse(list.stdout) as { id: string; status: string }[]).map((todo) => [todo.id, todo.status])).toStrictEqual([
+      ['fix-login', 'open'],
+      ['write-docs', 'done'],
+      ['needs-key', 'blocked'],
+    ]);
+    expect(receiptRows()).toStrictEqual(receipts);
+    expect(rawRead((db) => db.prepare('SELECT * FROM todos ORDER BY id').all())).toStrictEqual(todos.map((todo) => ({ ...todo, block_reason: null })));
+    expect(rawRead((db) => db.prepare('SELECT * FROM leases').all())).toStrictEqual(leases);
+    expect(schemaOf()).toStrictEqual(fresh);
+    const verify = world.cli(['verify', '--json']);
+    expect(verify.code, verify.stdout).toBe(0);
+
+    // And the new rows work on the upgraded store: a dependency, refused cycles, the next Todo.
+    expect(world.cli(['todo', 'add', 'Release', '--id', 'release', '--after', 'fix-login,needs-key']).code).toBe(0);
+    const cycle = world.cli(['todo', 'block', 'fix-login', '--after', 'release', '--json']);
+    expect(cycle.code).toBe(1);
+    expect(JSON.parse(cycle.stdout)).toMatchObject({ ok: false, reason: 'dependency_cycle', ids: ['fix-login', 'release', 'fix-login'] });
+    const next = world.cli(['next', '--json']);
+    expect(next.code, next.stderr).toBe(0);
+    // fix-login is held, needs-key blocked, write-docs done, release waits: nothing is ready.
+    expect(JSON.parse(next.stdout)).toStrictEqual([]);
+  });
+});
 
 describe('resume of a capture whose worktree was removed', () => {
   it('[checkout_missing] with the command that recreates the worktree at its branch; after running it, resume passes', () => {

@@ -36,6 +36,8 @@ async function freshStore(): Promise<{ url: string; name: string }> {
 const CLIENT_NOW_ARG: Record<string, number> = {
   addTodo: 1,
   setTodoStatus: 3,
+  blockTodo: 3,
+  changeDependencies: 3,
   claim: 1,
   renew: 1,
   release: 1,

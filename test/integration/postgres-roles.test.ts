@@ -323,4 +323,28 @@ describe('a store made by the previous release (schema v1) and its hook role', (
     });
     expect(add.status, add.stderr).toBe(0);
   });
+
+  it('v5 (dependencies): the role granted before may add and drop edges through the CLI, never UPDATE one; the database refuses an unknown Todo or a self-edge whatever writes it', async () => {
+    const run = (...args: string[]) =>
+      spawnSync(process.execPath, [CLI, ...args], { cwd: repo, env: { ...baseEnv, TURNKEEPER_STORE: v1HookStore() }, encoding: 'utf8' });
+    const added = run('todo', 'add', 'Ship it', '--id', 'ship', '--after', 'migrated');
+    expect(added.status, added.stderr).toBe(0);
+    expect(run('todo', 'list').stdout).toContain('(waits on migrated)');
+    const hook = await connect(v1HookStore());
+    try {
+      const goal = (await hook.query<{ goal: string }>("SELECT goal FROM turnkeeper.todos WHERE id = 'ship'")).rows[0]!.goal;
+      expect((await refusal(hook, "UPDATE turnkeeper.todo_deps SET dependency = 'ship' WHERE todo = 'ship'")).code).toBe('42501');
+      // 23503 foreign_key_violation, 23514 check_violation: the database's own rules, for every role.
+      expect((await refusal(hook, `INSERT INTO turnkeeper.todo_deps VALUES ('${goal}', 'ship', 'no-such', 0)`)).code).toBe('23503');
+      expect((await refusal(hook, `INSERT INTO turnkeeper.todo_deps VALUES ('${goal}', 'ship', 'ship', 0)`)).code).toBe('23514');
+      expect((await hook.query('SELECT todo, dependency FROM turnkeeper.todo_deps')).rows).toStrictEqual([{ todo: 'ship', dependency: 'migrated' }]);
+    } finally {
+      await hook.end();
+    }
+    // The control: dropping the edge (DELETE) is what the role may do, with its receipt.
+    const dropped = run('todo', 'unblock', 'ship', '--after', 'migrated');
+    expect(dropped.status, dropped.stderr).toBe(0);
+    expect(dropped.stdout).toContain('no longer waits on migrated');
+    expect(JSON.parse(run('next', '--json').stdout)).toEqual(expect.arrayContaining([expect.objectContaining({ id: 'ship' })]));
+  });
 });
