@@ -1,11 +1,11 @@
 // `turnkeeper receipts export|attestation`, `turnkeeper checkpoint` and `turnkeeper verify --bundle`
 // (docs/receipts.md, "Checkpoints", "Export", "Launch attestations"). Plain `turnkeeper receipts`
 // (the log, newest first) stays in inspect.ts.
-import { closeSync, constants, fstatSync, openSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { writeFileAtomicStreaming } from '../files/atomicFile';
 import { checkpointsOf, SigningRefused } from '../ledger/checkpoints';
-import { checkInclusionProof, exportBundle, ExportRefused, signersOf, verifyBundleBytes } from '../ledger/bundle';
+import { BundleUnreadable, checkInclusionProof, exportBundle, ExportRefused, signersOf, verifyBundleFile } from '../ledger/bundle';
 import { launchAttestation } from '../ledger/attestation';
 import { readPublicKey, trustedKeys, type TrustedKey } from '../ledger/keys';
 import { storePath } from '../store/location';
@@ -283,32 +283,18 @@ function verifyProofCommand(args: string[], io: Io): number {
   return verdict.ok ? EXIT.done : EXIT.refused;
 }
 
-/**
- * A bundle's bytes, from a regular file only (O_NONBLOCK: a FIFO is refused, not waited on; /dev/zero
- * and other devices are refused before a byte is read).
- */
-function readRegularFile(path: string): Buffer {
-  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
-  try {
-    if (!fstatSync(fd).isFile()) throw new Error('not a regular file');
-    return readFileSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** `turnkeeper verify --bundle <file> [--key <k>]…`: no store is opened. */
+/** `turnkeeper verify --bundle <file> [--key <k>]…`: no store is opened; the file is read as a stream (ledger/bundle.ts). */
 function verifyBundleCommand(file: string, keys: readonly string[] | undefined, json: boolean, io: Io): number {
-  let bytes: Buffer;
+  let report;
   try {
-    bytes = readRegularFile(resolve(io.cwd, file));
+    report = verifyBundleFile(resolve(io.cwd, file), keysFrom(io, keys));
   } catch (error) {
-    const message = `cannot read ${file}: ${(error as Error).message}`;
+    if (!(error instanceof BundleUnreadable)) throw error;
+    const message = `cannot read ${file}: ${error.message}`;
     if (json) printJson(io, { ok: false, verified: 0, breaks: [], error: { code: 'no_bundle', message } });
     else io.err(`${message}\n`);
     return EXIT.refused;
   }
-  const report = verifyBundleBytes(bytes, keysFrom(io, keys));
   const signers = signersOf(report);
   if (json)
     printJson(io, {

@@ -1,7 +1,8 @@
 // Export bundles and their offline check (docs/receipts.md, "Export and offline verification"): the
 // stored documents from a seq to a freshly signed head, with that checkpoint in the header line, and
 // what `verify --bundle` and `verify --proof` check of them without a store.
-import { bundleHeaderLine, bundleLinesOf, parseCheckpoint, verifyBundle, type BundleReport } from '../core/checkpoint';
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
+import { bundleHeaderLine, bundleLinesOfChunks, parseCheckpoint, verifyBundle, type BundleReport } from '../core/checkpoint';
 import type { ChainReport } from '../core/receipts';
 import { leafHash, verifyInclusion } from '../core/merkle';
 import type { Authority } from '../store/authority';
@@ -50,9 +51,57 @@ export async function exportBundle(
   return { from: first, to, checkpoint };
 }
 
-/** Verifies a bundle's bytes with these keys (no store). */
-export function verifyBundleBytes(bytes: Buffer, keys: readonly TrustedKey[]): BundleReport {
-  return verifyBundle(bundleLinesOf(bytes), noteVerifier(keys));
+/** The bundle file cannot be opened or read, or is not a regular file: nothing was verified. */
+export class BundleUnreadable extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'BundleUnreadable';
+  }
+}
+
+/** How much of a bundle file is read at a time; with one line (core/checkpoint.ts MAX_BUNDLE_LINE), all it holds. */
+const BUNDLE_CHUNK = 1 << 20;
+
+/**
+ * `verify --bundle`: verifies the bundle file at `path` with these keys (no store), reading it as a
+ * stream: one chunk and one line at a time, the Merkle tree folded as the lines pass (TreeBuilder keeps
+ * O(log n) hashes), so memory does not grow with the bundle. A regular file only, opened O_NONBLOCK:
+ * a FIFO is refused, not waited on; /dev/zero and other devices are refused before a byte is read.
+ */
+export function verifyBundleFile(path: string, keys: readonly TrustedKey[]): BundleReport {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (error) {
+    throw new BundleUnreadable((error as Error).message);
+  }
+  try {
+    let regular = false;
+    try {
+      regular = fstatSync(fd).isFile();
+    } catch (error) {
+      throw new BundleUnreadable((error as Error).message);
+    }
+    if (!regular) throw new BundleUnreadable('not a regular file');
+    return verifyBundle(bundleLinesOfChunks(chunksOf(fd)), noteVerifier(keys));
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The file's bytes in chunks, one buffer reused for every read (bundleLinesOfChunks copies what it keeps). */
+function* chunksOf(fd: number): Generator<Uint8Array> {
+  const buffer = Buffer.allocUnsafe(BUNDLE_CHUNK);
+  for (;;) {
+    let read: number;
+    try {
+      read = readSync(fd, buffer, 0, buffer.length, null);
+    } catch (error) {
+      throw new BundleUnreadable((error as Error).message);
+    }
+    if (read === 0) return;
+    yield buffer.subarray(0, read);
+  }
 }
 
 type ProofVerdict =
