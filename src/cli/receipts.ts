@@ -46,14 +46,9 @@ async function exportCommand(args: string[], io: Io): Promise<number> {
   const out = values.out === undefined ? undefined : resolve(io.cwd, values.out);
   try {
     // To a file: written beside the target and renamed over it only once the export succeeded, so a
-    // refused export (a broken chain) leaves the previous bundle as it was. To stdout: in chunks of
-    // up to 4 MiB.
-    const exportTo = async (write: (text: string) => void) => {
-      const sink = batched(write);
-      const exported = await exportBundle(store, goalOrNone(io), from, (chunk) => sink.push(chunk));
-      sink.flush();
-      return exported;
-    };
+    // refused export (a broken chain) leaves the previous bundle as it was. To stdout: in the chunks
+    // exportBundle writes (about 64 KiB each).
+    const exportTo = (write: (text: string) => void) => exportBundle(store, goalOrNone(io), from, write);
     const result = out === undefined ? await exportTo((text) => io.out(text)) : await writeFileAtomicStreaming(out, 0o644, exportTo);
     if (values.json)
       printJson(io, {
@@ -148,26 +143,6 @@ async function consistencyCommand(args: string[], io: Io): Promise<number> {
   } finally {
     store.close();
   }
-}
-
-/** Gathers an export's many small chunks (one page of receipts each) into writes of up to 4 MiB. */
-function batched(write: (text: string) => void): { push(chunk: string): void; flush(): void } {
-  const chunks: string[] = [];
-  let size = 0;
-  const flush = () => {
-    if (chunks.length === 0) return;
-    write(chunks.join(''));
-    chunks.length = 0;
-    size = 0;
-  };
-  return {
-    push: (chunk) => {
-      chunks.push(chunk);
-      size += chunk.length;
-      if (size > 1 << 22) flush();
-    },
-    flush,
-  };
 }
 
 async function attestationCommand(args: string[], io: Io): Promise<number> {
