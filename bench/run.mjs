@@ -11,6 +11,8 @@
 // BENCH_PROVE_RECEIPTS, default 1,000,000, sizes its store).
 // BENCH_ONLY=live runs only rows L1–L2 (status --json and one extension refresh at R10k, R100k, T100k;
 // R1M too with BENCH_LIVE_1M=1; BENCH_LIVE_RUNS, default 10, runs of each; bench/lib/live.mjs).
+// BENCH_ONLY=bundle runs only rows B3 (verify, receipts export and verify --bundle at 1k, 100k, 1M
+// receipts: wall time and peak RSS, ratios to 1k; BENCH_BUNDLE_SIZES, BENCH_BUNDLE_RUNS; bench/lib/bundle.mjs).
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
@@ -19,6 +21,7 @@ import { performance } from 'node:perf_hooks';
 import { appendChain, DRIVER, loadProductStore, seedHistory, todoFields } from './lib/store.mjs';
 import { proofRows, proofTableRows } from './lib/proofs.mjs';
 import { liveRows } from './lib/live.mjs';
+import { bundleRows, bundleTableRows } from './lib/bundle.mjs';
 import {
   CLI,
   TIME_BIN,
@@ -147,6 +150,19 @@ async function main() {
         ...table(['row', 'measurement', 'n', 'median', 'p90', 'min', 'cpu/proc'], measurements, [0, 0, 1, 1, 1, 1, 1]),
         '',
         ...table(['row', 'comparison', 'value', 'baseline', 'base median', 'ratio', 'spread', 'target', 'result'], comparisons, [0, 0, 1, 0, 1, 1, 0, 0, 0]),
+      ].join('\n'),
+    );
+    return;
+  }
+  if (ONLY === 'bundle') {
+    const { measurements, comparisons } = bundleTableRows(await bundleRows({ root, repo, product, log, fail }));
+    console.log(
+      [
+        `Turnkeeper bench (BENCH_ONLY=bundle) · node ${process.version} · ${cpus().length} cpus · loadavg ${load0.toFixed(2)} → ${loadavg()[0].toFixed(2)} · ${((performance.now() - t0) / 1000).toFixed(0)} s`,
+        '',
+        ...table(['row', 'measurement', 'n', 'median', 'p90', 'min', 'peak RSS'], measurements, [0, 0, 1, 1, 1, 1, 1]),
+        '',
+        ...table(['row', 'comparison', 'value', 'baseline', 'base value', 'ratio', 'spread', 'target', 'result'], comparisons, [0, 0, 1, 0, 1, 1, 0, 0, 0]),
       ].join('\n'),
     );
     return;

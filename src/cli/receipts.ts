@@ -1,11 +1,11 @@
 // `turnkeeper receipts export|attestation`, `turnkeeper checkpoint` and `turnkeeper verify --bundle`
 // (docs/receipts.md, "Checkpoints", "Export", "Launch attestations"). Plain `turnkeeper receipts`
 // (the log, newest first) stays in inspect.ts.
-import { closeSync, constants, fstatSync, openSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { writeFileAtomicStreaming } from '../files/atomicFile';
 import { checkpointsOf, SigningRefused } from '../ledger/checkpoints';
-import { checkInclusionProof, exportBundle, ExportRefused, signersOf, verifyBundleBytes } from '../ledger/bundle';
+import { BundleUnreadable, checkInclusionProof, exportBundle, ExportRefused, signersOf, verifyBundleFile } from '../ledger/bundle';
 import { launchAttestation } from '../ledger/attestation';
 import { readPublicKey, trustedKeys, type TrustedKey } from '../ledger/keys';
 import { storePath } from '../store/location';
@@ -46,14 +46,9 @@ async function exportCommand(args: string[], io: Io): Promise<number> {
   const out = values.out === undefined ? undefined : resolve(io.cwd, values.out);
   try {
     // To a file: written beside the target and renamed over it only once the export succeeded, so a
-    // refused export (a broken chain) leaves the previous bundle as it was. To stdout: in chunks of
-    // up to 4 MiB.
-    const exportTo = async (write: (text: string) => void) => {
-      const sink = batched(write);
-      const exported = await exportBundle(store, goalOrNone(io), from, (chunk) => sink.push(chunk));
-      sink.flush();
-      return exported;
-    };
+    // refused export (a broken chain) leaves the previous bundle as it was. To stdout: in the chunks
+    // exportBundle writes (about 64 KiB each).
+    const exportTo = (write: (text: string) => void) => exportBundle(store, goalOrNone(io), from, write);
     const result = out === undefined ? await exportTo((text) => io.out(text)) : await writeFileAtomicStreaming(out, 0o644, exportTo);
     if (values.json)
       printJson(io, {
@@ -148,26 +143,6 @@ async function consistencyCommand(args: string[], io: Io): Promise<number> {
   } finally {
     store.close();
   }
-}
-
-/** Gathers an export's many small chunks (one page of receipts each) into writes of up to 4 MiB. */
-function batched(write: (text: string) => void): { push(chunk: string): void; flush(): void } {
-  const chunks: string[] = [];
-  let size = 0;
-  const flush = () => {
-    if (chunks.length === 0) return;
-    write(chunks.join(''));
-    chunks.length = 0;
-    size = 0;
-  };
-  return {
-    push: (chunk) => {
-      chunks.push(chunk);
-      size += chunk.length;
-      if (size > 1 << 22) flush();
-    },
-    flush,
-  };
 }
 
 async function attestationCommand(args: string[], io: Io): Promise<number> {
@@ -283,32 +258,18 @@ function verifyProofCommand(args: string[], io: Io): number {
   return verdict.ok ? EXIT.done : EXIT.refused;
 }
 
-/**
- * A bundle's bytes, from a regular file only (O_NONBLOCK: a FIFO is refused, not waited on; /dev/zero
- * and other devices are refused before a byte is read).
- */
-function readRegularFile(path: string): Buffer {
-  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
-  try {
-    if (!fstatSync(fd).isFile()) throw new Error('not a regular file');
-    return readFileSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** `turnkeeper verify --bundle <file> [--key <k>]…`: no store is opened. */
+/** `turnkeeper verify --bundle <file> [--key <k>]…`: no store is opened; the file is read as a stream (ledger/bundle.ts). */
 function verifyBundleCommand(file: string, keys: readonly string[] | undefined, json: boolean, io: Io): number {
-  let bytes: Buffer;
+  let report;
   try {
-    bytes = readRegularFile(resolve(io.cwd, file));
+    report = verifyBundleFile(resolve(io.cwd, file), keysFrom(io, keys));
   } catch (error) {
-    const message = `cannot read ${file}: ${(error as Error).message}`;
+    if (!(error instanceof BundleUnreadable)) throw error;
+    const message = `cannot read ${file}: ${error.message}`;
     if (json) printJson(io, { ok: false, verified: 0, breaks: [], error: { code: 'no_bundle', message } });
     else io.err(`${message}\n`);
     return EXIT.refused;
   }
-  const report = verifyBundleBytes(bytes, keysFrom(io, keys));
   const signers = signersOf(report);
   if (json)
     printJson(io, {

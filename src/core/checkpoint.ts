@@ -156,8 +156,8 @@ export const bundleHeaderLine = (header: Omit<BundleHeader, 'schema'>): string =
     ...(header.prefix && header.prefix.length > 0 ? { prefix: header.prefix } : {}),
   });
 
-function parseBundleHeader(line: string | undefined): BundleHeader | undefined {
-  if (line === undefined) return undefined;
+function parseBundleHeader(line: string | null | undefined): BundleHeader | undefined {
+  if (line === undefined || line === null) return undefined;
   try {
     const value = JSON.parse(line) as Record<string, unknown>;
     if (
@@ -198,12 +198,23 @@ export interface BundleReport {
 /** A bundle's walk stops after this many breaks: enough to say what is wrong, bounded for a file of junk. */
 export const MAX_BUNDLE_BREAKS = 1000;
 
-/** One line of a bundle: its text, the digest of its bytes as given (`sha256:<hex>`), and its Merkle leaf hash. */
+/**
+ * One line of a bundle: its text (null for a line longer than MAX_BUNDLE_LINE, which is never held),
+ * the digest of its bytes as given (`sha256:<hex>`), and its Merkle leaf hash.
+ */
 export interface BundleLine {
-  readonly text: string;
+  readonly text: string | null;
   readonly hash: string;
   readonly leaf: Uint8Array;
 }
+
+/**
+ * The longest bundle line held as text: 1 MiB. A stored receipt is a few hundred bytes (the largest, a
+ * `checkpoint`, under 1 KB), so a longer line is not a receipt; it is hashed as it streams (its
+ * digest still links the next one) and named `content_altered` without being held: a file with no
+ * newline in it costs no more memory than one with many.
+ */
+export const MAX_BUNDLE_LINE = 1 << 20;
 
 /** SHA-256(0x00 || bytes) through Node's OpenSSL: merkle.ts leafHash, for bulk work. */
 function leafHashBulk(bytes: Uint8Array): Uint8Array {
@@ -213,19 +224,69 @@ function leafHashBulk(bytes: Uint8Array): Uint8Array {
 const LEAF_PREFIX = Uint8Array.of(0);
 let nodeCrypto: typeof import('node:crypto') | undefined;
 
-/**
- * A bundle's lines, each hashed over its bytes exactly as in the file (no decode and re-encode): "hash
- * what was stored", and twice as fast as hashing the decoded text of a 100,000-line bundle.
- */
-export function* bundleLinesOf(bytes: Buffer): Generator<BundleLine> {
-  for (let start = 0; start <= bytes.length;) {
-    let end = bytes.indexOf(0x0a, start);
-    if (end < 0) end = bytes.length;
-    const line = bytes.subarray(start, end);
-    yield { text: line.toString('utf8'), hash: digestBytesBulk(line), leaf: leafHashBulk(line) };
-    start = end + 1;
-  }
+/** A line split across chunks: its parts so far, or, past MAX_BUNDLE_LINE, only its running hashes. */
+interface PartialLine {
+  parts: Buffer[];
+  bytes: number;
+  digest?: import('node:crypto').Hash;
+  leaf?: import('node:crypto').Hash;
 }
+
+const wholeLine = (line: Uint8Array): BundleLine => ({
+  text: Buffer.from(line.buffer, line.byteOffset, line.byteLength).toString('utf8'),
+  hash: digestBytesBulk(line),
+  leaf: leafHashBulk(line),
+});
+
+function extendLine(partial: PartialLine, bytes: Buffer): void {
+  if (partial.digest === undefined && partial.bytes + bytes.length > MAX_BUNDLE_LINE) {
+    nodeCrypto ??= process.getBuiltinModule('node:crypto');
+    partial.digest = nodeCrypto.createHash('sha256');
+    partial.leaf = nodeCrypto.createHash('sha256').update(LEAF_PREFIX);
+    for (const part of partial.parts) {
+      partial.digest.update(part);
+      partial.leaf.update(part);
+    }
+    partial.parts = [];
+  }
+  if (partial.digest) {
+    partial.digest.update(bytes);
+    partial.leaf!.update(bytes);
+  } else partial.parts.push(Buffer.from(bytes)); // a copy: the reader reuses the chunk's memory for the next read
+  partial.bytes += bytes.length;
+}
+
+function finishLine(partial: PartialLine, tail: Buffer): BundleLine {
+  if (partial.digest === undefined && partial.bytes + tail.length <= MAX_BUNDLE_LINE)
+    return wholeLine(partial.parts.length === 0 ? tail : Buffer.concat([...partial.parts, tail]));
+  extendLine(partial, tail);
+  return { text: null, hash: 'sha256:' + partial.digest!.digest('hex'), leaf: partial.leaf!.digest() };
+}
+
+/**
+ * A bundle's lines from its bytes in chunks of any size (a file read piece by piece: `verify --bundle`
+ * holds one chunk and one line, never the file), each hashed over its bytes exactly as in the file (no
+ * decode and re-encode): "hash what was stored", and twice as fast as hashing the decoded text. Lines
+ * split at every 0x0a; what follows the last one (empty after a final newline) is the last line. A
+ * chunk is read only until the next is asked for, so a caller may reuse its memory.
+ */
+export function* bundleLinesOfChunks(chunks: Iterable<Uint8Array>): Generator<BundleLine> {
+  let partial: PartialLine = { parts: [], bytes: 0 };
+  for (const chunk of chunks) {
+    const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    let start = 0;
+    for (let end = bytes.indexOf(0x0a, start); end >= 0; end = bytes.indexOf(0x0a, start)) {
+      yield finishLine(partial, bytes.subarray(start, end));
+      partial = { parts: [], bytes: 0 };
+      start = end + 1;
+    }
+    if (start < bytes.length) extendLine(partial, bytes.subarray(start));
+  }
+  yield finishLine(partial, Buffer.alloc(0));
+}
+
+/** A bundle's lines from its bytes in memory (bundleLinesOfChunks of one chunk). */
+export const bundleLinesOf = (bytes: Buffer): Generator<BundleLine> => bundleLinesOfChunks([bytes]);
 
 /** The prefix of a bundle that starts at `from` as a tree builder; undefined when it does not fit. */
 function treeOfPrefix(header: BundleHeader): TreeBuilder | undefined {
@@ -290,7 +351,7 @@ export function verifyBundle(lines: Iterable<BundleLine>, verifyNote: NoteVerifi
       continue;
     }
     if (line === '') continue; // the newline after the last document
-    const doc = parseReceipt(line);
+    const doc = line === null ? undefined : parseReceipt(line);
     let broken = false;
     const seq = doc?.seq ?? expectedSeq;
     const afterGap = seq !== expectedSeq;

@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { MAX_BUNDLE_BREAKS } from '../../src/core/checkpoint';
+import { MAX_BUNDLE_BREAKS, MAX_BUNDLE_LINE } from '../../src/core/checkpoint';
 import { CLI, makeWorld } from '../support/world';
 
 const world = makeWorld('bundle-input');
@@ -56,5 +56,20 @@ describe('verify --bundle takes regular files, and stops', () => {
     const control = verifyBundle(short);
     expect(control.out.stopped).toBeUndefined();
     expect(control.out.breaks!.length).toBeGreaterThanOrEqual(10);
+  });
+
+  it(`a line longer than ${MAX_BUNDLE_LINE} bytes is one content_altered, hashed as it streams (control: the same bundle with that line short names the same break)`, () => {
+    const header = JSON.stringify({ schema: 'turnkeeper.bundle/v1', origin: 'turnkeeper/store/x', from: 1, to: 1, checkpoint: 'x' });
+    const long = join(world.root, 'long.tkb');
+    // 40 MiB with no newline: the previous reader held it as one string; this one holds 1 MiB at most.
+    writeFileSync(long, header + '\n' + 'x'.repeat(40 << 20));
+    const run = verifyBundle(long);
+    expect(run.code).toBe(1);
+    expect(run.out.breaks).toContainEqual({ seq: 1, kind: 'content_altered' });
+    expect(run.out.stopped).toBeUndefined();
+
+    const short = join(world.root, 'short-line.tkb');
+    writeFileSync(short, header + '\n' + 'x'.repeat(100));
+    expect(verifyBundle(short).out.breaks).toStrictEqual(run.out.breaks);
   });
 });

@@ -1,5 +1,7 @@
 // `turnkeeper receipts export --out <file>` writes beside the target and renames over it only when the
-// export succeeds: an export refused because the chain is broken leaves the previous bundle whole.
+// export succeeds: an export refused because the chain is broken leaves the previous bundle whole. An
+// export is written as it is read (pages of the store, chunks of about 64 KiB): across many of both,
+// the bundle holds every stored document exactly once, in seq order, byte for byte.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
@@ -32,4 +34,36 @@ it('a refused export (broken chain) keeps the previous bundle byte for byte and 
   expect(JSON.parse(refused.stdout)).toMatchObject({ ok: false, reason: 'chain_broken' });
   expect(readFileSync(out, 'utf8')).toBe(previous);
   expect(readdirSync(world.root).filter((name) => name.includes('bundle.tkb'))).toEqual(['bundle.tkb']);
+});
+
+it('an export across many pages and write chunks holds every stored document once, in seq order, as stored, to --out and to stdout', async () => {
+  const other = makeWorld('tk-export-pages');
+  try {
+    const store = await other.store();
+    let docs: string[];
+    try {
+      // 1,200 receipts of ~400 bytes: 5 pages of 250, about 8 chunks of 64 KiB.
+      for (let i = 0; i < 1200; i += 1)
+        await store.addTodo({ goal: other.goal, id: `todo-${i}`, title: `Todo number ${i} ${'x'.repeat(200)}`, body: '' }, Date.now());
+      docs = store.connection.prepare('SELECT doc FROM receipts ORDER BY seq').pluck().all() as string[];
+    } finally {
+      store.close();
+    }
+    const out = join(other.root, 'pages.tkb');
+    const exported = other.cli(['receipts', 'export', '--out', out, '--json']);
+    expect(exported.code, exported.stderr).toBe(0);
+    const lines = readFileSync(out, 'utf8').split('\n');
+    expect(lines.at(-1)).toBe('');
+    const body = lines.slice(1, -1);
+    // The export's own checkpoint receipt follows the documents it signs; everything before it is as stored.
+    expect(body.slice(0, docs.length)).toStrictEqual(docs);
+    expect(body.length).toBe((JSON.parse(exported.stdout) as { to: number }).to);
+    expect(other.cli(['verify', '--bundle', out, '--json']).code).toBe(0);
+
+    const stdout = other.cli(['receipts', 'export']);
+    expect(stdout.code).toBe(0);
+    expect(stdout.stdout.split('\n').slice(1, docs.length + 1)).toStrictEqual(docs);
+  } finally {
+    other.cleanup();
+  }
 });
