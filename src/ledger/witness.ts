@@ -100,7 +100,7 @@ export interface WitnessEntry {
 }
 
 /** Why the witness must not be used (another user could replace, cut or delete it), or undefined. */
-export class WitnessRefused extends Error {
+class WitnessRefused extends Error {
   constructor(
     readonly path: string,
     readonly reason: string,
