@@ -10,6 +10,7 @@ import { claude } from './claude';
 import { codex } from './codex';
 import { copilot } from './copilot';
 import { gemini } from './gemini';
+import { opencode } from './opencode';
 
 import type { Env } from '../../core/env';
 
@@ -27,7 +28,8 @@ export type Scope = 'user' | 'project';
 export type PayloadDialect = 'snake' | 'camel';
 
 /** How an agent parses its hook config (`AgentProfile.install.syntax`). */
-export type ConfigSyntax = 'json' | 'json-comments';
+/** `module`: the config is a JavaScript module of Turnkeeper's own (OpenCode's plugin), written whole. */
+export type ConfigSyntax = 'json' | 'json-comments' | 'module';
 
 /**
  * The runtime an agent's executable is built on. The launcher refuses the injection variables of every
@@ -207,6 +209,17 @@ export interface AgentProfile {
      * JSON. Absent: not established; only Turnkeeper's own parse applies.
      */
     readonly syntax?: ConfigSyntax;
+    /**
+     * An agent without command hooks (OpenCode) gets a plugin file of Turnkeeper's own instead of
+     * entries in a JSON config: `source` is the whole file for a hook command, `commandOf` the command
+     * of a file that is exactly such a source (else undefined), `isOurs` whether a file is one of
+     * Turnkeeper's, of any version or edited. Install writes the file whole; uninstall deletes it.
+     */
+    readonly plugin?: {
+      readonly source: (command: string) => string;
+      readonly commandOf: (text: string) => string | undefined;
+      readonly isOurs: (text: string) => boolean;
+    };
   };
 
   readonly trust: {
@@ -244,7 +257,7 @@ export interface AgentProfile {
   };
 }
 
-export const PROFILES: Readonly<Record<Agent, AgentProfile>> = { codex, claude, gemini, copilot };
+export const PROFILES: Readonly<Record<Agent, AgentProfile>> = { codex, claude, gemini, copilot, opencode };
 
 /** Detection order when `--agent` is absent (spec §2): Codex, Gemini, Copilot, else Claude. */
 export const DETECT_ORDER: readonly Agent[] = ['codex', 'gemini', 'copilot'];
