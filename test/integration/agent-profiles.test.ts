@@ -30,12 +30,14 @@ const settings = (): Record<string, { scope?: string; markdownDescription?: stri
 };
 
 describe('agent profiles', () => {
-  it('one profile per agent, keyed by its own name, with five installed events of the five kinds', () => {
+  it('one profile per agent, keyed by its own name, with installed events of the five kinds (OpenCode: no session start)', () => {
     expect(Object.keys(PROFILES)).toEqual([...AGENTS]);
     for (const agent of AGENTS) {
       const profile = PROFILES[agent];
       expect(profile.agent).toBe(agent);
-      expect(Object.values(profile.events.installed).sort(), agent).toEqual(['post_tool', 'pre_tool', 'prompt', 'session_start', 'stop']);
+      // OpenCode's plugin has no hook before a prompt that could carry context: a launch binds at the first prompt.
+      const kinds = agent === 'opencode' ? ['post_tool', 'pre_tool', 'prompt', 'stop'] : ['post_tool', 'pre_tool', 'prompt', 'session_start', 'stop'];
+      expect(Object.values(profile.events.installed).sort(), agent).toEqual(kinds);
       for (const [name, kind] of Object.entries(profile.events.installed)) expect(profile.events.accepted[name], `${agent} ${name}`).toBe(kind);
       expect(HOOK_EVENTS[agent]).toEqual(Object.keys(profile.events.installed));
       expect(TRUST_HINT[agent]).toBe(profile.trust.hint);
@@ -48,22 +50,26 @@ describe('agent profiles', () => {
       claude: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop'],
       gemini: ['SessionStart', 'BeforeAgent', 'BeforeTool', 'AfterTool', 'AfterAgent'],
       copilot: ['sessionStart', 'userPromptSubmitted', 'preToolUse', 'postToolUse', 'agentStop'],
+      opencode: ['chatMessage', 'toolExecuteBefore', 'toolExecuteAfter', 'sessionIdle'],
     });
-    expect(AGENTS.map((agent) => PROFILES[agent].payload.turnField)).toEqual(['turn_id', 'prompt_id', undefined, undefined]);
-    expect(AGENTS.map((agent) => PROFILES[agent].events.source)).toEqual(['payload', 'payload', 'payload', 'command']);
+    expect(AGENTS.map((agent) => PROFILES[agent].payload.turnField)).toEqual(['turn_id', 'prompt_id', undefined, undefined, 'turn_id']);
+    expect(AGENTS.map((agent) => PROFILES[agent].events.source)).toEqual(['payload', 'payload', 'payload', 'command', 'command']);
     // The written entry, with the profile's timeout: seconds for Codex, Claude and Copilot (timeoutSec), milliseconds for Gemini.
     expect(AGENTS.map((agent) => PROFILES[agent].install.entry('c', PROFILES[agent].install.timeout))).toEqual([
       { type: 'command', command: 'c', timeout: 15 },
       { type: 'command', command: 'c', timeout: 15 },
       { name: 'turnkeeper', type: 'command', command: 'c', timeout: 15_000 },
       { type: 'command', command: 'c', timeoutSec: 15 },
+      // OpenCode's entry is unused (its plugin file replaces the JSON); the plugin enforces 15 000 ms itself.
+      { type: 'command', command: 'c', timeout: 15_000 },
     ]);
     // How each parses its hook config (doctor's config_syntax): Copilot's parser is not established.
-    expect(AGENTS.map((agent) => PROFILES[agent].install.syntax)).toEqual(['json', 'json', 'json-comments', undefined]);
+    expect(AGENTS.map((agent) => PROFILES[agent].install.syntax)).toEqual(['json', 'json', 'json-comments', undefined, 'module']);
     // Detection: every agent but the fallback has a detector, tried in the spec's order (§2).
     expect(DETECT_ORDER).toEqual(['codex', 'gemini', 'copilot']);
     expect(FALLBACK_AGENT).toBe('claude');
-    for (const agent of AGENTS) expect(PROFILES[agent].payload.detect === undefined, agent).toBe(agent === FALLBACK_AGENT);
+    // OpenCode's plugin always passes --agent opencode: it needs no detector, and is never detected.
+    for (const agent of AGENTS) expect(PROFILES[agent].payload.detect === undefined, agent).toBe(agent === FALLBACK_AGENT || agent === 'opencode');
   });
 
   it('resume and start command lines, per agent and mode', () => {
@@ -73,6 +79,7 @@ describe('agent profiles', () => {
       ['-p', '--x', '--resume', 'S', '--', 'go'],
       ['--x', '--resume', 'S', '-p', 'go'],
       ['--resume=S', '--no-auto-update', '--x', '-p', 'go'],
+      ['run', '--x', '--session', 'S', '--', 'go'],
     ]);
     expect(AGENTS.map((agent) => resumeArguments(agent, 'S', 'interactive', 'go', extra))).toEqual([
       // Codex's TUI on its embedded app server: a shared daemon would run the hooks in another environment.
@@ -80,26 +87,29 @@ describe('agent profiles', () => {
       ['--x', '--resume', 'S'],
       ['--x', '--resume', 'S'],
       ['--resume=S', '--no-auto-update', '--x'],
+      ['--x', '--session', 'S'],
     ]);
     expect(AGENTS.map((agent) => startArguments(agent, 'headless', 'go', extra))).toEqual([
       ['exec', '--x', 'go'],
       ['-p', '--x', '--', 'go'],
       ['--x', '-p', 'go'],
       ['--no-auto-update', '--x', '-p', 'go'],
+      ['run', '--x', '--', 'go'],
     ]);
     expect(AGENTS.map((agent) => startArguments(agent, 'interactive', 'go', extra))).toEqual([
       ['--no-daemon', '--x', 'go'],
       ['--x', '--', 'go'],
       ['--x', '-i', 'go'],
       ['--no-auto-update', '--x', '-i', 'go'],
+      ['--x', '--prompt', 'go'],
     ]);
-    expect(AGENTS.map((agent) => startArguments(agent, 'interactive', undefined))).toEqual([['--no-daemon'], [], [], ['--no-auto-update']]);
+    expect(AGENTS.map((agent) => startArguments(agent, 'interactive', undefined))).toEqual([['--no-daemon'], [], [], ['--no-auto-update'], []]);
     expect(() => startArguments('copilot', 'headless', undefined)).toThrow(/needs a prompt/);
   });
 
   it('every runtime an agent is built on is in the launcher injection table', () => {
     const runtimes = new Set(INJECTION_VARIABLES.map((group) => group.runtime));
-    expect(AGENTS.map((agent) => PROFILES[agent].launch.runtime)).toEqual(['native', 'bun', 'node', 'node']);
+    expect(AGENTS.map((agent) => PROFILES[agent].launch.runtime)).toEqual(['native', 'bun', 'node', 'node', 'bun']);
     for (const agent of AGENTS) {
       const runtime = PROFILES[agent].launch.runtime;
       // A native executable has only the dynamic loader in front of it; the loader's group applies to every agent.
@@ -122,7 +132,13 @@ describe('agent profiles', () => {
       expect(properties[setting]?.scope, setting).toBe('machine');
       expect(manifest.capabilities.untrustedWorkspaces.restrictedConfigurations).toContain(setting);
     }
-    expect(AGENTS.map(binaryVariable)).toEqual(['TURNKEEPER_CODEX_BIN', 'TURNKEEPER_CLAUDE_BIN', 'TURNKEEPER_GEMINI_BIN', 'TURNKEEPER_COPILOT_BIN']);
+    expect(AGENTS.map(binaryVariable)).toEqual([
+      'TURNKEEPER_CODEX_BIN',
+      'TURNKEEPER_CLAUDE_BIN',
+      'TURNKEEPER_GEMINI_BIN',
+      'TURNKEEPER_COPILOT_BIN',
+      'TURNKEEPER_OPENCODE_BIN',
+    ]);
     // PATH lookup uses the profile's executable name; the variable wins over PATH.
     const bin = join(ROOT, 'node_modules', '.bin');
     expect(resolveAgentBinary('copilot', { env: { PATH: bin } })).toBe(join(bin, 'copilot'));

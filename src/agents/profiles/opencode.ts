@@ -66,27 +66,40 @@ function hook(event, payload) {
   return new Promise((resolve) => {
     let out = "";
     let child;
+    let timer;
+    let done = false;
+    const finish = (answer) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      resolve(answer);
+    };
     try {
-      child = spawn("/bin/sh", ["-c", COMMAND + " --event " + event], { stdio: ["pipe", "pipe", "ignore"] });
+      // Its own process group, so a timeout ends the shell and whatever it started.
+      child = spawn("/bin/sh", ["-c", COMMAND + " --event " + event], { stdio: ["pipe", "pipe", "ignore"], detached: true });
     } catch {
-      resolve(undefined);
+      finish(undefined);
       return;
     }
-    const timer = setTimeout(() => child.kill("SIGKILL"), TIMEOUT_MS);
-    child.on("error", () => resolve(undefined));
+    timer = setTimeout(() => {
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {}
+      finish(undefined);
+    }, TIMEOUT_MS);
+    child.on("error", () => finish(undefined));
     child.stdin.on("error", () => {});
     child.stdout.setEncoding("utf8");
     child.stdout.on("data", (chunk) => {
       if (out.length < MAX_OUTPUT) out += chunk;
     });
     child.on("close", () => {
-      clearTimeout(timer);
       try {
         const line = out.trim().split("\\n").pop();
         const answer = line ? JSON.parse(line) : undefined;
-        resolve(answer !== null && typeof answer === "object" ? answer : undefined);
+        finish(answer !== null && typeof answer === "object" ? answer : undefined);
       } catch {
-        resolve(undefined);
+        finish(undefined);
       }
     });
     child.stdin.end(JSON.stringify({ hook_event_name: event, ...payload }));
