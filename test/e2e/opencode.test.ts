@@ -14,6 +14,7 @@ import { makeWorld, type World } from '../support/world';
 import { lastToolResult, MOCK_MODEL, requestText, startOpenAiMock, type ChatRequest, type OpenAiMock } from '../support/openaiMock';
 import {
   BIN,
+  REPO_ROOT,
   baseEnv,
   describeRun,
   expectLeaseUnchanged,
@@ -22,6 +23,7 @@ import {
   presentationOf,
   runProcess,
   statusOf,
+  turnkeeperRun,
   verifyOf,
   worldDir,
   type LeaseJson,
@@ -29,7 +31,10 @@ import {
 } from '../support/agentHarness';
 
 const BODY = 'Distinctive body: the password reset form drops the second factor (heron-7713).';
+const SIGNUP_BODY = 'Distinctive body: the signup form accepts an empty e-mail (heron-7714).';
 const RUN_TIMEOUT_MS = 60_000;
+/** The native executable npm's bin links to (a hard link of opencode-linux-x64's): what the launcher attests. */
+const OPENCODE = join(REPO_ROOT, 'node_modules/opencode-ai/bin/opencode.exe');
 const READY_LINE = /Turnkeeper: Todo fix-login · capture (cap_[0-9a-f]{24}) · epoch 1$/m;
 
 let world: World;
@@ -94,6 +99,8 @@ beforeAll(async () => {
   });
   const add = world.cli(['todo', 'add', 'Fix login', '--id', 'fix-login', '--body', BODY]);
   expect(add.code, add.stderr).toBe(0);
+  const second = world.cli(['todo', 'add', 'Fix signup', '--id', 'fix-signup', '--body', SIGNUP_BODY]);
+  expect(second.code, second.stderr).toBe(0);
   const install = world.cli(['hooks', 'install', '--agent', 'opencode'], { env: { XDG_CONFIG_HOME: xdg('config') } });
   expect(install.code, install.stdout + install.stderr).toBe(0);
   expect(readFileSync(join(configDir, 'plugin', 'turnkeeper.js'), 'utf8')).toContain(`${world.home}/bin/turnkeeper' hook --agent opencode`);
@@ -214,5 +221,46 @@ describe('OpenCode with Turnkeeper plugin (real binary)', () => {
     const status = statusOf(world);
     expect(status.leases).toEqual([expect.objectContaining({ owner: lease.owner, epoch: 1, status: 'released' })]);
     expect(verifyOf(world).ok).toBe(true);
+  });
+});
+
+describe('turnkeeper start and resume with the real OpenCode through the native launcher', () => {
+  let lease: LeaseJson;
+
+  it('start: launched through the native launcher, the prompt naming no Todo claims fix-signup and its capture reaches the model', async () => {
+    const prompt = 'Please fix the signup form (start-opencode-1)';
+    const from = mock.requests.length;
+    const started = await turnkeeperRun(['start', 'fix-signup', '--agent', 'opencode', '--json', '--agent-bin', OPENCODE, '--prompt', prompt], {
+      env: agentEnv,
+      cwd: world.repo,
+      timeoutMs: 90_000,
+    });
+    expect(started.code, started.stdout + started.stderr.slice(-4000)).toBe(0);
+    expect(JSON.parse(started.stdout)).toMatchObject({ ok: true, decision: 'launched', agent: 'opencode', exit: { code: 0 } });
+    const request = turnRequests(from, prompt)[0];
+    expect(request, started.stderr.slice(-3000)).toBeDefined();
+    const status = statusOf(world);
+    lease = status.leases.find((l) => l.todo === 'fix-signup')!;
+    expect(lease).toMatchObject({ epoch: 1, status: 'active' });
+    expect(lease.owner).toMatch(/^opencode:ses_/);
+    expect(requestText(request!)).toContain(SIGNUP_BODY);
+    expect(requestText(request!)).toContain(presentationOf(world, lease.capture));
+  });
+
+  it('resume relaunches that session (opencode run --session <id>) with the same capture, the lease unchanged', async () => {
+    const prompt = 'go on with the signup form (resume-opencode-1)';
+    const from = mock.requests.length;
+    const resumed = await turnkeeperRun(['resume', lease.capture, '--json', '--agent-bin', OPENCODE, '--prompt', prompt], {
+      env: agentEnv,
+      cwd: world.repo,
+      timeoutMs: 90_000,
+    });
+    expect(resumed.code, resumed.stdout + resumed.stderr.slice(-4000)).toBe(0);
+    const request = turnRequests(from, prompt)[0];
+    expect(request, resumed.stderr.slice(-3000)).toBeDefined();
+    // The resumed session's history has the start's prompt: the same OpenCode session.
+    expect(requestText(request!)).toContain('start-opencode-1');
+    expect(requestText(request!)).toContain(`capture ${lease.capture}`);
+    expectLeaseUnchanged(world, lease);
   });
 });
