@@ -52,7 +52,7 @@ const PLUGIN_HEADER = '// Turnkeeper: the OpenCode plugin `turnkeeper hooks inst
  * Turnkeeper's own answers stop something: a blocked prompt (`decision: "block"`) and a denied tool
  * call (`permissionDecision: "deny"`), as errors thrown outside the guarded part.
  */
-export function pluginSource(command: string, timeoutMs: number): string {
+function pluginSource(command: string, timeoutMs: number): string {
   return `${PLUGIN_HEADER}
 // It runs Turnkeeper's hook command for OpenCode's events and adds the context it answers to the
 // prompt. Any error of its own is swallowed: OpenCode goes on as if there were no plugin.
@@ -155,7 +155,7 @@ export const TurnkeeperPlugin = async ({ directory }) => {
 }
 
 /** The command a plugin file of ours runs, when the file is exactly what `pluginSource` writes for it; else undefined. */
-export function pluginCommandOf(text: string, timeoutMs: number): string | undefined {
+function pluginCommandOf(text: string, timeoutMs: number): string | undefined {
   if (!text.startsWith(PLUGIN_HEADER)) return undefined;
   const line = /^const COMMAND = (".*");$/m.exec(text)?.[1];
   let command: unknown;
@@ -168,7 +168,7 @@ export function pluginCommandOf(text: string, timeoutMs: number): string | undef
 }
 
 /** Whether a file starts as Turnkeeper's plugin does (an older or edited one included). */
-export const isTurnkeeperPlugin = (text: string): boolean => text.startsWith(PLUGIN_HEADER);
+const isTurnkeeperPlugin = (text: string): boolean => text.startsWith(PLUGIN_HEADER);
 
 /** OPENCODE_PURE skips every plugin that is not built in; OPENCODE_DISABLE_PROJECT_CONFIG the project's `.opencode`. */
 function trustCheck(context: TrustContext): string | undefined {
