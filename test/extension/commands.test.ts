@@ -412,12 +412,13 @@ describe('Start Turn on Todo and the Todos view', () => {
     expect(world.cli(['hooks', 'install', '--agent', 'gemini', '--scope', 'project']).code).toBe(0);
     double.answers.quickPick.push(look);
     await run('turnkeeper.startTurn', 'fix-login');
-    expect(offered.map((item) => item.label)).toStrictEqual(['codex', 'gemini', 'claude', 'copilot']);
+    expect(offered.map((item) => item.label)).toStrictEqual(['codex', 'gemini', 'claude', 'copilot', 'opencode']);
     expect(offered.map((item) => item.description)).toStrictEqual([
       'Codex CLI',
       'Gemini CLI',
       'Claude Code (hooks not installed: run Install Agent Hooks)',
       'Copilot CLI (hooks not installed: run Install Agent Hooks)',
+      'OpenCode (hooks not installed: run Install Agent Hooks)',
     ]);
     // Cancelled: nothing was asked or launched.
     expect(double.shown).toStrictEqual([]);
@@ -427,7 +428,7 @@ describe('Start Turn on Todo and the Todos view', () => {
     expect(world.cli(['hooks', 'uninstall', '--agent', 'gemini', '--scope', 'project']).code).toBe(0);
     double.answers.quickPick.push(look);
     await run('turnkeeper.startTurn', 'fix-login');
-    expect(offered.map((item) => item.label)).toStrictEqual(['codex', 'claude', 'gemini', 'copilot']);
+    expect(offered.map((item) => item.label)).toStrictEqual(['codex', 'claude', 'gemini', 'copilot', 'opencode']);
     expect(offered.every((item) => item.description.endsWith('(hooks not installed: run Install Agent Hooks)'))).toBe(true);
   });
 
