@@ -165,8 +165,8 @@ export function hooksStatus(target: HookTarget, command: string): HooksStatus {
 
 type PluginShape = NonNullable<AgentProfile['install']['plugin']>;
 
-/** Removing the plugin leaves nothing: with the creation record, the file is deleted (or the blank given back). */
-const PLUGIN_SHAPES: RewriteShapes = { isBlank: (text) => splitBom(text).body.trim() === '', emptied: '' };
+/** Removing the plugin leaves nothing: the file is deleted (or, with a creation record of a blank file, the blank given back). */
+const PLUGIN_SHAPES: RewriteShapes = { isBlank: (text) => splitBom(text).body.trim() === '', emptied: '', wholeFile: true };
 
 function installPlugin(path: string, plugin: PluginShape, command: string, text: string | undefined): string {
   if (text === undefined || splitBom(text).body.trim() === '' || plugin.isOurs(text)) return plugin.source(command);

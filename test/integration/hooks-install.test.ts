@@ -1135,6 +1135,11 @@ describe('OpenCode plugin', () => {
     expect(uninstallHooks(target, command)).toMatchObject({ changed: true, deleted: true });
     expect(existsSync(path)).toBe(false);
     expect(existsSync(dirname(path))).toBe(true);
+    // Without install's creation record (a lost backup directory) the plugin is still deleted, not emptied.
+    installHooks(target, command);
+    rmSync(backupDirOf(target), { recursive: true });
+    expect(uninstallHooks(target, command)).toMatchObject({ changed: true, deleted: true });
+    expect(existsSync(path)).toBe(false);
   });
 
   it("a plugin file that is not Turnkeeper's is never overwritten or removed; an edited one of ours is named, not guessed at", () => {
