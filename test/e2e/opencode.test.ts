@@ -261,6 +261,10 @@ describe('turnkeeper start and resume with the real OpenCode through the native 
     // The resumed session's history has the start's prompt: the same OpenCode session.
     expect(requestText(request!)).toContain('start-opencode-1');
     expect(requestText(request!)).toContain(`capture ${lease.capture}`);
-    expectLeaseUnchanged(world, lease);
+    // fix-login's released lease is in the same store: compare fix-signup's alone.
+    const after = statusOf(world);
+    expect(after.leases.find((l) => l.todo === 'fix-signup')).toMatchObject({ owner: lease.owner, capture: lease.capture, epoch: 1, status: 'active' });
+    expect(after.captures.filter((c) => c.todo === 'fix-signup')).toHaveLength(1);
+    expect(verifyOf(world).ok).toBe(true);
   });
 });
