@@ -190,7 +190,8 @@ describe('OpenCode with Turnkeeper plugin (real binary)', () => {
 
   it('opencode run --session <id> presents the held capture again, the lease unchanged; the holder runs a shell command', async () => {
     const marker = join(world.repo, 'opencode-marker-before-release');
-    nextShell = `touch '${marker}'`;
+    // The plugin names the session in the bash tool's environment (what `release` without --force reads).
+    nextShell = `printf %s "$TURNKEEPER_OPENCODE_SESSION" > '${marker}'`;
     const from = mock.requests.length;
     expectRan('opencode run --session', await opencode(['--session', session, '--', 'continue']));
     const request = turnRequests(from, 'continue')[0];
@@ -203,6 +204,7 @@ describe('OpenCode with Turnkeeper plugin (real binary)', () => {
       .map(lastToolResult)
       .find((r) => r !== undefined);
     expect(existsSync(marker), `the lease holder may run a shell command; tool result: ${result}`).toBe(true);
+    expect(readFileSync(marker, 'utf8')).toBe(session);
     expectLeaseUnchanged(world, lease);
   });
 

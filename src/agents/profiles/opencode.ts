@@ -10,7 +10,8 @@
 //   a text part pushed there with `synthetic: true` is stored with the message and sent to the model
 //   (every request of the session), and OpenCode's UI hides it; `tool.execute.before/after` get
 //   `{tool, sessionID, callID}` (a throw in `before` fails that tool call with the error's message);
-//   the bus event `session.idle` ends a turn. No hook has an output field the person sees;
+//   the bus event `session.idle` ends a turn; `shell.env` adds variables to the bash tool's
+//   environment. No hook has an output field the person sees;
 // - ids are `ses_<base62>` and `msg_<base62>`; sessions live in one SQLite file
 //   ($XDG_DATA_HOME/opencode/opencode.db), which stands in for the transcript;
 // - at start it runs an npm install of @opencode-ai/plugin into each config directory that has no
@@ -42,6 +43,9 @@ const databaseOf = (_session: string, env: Env): string => {
   if (named !== undefined && named !== ':memory:') return isAbsolute(named) ? named : join(dataHome(env), named);
   return join(dataHome(env), 'opencode.db');
 };
+
+/** What the plugin's `shell.env` hook puts in the bash tool's environment: the session's id. */
+const SESSION_VARIABLE = 'TURNKEEPER_OPENCODE_SESSION';
 
 /** The first line of the plugin: how install and uninstall recognise a file as Turnkeeper's. */
 const PLUGIN_HEADER = '// Turnkeeper: the OpenCode plugin `turnkeeper hooks install --agent opencode` wrote; `turnkeeper hooks uninstall` removes it.';
@@ -145,6 +149,12 @@ export const TurnkeeperPlugin = async ({ directory }) => {
     "tool.execute.after": async (input) => {
       await quietly(() => hook("toolExecuteAfter", { session_id: input.sessionID, cwd, tool_name: input.tool }));
     },
+    // The bash tool's environment names the session, so \`turnkeeper release\` run there knows its Owner.
+    "shell.env": async (input, output) => {
+      await quietly(async () => {
+        if (text(input?.sessionID) !== undefined && output?.env) output.env.${SESSION_VARIABLE} = input.sessionID;
+      });
+    },
     event: async ({ event }) => {
       if (event?.type !== "session.idle") return;
       await quietly(() => hook("sessionIdle", { session_id: event.properties?.sessionID, cwd }));
@@ -221,8 +231,8 @@ export const opencode: AgentProfile = {
     hint: 'OpenCode loads plugins without a trust step: the next opencode started in the folder runs Turnkeeper (unless OPENCODE_PURE is set).',
     check: trustCheck,
   },
-  // OpenCode sets no variable naming its session in its tools' environment.
-  sessionEnv: [],
+  // OpenCode sets no variable naming its session in its tools' environment; the plugin does (`shell.env`).
+  sessionEnv: [SESSION_VARIABLE],
   testedVersion: '1.18.33',
   launch: {
     executable: 'opencode',
