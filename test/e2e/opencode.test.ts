@@ -8,7 +8,7 @@
 // package-lock.json naming @opencode-ai/plugin, so OpenCode's start-up npm install of it is skipped
 // (without them, offline, `opencode run` waits on that install and never reaches the model).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeWorld, type World } from '../support/world';
 import { lastToolResult, MOCK_MODEL, requestText, startOpenAiMock, type ChatRequest, type OpenAiMock } from '../support/openaiMock';
@@ -268,5 +268,25 @@ describe('turnkeeper start and resume with the real OpenCode through the native 
     expect(after.leases.find((l) => l.todo === 'fix-signup')).toMatchObject({ owner: lease.owner, capture: lease.capture, epoch: 1, status: 'active' });
     expect(after.captures.filter((c) => c.todo === 'fix-signup')).toHaveLength(1);
     expect(verifyOf(world).ok).toBe(true);
+  });
+});
+
+describe('the plugin fails open in the real OpenCode', () => {
+  it('with the shim gone every hook fails, and the prompt still reaches the model, unchanged (control: the shim back, the same prompt gets the capture)', async () => {
+    const shim = join(world.home, 'bin', 'turnkeeper');
+    const prompt = 'fail open on #todo:fix-login please';
+    renameSync(shim, `${shim}.away`);
+    let from = mock.requests.length;
+    try {
+      expectRan('opencode run (no shim)', await opencode(['--', prompt]));
+    } finally {
+      renameSync(`${shim}.away`, shim);
+    }
+    const request = turnRequests(from, prompt)[0];
+    expect(request).toBeDefined();
+    expect(requestText(request!)).not.toContain('Turnkeeper');
+    from = mock.requests.length;
+    expectRan('opencode run (shim back)', await opencode(['--', prompt]));
+    expect(requestText(turnRequests(from, prompt)[0]!)).toMatch(/Turnkeeper: Todo fix-login · capture cap_[0-9a-f]{24} · epoch 2$/m);
   });
 });
