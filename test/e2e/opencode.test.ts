@@ -188,6 +188,25 @@ describe('OpenCode with Turnkeeper plugin (real binary)', () => {
     expect(status.captures.filter((c) => c.todo === 'fix-login')).toHaveLength(1);
   });
 
+  it('with onConflict=block a second session naming the held Todo is stopped before the model: no request carries the prompt, nothing is claimed', async () => {
+    const prompt = 'block me on #todo:fix-login';
+    const from = mock.requests.length;
+    const run = await runProcess(join(BIN, 'opencode'), ['run', '--', prompt], {
+      cwd: world.repo,
+      env: { ...agentEnv, TURNKEEPER_ON_CONFLICT: 'block' },
+      timeoutMs: RUN_TIMEOUT_MS,
+    });
+    expect(run.timedOut, describeRun('opencode run (blocked)', run)).toBe(false);
+    expect(turnRequests(from, prompt), describeRun('opencode run (blocked)', run)).toEqual([]);
+    // Observed (1.18.33): the run fails, and OpenCode replaces the thrown reason with its own words,
+    // so the person does not see [lease_held] (docs/hook-protocol.md, "OpenCode").
+    expect(run.code, describeRun('opencode run (blocked)', run)).toBe(1);
+    expect(run.stdout + run.stderr).toContain('Unexpected server error');
+    const status = statusOf(world);
+    expect(status.leases).toEqual([expect.objectContaining({ owner: lease.owner, epoch: 1, status: 'active' })]);
+    expect(status.captures.filter((c) => c.todo === 'fix-login')).toHaveLength(1);
+  });
+
   it('opencode run --session <id> presents the held capture again, the lease unchanged; the holder runs a shell command', async () => {
     const marker = join(world.repo, 'opencode-marker-before-release');
     // The plugin names the session in the bash tool's environment (what `release` without --force reads).
