@@ -52,6 +52,11 @@ export class HookConfigError extends Error {
 export interface RewriteShapes {
   readonly isBlank: (text: string) => boolean;
   readonly emptied: string;
+  /**
+   * The file is Turnkeeper's own through and through (OpenCode's plugin): an uninstall that empties
+   * it deletes it even without a creation record (a lost backup directory), instead of leaving an empty file.
+   */
+  readonly wholeFile?: true;
 }
 
 /** The text without a leading byte-order mark, and the mark (or ''). */
@@ -267,6 +272,8 @@ export function rewrite(
       nextRecord = { config: path, before: beforeBytes?.toString('base64') ?? null, written: sha256(afterBytes) };
     } else if (whollyOurs && operation === 'uninstall' && after === shapes.emptied) {
       afterBytes = record.before === null ? undefined : Buffer.from(record.before, 'base64');
+    } else if (shapes.wholeFile === true && operation === 'uninstall' && after === shapes.emptied) {
+      afterBytes = undefined;
     } else if (whollyOurs) {
       nextRecord = { ...record, written: sha256(afterBytes) };
     }

@@ -22,7 +22,7 @@ import { readConfigFile } from '../files/boundedFile';
 import { applyEdits, parseTree, printParseErrorCode, type Edit, type Node, type ParseError } from 'jsonc-parser';
 import { decodeBytes, HookConfigError, rewrite, splitBom, type InstallResult, type RewriteShapes, type WriteOptions } from './configFiles';
 import { AGENTS, type Agent } from '../core/ids';
-import { byAgent, PROFILES } from './profiles/index';
+import { byAgent, PROFILES, type AgentProfile } from './profiles/index';
 export type { Env, Scope } from './profiles/index';
 export { decodeBytes, encodeText, HookConfigError, readJsonConfig, type InstallResult, type WriteOptions } from './configFiles';
 import type { Env, Scope } from './profiles/index';
@@ -109,6 +109,9 @@ const confinementOf = (target: HookTarget): string | undefined => (target.scope 
  */
 export function installHooks(target: HookTarget, command: string, options: WriteOptions, replaceStale = false): InstallResult {
   const path = hookConfigPath(target);
+  const plugin = PROFILES[target.agent].install.plugin;
+  if (plugin !== undefined)
+    return rewrite(path, confinementOf(target), options, 'install', PLUGIN_SHAPES, (text) => installPlugin(path, plugin, command, text));
   const isStale = (value: string): boolean => TURNKEEPER_COMMAND_PATTERN.test(value) && !isCommandOf(target.agent, command, value);
   return rewrite(path, confinementOf(target), options, 'install', SHAPES, (text) =>
     text === undefined ? freshConfig(target.agent, command) : addHooks(path, replaceStale ? removeHooks(path, text, isStale) : text, target.agent, command),
@@ -118,6 +121,9 @@ export function installHooks(target: HookTarget, command: string, options: Write
 /** Removes our hook entries: exactly `command` (or its per-event forms) when given, otherwise anything Turnkeeper-looking. */
 export function uninstallHooks(target: HookTarget, command: string | undefined, options: WriteOptions): InstallResult {
   const path = hookConfigPath(target);
+  const plugin = PROFILES[target.agent].install.plugin;
+  if (plugin !== undefined)
+    return rewrite(path, confinementOf(target), options, 'uninstall', PLUGIN_SHAPES, (text) => uninstallPlugin(path, plugin, command, text));
   const isOurs = (value: string): boolean => (command === undefined ? TURNKEEPER_COMMAND_PATTERN.test(value) : isCommandOf(target.agent, command, value));
   return rewrite(path, confinementOf(target), options, 'uninstall', SHAPES, (text) => (text === undefined ? undefined : removeHooks(path, text, isOurs)));
 }
@@ -130,6 +136,8 @@ export function hooksStatus(target: HookTarget, command: string): HooksStatus {
   if (raw.kind === 'missing') return { path, exists: false, installed: false, events, staleCommands: [] };
   if (raw.kind === 'refused') return { path, exists: true, installed: false, events, staleCommands: [], error: new HookConfigError(path, raw.problem).message };
   const text = decodeBytes(raw.bytes);
+  const plugin = PROFILES[target.agent].install.plugin;
+  if (plugin !== undefined) return pluginStatus(path, plugin, command, text, events);
   const stale = new Set<string>();
   let hooks: Node | undefined;
   try {
@@ -150,6 +158,35 @@ export function hooksStatus(target: HookTarget, command: string): HooksStatus {
     }
   }
   return { path, exists: true, installed: Object.values(events).every(Boolean), events, staleCommands: [...stale] };
+}
+
+// ---------------------------------------------------------------------------------------------
+// A plugin file of Turnkeeper's own (OpenCode): written whole, never merged
+
+type PluginShape = NonNullable<AgentProfile['install']['plugin']>;
+
+/** Removing the plugin leaves nothing: the file is deleted (or, with a creation record of a blank file, the blank given back). */
+const PLUGIN_SHAPES: RewriteShapes = { isBlank: (text) => splitBom(text).body.trim() === '', emptied: '', wholeFile: true };
+
+function installPlugin(path: string, plugin: PluginShape, command: string, text: string | undefined): string {
+  if (text === undefined || splitBom(text).body.trim() === '' || plugin.isOurs(text)) return plugin.source(command);
+  throw new HookConfigError(path, 'this file is not the plugin Turnkeeper writes, and Turnkeeper does not overwrite it');
+}
+
+function uninstallPlugin(path: string, plugin: PluginShape, command: string | undefined, text: string | undefined): string | undefined {
+  if (text === undefined || !plugin.isOurs(text)) return undefined;
+  const installed = plugin.commandOf(text);
+  if (installed === undefined) throw new HookConfigError(path, 'this plugin was changed since Turnkeeper wrote it: remove it by hand');
+  return command === undefined || installed === command ? '' : undefined;
+}
+
+function pluginStatus(path: string, plugin: PluginShape, command: string, text: string, events: Record<string, boolean>): HooksStatus {
+  const installed = plugin.commandOf(text);
+  if (installed === command) for (const event of Object.keys(events)) events[event] = true;
+  const staleCommands = installed !== undefined && installed !== command ? [installed] : [];
+  const error =
+    plugin.isOurs(text) && installed === undefined ? new HookConfigError(path, 'this plugin was changed since Turnkeeper wrote it').message : undefined;
+  return { path, exists: true, installed: installed === command, events, staleCommands, ...(error === undefined ? {} : { error }) };
 }
 
 // ---------------------------------------------------------------------------------------------

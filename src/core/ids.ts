@@ -1,11 +1,12 @@
 // Grammars of the identifiers the spec fixes (spec §1). Everything that accepts an id from outside
 // checks it here first: ids end up in file names, commands and guidance text.
 import { digestText } from './canonical';
-export const AGENTS = ['codex', 'claude', 'gemini', 'copilot', 'qwen', 'goose', 'grok'] as const;
+export const AGENTS = ['codex', 'claude', 'gemini', 'copilot', 'qwen', 'opencode', 'goose', 'grok'] as const;
 export type Agent = (typeof AGENTS)[number];
 
 const TODO_ID_PATTERN = /^[a-z0-9][a-z0-9_-]{2,63}$/;
-const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+// `_` too: OpenCode's ids are `ses_<base62>` and `msg_<base62>`.
+const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
 const CAPTURE_ID_PATTERN = /^cap_[0-9a-f]{24}$/;
 /** The nonce a launch puts in its agent's environment (TURNKEEPER_LAUNCH) and in its receipt. */
 const LAUNCH_ID_PATTERN = /^launch_[0-9a-f]{16}$/;

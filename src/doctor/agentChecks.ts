@@ -215,6 +215,8 @@ async function versionCheck(agent: Agent, env: Env): Promise<AgentCheck> {
 /** What is wrong with `text` for the agent's own parser (its first error), or undefined. */
 function syntaxError(agent: Agent, text: string): { found: string; line: number } | undefined {
   const syntax = syntaxOf(agent);
+  // A plugin module of Turnkeeper's own is not JSON: hooksStatus says whether it is exactly what install writes.
+  if (syntax === 'module') return undefined;
   // Comments stripped to blanks, so offsets (and line numbers) stay those of the file.
   const raw = text.replace(/^\uFEFF/, '');
   const body = syntax === 'json-comments' ? stripComments(raw, ' ') : raw;
@@ -266,7 +268,7 @@ function syntaxCheck(file: HookFile): AgentCheck {
     return {
       ...base,
       status: 'ok',
-      detail: `${nameOf(file.agent)} can parse ${file.path}${syntax ? ` (${syntax === 'json' ? 'strict JSON' : 'JSON with comments'})` : ''}`,
+      detail: `${nameOf(file.agent)} can parse ${file.path}${syntax ? ` (${syntax === 'json' ? 'strict JSON' : syntax === 'module' ? "Turnkeeper's plugin module" : 'JSON with comments'})` : ''}`,
     };
   }
   return {

@@ -432,13 +432,14 @@ describe('Start Turn on Todo and the Todos view', () => {
     expect(world.cli(['hooks', 'install', '--agent', 'gemini', '--scope', 'project']).code).toBe(0);
     double.answers.quickPick.push(look);
     await run('turnkeeper.startTurn', 'fix-login');
-    expect(offered.map((item) => item.label)).toStrictEqual(['codex', 'gemini', 'claude', 'copilot', 'qwen', 'goose', 'grok']);
+    expect(offered.map((item) => item.label)).toStrictEqual(['codex', 'gemini', 'claude', 'copilot', 'qwen', 'opencode', 'goose', 'grok']);
     expect(offered.map((item) => item.description)).toStrictEqual([
       'Codex CLI',
       'Gemini CLI',
       'Claude Code (hooks not installed: run Install Agent Hooks)',
       'Copilot CLI (hooks not installed: run Install Agent Hooks)',
       'Qwen Code (hooks not installed: run Install Agent Hooks)',
+      'OpenCode (hooks not installed: run Install Agent Hooks)',
       'Goose (hooks not installed: run Install Agent Hooks)',
       'Grok Build (hooks not installed: run Install Agent Hooks)',
     ]);
@@ -450,7 +451,7 @@ describe('Start Turn on Todo and the Todos view', () => {
     expect(world.cli(['hooks', 'uninstall', '--agent', 'gemini', '--scope', 'project']).code).toBe(0);
     double.answers.quickPick.push(look);
     await run('turnkeeper.startTurn', 'fix-login');
-    expect(offered.map((item) => item.label)).toStrictEqual(['codex', 'claude', 'gemini', 'copilot', 'qwen', 'goose', 'grok']);
+    expect(offered.map((item) => item.label)).toStrictEqual(['codex', 'claude', 'gemini', 'copilot', 'qwen', 'opencode', 'goose', 'grok']);
     expect(offered.every((item) => item.description.endsWith('(hooks not installed: run Install Agent Hooks)'))).toBe(true);
   });
 

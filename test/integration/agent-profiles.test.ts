@@ -30,12 +30,14 @@ const settings = (): Record<string, { scope?: string; markdownDescription?: stri
 };
 
 describe('agent profiles', () => {
-  it('one profile per agent, keyed by its own name, with five installed events of the five kinds', () => {
+  it('one profile per agent, keyed by its own name, with installed events of the five kinds (OpenCode: no session start)', () => {
     expect(Object.keys(PROFILES)).toEqual([...AGENTS]);
     for (const agent of AGENTS) {
       const profile = PROFILES[agent];
       expect(profile.agent).toBe(agent);
-      expect(Object.values(profile.events.installed).sort(), agent).toEqual(['post_tool', 'pre_tool', 'prompt', 'session_start', 'stop']);
+      // OpenCode's plugin has no hook before a prompt that could carry context: a launch binds at the first prompt.
+      const kinds = agent === 'opencode' ? ['post_tool', 'pre_tool', 'prompt', 'stop'] : ['post_tool', 'pre_tool', 'prompt', 'session_start', 'stop'];
+      expect(Object.values(profile.events.installed).sort(), agent).toEqual(kinds);
       for (const [name, kind] of Object.entries(profile.events.installed)) expect(profile.events.accepted[name], `${agent} ${name}`).toBe(kind);
       expect(HOOK_EVENTS[agent]).toEqual(Object.keys(profile.events.installed));
       expect(TRUST_HINT[agent]).toBe(profile.trust.hint);
@@ -49,6 +51,7 @@ describe('agent profiles', () => {
       gemini: ['SessionStart', 'BeforeAgent', 'BeforeTool', 'AfterTool', 'AfterAgent'],
       copilot: ['sessionStart', 'userPromptSubmitted', 'preToolUse', 'postToolUse', 'agentStop'],
       qwen: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop'],
+      opencode: ['chatMessage', 'toolExecuteBefore', 'toolExecuteAfter', 'sessionIdle'],
       goose: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop'],
       grok: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop'],
     });
@@ -58,10 +61,20 @@ describe('agent profiles', () => {
       undefined,
       undefined,
       'prompt_id',
+      'turn_id',
       undefined,
       'prompt_id',
     ]);
-    expect(AGENTS.map((agent) => PROFILES[agent].events.source)).toEqual(['payload', 'payload', 'payload', 'command', 'payload', 'payload', 'payload']);
+    expect(AGENTS.map((agent) => PROFILES[agent].events.source)).toEqual([
+      'payload',
+      'payload',
+      'payload',
+      'command',
+      'payload',
+      'command',
+      'payload',
+      'payload',
+    ]);
     // The written entry, with the profile's timeout: seconds for Codex, Claude and Copilot (timeoutSec), milliseconds for Gemini.
     expect(AGENTS.map((agent) => PROFILES[agent].install.entry('c', PROFILES[agent].install.timeout))).toEqual([
       { type: 'command', command: 'c', timeout: 15 },
@@ -69,15 +82,27 @@ describe('agent profiles', () => {
       { name: 'turnkeeper', type: 'command', command: 'c', timeout: 15_000 },
       { type: 'command', command: 'c', timeoutSec: 15 },
       { type: 'command', command: 'c', timeout: 15 },
+      // OpenCode's entry is unused (its plugin file replaces the JSON); the plugin enforces 15 000 ms itself.
+      { type: 'command', command: 'c', timeout: 15_000 },
       { type: 'command', command: 'c', timeout: 15 },
       { type: 'command', command: 'c', timeout: 15 },
     ]);
     // How each parses its hook config (doctor's config_syntax): Copilot's parser is not established.
-    expect(AGENTS.map((agent) => PROFILES[agent].install.syntax)).toEqual(['json', 'json', 'json-comments', undefined, 'json-comments', 'json', 'json']);
+    expect(AGENTS.map((agent) => PROFILES[agent].install.syntax)).toEqual([
+      'json',
+      'json',
+      'json-comments',
+      undefined,
+      'json-comments',
+      'module',
+      'json',
+      'json',
+    ]);
     // Detection: every agent but the fallback has a detector, tried in the spec's order (§2).
     expect(DETECT_ORDER).toEqual(['qwen', 'codex', 'gemini', 'grok', 'copilot', 'goose']);
     expect(FALLBACK_AGENT).toBe('claude');
-    for (const agent of AGENTS) expect(PROFILES[agent].payload.detect === undefined, agent).toBe(agent === FALLBACK_AGENT);
+    // OpenCode's plugin always passes --agent opencode: it needs no detector, and is never detected.
+    for (const agent of AGENTS) expect(PROFILES[agent].payload.detect === undefined, agent).toBe(agent === FALLBACK_AGENT || agent === 'opencode');
   });
 
   it('resume and start command lines, per agent and mode', () => {
@@ -88,6 +113,7 @@ describe('agent profiles', () => {
       ['--x', '--resume', 'S', '-p', 'go'],
       ['--resume=S', '--no-auto-update', '--x', '-p', 'go'],
       ['--x', '--resume', 'S', '--prompt=go'],
+      ['run', '--x', '--session', 'S', '--', 'go'],
       ['run', '--resume', '--session-id', 'S', '--x', '-t', 'go'],
       ['--resume', 'S', '--x', '-p', 'go'],
     ]);
@@ -98,6 +124,7 @@ describe('agent profiles', () => {
       ['--x', '--resume', 'S'],
       ['--resume=S', '--no-auto-update', '--x'],
       ['--x', '--resume', 'S'],
+      ['--x', '--session', 'S'],
       ['session', '--resume', '--session-id', 'S', '--x'],
       ['--resume', 'S', '--x'],
     ]);
@@ -107,6 +134,7 @@ describe('agent profiles', () => {
       ['--x', '-p', 'go'],
       ['--no-auto-update', '--x', '-p', 'go'],
       ['--x', '--prompt=go'],
+      ['run', '--x', '--', 'go'],
       ['run', '--x', '-t', 'go'],
       ['--x', '-p', 'go'],
     ]);
@@ -116,6 +144,7 @@ describe('agent profiles', () => {
       ['--x', '-i', 'go'],
       ['--no-auto-update', '--x', '-i', 'go'],
       ['--x', '--prompt-interactive=go'],
+      ['--x', '--prompt', 'go'],
       ['run', '-s', '--x', '-t', 'go'],
       ['--x', '--', 'go'],
     ]);
@@ -125,6 +154,7 @@ describe('agent profiles', () => {
       [],
       ['--no-auto-update'],
       [],
+      [],
       ['session'],
       [],
     ]);
@@ -133,7 +163,7 @@ describe('agent profiles', () => {
 
   it('every runtime an agent is built on is in the launcher injection table', () => {
     const runtimes = new Set(INJECTION_VARIABLES.map((group) => group.runtime));
-    expect(AGENTS.map((agent) => PROFILES[agent].launch.runtime)).toEqual(['native', 'bun', 'node', 'node', 'node', 'native', 'native']);
+    expect(AGENTS.map((agent) => PROFILES[agent].launch.runtime)).toEqual(['native', 'bun', 'node', 'node', 'node', 'bun', 'native', 'native']);
     for (const agent of AGENTS) {
       const runtime = PROFILES[agent].launch.runtime;
       // A native executable has only the dynamic loader in front of it; the loader's group applies to every agent.
@@ -169,6 +199,7 @@ describe('agent profiles', () => {
       'TURNKEEPER_GEMINI_BIN',
       'TURNKEEPER_COPILOT_BIN',
       'TURNKEEPER_QWEN_BIN',
+      'TURNKEEPER_OPENCODE_BIN',
       'TURNKEEPER_GOOSE_BIN',
       'TURNKEEPER_GROK_BIN',
     ]);

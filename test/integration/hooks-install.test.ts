@@ -42,6 +42,7 @@ import { readShim, shimPath, writeShim } from '../../src/agents/shim';
 import { doctorReport, installAgentHooks, uninstallAgentHooks } from '../../src/doctor/installation';
 import { TURNKEEPER_COMMAND_PATTERN } from '../../src/agents/install';
 import { makeWorld } from '../support/world';
+import { PROFILES } from '../../src/agents/profiles/index';
 
 const roots: string[] = [];
 const tempDir = (): string => {
@@ -58,6 +59,8 @@ const SHIM = "/opt/turn keeper's home/bin/turnkeeper";
 const commandFor = (agent: Agent): string => installedHookCommand(agent, SHIM);
 const projectTarget = (agent: Agent, projectRoot: string): HookTarget => ({ agent, scope: 'project', env: {}, projectRoot });
 const read = (path: string): string => readFileSync(path, 'utf8');
+/** The agents whose hooks are entries in a JSON config (OpenCode's are a plugin file: its own describe below). */
+const JSON_AGENTS = AGENTS.filter((agent) => PROFILES[agent].install.plugin === undefined);
 
 // Each project root (or user env) gets its own TURNKEEPER_HOME, outside the root, standing in for
 // ~/.turnkeeper; doctor/installation.ts passes `$TURNKEEPER_HOME/backups` the same way.
@@ -131,6 +134,7 @@ describe('hook command and config paths', () => {
       QWEN_HOME: join(root, 'qwen'),
       GOOSE_PATH_ROOT: join(root, 'goose'),
       GROK_HOME: join(root, 'grok'),
+      XDG_CONFIG_HOME: join(root, 'xdg'),
     };
     for (const agent of AGENTS) installHooks({ agent, scope: 'user', env }, commandFor(agent));
     expect(existsSync(join(root, 'goose', '.agents', 'plugins', 'turnkeeper', 'hooks', 'hooks.json'))).toBe(true);
@@ -140,6 +144,7 @@ describe('hook command and config paths', () => {
     expect(existsSync(join(root, 'gem', '.gemini', 'settings.json'))).toBe(true);
     expect(existsSync(join(root, 'cop', 'settings.json'))).toBe(true);
     expect(existsSync(join(root, 'qwen', 'settings.json'))).toBe(true);
+    expect(existsSync(join(root, 'xdg', 'opencode', 'plugin', 'turnkeeper.js'))).toBe(true);
     // Nothing went to the defaults under HOME, which is where it would have gone without the overrides.
     expect(existsSync(join(root, 'home'))).toBe(false);
     installHooks({ agent: 'codex', scope: 'user', env: { HOME: env.HOME } }, commandFor('codex'));
@@ -148,7 +153,7 @@ describe('hook command and config paths', () => {
 });
 
 describe('installHooks', () => {
-  it.each(AGENTS)('creates a missing %s config with one group per event', (agent) => {
+  it.each(JSON_AGENTS)('creates a missing %s config with one group per event', (agent) => {
     const root = tempDir();
     const result = installHooks(projectTarget(agent, root), commandFor(agent));
     expect(result.changed).toBe(true);
@@ -513,7 +518,7 @@ describe('uninstallHooks', () => {
   });
 
   it('gives back the original bytes: BOM, CRLF, comments, `café` and bytes that are not UTF-8', () => {
-    for (const agent of AGENTS) {
+    for (const agent of JSON_AGENTS) {
       const root = tempDir();
       const target = projectTarget(agent, root);
       const path = hookConfigPath(target);
@@ -570,7 +575,7 @@ describe('uninstallHooks', () => {
     ['a single-line file', '{"model":"o3","hooks":{"Stop":[{"hooks":[{"type":"command","command":"x"}]}]}}'],
     ['a leading BOM', '\uFEFF{\n  "a": 1\n}\n'],
   ])('round-trips %s byte for byte', (_, original) => {
-    for (const agent of AGENTS) {
+    for (const agent of JSON_AGENTS) {
       const root = tempDir();
       const path = hookConfigPath(projectTarget(agent, root));
       mkdirSync(dirname(path), { recursive: true });
@@ -713,7 +718,7 @@ const layout = fc.record({
 describe('install then uninstall round-trips any user file', () => {
   it('property: byte-for-byte, for every agent, with comments, indentation, CRLF', () => {
     fc.assert(
-      fc.property(userConfig, layout, fc.constantFrom(...AGENTS), (config, style, agent) => {
+      fc.property(userConfig, layout, fc.constantFrom(...JSON_AGENTS), (config, style, agent) => {
         const body = printer(style)(config);
         const original = (style.leadingComment ? `// user settings${style.eol}` : '') + body + (style.finalNewline ? style.eol : '');
         const root = mkdtempSync(join(tmpdir(), 'tk-prop-'));
@@ -818,7 +823,7 @@ describe('install then uninstall round-trips any user file', () => {
       fc.property(
         fc.uint8Array({ maxLength: 24 }).map((raw) => [...raw].filter((b) => b >= 0x20 && b !== 0x22 && b !== 0x5c)), // no quote, backslash or control byte
         fc.uint8Array({ maxLength: 24 }).map((raw) => [...raw].filter((b) => b !== 0x2a)), // no `*`, so the comment cannot end early
-        fc.constantFrom(...AGENTS),
+        fc.constantFrom(...JSON_AGENTS),
         (inString, inComment, agent) => {
           runs++;
           const root = mkdtempSync(join(tmpdir(), 'tk-bytes-'));
@@ -1098,6 +1103,153 @@ describe('Copilot CLI hooks', () => {
       { runtime: process.execPath, script: '/opt/turnkeeper/dist/cli.js', electronRunAsNode: false },
     );
     expect(await problems()).toEqual([]);
+  });
+});
+
+describe('OpenCode plugin', () => {
+  const PLUGIN = join('.opencode', 'plugin', 'turnkeeper.js');
+  const command = commandFor('opencode');
+
+  it('lives in $XDG_CONFIG_HOME/opencode/plugin (default ~/.config/opencode/plugin) and .opencode/plugin of the project', () => {
+    expect(hookConfigPath({ agent: 'opencode', scope: 'user', env: { HOME: '/h' } })).toBe('/h/.config/opencode/plugin/turnkeeper.js');
+    expect(hookConfigPath({ agent: 'opencode', scope: 'user', env: { HOME: '/h', XDG_CONFIG_HOME: '/x' } })).toBe('/x/opencode/plugin/turnkeeper.js');
+    expect(hookConfigPath(projectTarget('opencode', '/r'))).toBe(join('/r', PLUGIN));
+  });
+
+  it('install writes the whole plugin for the command, status reads it back, uninstall deletes it and the directory stays', () => {
+    const root = tempDir();
+    const target = projectTarget('opencode', root);
+    const path = join(root, PLUGIN);
+    expect(hooksStatus(target, command)).toMatchObject({ exists: false, installed: false });
+    expect(installHooks(target, command)).toMatchObject({ path, changed: true });
+    const source = read(path);
+    expect(source).toContain(`const COMMAND = ${JSON.stringify(command)};`);
+    expect(hooksStatus(target, command)).toEqual({
+      path,
+      exists: true,
+      installed: true,
+      events: { chatMessage: true, toolExecuteBefore: true, toolExecuteAfter: true, sessionIdle: true },
+      staleCommands: [],
+    });
+    expect(installHooks(target, command).changed).toBe(false); // idempotent
+    // Another command (an older shim path): stale, and install replaces it in place.
+    const other = installedHookCommand('opencode', '/old/bin/turnkeeper');
+    expect(hooksStatus(target, other)).toMatchObject({ installed: false, staleCommands: [command] });
+    // Uninstall of a command that is not the installed one leaves the file (control: the right one removes it).
+    expect(uninstallHooks(target, other).changed).toBe(false);
+    expect(existsSync(path)).toBe(true);
+    expect(uninstallHooks(target, command)).toMatchObject({ changed: true, deleted: true });
+    expect(existsSync(path)).toBe(false);
+    expect(existsSync(dirname(path))).toBe(true);
+    // Without install's creation record (a lost backup directory) the plugin is still deleted, not emptied.
+    installHooks(target, command);
+    rmSync(backupDirOf(target), { recursive: true });
+    expect(uninstallHooks(target, command)).toMatchObject({ changed: true, deleted: true });
+    expect(existsSync(path)).toBe(false);
+  });
+
+  it("a plugin file that is not Turnkeeper's is never overwritten or removed; an edited one of ours is named, not guessed at", () => {
+    const root = tempDir();
+    const target = projectTarget('opencode', root);
+    const path = join(root, PLUGIN);
+    mkdirSync(dirname(path), { recursive: true });
+    const theirs = 'export const Mine = async () => ({});\n';
+    writeFileSync(path, theirs);
+    expect(() => installHooks(target, command)).toThrow(HookConfigError);
+    expect(read(path)).toBe(theirs);
+    expect(uninstallHooks(target).changed).toBe(false);
+    expect(read(path)).toBe(theirs);
+    rmSync(path);
+    installHooks(target, command);
+    const edited = read(path).replace('TIMEOUT_MS = 15000', 'TIMEOUT_MS = 1');
+    expect(edited).not.toBe(read(path)); // control: the edit changed it
+    writeFileSync(path, edited);
+    const edits = hooksStatus(target, command);
+    expect(edits.installed).toBe(false);
+    expect(edits.error).toContain('changed since Turnkeeper wrote it');
+    expect(() => uninstallHooks(target, command)).toThrow(/changed since Turnkeeper wrote it/);
+    expect(read(path)).toBe(edited);
+    // Install puts ours back (the header says it is Turnkeeper's), and then uninstall removes it.
+    expect(installHooks(target, command).changed).toBe(true);
+    expect(uninstallHooks(target, command).changed).toBe(true);
+  });
+
+  it('the plugin fails open: with a hook command that fails, hangs past its timeout or prints garbage, the prompt goes on unchanged', async () => {
+    const root = tempDir();
+    const pluginFor = (hookCommand: string): string => {
+      const dir = mkdtempSync(join(root, 'p-'));
+      const target = projectTarget('opencode', dir);
+      installHooks(target, hookCommand);
+      return join(dir, PLUGIN);
+    };
+    const run = async (hookCommand: string, kind: 'prompt' | 'tool') => {
+      const path = pluginFor(hookCommand);
+      // A copy with a short timeout, so the hang case ends quickly; the rest of the file is what install wrote.
+      const fast = path.replace(/\.js$/, '.fast.mjs');
+      writeFileSync(fast, read(path).replace('TIMEOUT_MS = 15000', 'TIMEOUT_MS = 300'));
+      const module = (await import(fast)) as {
+        TurnkeeperPlugin: (input: { directory: string }) => Promise<Record<string, (...args: unknown[]) => Promise<void>>>;
+      };
+      const hooks = await module.TurnkeeperPlugin({ directory: root });
+      const output = {
+        message: { id: 'msg_1' },
+        parts: [{ id: 'prt_0123456789abAAAAAAAAAAAAAA', type: 'text', text: 'hi #todo:fix-login', messageID: 'msg_1', sessionID: 'ses_1' }],
+      };
+      if (kind === 'prompt') await hooks['chat.message']!({ sessionID: 'ses_1' }, output);
+      else await hooks['tool.execute.before']!({ tool: 'bash', sessionID: 'ses_1', callID: 'c' }, { args: {} });
+      return output.parts;
+    };
+    for (const broken of ['exit 3 #', 'echo not-json #', '/nonexistent/turnkeeper', 'echo \'{"decision":1}\' #']) {
+      expect(await run(broken, 'prompt'), broken).toHaveLength(1);
+      await expect(run(broken, 'tool'), broken).resolves.toBeDefined();
+    }
+    // A hook that hangs (and a child of it that holds its stdout) is given up at the timeout, not waited for.
+    const started = Date.now();
+    expect(await run('sleep 30 #', 'prompt')).toHaveLength(1);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    // Control: a hook that answers context adds one synthetic part; a denial fails the tool call.
+    const parts = await run(`echo '{"additionalContext":"CTX"}' #`, 'prompt');
+    expect(parts).toHaveLength(2);
+    expect(parts[1]).toMatchObject({ type: 'text', text: 'CTX', synthetic: true, messageID: 'msg_1', sessionID: 'ses_1' });
+    expect(String((parts[1] as { id: string }).id)).toMatch(/^prt_0123456789abz[0-9a-z]{13}$/);
+    await expect(run(`echo '{"permissionDecision":"deny","permissionDecisionReason":"[lease_fenced] no"}' #`, 'tool')).rejects.toThrow('[lease_fenced] no');
+    await expect(run(`echo '{"decision":"block","reason":"[lease_held] stop"}' #`, 'prompt')).rejects.toThrow('[lease_held] stop');
+  });
+
+  it('`hooks install|status|uninstall --agent opencode` round-trip through the real CLI at both scopes; doctor names OPENCODE_PURE', () => {
+    const world = makeWorld('tk-opencode-hooks');
+    try {
+      const env = { XDG_CONFIG_HOME: join(world.root, 'xdg') };
+      const project = join(world.repo, PLUGIN);
+      const install = world.cli(['hooks', 'install', '--agent', 'opencode', '--scope', 'project', '--json'], { env });
+      expect(install.code, install.stderr).toBe(0);
+      expect(JSON.parse(install.stdout)).toMatchObject({ path: project, changed: true, command: 'turnkeeper hook --agent opencode --event chatMessage' });
+      expect(read(project)).toContain('const COMMAND = "turnkeeper hook --agent opencode";');
+      const status = world.cli(['hooks', 'status', '--agent', 'opencode', '--scope', 'project', '--json'], { env });
+      expect(JSON.parse(status.stdout)).toEqual([expect.objectContaining({ agent: 'opencode', installed: true, path: project })]);
+      const doctor = (extra: Record<string, string> = {}) =>
+        JSON.parse(world.cli(['doctor', '--json'], { env: { ...env, ...extra } }).stdout) as {
+          checks: { check: string; agent: string; status: string }[];
+          problems: string[];
+        };
+      expect(doctor().checks).toContainEqual(expect.objectContaining({ check: 'config_syntax', agent: 'opencode', status: 'ok' }));
+      expect(doctor().problems.join('\n')).not.toContain('OPENCODE_PURE');
+      expect(doctor({ OPENCODE_PURE: '1' }).problems.join('\n')).toContain('OPENCODE_PURE is set');
+      expect(JSON.parse(world.cli(['hooks', 'uninstall', '--agent', 'opencode', '--scope', 'project', '--json'], { env }).stdout)).toMatchObject({
+        changed: true,
+        deleted: true,
+      });
+      expect(existsSync(project)).toBe(false);
+
+      const user = join(world.root, 'xdg', 'opencode', 'plugin', 'turnkeeper.js');
+      expect(world.cli(['hooks', 'install', '--agent', 'opencode'], { env }).code).toBe(0);
+      expect(read(user)).toContain(`hook --agent opencode`);
+      expect(world.cli(['hooks', 'status', '--agent', 'opencode'], { env }).stdout).toBe(`opencode installed  ${user}\n`);
+      expect(world.cli(['hooks', 'uninstall', '--agent', 'opencode'], { env }).code).toBe(0);
+      expect(existsSync(user)).toBe(false);
+    } finally {
+      world.cleanup();
+    }
   });
 });
 

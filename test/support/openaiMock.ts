@@ -33,7 +33,8 @@ export interface ChatRequest {
   readonly body: ChatBody | undefined;
 }
 
-type ChatReply = { text: string } | { toolCall: { name: string; arguments: Record<string, unknown> } } | { status: number; body: string };
+type ChatReply =
+  { text: string } | { toolCall: { name: string; arguments: Record<string, unknown> } } | { status: number; body: string; headers?: Record<string, string> };
 
 /** Answers each chat-completions request (index counts them from 0). */
 export type ChatScript = (request: ChatRequest, index: number) => ChatReply;
@@ -128,7 +129,7 @@ export async function startOpenAiMock(script: ChatScript = () => ({ text: 'ok' }
       reply = { status: 500, body: JSON.stringify({ error: { message: String(error), type: 'server_error' } }) };
     }
     if ('status' in reply) {
-      res.writeHead(reply.status, { 'content-type': 'application/json' });
+      res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
       res.end(reply.body);
       return;
     }

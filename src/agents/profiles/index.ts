@@ -12,6 +12,7 @@ import { copilot } from './copilot';
 import { gemini } from './gemini';
 import { goose } from './goose';
 import { grok } from './grok';
+import { opencode } from './opencode';
 import { qwen } from './qwen';
 
 import type { Env } from '../../core/env';
@@ -34,7 +35,8 @@ export type Scope = 'user' | 'project';
 export type PayloadDialect = 'snake' | 'camel' | 'hookContext';
 
 /** How an agent parses its hook config (`AgentProfile.install.syntax`). */
-export type ConfigSyntax = 'json' | 'json-comments';
+/** `module`: the config is a JavaScript module of Turnkeeper's own (OpenCode's plugin), written whole. */
+export type ConfigSyntax = 'json' | 'json-comments' | 'module';
 
 /**
  * The runtime an agent's executable is built on. The launcher refuses the injection variables of every
@@ -253,6 +255,17 @@ export interface AgentProfile {
     readonly runsHooksOf?: { readonly agent: Agent; readonly turnOff: string };
     /** Programs Turnkeeper does not serve that run this agent's hook files by default (for doctor's read_by_others). */
     readonly alsoRunBy?: readonly string[];
+    /**
+     * An agent without command hooks (OpenCode) gets a plugin file of Turnkeeper's own instead of
+     * entries in a JSON config: `source` is the whole file for a hook command, `commandOf` the command
+     * of a file that is exactly such a source (else undefined), `isOurs` whether a file is one of
+     * Turnkeeper's, of any version or edited. Install writes the file whole; uninstall deletes it.
+     */
+    readonly plugin?: {
+      readonly source: (command: string) => string;
+      readonly commandOf: (text: string) => string | undefined;
+      readonly isOurs: (text: string) => boolean;
+    };
   };
 
   readonly trust: {
@@ -297,7 +310,7 @@ export interface AgentProfile {
   };
 }
 
-export const PROFILES: Readonly<Record<Agent, AgentProfile>> = { codex, claude, gemini, copilot, qwen, goose, grok };
+export const PROFILES: Readonly<Record<Agent, AgentProfile>> = { codex, claude, gemini, copilot, qwen, opencode, goose, grok };
 
 /**
  * Detection order when `--agent` is absent (spec §2): Qwen (its SessionStart also meets Codex's
