@@ -89,6 +89,19 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX receipt_index_by_kind ON receipt_index (kind, seq);
   CREATE INDEX receipt_index_by_goal ON receipt_index (goal, seq);
   `,
+  // (issue 20, live turn status and turn receipts) Each session's live state (working, waiting,
+  // stopped) and when it last changed, written only on a change; and the turn it is in: its Turn, when
+  // it began, and git HEAD and the tree digest of the checkout at its prompt, which the stop event's
+  // `turn_ended` receipt compares against (src/checkout/turnChanges.ts). New nullable columns only: a
+  // session written before has no state until its next hook. Self-contained: merges after any other step.
+  `
+  ALTER TABLE sessions ADD COLUMN state TEXT;
+  ALTER TABLE sessions ADD COLUMN state_at INTEGER;
+  ALTER TABLE sessions ADD COLUMN turn_id TEXT;
+  ALTER TABLE sessions ADD COLUMN turn_at INTEGER;
+  ALTER TABLE sessions ADD COLUMN turn_head TEXT;
+  ALTER TABLE sessions ADD COLUMN turn_tree TEXT;
+  `,
 ];
 
 /** The migration after which the receipts already stored get their tree rows (sqlite.ts). */

@@ -187,7 +187,7 @@ describe('a store of the previous release (user_version 1, Goals keyed by path)'
       }),
     ]);
     expect(rawRead((db) => db.pragma('user_version', { simple: true }))).toBe(SCHEMA_VERSION);
-    expect(SCHEMA_VERSION).toBe(4);
+    expect(SCHEMA_VERSION).toBe(5);
     // v3: the receipts written before get their Merkle tree rows (one leaf each, nodes over them).
     const tree = rawRead(
       (db) => db.prepare('SELECT level, idx, hash FROM receipt_tree ORDER BY level, idx').all() as { level: number; idx: number; hash: Buffer }[],
@@ -369,6 +369,50 @@ function rawWrite(write: (db: Database.Database) => void): void {
     db.close();
   }
 }
+
+describe('the live-status step (issue 20): session state and turn base columns', () => {
+  // Found by what it adds, not by its number: another step may be merged before it.
+  const step = MIGRATIONS.findIndex((sql) => sql.includes('ADD COLUMN state TEXT'));
+
+  it('a store of the step before gets the columns; its sessions read with no state until their next hook, which records one', () => {
+    expect(step).toBeGreaterThan(0);
+    mkdirSync(world.home, { recursive: true, mode: 0o700 });
+    const db = new Database(world.db);
+    db.pragma('journal_mode = WAL');
+    for (const sql of MIGRATIONS.slice(0, step)) db.exec(sql);
+    db.pragma(`user_version = ${step}`);
+    db.prepare('INSERT INTO sessions (owner, agent, session, goal, cwd, transcript_path, first_hook_at, last_hook_at) VALUES (?, ?, ?, ?, ?, NULL, 1, 1)').run(
+      'codex:sess-old',
+      'codex',
+      'sess-old',
+      world.goal,
+      world.repo,
+    );
+    db.close();
+    // Control: before the step the columns do not exist.
+    expect(() => rawRead((raw) => raw.prepare('SELECT state FROM sessions').all())).toThrow(/no such column/);
+    expect(world.cli(['status', '--json']).code).toBe(0);
+    expect(rawRead((raw) => raw.pragma('user_version', { simple: true }))).toBe(SCHEMA_VERSION);
+    expect(rawRead((raw) => raw.prepare('SELECT state, state_at, turn_at FROM sessions WHERE owner = ?').get('codex:sess-old'))).toEqual({
+      state: null,
+      state_at: null,
+      turn_at: null,
+    });
+    // Its next hook records the state.
+    const tool = JSON.stringify({
+      session_id: 'sess-old',
+      turn_id: 't-1',
+      transcript_path: null,
+      cwd: world.repo,
+      hook_event_name: 'PostToolUse',
+      model: 'm',
+      permission_mode: 'default',
+      tool_name: 'Bash',
+    });
+    expect(world.cli(['hook', '--agent', 'codex'], { input: tool }).code).toBe(0);
+    expect(rawRead((raw) => raw.prepare('SELECT state FROM sessions WHERE owner = ?').get('codex:sess-old'))).toEqual({ state: 'working' });
+  });
+});
 
 describe('resume of a capture whose worktree was removed', () => {
   it('[checkout_missing] with the command that recreates the worktree at its branch; after running it, resume passes', () => {
