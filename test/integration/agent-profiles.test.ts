@@ -30,12 +30,13 @@ const settings = (): Record<string, { scope?: string; markdownDescription?: stri
 };
 
 describe('agent profiles', () => {
-  it('one profile per agent, keyed by its own name, with five installed events of the five kinds', () => {
+  it('one profile per agent, keyed by its own name, with one installed event of each of the five kinds, and notification events where it has them', () => {
     expect(Object.keys(PROFILES)).toEqual([...AGENTS]);
     for (const agent of AGENTS) {
       const profile = PROFILES[agent];
       expect(profile.agent).toBe(agent);
-      expect(Object.values(profile.events.installed).sort(), agent).toEqual(['post_tool', 'pre_tool', 'prompt', 'session_start', 'stop']);
+      const kinds = Object.values(profile.events.installed);
+      expect(kinds.filter((kind) => kind !== 'notification').sort(), agent).toEqual(['post_tool', 'pre_tool', 'prompt', 'session_start', 'stop']);
       for (const [name, kind] of Object.entries(profile.events.installed)) expect(profile.events.accepted[name], `${agent} ${name}`).toBe(kind);
       expect(HOOK_EVENTS[agent]).toEqual(Object.keys(profile.events.installed));
       expect(TRUST_HINT[agent]).toBe(profile.trust.hint);
@@ -44,9 +45,9 @@ describe('agent profiles', () => {
 
   it('the facts each agent was observed with: events, Turn source, timeouts in the field and unit each reads', () => {
     expect(HOOK_EVENTS).toEqual({
-      codex: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop'],
-      claude: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop'],
-      gemini: ['SessionStart', 'BeforeAgent', 'BeforeTool', 'AfterTool', 'AfterAgent'],
+      codex: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop', 'PermissionRequest'],
+      claude: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop', 'Notification', 'PermissionRequest'],
+      gemini: ['SessionStart', 'BeforeAgent', 'BeforeTool', 'AfterTool', 'AfterAgent', 'Notification'],
       copilot: ['sessionStart', 'userPromptSubmitted', 'preToolUse', 'postToolUse', 'agentStop'],
     });
     expect(AGENTS.map((agent) => PROFILES[agent].payload.turnField)).toEqual(['turn_id', 'prompt_id', undefined, undefined]);
