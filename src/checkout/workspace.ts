@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { digestText } from '../core/canonical';
 import type { Preconditions } from '../core/ready';
 
-function git(goal: string, args: string[]): string | null {
+export function git(goal: string, args: string[]): string | null {
   // Loaded on first use: node:child_process adds to every hook's start-up (bench row S1), and only claims need git.
   const { execFileSync } = process.getBuiltinModule('node:child_process');
   try {

@@ -39,6 +39,7 @@ const USAGE = `usage: turnkeeper <command> [options]       every command takes -
   todo reopen <id> [--goal <dir>] [--json]
   status [--limit <n> | --all] [--json]       leases and captures (held ones, the newest 50), with their Goal and checkout
   show <captureId> [--json]                   a capture and its ready capture, exactly as presented
+  show <todo> [--json]                        a Todo's timeline: claims, turns and what each changed, releases
   receipts [--limit <n>] [--before <seq>] [--json]   the receipt log, newest first
   receipts export [--from <seq>] [--out <file>] [--json]   the stored receipts and a signed checkpoint: a bundle that verifies offline
   receipts attestation <seq> [--out <file>]   a launch_committed receipt as an in-toto statement in a signed DSSE envelope, with its inclusion proof
