@@ -6,10 +6,10 @@ import { PROFILES, type TurnUsage } from './profiles/index';
 import type { Agent } from '../core/ids';
 
 /** A turn's lines are near the end; 1 MiB holds hundreds of them, and the read stays a few ms. */
-export const TURN_TAIL_BYTES = 1024 * 1024;
+const TURN_TAIL_BYTES = 1024 * 1024;
 
 /** The file's last `maxBytes` as text (its first line may be cut), or undefined when it cannot be read as a regular file. */
-export function transcriptTail(path: string | null | undefined, maxBytes: number = TURN_TAIL_BYTES): string | undefined {
+function transcriptTail(path: string | null | undefined, maxBytes: number = TURN_TAIL_BYTES): string | undefined {
   if (path === undefined || path === null || path === '') return undefined;
   let fd: number | undefined;
   try {

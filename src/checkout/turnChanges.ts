@@ -25,7 +25,7 @@ export interface TurnChanges {
   readonly deleted: number;
 }
 
-export const MAX_CHANGED_PATHS = 200;
+const MAX_CHANGED_PATHS = 200;
 
 /**
  * Wall time the stop hook gives git, in ms: a call is started only while the budget lasts, and each

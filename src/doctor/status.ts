@@ -9,7 +9,7 @@ import type { Authority, LaunchReceipt, PreviousLaunch, SessionRecord, SessionSt
  * or `stopped`; the launcher's liveness of the agent Turnkeeper launched for it says `exited` (gone
  * after its stop event) or `crashed` (gone without one).
  */
-export type LiveState = SessionState | 'exited' | 'crashed';
+type LiveState = SessionState | 'exited' | 'crashed';
 
 export interface LiveStatus {
   readonly state: LiveState;
@@ -280,7 +280,7 @@ async function liveStatuses(store: Authority, leases: readonly Lease[], processS
  * its stop event, or the launch's commit when no hook fired since). Otherwise the stored state, since
  * it was set. A process of another machine (`unknown`) keeps the stored state.
  */
-export function liveStatusOf(
+function liveStatusOf(
   session: SessionRecord | undefined,
   launch: LaunchReceipt | undefined,
   processState: LaunchProcessState | undefined,

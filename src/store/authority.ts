@@ -99,7 +99,7 @@ export type SessionState = 'working' | 'waiting' | 'stopped';
 export const SESSION_STATES: readonly SessionState[] = ['working', 'waiting', 'stopped'];
 
 /** Where a session's current turn began: its prompt, with the checkout's git HEAD and tree digest then (null outside git, or when git failed). */
-export interface TurnBase {
+interface TurnBase {
   readonly turn: string | null;
   readonly at: number;
   readonly head: string | null;
