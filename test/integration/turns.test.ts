@@ -194,6 +194,19 @@ describe('the turn receipt', () => {
     expect(text).toContain('Todo fix-login (open): 2 turns');
     expect(text).toMatch(/turn prompt-1 ended \(claude:sess-turns\): 3 paths changed \(\+1 ~2 -0\)/);
     expect(text).toContain('A  new.txt');
+    // The turn as an in-toto statement about the tree it left, signed, with its inclusion proof.
+    const attestation = world.cli(['receipts', 'attestation', String(receipt!.seq)]);
+    expect(attestation.code, attestation.stdout + attestation.stderr).toBe(0);
+    const envelope = JSON.parse(attestation.stdout) as { payload: string; signatures: unknown[] };
+    const statement = JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8')) as Record<string, unknown>;
+    expect(statement).toMatchObject({
+      subject: [{ name: 'git-tree', digest: { gitTree: treeAfter } }],
+      predicateType: 'https://turnkeeper.dev/attestation/turn/v1',
+      predicate: { todo: 'fix-login', treeBefore, treeAfter, changed: 3, paths: ['M\tREADME.md', 'M\ta.txt', 'A\tnew.txt'], receipt: { seq: receipt!.seq } },
+    });
+    expect(envelope.signatures).toHaveLength(1);
+    // Control: a receipt of another kind is refused.
+    expect(JSON.parse(world.cli(['receipts', 'attestation', '1']).stdout)).toMatchObject({ ok: false, reason: 'not_a_launch' });
     // Control: a capture id is still the capture's view.
     const capture = (JSON.parse(world.cli(['status', '--json']).stdout) as { captures: { id: string }[] }).captures[0]!.id;
     expect(JSON.parse(world.cli(['show', capture, '--json']).stdout)).toMatchObject({ ok: true, captureId: capture });
