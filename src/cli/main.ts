@@ -42,7 +42,7 @@ const USAGE = `usage: turnkeeper <command> [options]       every command takes -
   show <todo> [--json]                        a Todo's timeline: claims, turns and what each changed, releases
   receipts [--limit <n>] [--before <seq>] [--json]   the receipt log, newest first
   receipts export [--from <seq>] [--out <file>] [--json]   the stored receipts and a signed checkpoint: a bundle that verifies offline
-  receipts attestation <seq> [--out <file>]   a launch_committed receipt as an in-toto statement in a signed DSSE envelope, with its inclusion proof
+  receipts attestation <seq> [--out <file>]   a launch_committed or turn_ended receipt as an in-toto statement in a signed DSSE envelope, with its inclusion proof
   receipts prove <seq> [--size <n>] [--json]   the receipt's inclusion proof in a signed checkpoint (RFC 6962)
   receipts consistency --from <n> --to <m> [--json]   the tree of n receipts is a prefix of the tree of m (RFC 6962)
   verify [--json]                             check the receipt chain (and its anchor and witness)
