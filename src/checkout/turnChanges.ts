@@ -75,6 +75,9 @@ export function treeStateOf(checkout: string, gitDir: string | null, clock: () =
     } catch {
       // no index file: the temporary one starts empty
     }
+    // Fail safe: `add -A` runs only once git itself says it uses the temporary index. A runner that
+    // stopped passing this process's environment on would otherwise stage into the person's own index.
+    if (withIndex(index, () => git(checkout, ['rev-parse', '--git-path', 'index']))?.trim() !== index) return { head, tree: null };
     if (withIndex(index, () => git(checkout, ['add', '-A'])) === null || !inBudget()) return { head, tree: null };
     return { head, tree: objectId(withIndex(index, () => git(checkout, ['write-tree']))) };
   } finally {

@@ -5,7 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
 import { execFileSync, spawn } from 'node:child_process';
-import { appendFileSync, cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { ReceiptDocument } from '../../src/core/receipts';
@@ -226,6 +226,27 @@ describe('the turn receipt', () => {
     hook('UserPromptSubmit', PROMPT);
     hook('Stop');
     expect(await turnReceipts()).toHaveLength(1);
+  });
+});
+
+describe('the tree is built only in the temporary index', () => {
+  it("a git that drops GIT_INDEX_FILE (a runner that stops passing the environment on) leaves the person's index alone and the tree unknown", async () => {
+    // A git in front of the real one that runs it without GIT_INDEX_FILE.
+    const bin = join(world.root, 'no-index-env-bin');
+    const real = execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim();
+    mkdirSync(bin);
+    writeFileSync(join(bin, 'git'), `#!/bin/sh\nunset GIT_INDEX_FILE\nexec '${real}' "$@"\n`, { mode: 0o755 });
+    const env = { PATH: `${bin}:${process.env.PATH ?? '/usr/bin:/bin'}` };
+    writeFileSync(join(world.repo, 'untracked.txt'), 'not staged\n');
+    const status = () => execFileSync('git', ['-C', world.repo, 'status', '--porcelain'], { encoding: 'utf8' });
+    expect(world.cli(['hook', '--agent', 'claude'], { input: claude('UserPromptSubmit', PROMPT), env }).code).toBe(0);
+    expect(world.cli(['hook', '--agent', 'claude'], { input: claude('Stop'), env }).code).toBe(0);
+    expect(status()).toBe('?? untracked.txt\n');
+    expect(sessionRow()).toMatchObject({ turn_tree: null });
+    expect((await turnReceipts())[0]!.detail).toMatchObject({ treeBefore: null, treeAfter: null, changed: null });
+    // Control: that git, asked to stage into a temporary index, stages into the person's own.
+    execFileSync(join(bin, 'git'), ['-C', world.repo, 'add', '-A'], { env: { ...process.env, GIT_INDEX_FILE: join(world.root, 'tmp-index') } });
+    expect(status()).toBe('A  untracked.txt\n');
   });
 });
 
