@@ -36,13 +36,13 @@ const SAFE_OPTIONS = ['--no-pager', '--no-optional-locks', '-c', 'core.fsmonitor
  * they are read for what they say about line endings and safe.directory, as the person's own git does,
  * and their filter drivers are disabled like every other (below).
  */
-function gitEnvironment(): Record<string, string> {
+function gitEnvironment(extra: Readonly<Record<string, string>>): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(process.env)) {
     if (value === undefined || /^GIT_/i.test(name) || name === 'PAGER') continue;
     env[name] = value;
   }
-  return { ...env, GIT_ALLOW_PROTOCOL: '', GIT_TERMINAL_PROMPT: '0' };
+  return { ...env, GIT_ALLOW_PROTOCOL: '', GIT_TERMINAL_PROMPT: '0', ...extra };
 }
 
 /**
@@ -85,20 +85,20 @@ interface GitRun {
   readonly deadline: number;
 }
 
-function startRun(checkout: string): GitRun | undefined {
+function startRun(checkout: string, budgetMs = GIT_BUDGET_MS): GitRun | undefined {
   const binary = gitBinary(checkout);
-  return binary === undefined ? undefined : { binary, goal: checkout, deadline: Date.now() + GIT_BUDGET_MS };
+  return binary === undefined ? undefined : { binary, goal: checkout, deadline: Date.now() + budgetMs };
 }
 
 /** git's exit status and stdout; null when it could not run, timed out or was killed. */
-function git(run: GitRun, args: readonly string[]): { status: number; stdout: string } | null {
+function git(run: GitRun, args: readonly string[], extraEnv: Readonly<Record<string, string>> = {}): { status: number; stdout: string } | null {
   const timeout = run.deadline - Date.now();
   if (timeout <= 0) return null;
   // Loaded on first use: node:child_process adds to every hook's start-up (bench row S1), and only claims need git.
   const { spawnSync } = process.getBuiltinModule('node:child_process');
   const result = spawnSync(run.binary, [...SAFE_OPTIONS, '-C', run.goal, ...args], {
     encoding: 'utf8',
-    env: gitEnvironment(),
+    env: gitEnvironment(extraEnv),
     stdio: ['ignore', 'pipe', 'ignore'],
     timeout,
     maxBuffer: 64 * 1024 * 1024,
@@ -107,8 +107,8 @@ function git(run: GitRun, args: readonly string[]): { status: number; stdout: st
   return { status: result.status, stdout: result.stdout };
 }
 
-const gitOk = (run: GitRun, args: readonly string[]): string | null => {
-  const result = git(run, args);
+const gitOk = (run: GitRun, args: readonly string[], extraEnv?: Readonly<Record<string, string>>): string | null => {
+  const result = git(run, args, extraEnv);
   return result?.status === 0 ? result.stdout : null;
 };
 
@@ -186,4 +186,27 @@ export function preconditionsOf(checkout: string): Preconditions {
   const filters = disabledFilters(run);
   const status = filters === null ? null : gitOk(run, [...filters, 'status', '--porcelain=v1', '-z', '--untracked-files=all', '--ignore-submodules=dirty']);
   return { gitHead: head, statusDigest: status === null ? null : digestText(status) };
+}
+
+/** git on one checkout, hardened as every run here (./turnChanges.ts builds a turn's trees with it). */
+export interface CheckoutGit {
+  /**
+   * stdout of a run that exited 0, else null (failed, timed out, out of budget). Every filter driver is
+   * disabled on it (listed once, on the first run): `git add` hashes files through their `clean` filter
+   * as status does. `env` adds variables git runs with (GIT_INDEX_FILE), after the scrub.
+   */
+  run(args: readonly string[], env?: Readonly<Record<string, string>>): string | null;
+}
+
+/** A hardened git for `checkout` whose runs share `budgetMs` of wall time; undefined without a git outside the checkout. */
+export function checkoutGit(checkout: string, budgetMs: number): CheckoutGit | undefined {
+  const run = startRun(checkout, budgetMs);
+  if (run === undefined) return undefined;
+  let filters: string[] | null | undefined;
+  return {
+    run(args, env) {
+      filters ??= disabledFilters(run);
+      return filters === null ? null : gitOk(run, [...filters, ...args], env);
+    },
+  };
 }

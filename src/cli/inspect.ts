@@ -1,11 +1,12 @@
 // Read-mostly commands: `status`, `show`, `verify`, `release`, `receipts`.
 import { digestText } from '../core/canonical';
-import { isCaptureId } from '../core/ids';
+import { isCaptureId, isTodoId, TODO_ID_RULE } from '../core/ids';
 import { isoTime } from '../core/lease';
 import { parseReceipt, type ReceiptDocument } from '../core/receipts';
 import { storePath } from '../store/location';
 import { readAnchor } from '../store/anchor';
-import { RECENT_CAPTURES, statusSnapshot, leaseView } from '../doctor/status';
+import { RECENT_CAPTURES, statusSnapshot, leaseView, type LiveStatus } from '../doctor/status';
+import { launchProcessState } from '../launcher/liveness';
 import { witnessSentence } from '../ledger/witness';
 import type { Authority, ReceiptRow } from '../store/authority';
 import { EXIT, goalFrom, openStore, parse, placementFrom, printJson, releaseRequester, todoIdArg, UsageError, type Io } from './io';
@@ -18,7 +19,9 @@ export async function statusCommand(args: string[], io: Io): Promise<number> {
   if ((values.all && values.limit !== undefined) || (recent !== undefined && (!Number.isSafeInteger(recent) || recent < 0)))
     throw new UsageError(`--limit takes a whole number from 0, and not with --all\nusage: ${usage}`);
   const store = await openStore(io, false);
-  const snapshot = store ? await statusSnapshot(store, Date.now(), { recent }) : { leases: [], captures: [], silentLaunches: [], olderCaptures: false };
+  const snapshot = store
+    ? await statusSnapshot(store, Date.now(), { recent, processState: launchProcessState })
+    : { leases: [], captures: [], silentLaunches: [], olderCaptures: false };
   const names = store ? await goalNames(store) : new Map<string, string>();
   store?.close();
   if (values.json) {
@@ -37,6 +40,7 @@ export async function statusCommand(args: string[], io: Io): Promise<number> {
   for (const lease of active) {
     io.out(leasePlace(lease.goal, lease.checkout));
     io.out(`    ${lease.todo.padEnd(24)} ${lease.owner}  epoch ${lease.epoch} v${lease.version}  until ${lease.expiresAt}  ${lease.capture}\n`);
+    if (lease.live) io.out(`      ${liveLine(lease.live)}\n`);
   }
   if (snapshot.captures.length > 0) io.out('captures:\n');
   const capturePlace = placeHeader(names, '  ');
@@ -50,6 +54,13 @@ export async function statusCommand(args: string[], io: Io): Promise<number> {
       `warning: the agent launched for ${launch.capture ?? `a start of Todo ${launch.todo ?? '?'}`} at ${launch.committedAt} never fired a hook (turnkeeper doctor)\n`,
     );
   return EXIT.done;
+}
+
+/** `working since …`, with the launched process when there is one: the live state of spec §9. */
+function liveLine(live: LiveStatus): string {
+  const words = { working: 'working', waiting: 'waiting for input', stopped: 'stopped', exited: 'exited', crashed: 'crashed' }[live.state];
+  const process = live.launch ? ` · launched pid ${live.launch.pid ?? '?'} ${live.launch.process}` : '';
+  return `${words} since ${live.since} · last hook ${live.lastHookAt}${process}`;
 }
 
 /** Goal id -> display name (the repository folder name), for people; ids stay in --json. */
@@ -83,10 +94,14 @@ function placeHeader(names: ReadonlyMap<string, string>, indent: string): (goal:
 }
 
 export async function showCommand(args: string[], io: Io): Promise<number> {
-  const { values, positionals } = parse(args, { json: { type: 'boolean' } }, { min: 1, max: 1, usage: 'turnkeeper show <captureId> [--json]' });
+  const { values, positionals } = parse(args, { json: { type: 'boolean' } }, { min: 1, max: 1, usage: 'turnkeeper show <captureId | todo> [--json]' });
   const id = positionals[0]!;
+  // A Todo id: its timeline of turns (timeline.ts). A capture id is never read as one.
+  if (!isCaptureId(id) && isTodoId(id)) return (await import('./timeline')).todoTimelineCommand(id, values.json === true, io);
   if (!isCaptureId(id))
-    throw new UsageError(`${JSON.stringify(id)} is not a capture id: cap_ followed by 24 lower-case hex digits, as turnkeeper status lists them`);
+    throw new UsageError(
+      `${JSON.stringify(id)} is neither a capture id (cap_ followed by 24 lower-case hex digits, as turnkeeper status lists them) nor a Todo id (${TODO_ID_RULE})`,
+    );
   const store = await openStore(io, false);
   const capture = await store?.getCapture(id);
   if (!store || !capture) {

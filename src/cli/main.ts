@@ -44,9 +44,10 @@ const USAGE = `usage: turnkeeper <command> [options]       every command takes -
   next [--goal <dir>] [--limit <n>] [--json]   the ready Todos (open, dependencies done, not held), oldest first
   status [--limit <n> | --all] [--json]       leases and captures (held ones, the newest 50), with their Goal and checkout
   show <captureId> [--json]                   a capture and its ready capture, exactly as presented
+  show <todo> [--json]                        a Todo's timeline: claims, turns and what each changed, releases
   receipts [--limit <n>] [--before <seq>] [--json]   the receipt log, newest first
   receipts export [--from <seq>] [--out <file>] [--json]   the stored receipts and a signed checkpoint: a bundle that verifies offline
-  receipts attestation <seq> [--out <file>]   a launch_committed receipt as an in-toto statement in a signed DSSE envelope, with its inclusion proof
+  receipts attestation <seq> [--out <file>]   a launch_committed or turn_ended receipt as an in-toto statement in a signed DSSE envelope, with its inclusion proof
   receipts prove <seq> [--size <n>] [--json]   the receipt's inclusion proof in a signed checkpoint (RFC 6962)
   receipts consistency --from <n> --to <m> [--json]   the tree of n receipts is a prefix of the tree of m (RFC 6962)
   verify [--json]                             check the receipt chain (and its anchor and witness)

@@ -426,6 +426,8 @@ export function verifyBundle(lines: Iterable<BundleLine>, verifyNote: NoteVerifi
 export const IN_TOTO_PAYLOAD_TYPE = 'application/vnd.in-toto+json';
 export const IN_TOTO_STATEMENT_TYPE = 'https://in-toto.io/Statement/v1';
 export const LAUNCH_PREDICATE_TYPE = 'https://turnkeeper.dev/attestation/launch/v1';
+/** A `turn_ended` receipt's predicate: what one agent turn changed (docs/receipts.md, "Turn attestations"). */
+export const TURN_PREDICATE_TYPE = 'https://turnkeeper.dev/attestation/turn/v1';
 
 /** DSSE's pre-authentication encoding: "DSSEv1" SP LEN(type) SP type SP LEN(body) SP body. */
 export function preAuthEncoding(payloadType: string, payload: Buffer): Buffer {

@@ -22,6 +22,8 @@ export const RECEIPT_KINDS = [
   'launch_hooked',
   'launch_refused',
   'resume_refused',
+  /** The stop event of a lease holder's turn: what the turn changed, and what its transcript says of it (spec §5). */
+  'turn_ended',
   /** A Goal named by path (stores of the previous release) was mapped to its repository's Goal id. */
   'goal_migrated',
   /** `turnkeeper goal move`: a repository's Todos, leases and captures carried to its new Goal. */

@@ -2,7 +2,24 @@
 import { captureState, type CaptureState } from '../core/capture';
 import { digestTextBulk } from '../core/canonical';
 import { isExpired, isoTime, type Lease } from '../core/lease';
-import type { Authority, PreviousLaunch, StoredCapture } from '../store/authority';
+import type { Authority, LaunchReceipt, PreviousLaunch, SessionRecord, SessionState, StoredCapture } from '../store/authority';
+
+/**
+ * A claimed Todo's live state (spec §9 "Live status"): the holder's own hooks say `working`, `waiting`
+ * or `stopped`; the launcher's liveness of the agent Turnkeeper launched for it says `exited` (gone
+ * after its stop event) or `crashed` (gone without one).
+ */
+type LiveState = SessionState | 'exited' | 'crashed';
+
+export interface LiveStatus {
+  readonly state: LiveState;
+  /** When it entered that state: the hook that set it; for `crashed`, the last hook before the process went. */
+  readonly since: string;
+  /** The holder's last hook, proof of life (refreshed at most every 15 s while nothing changes). */
+  readonly lastHookAt: string;
+  /** The agent Turnkeeper launched for this lease and whether it still runs; absent for an agent started by hand. */
+  readonly launch?: { readonly launch: string | null; readonly pid: number | null; readonly process: 'running' | 'exited' | 'unknown' };
+}
 
 export interface LeaseView {
   readonly goal: string;
@@ -15,6 +32,8 @@ export interface LeaseView {
   readonly expiresAt: string;
   /** The checkout (worktree root) the holder works in, from its capture; absent when unknown. */
   readonly checkout?: string | undefined;
+  /** An active lease's live state; absent when its holder's hooks have said none yet (or a released lease). */
+  readonly live?: LiveStatus | undefined;
 }
 
 export interface CaptureView {
@@ -164,6 +183,8 @@ export interface SnapshotOptions {
    * ones are paged on demand (`olderCaptures` says there are some). Undefined: every capture and lease.
    */
   readonly recent?: number | undefined;
+  /** The launcher's liveness (the shells pass it: doctor may not import the launcher): `exited` and `crashed` need it. */
+  readonly processState?: LaunchProcessState | undefined;
 }
 
 const newestCaptureFirst = (a: StoredCapture, b: StoredCapture): number => b.createdAt - a.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
@@ -222,11 +243,59 @@ export async function statusSnapshot(store: Authority, now: number, options: Sna
       checkout: capture.checkout,
     };
   });
+  const live = await liveStatuses(store, leases, options.processState);
   const snapshot: StatusSnapshot = {
-    leases: leases.map((lease) => leaseView(lease, checkoutOf.get(lease.capture))),
+    leases: leases.map((lease) => ({ ...leaseView(lease, checkoutOf.get(lease.capture)), ...(live.has(lease) ? { live: live.get(lease) } : {}) })),
     captures,
     silentLaunches: await silentLaunches(store, now),
     olderCaptures,
   };
   return snapshotOfGoal(snapshot, goal);
+}
+
+/**
+ * The live state of each active lease: its holder's session row (one read per active lease) and,
+ * with `processState`, the newest launch of its capture (a resume) or of its Todo with no capture
+ * (a start), whose process the launcher's liveness rule judges.
+ */
+async function liveStatuses(store: Authority, leases: readonly Lease[], processState: LaunchProcessState | undefined): Promise<Map<Lease, LiveStatus>> {
+  const out = new Map<Lease, LiveStatus>();
+  const active = leases.filter((lease) => lease.status === 'active');
+  if (active.length === 0) return out;
+  const launches = processState ? await store.launches() : [];
+  for (const lease of active) {
+    const session = await store.getSession(lease.owner);
+    const launch = launches
+      .filter((l) => l.capture === lease.capture || (l.capture === null && l.todo === lease.todo && (l.goal === undefined || l.goal === lease.goal)))
+      .reduce<LaunchReceipt | undefined>((newest, l) => (newest === undefined || l.seq > newest.seq ? l : newest), undefined);
+    const status = liveStatusOf(session, launch, processState);
+    if (status) out.set(lease, status);
+  }
+  return out;
+}
+
+/**
+ * The rule, for a session and the launch of its lease: a launched process that is gone is `crashed`
+ * when the session's last state is `working` or `waiting` (since its last hook), else `exited` (since
+ * its stop event, or the launch's commit when no hook fired since). Otherwise the stored state, since
+ * it was set. A process of another machine (`unknown`) keeps the stored state.
+ */
+function liveStatusOf(
+  session: SessionRecord | undefined,
+  launch: LaunchReceipt | undefined,
+  processState: LaunchProcessState | undefined,
+): LiveStatus | undefined {
+  const process = launch?.process && processState ? processState(launch.process) : undefined;
+  const launchView = launch ? { launch: { launch: launch.launch, pid: launch.process?.pid ?? null, process: process ?? 'unknown' } } : {};
+  // A session whose hooks predate the launch is an earlier run of it: the launch's own facts decide.
+  const current = session && launch && session.lastHookAt < launch.at ? undefined : session;
+  if (process === 'exited') {
+    // Crashed: gone in the middle of a turn (its last state working or waiting). Gone between turns,
+    // or before any (no hook since the launch, or only a SessionStart), it exited.
+    const midTurn = current?.state === 'working' || current?.state === 'waiting';
+    const since = current === undefined ? launch!.at : midTurn ? current.lastHookAt : (current.stateAt ?? current.lastHookAt);
+    return { state: midTurn ? 'crashed' : 'exited', since: isoTime(since), lastHookAt: isoTime(current?.lastHookAt ?? launch!.at), ...launchView };
+  }
+  if (!session || session.state === null) return undefined;
+  return { state: session.state, since: isoTime(session.stateAt ?? session.lastHookAt), lastHookAt: isoTime(session.lastHookAt), ...launchView };
 }

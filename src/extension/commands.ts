@@ -21,7 +21,7 @@ import { receiptUri, guidanceUri, doctorUri, RECEIPT_LANGUAGE } from './document
 import { doctorMarkdown } from '../doctor/doctorMarkdown';
 import { relativeTime, type ViewNode } from './models';
 import { exportReceipts } from './receipts';
-import { openResumeTerminal, openStartTerminal } from './terminal';
+import { focusAgentTerminal, openResumeTerminal, openStartTerminal } from './terminal';
 import { launchProcessState, runningProcesses } from '../launcher/liveness';
 
 const t = vscode.l10n.t;
@@ -40,6 +40,7 @@ export const COMMANDS: Readonly<Record<string, Factory>> = {
   'turnkeeper.installAgentHooks': (ctx) => () => installHooks(ctx),
   'turnkeeper.addTodo': (ctx) => () => addTodo(ctx),
   'turnkeeper.markTodoDone': (ctx) => (arg) => markTodoDone(ctx, todoIdOf(arg)),
+  'turnkeeper.openAgentTerminal': () => (arg) => openAgentTerminal(todoIdOf(arg)),
   'turnkeeper.openReceipt': () => (arg) => openReceipt(arg),
   'turnkeeper.copyCaptureId': (ctx) => (arg) => copyCaptureId(ctx, captureIdOf(arg)),
   'turnkeeper.doctor': (ctx) => () => doctor(ctx),
@@ -72,6 +73,14 @@ function captureIdOf(arg: unknown): string | undefined {
 }
 
 /** Commands get a Todo id from a Todos view node (`todo/<goal>/<id>`), a string, or nothing (then they ask). */
+/** "Open Agent Terminal" on a held Todo: the terminal this window launched its agent in. */
+async function openAgentTerminal(todo: string | undefined): Promise<void> {
+  if (todo === undefined || focusAgentTerminal(todo)) return;
+  await vscode.window.showInformationMessage(
+    t('No terminal of this window runs the agent of {0}: it was started elsewhere, or its terminal was closed. Its live state is in the Todos view.', todo),
+  );
+}
+
 function todoIdOf(arg: unknown): string | undefined {
   if (typeof arg === 'string') return isTodoId(arg) ? arg : undefined;
   const id = (arg as ViewNode | undefined)?.id;

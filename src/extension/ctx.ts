@@ -12,6 +12,7 @@ import type { Authority, ReceiptRow, Todo, TodoStatus } from '../store/authority
 import type { FeedMode } from '../store/port';
 import { describeSelection, openAuthority, selectStore, type StoreSelection } from '../ledger/open';
 import { activeLeaseCount, RECENT_CAPTURES, statusSnapshot, type StatusSnapshot } from '../doctor/status';
+import { launchProcessState } from '../launcher/liveness';
 import { resolveGoal, type ResolvedGoal } from '../checkout/goal';
 import { writeHookSettings } from '../config/homeConfig';
 import * as settings from './config';
@@ -326,7 +327,7 @@ export class Ctx implements vscode.Disposable {
       const goal = this.goal;
       // The live rows and a page of the rest (issue 19): held captures and the newest ones, open and
       // blocked Todos and the newest done ones, each an indexed query; "Load more…" pages further.
-      const snapshot = await statusSnapshot(store, now, { goal, recent: RECENT_CAPTURES * this.capturePages });
+      const snapshot = await statusSnapshot(store, now, { goal, recent: RECENT_CAPTURES * this.capturePages, processState: launchProcessState });
       const doneShown = DONE_PAGE * this.donePages;
       const [open, blocked, done, edges] = goal
         ? await Promise.all([

@@ -3,7 +3,7 @@
 // TreeModel keeps its nodes by stable id and reports which ones changed, so a provider refreshes
 // only those (in the manner of vscode-pull-request-github's prsTreeModel).
 import type { ChainReport } from '../core/receipts';
-import type { CaptureView, LeaseView, StatusSnapshot } from '../doctor/status';
+import type { CaptureView, LeaseView, LiveStatus, StatusSnapshot } from '../doctor/status';
 
 export interface ViewNode {
   readonly id: string;
@@ -262,8 +262,8 @@ function todoNode(todo: TodoRowView, lease: LeaseView | undefined, silent: boole
   return {
     id: `todo/${todo.goal}/${todo.id}`,
     label: todo.id,
-    // The holder first: a narrow side bar cuts the end of a description.
-    description: `${lease ? `${where}${lease.owner} · epoch ${lease.epoch}${expired ? ' · expired (still held)' : ''}` : todo.title}${waitingOn.length > 0 ? ` · after ${waitingOn.join(', ')}` : ''}${silent ? ' · hooks silent' : ''}`,
+    // The live state, then the holder: a narrow side bar cuts the end of a description.
+    description: `${lease ? `${lease.live ? `${LIVE_WORDS[lease.live.state]} · ` : ''}${where}${lease.owner} · epoch ${lease.epoch}${expired ? ' · expired (still held)' : ''}` : todo.title}${waitingOn.length > 0 ? ` · after ${waitingOn.join(', ')}` : ''}${silent ? ' · hooks silent' : ''}`,
     icon: silent ? 'warning' : lease ? (expired ? 'watch' : 'lock') : status === 'open' ? 'circle-large-outline' : status === 'done' ? 'pass' : 'circle-slash',
     ...(expired || silent ? { iconColor: 'list.warningForeground' } : {}),
     // A Todo waiting on a dependency is `todo.blocked` (no Start Turn: a start would be refused), unless held.
@@ -285,6 +285,7 @@ function todoNode(todo: TodoRowView, lease: LeaseView | undefined, silent: boole
         ? [
             '',
             `held by \`${lease.owner}\`, epoch ${lease.epoch} v${lease.version}, ${expired ? 'expired (still held)' : `expires ${relativeTime(Date.parse(lease.expiresAt), now)}`}`,
+            ...(lease.live ? ['', liveTooltip(lease.live, now)] : []),
             ...(lease.checkout ? ['', `in checkout \`${lease.checkout}\``] : []),
             '',
             `capture \`${lease.capture}\``,
@@ -294,6 +295,20 @@ function todoNode(todo: TodoRowView, lease: LeaseView | undefined, silent: boole
       ...(todo.body ? ['', '---', '', markdownText(todo.body.length > 500 ? `${todo.body.slice(0, 500)}…` : todo.body)] : []),
     ].join('\n'),
   };
+}
+
+/** The live states as the Todos view and the status bar say them (spec §9 "Live status"). */
+export const LIVE_WORDS: Readonly<Record<LiveStatus['state'], string>> = {
+  working: 'working',
+  waiting: 'waiting for input',
+  stopped: 'stopped',
+  exited: 'exited',
+  crashed: 'crashed',
+};
+
+function liveTooltip(live: LiveStatus, now: number): string {
+  const process = live.launch ? `; launched here, pid ${live.launch.pid ?? '?'}, ${live.launch.process}` : '';
+  return `**${LIVE_WORDS[live.state]}** since ${relativeTime(Date.parse(live.since), now)} (last hook ${relativeTime(Date.parse(live.lastHookAt), now)}${process})`;
 }
 
 /** User text shown as itself inside a Markdown tooltip: no links, images, HTML or formatting of its own. */

@@ -2,6 +2,7 @@
 // the receipt chain is broken.
 import * as vscode from 'vscode';
 import type { Ctx } from './ctx';
+import { LIVE_WORDS } from './models';
 
 const t = vscode.l10n.t;
 
@@ -36,9 +37,14 @@ export function createStatusBar(ctx: Ctx): vscode.Disposable {
     }
     const silent = ctx.snapshot.silentLaunches.length;
     const broken = ctx.chainReport && !ctx.chainReport.ok;
-    item.text = `$(${broken || silent > 0 ? 'warning' : 'lock'}) ${active}${team ? ` · ${team}` : ''}`;
+    // What needs the person: agents waiting for input, and agents that crashed mid-turn (spec §9 "Live status").
+    const live = ctx.snapshot.leases.filter((lease) => lease.status === 'active' && lease.live);
+    const count = (state: string) => live.filter((lease) => lease.live!.state === state).length;
+    const attention = [count('waiting') > 0 ? `$(bell) ${count('waiting')}` : '', count('crashed') > 0 ? `$(error) ${count('crashed')}` : ''].filter(Boolean);
+    item.text = `$(${broken || silent > 0 ? 'warning' : 'lock'}) ${active}${attention.length ? ` ${attention.join(' ')}` : ''}${team ? ` · ${team}` : ''}`;
     item.tooltip = [
       t('Turnkeeper: {0} active leases', active),
+      ...live.map((lease) => t('{0}: {1} since {2}', lease.todo, LIVE_WORDS[lease.live!.state], lease.live!.since)),
       ...(team ? [t('authority: {0}', team)] : []),
       ...(ctx.feedMode?.kind === 'listen' ? [t('changes: live (LISTEN/NOTIFY)')] : []),
       ...(ctx.feedMode?.kind === 'polling' ? [t('changes: polled every {0} s ({1})', ctx.feedMode.everyMs / 1000, ctx.feedMode.reason)] : []),

@@ -15,8 +15,27 @@ const t = vscode.l10n.t;
 
 type Launched = { readonly ok: true; readonly launch: RunningLaunch; readonly digest: string } | Refusal;
 
+/**
+ * The terminal of each agent this window launched, by Todo: "Open Agent Terminal" on a Todo focuses
+ * it. A closed terminal is no longer in `vscode.window.terminals` and is dropped when asked for.
+ */
+const agentTerminals = new Map<string, vscode.Terminal>();
+
+/** Shows the terminal this window launched the Todo's agent in; false when it has none (started elsewhere, or closed). */
+export function focusAgentTerminal(todo: string): boolean {
+  const terminal = agentTerminals.get(todo);
+  if (!terminal || !vscode.window.terminals.includes(terminal)) {
+    agentTerminals.delete(todo);
+    return false;
+  }
+  terminal.show(false);
+  return true;
+}
+
 interface TerminalLaunch {
   readonly agent: Agent;
+  /** The Todo the agent works on: its terminal is found by it (focusAgentTerminal). */
+  readonly todo: string;
   readonly name: string;
   readonly icon: string;
   /** What the log and the refusal message call this launch: a capture id, or a Todo id. */
@@ -97,6 +116,7 @@ function openLaunchTerminal(ctx: Ctx, spec: TerminalLaunch): vscode.Terminal {
     setDimensions: (dimensions) => launch?.pty?.resize(dimensions.columns, dimensions.rows),
   };
   const terminal = vscode.window.createTerminal({ name: spec.name, pty, iconPath: new vscode.ThemeIcon(spec.icon) });
+  agentTerminals.set(spec.todo, terminal);
   terminal.show();
   return terminal;
 }
@@ -139,6 +159,7 @@ export function openResumeTerminal(ctx: Ctx, plan: ResumePlan, recreatedWorktree
   const { capture } = plan;
   return openLaunchTerminal(ctx, {
     agent: capture.agent,
+    todo: capture.todo,
     name: t('Turnkeeper: {0} ({1})', capture.todo, capture.agent),
     icon: 'debug-continue',
     subject: capture.id,
@@ -169,6 +190,7 @@ export function openStartTerminal(
 ): vscode.Terminal {
   return openLaunchTerminal(ctx, {
     agent,
+    todo,
     name: t('Turnkeeper: {0} ({1})', todo, agent),
     icon: 'play',
     subject: todo,

@@ -11,13 +11,15 @@ import { REASONS, renderGuidance, renderNotice, type GuidanceFacts, type ReasonC
 import { nearestTodoIds } from '../core/suggest';
 import { blockOutput, contextOutput, denyToolOutput, type HookOutput } from '../agents/output';
 import { InvalidHookInput, isWriteTool, parseHookInput, type HookEvent, type RejectionTrace } from '../agents/payload';
-import type { Authority, Placement, SessionTouch, StoredReady } from '../store/authority';
+import type { Authority, Placement, SessionState, SessionTouch, StoredReady } from '../store/authority';
 import { faultPoint } from '../store/faults';
 import type { Env } from '../store/location';
 import { SchemaTooNewError, StoreUnavailableError } from '../store/authority';
 import { openAuthority, selectStore } from '../ledger/open';
 import { clientClock, hookBusyTimeoutMs, isTurnedOff, leaseTtlSeconds, onConflict } from '../config/settings';
 import { branchOf, preconditionsOf } from '../checkout/workspace';
+import { changesBetween, treeStateOf, type TreeState } from '../checkout/turnChanges';
+import { turnUsageOf } from '../agents/transcriptTail';
 import { placementOf, resolveGoal } from '../checkout/goal';
 import { heldReminder, transcriptCarries } from './presentation';
 import { findStart } from '../ledger/starts';
@@ -26,6 +28,16 @@ import { GoalError } from '../core/goal';
 
 /** lastHookAt is proof of life, not an audit trail: refreshing it at most this often keeps replays read-only. */
 const SESSION_TOUCH_INTERVAL_MS = 15_000;
+
+/** The live state each event kind puts its session in (spec §9 "Live status"); a SessionStart changes none. */
+const STATE_OF: Readonly<Record<HookEvent['kind'], SessionState | undefined>> = {
+  session_start: undefined,
+  prompt: 'working',
+  pre_tool: 'working',
+  post_tool: 'working',
+  notification: 'waiting',
+  stop: 'stopped',
+};
 
 export interface HookRun {
   /** '' or exactly one JSON object followed by a newline. */
@@ -279,6 +291,9 @@ class HookDecider {
 
   async decide(): Promise<HookOutput | undefined> {
     const output = await this.decideEvent();
+    // A turn of a lease holder begins at its prompt and ends at its stop event (spec §5 "turn_ended").
+    if (this.request.event.kind === 'prompt') await this.beginTurn();
+    if (this.request.event.kind === 'stop') await this.endTurn();
     if (!this.touched && !this.writesUnavailable) await this.touchSession();
     return output;
   }
@@ -293,6 +308,99 @@ class HookDecider {
       case 'session_start':
       case 'prompt':
         return this.context();
+      case 'notification':
+        // Only the live state `waiting`, which the session touch records; the agent gets no output.
+        return Promise.resolve(undefined);
+    }
+  }
+
+  /**
+   * At the prompt of a session that holds a lease (just claimed or held before): the checkout's HEAD
+   * and tree digest, the turn's base, which its stop event compares against. A write per prompt of a
+   * holder; git runs only then, bounded (turnChanges.ts). Fails open: no base, and the hook goes on.
+   */
+  private async beginTurn(): Promise<void> {
+    if (this.writesUnavailable) return;
+    try {
+      const lease = await this.store.activeLeaseOfOwner(this.request.owner);
+      if (!lease) return;
+      const { gitDir, placement } = this.request.located();
+      const at = this.now();
+      const tree = treeStateOf(placement.checkout, gitDir);
+      await this.store.touchSession({ ...this.sessionTouch, turnBase: { turn: this.request.turn ?? null, at, ...tree } }, at, SESSION_TOUCH_INTERVAL_MS);
+      this.touched = true;
+    } catch (error) {
+      if (error instanceof StoreUnavailableError) this.writesUnavailable = error;
+      this.stderr.push(`turnkeeper: turn start not recorded: ${(error as Error).message}`);
+    }
+  }
+
+  /**
+   * The stop event of a lease holder: a `turn_ended` receipt with the tree after, what changed since
+   * the turn's base, and what the transcript says of the turn; the base is cleared in the same write,
+   * so a second stop without a prompt has no before. Fails open like every write of a hook.
+   */
+  private async endTurn(): Promise<void> {
+    if (this.writesUnavailable) return;
+    try {
+      const { owner, event } = this.request;
+      const lease = await this.store.activeLeaseOfOwner(owner);
+      if (!lease) return;
+      const session = await this.store.getSession(owner);
+      const base = session?.turnBase ?? null;
+      let after: TreeState = { head: null, tree: null };
+      let checkout: string | undefined;
+      try {
+        const { gitDir, placement } = this.request.located();
+        checkout = placement.checkout;
+        after = treeStateOf(checkout, gitDir);
+      } catch (error) {
+        if (!(error instanceof InvalidHookInput)) throw error;
+        this.stderr.push(`turnkeeper: the turn's tree not recorded: ${error.message}`);
+      }
+      const changes = checkout === undefined ? null : changesBetween(checkout, base?.tree ?? null, after.tree);
+      const transcript = event.transcriptPath ?? session?.transcriptPath ?? null;
+      const usage = turnUsageOf(event.agent, transcript, base?.at);
+      const now = this.now();
+      await this.store.appendReceipt(
+        {
+          kind: 'turn_ended',
+          goal: lease.goal,
+          todo: lease.todo,
+          capture: lease.capture,
+          owner,
+          lease: { epoch: lease.epoch, version: lease.version },
+          detail: {
+            agent: event.agent,
+            agentVersion: usage.agentVersion ?? null,
+            model: usage.model ?? null,
+            inputTokens: usage.inputTokens ?? null,
+            outputTokens: usage.outputTokens ?? null,
+            cachedInputTokens: usage.cachedInputTokens ?? null,
+            session: event.session,
+            turn: base?.turn ?? this.request.turn ?? null,
+            event: event.eventName,
+            startedAt: base ? new Date(base.at).toISOString() : null,
+            durationMs: base ? Math.max(0, now - base.at) : null,
+            headBefore: base?.head ?? null,
+            treeBefore: base?.tree ?? null,
+            headAfter: after.head,
+            treeAfter: after.tree,
+            changed: changes?.count ?? null,
+            added: changes?.added ?? null,
+            modified: changes?.modified ?? null,
+            deleted: changes?.deleted ?? null,
+            // JSON text of `<status>\t<path>` names (a receipt's detail holds scalars), the first MAX_CHANGED_PATHS.
+            paths: changes ? JSON.stringify(changes.paths) : null,
+          },
+        },
+        now,
+        { ...this.sessionTouch, turnBase: null },
+      );
+      this.touched = true;
+    } catch (error) {
+      if (error instanceof StoreUnavailableError) this.writesUnavailable = error;
+      this.stderr.push(`turnkeeper: turn receipt not recorded: ${(error as Error).message}`);
     }
   }
 
@@ -307,7 +415,15 @@ class HookDecider {
 
   private get sessionTouch(): SessionTouch {
     const { event, owner, cwd } = this.request;
-    return { owner, agent: event.agent, session: event.session, goal: this.goal, cwd, transcriptPath: event.transcriptPath ?? null };
+    return {
+      owner,
+      agent: event.agent,
+      session: event.session,
+      goal: this.goal,
+      cwd,
+      transcriptPath: event.transcriptPath ?? null,
+      state: STATE_OF[event.kind],
+    };
   }
 
   private async touchSession(): Promise<void> {

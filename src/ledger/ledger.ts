@@ -508,7 +508,9 @@ export class Ledger implements Authority {
   async touchSession(record: SessionTouch, now: number, minIntervalMs: number): Promise<void> {
     const current = await this.rows.getSession(record.owner);
     const transcriptChanged = record.transcriptPath !== null && current?.transcriptPath !== record.transcriptPath;
-    if (current && now - current.lastHookAt < minIntervalMs && !transcriptChanged) return;
+    // A new live state, or a turn's start or end, is written at once; an unchanged state waits for the interval like proof of life.
+    const stateChanged = record.state !== undefined && current?.state !== record.state;
+    if (current && now - current.lastHookAt < minIntervalMs && !transcriptChanged && !stateChanged && record.turnBase === undefined) return;
     await this.write((tx) => tx.upsertSession(record, now));
   }
 
@@ -787,6 +789,7 @@ export class Ledger implements Authority {
   leaseOfCapture = (capture: string) => this.rows.leaseOfCapture(capture);
   readReady = (capture: string) => this.rows.readReady(capture);
   launchReceiptsOfTodo = (goal: string, todo: string, limit: number) => this.rows.launchReceiptsOfTodo(goal, todo, limit);
+  receiptsOfTodo = (goal: string, todo: string, limit: number) => this.rows.receiptsOfTodo(goal, todo, limit);
   getCapture = (capture: string) => this.rows.getCapture(capture);
   getSession = (owner: Owner) => this.rows.getSession(owner);
   listSessions = () => this.rows.listSessions();

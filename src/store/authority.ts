@@ -120,7 +120,31 @@ export interface ClaimInput {
   readonly session?: SessionTouch | undefined;
 }
 
-export type SessionTouch = Omit<SessionRecord, 'firstHookAt' | 'lastHookAt'>;
+/**
+ * What a hook records of its session. `state`, when given, is the live state this event puts the
+ * session in: stored (with the time) only when it differs from the stored one. `turnBase`, when
+ * given, starts a turn: stored as is.
+ */
+export type SessionTouch = Omit<SessionRecord, 'firstHookAt' | 'lastHookAt' | 'state' | 'stateAt' | 'turnBase'> & {
+  readonly state?: SessionState | undefined;
+  readonly turnBase?: TurnBase | null | undefined;
+};
+
+/**
+ * A session's live state from its own hooks (spec §9 "Live status"): `working` after a prompt or a
+ * tool event, `waiting` after a notification or permission event, `stopped` after the stop event.
+ * `exited` and `crashed` are never stored: status derives them from the launcher's liveness.
+ */
+export type SessionState = 'working' | 'waiting' | 'stopped';
+export const SESSION_STATES: readonly SessionState[] = ['working', 'waiting', 'stopped'];
+
+/** Where a session's current turn began: its prompt, with the checkout's git HEAD and tree digest then (null outside git, or when git failed). */
+interface TurnBase {
+  readonly turn: string | null;
+  readonly at: number;
+  readonly head: string | null;
+  readonly tree: string | null;
+}
 
 export type ClaimResult =
   | { readonly kind: 'acquired'; readonly lease: Lease; readonly ready: StoredReady }
@@ -191,6 +215,10 @@ export interface SessionRecord {
   readonly transcriptPath: string | null;
   readonly firstHookAt: number;
   readonly lastHookAt: number;
+  /** Null: no hook since the store learnt live states, or only a SessionStart. */
+  readonly state: SessionState | null;
+  readonly stateAt: number | null;
+  readonly turnBase: TurnBase | null;
 }
 
 export interface ReceiptRow {
@@ -439,6 +467,8 @@ export interface Authority {
   commitStart(request: StartCommit, now: number): Promise<StartCommitResult>;
   /** The Todo's newest `launch_committed` and `launch_hooked` receipts, newest first, at most `limit` (indexed). */
   launchReceiptsOfTodo(goal: string, todo: string, limit: number): Promise<{ seq: number; doc: string }[]>;
+  /** The Todo's newest receipts of any kind, newest first, at most `limit` (indexed): `show <todo>`. */
+  receiptsOfTodo(goal: string, todo: string, limit: number): Promise<{ seq: number; doc: string }[]>;
 }
 
 export interface StartCommit {

@@ -142,6 +142,8 @@ export interface StorePort {
   launchReceiptRows(capture?: string): Promise<{ seq: number; doc: string }[]>;
   /** The Todo's newest `launch_committed` and `launch_hooked` receipts, newest first, at most `limit`. */
   launchReceiptsOfTodo(goal: string, todo: string, limit: number): Promise<{ seq: number; doc: string }[]>;
+  /** The Todo's newest receipts of any kind, newest first, at most `limit` (the (goal, todo, seq) index): `show <todo>`. */
+  receiptsOfTodo(goal: string, todo: string, limit: number): Promise<{ seq: number; doc: string }[]>;
   getSession(owner: Owner): Promise<SessionRecord | undefined>;
   listSessions(): Promise<SessionRecord[]>;
   listLeases(): Promise<Lease[]>;

@@ -52,6 +52,7 @@ import {
   todoValues,
   toCapture,
   toLease,
+  sessionTurnParams,
   toSession,
   toTodo,
   type CaptureRowRaw,
@@ -789,12 +790,32 @@ export class PostgresRows implements StorePort {
     },
     readReady: async (capture) => this.readyOf(capture),
     upsertSession: async (record: SessionTouch, now) => {
+      const turn = sessionTurnParams(record);
+      // The state's time moves only when the state changes; a turn base is written when given (null clears it).
       await this.q(
-        `INSERT INTO turnkeeper.sessions (owner, agent, session, goal, cwd, transcript_path, first_hook_at, last_hook_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
-         ON CONFLICT (owner) DO UPDATE SET last_hook_at = GREATEST(turnkeeper.sessions.last_hook_at, EXCLUDED.last_hook_at),
-           transcript_path = COALESCE(EXCLUDED.transcript_path, turnkeeper.sessions.transcript_path), cwd = EXCLUDED.cwd`,
-        [record.owner, record.agent, record.session, record.goal, record.cwd, record.transcriptPath, now],
+        `INSERT INTO turnkeeper.sessions AS s (owner, agent, session, goal, cwd, transcript_path, first_hook_at, last_hook_at, state, state_at, turn_id, turn_at, turn_head, turn_tree)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8, $9, $10, $11, $12, $13)
+         ON CONFLICT (owner) DO UPDATE SET last_hook_at = GREATEST(s.last_hook_at, EXCLUDED.last_hook_at),
+           transcript_path = COALESCE(EXCLUDED.transcript_path, s.transcript_path), cwd = EXCLUDED.cwd,
+           state_at = CASE WHEN EXCLUDED.state IS NULL OR EXCLUDED.state IS NOT DISTINCT FROM s.state THEN s.state_at ELSE EXCLUDED.state_at END,
+           state = COALESCE(EXCLUDED.state, s.state),
+           turn_id = CASE WHEN $14 THEN EXCLUDED.turn_id ELSE s.turn_id END,
+           turn_at = CASE WHEN $14 THEN EXCLUDED.turn_at ELSE s.turn_at END,
+           turn_head = CASE WHEN $14 THEN EXCLUDED.turn_head ELSE s.turn_head END,
+           turn_tree = CASE WHEN $14 THEN EXCLUDED.turn_tree ELSE s.turn_tree END`,
+        [
+          record.owner,
+          record.agent,
+          record.session,
+          record.goal,
+          record.cwd,
+          record.transcriptPath,
+          now,
+          record.state ?? null,
+          record.state === undefined ? null : now,
+          ...turn.values,
+          turn.set,
+        ],
       );
     },
     // The head row is locked until this transaction ends: appends to the one chain take turns.
@@ -964,6 +985,18 @@ export class PostgresRows implements StorePort {
         [goal, todo, limit],
       )
     ).rows;
+  }
+
+  receiptsOfTodo(goal: string, todo: string, limit: number): Promise<{ seq: number; doc: string }[]> {
+    return this.read(
+      async () =>
+        (
+          await this.q<{ seq: number; doc: string }>(
+            'SELECT r.seq, r.doc FROM turnkeeper.receipt_index i JOIN turnkeeper.receipts r ON r.seq = i.seq WHERE i.goal = $1 AND i.todo = $2 ORDER BY i.seq DESC LIMIT $3',
+            [goal, todo, limit],
+          )
+        ).rows,
+    );
   }
 
   getSession(owner: Owner): Promise<SessionRecord | undefined> {

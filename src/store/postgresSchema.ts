@@ -289,6 +289,13 @@ export const PG_MIGRATIONS: readonly string[] = [
 
   UPDATE turnkeeper.store_meta SET value = '5' WHERE key = 'schema_version';
   `,
+  // v6 (issue 20) The same session columns as SQLite's step (src/store/schema.ts): live state and the
+  // turn's base. The hook role's table-wide SELECT, INSERT, UPDATE on sessions covers new columns.
+  `
+  ALTER TABLE turnkeeper.sessions ADD COLUMN state text, ADD COLUMN state_at int8, ADD COLUMN turn_id text,
+    ADD COLUMN turn_at int8, ADD COLUMN turn_head text, ADD COLUMN turn_tree text;
+  UPDATE turnkeeper.store_meta SET value = '6' WHERE key = 'schema_version';
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;

@@ -2,7 +2,7 @@
 // mapping to the Authority's types both ways: a row read, and the values of a row to insert.
 import type { Agent, Owner } from '../core/ids';
 import type { Lease } from '../core/lease';
-import type { SessionRecord, StoredCapture, Todo, TodoStatus } from './authority';
+import { SESSION_STATES, type SessionRecord, type SessionState, type SessionTouch, type StoredCapture, type Todo, type TodoStatus } from './authority';
 
 export interface LeaseRowRaw {
   goal: string;
@@ -125,6 +125,12 @@ export interface SessionRowRaw {
   transcript_path: string | null;
   first_hook_at: number;
   last_hook_at: number;
+  state: string | null;
+  state_at: number | null;
+  turn_id: string | null;
+  turn_at: number | null;
+  turn_head: string | null;
+  turn_tree: string | null;
 }
 export const toSession = (row: SessionRowRaw): SessionRecord => ({
   owner: row.owner as Owner,
@@ -135,4 +141,19 @@ export const toSession = (row: SessionRowRaw): SessionRecord => ({
   transcriptPath: row.transcript_path,
   firstHookAt: row.first_hook_at,
   lastHookAt: row.last_hook_at,
+  // A state this version does not know (a newer one wrote it) reads as none.
+  state: SESSION_STATES.includes(row.state as SessionState) ? (row.state as SessionState) : null,
+  stateAt: row.state_at,
+  turnBase: row.turn_at === null ? null : { turn: row.turn_id, at: row.turn_at, head: row.turn_head, tree: row.turn_tree },
 });
+
+/**
+ * The turn columns of a session upsert: `set` when the touch names a turn base (a TurnBase starts a
+ * turn, null ends it), and the values (turn, at, head, tree) to write then.
+ */
+export function sessionTurnParams(record: SessionTouch): { set: boolean; values: [string | null, number | null, string | null, string | null] } {
+  const base = record.turnBase;
+  if (base === undefined) return { set: false, values: [null, null, null, null] };
+  if (base === null) return { set: true, values: [null, null, null, null] };
+  return { set: true, values: [base.turn, base.at, base.head, base.tree] };
+}

@@ -106,6 +106,19 @@ export const MIGRATIONS: readonly string[] = [
   -- What waits on a Todo (its dependants), and the cascade's lookup of child rows by the parent key.
   CREATE INDEX todo_deps_by_dependency ON todo_deps (goal, dependency);
   `,
+  // v6 (issue 20, live turn status and turn receipts) Each session's live state (working, waiting,
+  // stopped) and when it last changed, written only on a change; and the turn it is in: its Turn, when
+  // it began, and git HEAD and the tree digest of the checkout at its prompt, which the stop event's
+  // `turn_ended` receipt compares against (src/checkout/turnChanges.ts). New nullable columns only: a
+  // session written before has no state until its next hook.
+  `
+  ALTER TABLE sessions ADD COLUMN state TEXT;
+  ALTER TABLE sessions ADD COLUMN state_at INTEGER;
+  ALTER TABLE sessions ADD COLUMN turn_id TEXT;
+  ALTER TABLE sessions ADD COLUMN turn_at INTEGER;
+  ALTER TABLE sessions ADD COLUMN turn_head TEXT;
+  ALTER TABLE sessions ADD COLUMN turn_tree TEXT;
+  `,
 ];
 
 /** The migration after which the receipts already stored get their tree rows (sqlite.ts). */

@@ -21,6 +21,7 @@ import {
   todoValues,
   toCapture,
   toLease,
+  sessionTurnParams,
   toSession,
   toTodo,
   type CaptureRowRaw,
@@ -477,12 +478,33 @@ export class SqliteRows implements StorePort {
     },
     readReady: async (capture) => this.readReadySync(capture),
     upsertSession: async (record: SessionTouch, now) => {
+      const turn = sessionTurnParams(record);
+      // The state's time moves only when the state changes; a turn base is written when given (null clears it).
       this.sql(
-        `INSERT INTO sessions (owner, agent, session, goal, cwd, transcript_path, first_hook_at, last_hook_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+        `INSERT INTO sessions (owner, agent, session, goal, cwd, transcript_path, first_hook_at, last_hook_at, state, state_at, turn_id, turn_at, turn_head, turn_tree)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (owner) DO UPDATE SET last_hook_at = MAX(last_hook_at, excluded.last_hook_at),
-           transcript_path = COALESCE(excluded.transcript_path, transcript_path), cwd = excluded.cwd`,
-      ).run(record.owner, record.agent, record.session, record.goal, record.cwd, record.transcriptPath, now, now);
+           transcript_path = COALESCE(excluded.transcript_path, transcript_path), cwd = excluded.cwd,
+           state_at = CASE WHEN excluded.state IS NULL OR excluded.state IS state THEN state_at ELSE excluded.state_at END,
+           state = COALESCE(excluded.state, state),
+           turn_id = CASE WHEN ? THEN excluded.turn_id ELSE turn_id END,
+           turn_at = CASE WHEN ? THEN excluded.turn_at ELSE turn_at END,
+           turn_head = CASE WHEN ? THEN excluded.turn_head ELSE turn_head END,
+           turn_tree = CASE WHEN ? THEN excluded.turn_tree ELSE turn_tree END`,
+      ).run(
+        record.owner,
+        record.agent,
+        record.session,
+        record.goal,
+        record.cwd,
+        record.transcriptPath,
+        now,
+        now,
+        record.state ?? null,
+        record.state === undefined ? null : now,
+        ...turn.values,
+        ...Array<number>(4).fill(turn.set ? 1 : 0),
+      );
     },
     chainHead: async () => this.headSync(),
     appendReceipt: async (row: ReceiptInsert, previous) => {
@@ -648,6 +670,15 @@ export class SqliteRows implements StorePort {
       `SELECT r.seq AS seq, r.doc AS doc FROM receipt_index i JOIN receipts r ON r.seq = i.seq
        WHERE i.goal = ? AND i.todo = ? AND i.kind IN ('launch_committed', 'launch_hooked') ORDER BY i.seq DESC LIMIT ?`,
     ).all(goal, todo, limit) as { seq: number; doc: string }[];
+  }
+
+  receiptsOfTodo(goal: string, todo: string, limit: number): Promise<{ seq: number; doc: string }[]> {
+    return this.read(
+      () =>
+        this.sql(
+          'SELECT r.seq AS seq, r.doc AS doc FROM receipt_index i JOIN receipts r ON r.seq = i.seq WHERE i.goal = ? AND i.todo = ? ORDER BY i.seq DESC LIMIT ?',
+        ).all(goal, todo, limit) as { seq: number; doc: string }[],
+    );
   }
 
   getSession(owner: Owner): Promise<SessionRecord | undefined> {

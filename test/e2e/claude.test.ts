@@ -3,6 +3,9 @@
 // API on 127.0.0.1, real SQLite. The Turn is Claude's `prompt_id` (UserPromptSubmit).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import type { ReceiptDocument } from '../../src/core/receipts';
+import { like } from '../support/matchers';
 import { join } from 'node:path';
 import { makeWorld, type World } from '../support/world';
 import { lastToolResult, startAnthropicMock, type AnthropicMock } from '../support/anthropicMock';
@@ -126,6 +129,37 @@ describe('Claude Code with Turnkeeper hooks (real binary)', () => {
     expect(existsSync(marker), 'the lease holder may run a shell command').toBe(true);
 
     expectLeaseUnchanged(world, lease);
+  });
+
+  it("a turn that writes a file ends in a turn_ended receipt naming it, with the trees before and after and the transcript's model and tokens", async () => {
+    expect(session).not.toBe('');
+    const git = (...args: string[]) => execFileSync('git', ['-C', world.repo, ...args], { encoding: 'utf8' }).trim();
+    const headBefore = git('rev-parse', 'HEAD');
+    nextShell = `echo turn > '${join(world.repo, 'turn-output.txt')}'`;
+    claudeResult('claude --resume (edit)', await claude(['-p', '--resume', session, 'write the file', '--output-format', 'json', '--allowedTools', 'Bash']));
+    expect(existsSync(join(world.repo, 'turn-output.txt'))).toBe(true);
+    const store = await world.store();
+    let turns: ReceiptDocument[];
+    try {
+      turns = (await store.receipts({ limit: 1000 })).map((row) => JSON.parse(row.doc) as ReceiptDocument).filter((doc) => doc.kind === 'turn_ended');
+    } finally {
+      store.close();
+    }
+    // The newest first: this turn's, after the earlier turns' own.
+    const [turn] = turns;
+    expect(turn, JSON.stringify(turns)).toMatchObject({
+      todo: 'fix-login',
+      owner: `claude:${session}`,
+      lease: { epoch: 1 },
+      detail: { agent: 'claude', event: 'Stop', session, headBefore, headAfter: headBefore, changed: 1, added: 1 },
+    });
+    expect(JSON.parse(turn!.detail!.paths as string)).toEqual(['A\tturn-output.txt']);
+    expect(turn!.detail!.treeBefore).not.toBe(turn!.detail!.treeAfter);
+    // What the real transcript carried: the mock's model and usage, and Claude's own version.
+    expect(turn!.detail).toMatchObject({ agentVersion: like.stringMatching(/^\d+\.\d+\.\d+/), model: like.stringMatching(/./) });
+    expect(turn!.detail!.outputTokens).toBeGreaterThan(0);
+    expect(statusOf(world).leases.find((l) => l.status === 'active')).toMatchObject({ live: { state: 'stopped' } });
+    expect(verifyOf(world).ok).toBe(true);
   });
 
   it('a second Claude session naming the same Todo gets [lease_held] and claims nothing', async () => {

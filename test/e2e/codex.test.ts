@@ -3,6 +3,7 @@
 // Codex and Turnkeeper: what the mock receives is what the model would have seen.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
+import type { ReceiptDocument } from '../../src/core/receipts';
 import { join } from 'node:path';
 import { makeWorld, type World } from '../support/world';
 import { startMockModelServer, shellCallReply, textReply, developerTexts, type MockModelServer, type RecordedRequest } from '../support/mockModelServer';
@@ -148,6 +149,33 @@ describe('Codex CLI with Turnkeeper hooks (real binary)', () => {
     expect(followUp?.body?.input?.at(-1)?.output ?? '').not.toContain('lease_fenced');
 
     expectLeaseUnchanged(world, lease);
+  });
+
+  it('a turn whose shell command writes a file ends in a turn_ended receipt naming it, with the trees before and after', async () => {
+    expect(session).not.toBe('');
+    nextShell = `echo turn > '${join(world.repo, 'turn-output.txt')}'`;
+    expectOk('codex exec resume (edit)', await resume(session, 'write the file'));
+    expect(existsSync(join(world.repo, 'turn-output.txt'))).toBe(true);
+    const store = await world.store();
+    let turns: ReceiptDocument[];
+    try {
+      turns = (await store.receipts({ limit: 1000 })).map((row) => JSON.parse(row.doc) as ReceiptDocument).filter((doc) => doc.kind === 'turn_ended');
+    } finally {
+      store.close();
+    }
+    const [turn] = turns;
+    expect(turn, JSON.stringify(turns)).toMatchObject({
+      todo: 'fix-login',
+      owner: `codex:${session}`,
+      lease: { epoch: 1 },
+      detail: { agent: 'codex', event: 'Stop', session, changed: 1, added: 1 },
+    });
+    expect(JSON.parse(turn!.detail!.paths as string)).toEqual(['A\tturn-output.txt']);
+    expect(turn!.detail!.treeBefore).not.toBe(turn!.detail!.treeAfter);
+    // The rollout's own facts of this turn only: its version, the model, and the token totals' growth
+    // over the turn (the mock answers each of the turn's two requests with 10 in / 5 out).
+    expect(turn!.detail).toMatchObject({ agentVersion: '0.171.0', model: 'mock-model', inputTokens: 20, outputTokens: 10, cachedInputTokens: 0 });
+    expect(statusOf(world).leases.find((l) => l.status === 'active')).toMatchObject({ live: { state: 'stopped' } });
   });
 
   it('a second Codex session naming the same Todo gets [lease_held] and claims nothing', async () => {

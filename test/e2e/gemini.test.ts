@@ -3,6 +3,7 @@
 // 127.0.0.1, real SQLite. Gemini payloads carry no Turn: a bound prompt needs TURNKEEPER_TURN.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
+import type { ReceiptDocument } from '../../src/core/receipts';
 import { join } from 'node:path';
 import { makeWorld, type World } from '../support/world';
 import {
@@ -156,6 +157,16 @@ describe('Gemini CLI with Turnkeeper hooks (real binary)', () => {
     expect(existsSync(marker), 'the lease holder may run a shell command').toBe(true);
 
     expectLeaseUnchanged(world, lease);
+    // The turn ended at AfterAgent: its receipt, with the tree before (BeforeAgent) and after; the
+    // marker is outside the repository, so nothing in it changed.
+    const store = await world.store();
+    try {
+      const turn = (await store.receipts({ limit: 1000 })).map((row) => JSON.parse(row.doc) as ReceiptDocument).find((doc) => doc.kind === 'turn_ended');
+      expect(turn).toMatchObject({ todo: 'fix-login', owner: lease.owner, detail: { agent: 'gemini', event: 'AfterAgent', changed: 0, paths: '[]' } });
+      expect(turn!.detail!.treeAfter).toBe(turn!.detail!.treeBefore);
+    } finally {
+      store.close();
+    }
   });
 
   it('a second Gemini session naming the same Todo (with a Turn) gets [lease_held] and claims nothing', async () => {

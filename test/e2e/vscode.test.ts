@@ -255,7 +255,7 @@ describe('trusted workspace', () => {
   it('lists the Todos with their holders; Start Turn on Todo runs the real Codex TUI in the editor terminal through the launcher, a prompt typed there claims the Todo and its tool call runs', async () => {
     cli(['todo', 'add', 'Start me', '--id', 'start-me', '--body', `Started from the editor (${START_WORD}).`]);
     // The new Todo and the held one, in one snapshot of the view.
-    await workbench.waitForRow('Todos', ['start-me Start me', /fix-login in repo · codex:sess-a · epoch 1/], 15_000);
+    await workbench.waitForRow('Todos', ['start-me Start me', /fix-login (?:[a-z ]+ · )?in repo · codex:sess-a · epoch 1/], 15_000);
     await workbench.runCommand('Turnkeeper: Start Turn on Todo');
     await workbench.pickQuickItem('start-me');
     await workbench.pickQuickItem('Codex CLI');
@@ -280,7 +280,7 @@ describe('trusted workspace', () => {
     expect(presentations().find((text) => text.startsWith('Turnkeeper: Todo start-me'))).toContain(lease.capture);
     expect(lease.owner).toMatch(/^codex:[0-9a-f-]{36}$/); // Codex's own session id, not one made up here
     captureOf['start-me'] = lease.capture;
-    const holder = new RegExp(`start-me in repo · ${lease.owner} · epoch 1`);
+    const holder = new RegExp(`start-me (?:[a-z ]+ · )?in repo · ${lease.owner} · epoch 1`);
     await workbench.waitForRow('Todos', holder, 15_000);
     await workbench.waitForRow('Leases', holder, 15_000);
     await expect.poll(() => workbench.leaseCount(), { timeout: 15_000 }).toBe('3'); // fix-login, write-docs, start-me
@@ -662,7 +662,7 @@ describe('a team store', () => {
     expect(shownAt, `the Leases view did not show the other machine's lease within ${FEED_MS} ms of its hook`).toBeDefined();
     // Before the poll could have found it: the next tick is POLL_MS after the one the claim followed.
     expect(shownAt!).toBeLessThan(tick + POLL_MS);
-    await workbench.waitForRow('Todos', /notified in app-elsewhere · codex:sess-notify · epoch 1/, 5_000);
+    await workbench.waitForRow('Todos', /notified (?:[a-z ]+ · )?in app-elsewhere · codex:sess-notify · epoch 1/, 5_000);
     await page.screenshot({ path: join(IMAGES, 'team-store.png') });
   });
 

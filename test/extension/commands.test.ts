@@ -354,7 +354,7 @@ describe('Start Turn on Todo and the Todos view', () => {
       expect(node('write-docs')).toMatchObject({
         contextValue: 'todo.held',
         icon: 'lock',
-        description: like.stringMatching(/^in repo · codex:sess-t · epoch 1$/),
+        description: like.stringMatching(/^working · in repo · codex:sess-t · epoch 1$/),
       });
 
       terminal.close();

@@ -210,6 +210,31 @@ describe('Todos view model', () => {
     expect(groups[1]!.children![0]).toMatchObject({ id: 'todo//r/fix-login', contextValue: 'todo.held', icon: 'lock' });
   });
 
+  it("puts a held Todo's live state first in its description, with since-when and the launched process in its tooltip (control: none without one)", () => {
+    const base = held('/src/app-wt');
+    const live = {
+      ...base,
+      leases: base.leases.map((lease) =>
+        lease.status === 'active'
+          ? {
+              ...lease,
+              live: {
+                state: 'waiting' as const,
+                since: '2026-11-30T11:58:00.000Z',
+                lastHookAt: '2026-11-30T11:59:00.000Z',
+                launch: { launch: 'launch_1', pid: 4242, process: 'running' as const },
+              },
+            }
+          : lease,
+      ),
+    };
+    const [claimed] = todoNodes(todos, live, NOW)[0]!.children!;
+    expect(claimed).toMatchObject({ description: 'waiting for input · in app-wt · codex:s1 · epoch 2' });
+    expect(claimed!.tooltip).toMatch(/\*\*waiting for input\*\* since .+ \(last hook .+; launched here, pid 4242, running\)/);
+    const [plain] = todoNodes(todos, base, NOW)[0]!.children!;
+    expect(plain!.tooltip).not.toContain('since');
+  });
+
   it('shows an expired lease as a hold, a holder without a known checkout without one, and nothing at all without Todos', () => {
     const [expired] = todoNodes(todos, held(), Date.parse('2026-11-30T13:00:00.000Z'))[0]!.children!;
     expect(expired).toMatchObject({ icon: 'watch', contextValue: 'todo.held', description: 'codex:s1 · epoch 2 · expired (still held)' });

@@ -30,14 +30,15 @@ const settings = (): Record<string, { scope?: string; markdownDescription?: stri
 };
 
 describe('agent profiles', () => {
-  it('one profile per agent, keyed by its own name, with installed events of the five kinds (OpenCode: no session start)', () => {
+  it('one profile per agent, keyed by its own name, with installed events of the five kinds (OpenCode: no session start), and notification events where it has them', () => {
     expect(Object.keys(PROFILES)).toEqual([...AGENTS]);
     for (const agent of AGENTS) {
       const profile = PROFILES[agent];
       expect(profile.agent).toBe(agent);
       // OpenCode's plugin has no hook before a prompt that could carry context: a launch binds at the first prompt.
-      const kinds = agent === 'opencode' ? ['post_tool', 'pre_tool', 'prompt', 'stop'] : ['post_tool', 'pre_tool', 'prompt', 'session_start', 'stop'];
-      expect(Object.values(profile.events.installed).sort(), agent).toEqual(kinds);
+      const kinds = Object.values(profile.events.installed).filter((kind) => kind !== 'notification');
+      const expected = agent === 'opencode' ? ['post_tool', 'pre_tool', 'prompt', 'stop'] : ['post_tool', 'pre_tool', 'prompt', 'session_start', 'stop'];
+      expect(kinds.sort(), agent).toEqual(expected);
       for (const [name, kind] of Object.entries(profile.events.installed)) expect(profile.events.accepted[name], `${agent} ${name}`).toBe(kind);
       expect(HOOK_EVENTS[agent]).toEqual(Object.keys(profile.events.installed));
       expect(TRUST_HINT[agent]).toBe(profile.trust.hint);
@@ -46,9 +47,9 @@ describe('agent profiles', () => {
 
   it('the facts each agent was observed with: events, Turn source, timeouts in the field and unit each reads', () => {
     expect(HOOK_EVENTS).toEqual({
-      codex: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop'],
-      claude: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop'],
-      gemini: ['SessionStart', 'BeforeAgent', 'BeforeTool', 'AfterTool', 'AfterAgent'],
+      codex: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop', 'PermissionRequest'],
+      claude: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop', 'Notification', 'PermissionRequest'],
+      gemini: ['SessionStart', 'BeforeAgent', 'BeforeTool', 'AfterTool', 'AfterAgent', 'Notification'],
       copilot: ['sessionStart', 'userPromptSubmitted', 'preToolUse', 'postToolUse', 'agentStop'],
       qwen: ['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop'],
       opencode: ['chatMessage', 'toolExecuteBefore', 'toolExecuteAfter', 'sessionIdle'],

@@ -257,6 +257,43 @@ export function authorityConformance(name: string, factory: AuthorityFactory): v
     );
 
     it(
+      'records a live state only when it changes (with its time), and a turn base until it is cleared',
+      withAuthority(async (a) => {
+        const touch = { owner: 'codex:s1' as Owner, agent: 'codex' as const, session: 's1', goal: GOAL, cwd: GOAL, transcriptPath: null };
+        await a.touchSession({ ...touch, state: 'working' }, T0, 15_000);
+        expect(await a.getSession('codex:s1')).toMatchObject({ state: 'working', stateAt: T0, turnBase: null });
+        // The same state within the interval writes nothing; its time stays the first one even past it.
+        await a.touchSession({ ...touch, state: 'working' }, T0 + 1000, 15_000);
+        expect(await a.getSession('codex:s1')).toMatchObject({ lastHookAt: T0, stateAt: T0 });
+        await a.touchSession({ ...touch, state: 'working' }, T0 + 16_000, 15_000);
+        expect(await a.getSession('codex:s1')).toMatchObject({ lastHookAt: T0 + 16_000, state: 'working', stateAt: T0 });
+        // Control: a changed state is written at once, within the interval, with its time.
+        await a.touchSession({ ...touch, state: 'waiting' }, T0 + 17_000, 15_000);
+        expect(await a.getSession('codex:s1')).toMatchObject({ lastHookAt: T0 + 17_000, state: 'waiting', stateAt: T0 + 17_000 });
+        // No state given (a SessionStart) keeps the stored one.
+        await a.touchSession(touch, T0 + 40_000, 15_000);
+        expect(await a.getSession('codex:s1')).toMatchObject({ lastHookAt: T0 + 40_000, state: 'waiting', stateAt: T0 + 17_000 });
+        // A turn base is written when given, kept by touches without one, and cleared by null.
+        const base = { turn: 't1', at: T0 + 41_000, head: 'a'.repeat(40), tree: 'b'.repeat(40) };
+        await a.touchSession({ ...touch, state: 'working', turnBase: base }, T0 + 41_000, 15_000);
+        await a.touchSession({ ...touch, state: 'working' }, T0 + 60_000, 15_000);
+        expect((await a.getSession('codex:s1'))?.turnBase).toEqual(base);
+        await a.appendReceipt({ kind: 'turn_ended', goal: GOAL, todo: 'fix-login', owner: 'codex:s1', detail: { changed: 0 } }, T0 + 61_000, {
+          ...touch,
+          state: 'stopped',
+          turnBase: null,
+        });
+        expect(await a.getSession('codex:s1')).toMatchObject({ state: 'stopped', stateAt: T0 + 61_000, turnBase: null });
+        // A Todo's own receipts, newest first, of every kind.
+        await a.appendReceipt({ kind: 'turn_ended', goal: GOAL, todo: 'other-todo', owner: 'codex:s1' }, T0 + 62_000);
+        const ofTodo = await a.receiptsOfTodo(GOAL, 'fix-login', 10);
+        // (The suite's Todo was added first; the other Todo's receipt is not among them.)
+        expect(ofTodo.map((row) => (JSON.parse(row.doc) as ReceiptDocument).kind)).toEqual(['turn_ended', 'todo_added']);
+        expect(ofTodo.every((row) => (JSON.parse(row.doc) as ReceiptDocument).todo === 'fix-login')).toBe(true);
+      }),
+    );
+
+    it(
       'chains receipts, pages them newest first, and knows committed launches',
       withAuthority(async (a) => {
         const input = claimInput('codex:s1', 't1');

@@ -10,6 +10,9 @@ import { like } from '../support/matchers';
 import { codexBinaryPath, makeCodexHome, cleanupCodexHome, trustAllHooks, type CodexHome } from '../support/codexHarness';
 import { makeWorld, type World } from '../support/world';
 import { PROFILES } from '../../src/agents/profiles/index';
+import { HOOK_EVENTS } from '../../src/agents/install';
+/** Turnkeeper's hooks for Codex: the five and PermissionRequest (the live status `waiting`). */
+const CODEX_HOOKS = HOOK_EVENTS.codex.length;
 
 interface Row {
   check: string;
@@ -52,8 +55,10 @@ describe('codex_trust: asked of the real Codex', () => {
     const before = doctor();
     expect(before.code).toBe(1);
     expect(row(before.rows, 'codex_trust', 'user')).toMatchObject({ status: 'problem', fix: like.stringContaining('/hooks') });
-    expect(row(before.rows, 'codex_trust', 'user')!.detail).toMatch(/Codex skips 5 of Turnkeeper's 5 hooks .*\(untrusted: /);
-    expect(before.text).toMatch(/^PROBLEM codex user codex_trust: Codex skips 5/m);
+    expect(row(before.rows, 'codex_trust', 'user')!.detail).toMatch(
+      new RegExp(`Codex skips ${CODEX_HOOKS} of Turnkeeper's ${CODEX_HOOKS} hooks .*\\(untrusted: `),
+    );
+    expect(before.text).toMatch(new RegExp(`^PROBLEM codex user codex_trust: Codex skips ${CODEX_HOOKS} `, 'm'));
     expect(before.text).toMatch(/^ {8}fix: open codex in .* type \/hooks/m);
     // A check's problem is shown once, as its row; the count still has it.
     expect(before.text).not.toMatch(/^problem: Codex skips/m);
@@ -61,14 +66,17 @@ describe('codex_trust: asked of the real Codex', () => {
 
     await trustAllHooks(codex.codexHome, { ...codex.env, ...env }, world.repo);
     const after = doctor();
-    expect(row(after.rows, 'codex_trust', 'user')).toMatchObject({ status: 'ok', detail: like.stringMatching(/trusts and will run all 5/) });
+    expect(row(after.rows, 'codex_trust', 'user')).toMatchObject({
+      status: 'ok',
+      detail: like.stringMatching(new RegExp(`trusts and will run all ${CODEX_HOOKS} `)),
+    });
     expect(after.code).toBe(0);
     expect(after.text).toMatch(/no problems found\n$/);
 
     // A changed hook is untrusted again (Codex compares the hash): a different timeout, say.
     const path = join(codex.codexHome, 'hooks.json');
     writeFileSync(path, readFileSync(path, 'utf8').replace('"timeout": 15', '"timeout": 16'));
-    expect(row(doctor().rows, 'codex_trust', 'user')!.detail).toMatch(/Codex skips 1 of Turnkeeper's 5 hooks .*\(modified: /);
+    expect(row(doctor().rows, 'codex_trust', 'user')!.detail).toMatch(new RegExp(`Codex skips 1 of Turnkeeper's ${CODEX_HOOKS} hooks .*\\(modified: `));
   });
 
   it("a project's .codex is not loaded until the project is trusted, then its hooks need trust too; trusted, it is clean", async () => {
@@ -81,7 +89,7 @@ describe('codex_trust: asked of the real Codex', () => {
     appendFileSync(join(codex.codexHome, 'config.toml'), `\n[projects.${JSON.stringify(world.repo)}]\ntrust_level = "trusted"\n`);
     expect(row(doctor(shimDir).rows, 'codex_trust', 'project')).toMatchObject({
       status: 'problem',
-      detail: like.stringMatching(/skips 5 of Turnkeeper's 5 hooks/),
+      detail: like.stringMatching(new RegExp(`skips ${CODEX_HOOKS} of Turnkeeper's ${CODEX_HOOKS} hooks`)),
     });
     await trustAllHooks(codex.codexHome, { ...codex.env, ...env }, world.repo);
     expect(row(doctor(shimDir).rows, 'codex_trust', 'project')).toMatchObject({ status: 'ok' });
@@ -94,9 +102,12 @@ describe('codex_trust: asked of the real Codex', () => {
     expect(install('codex', 'user', linked).code).toBe(0);
     const untrusted = row(doctor(linked).rows, 'codex_trust', 'user')!;
     expect(untrusted).toMatchObject({ status: 'problem', path: join(link, 'hooks.json') });
-    expect(untrusted.detail).toMatch(/Codex skips 5 of Turnkeeper's 5 hooks/);
+    expect(untrusted.detail).toMatch(new RegExp(`Codex skips ${CODEX_HOOKS} of Turnkeeper's ${CODEX_HOOKS} hooks`));
     await trustAllHooks(codex.codexHome, { ...codex.env, ...env, ...linked }, world.repo);
-    expect(row(doctor(linked).rows, 'codex_trust', 'user')).toMatchObject({ status: 'ok', detail: like.stringMatching(/trusts and will run all 5/) });
+    expect(row(doctor(linked).rows, 'codex_trust', 'user')).toMatchObject({
+      status: 'ok',
+      detail: like.stringMatching(new RegExp(`trusts and will run all ${CODEX_HOOKS} `)),
+    });
     expect(row(doctor().rows, 'codex_trust', 'user')).toMatchObject({ status: 'ok' });
   });
 
@@ -241,7 +252,7 @@ describe('both_scopes and on_path', () => {
     expect(install('codex', 'project').code).toBe(0);
     const after = readFileSync(path, 'utf8');
     expect(after).not.toContain('/home/alice');
-    expect(after.match(/turnkeeper hook --agent codex/g)).toHaveLength(5);
+    expect(after.match(/turnkeeper hook --agent codex/g)).toHaveLength(HOOK_EVENTS.codex.length);
     // One edit, not an uninstall and an install: one write, so one backup (the original bytes).
     const backups = readdirSync(join(world.home, 'backups')).filter((name) => !name.endsWith('.created'));
     expect(backups).toHaveLength(1);

@@ -234,7 +234,15 @@ describe('rule 6: claim', () => {
     const claimed = hook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login'), { PATH: `${bin}:${process.env.PATH ?? '/usr/bin:/bin'}` });
     expect(contextOf(claimed.stdout)).toMatch(/· epoch 1$/m);
     const runs = readFileSync(log, 'utf8').trim().split('\n');
-    expect(runs).toHaveLength(2);
+    // The claim's preconditions (HEAD, status), then the turn's base (spec §5 "turn_ended"): HEAD, a
+    // check that git uses the temporary index, and the tree built in it.
+    expect(runs).toHaveLength(6);
+    expect(runs.slice(2).map((line) => line.replace(/^-C \S+ -c core.fsmonitor=false /, ''))).toEqual([
+      'rev-parse --verify -q HEAD',
+      'rev-parse --git-path index',
+      'add -A',
+      'write-tree',
+    ]);
     expect(runs.some((line) => line.includes('symbolic-ref'))).toBe(false);
     const store = await world.store();
     const [capture] = await store.listCaptures();

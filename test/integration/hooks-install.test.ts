@@ -207,7 +207,9 @@ describe('installHooks', () => {
     const hooks = hooksOf(value);
     expect(hooks.PreToolUse?.[0]).toEqual({ matcher: 'Edit', hooks: [{ type: 'command', command: 'npm run lint' }] });
     expect(hooks.PreToolUse?.[1]).toEqual({ hooks: [{ type: 'command', command: commandFor('claude'), timeout: 15 }] });
-    expect(hooks.Notification).toHaveLength(1);
+    // The person's own Notification hook stays first; Turnkeeper's (the live status `waiting`) follows it.
+    expect(hooks.Notification?.[0]).toEqual({ hooks: [{ type: 'command', command: 'notify-send hi' }] });
+    expect(hooks.Notification).toHaveLength(2);
     for (const event of HOOK_EVENTS.claude) expect(hooks[event]?.some((g) => g.hooks.some((h) => h.command === commandFor('claude')))).toBe(true);
     // The file's 4-space indentation is followed by what we add.
     expect(text).toContain('\n    "hooks": {\n        // lint');

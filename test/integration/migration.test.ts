@@ -187,7 +187,7 @@ describe('a store of the previous release (user_version 1, Goals keyed by path)'
       }),
     ]);
     expect(rawRead((db) => db.pragma('user_version', { simple: true }))).toBe(SCHEMA_VERSION);
-    expect(SCHEMA_VERSION).toBe(5);
+    expect(SCHEMA_VERSION).toBe(6);
     // v3: the receipts written before get their Merkle tree rows (one leaf each, nodes over them).
     const tree = rawRead(
       (db) => db.prepare('SELECT level, idx, hash FROM receipt_tree ORDER BY level, idx').all() as { level: number; idx: number; hash: Buffer }[],
@@ -386,9 +386,11 @@ describe('a store of schema v4 (issue 19) upgraded to v5 (issue 20: dependencies
     expect(contextOf(claim.stdout)).toMatch(/^Turnkeeper: Todo fix-login · capture cap_/);
     expect(world.cli(['todo', 'done', 'write-docs']).code).toBe(0);
     const fresh = schemaOf();
-    // Back to exactly what v4 made: v5 only adds a column and a table (schema.ts), so removing them is v4.
+    // Back to exactly what v4 made: v5 only adds a column and a table, v6 only session columns
+    // (schema.ts), so removing them is v4.
     const db = new Database(world.db);
     db.exec('DROP TABLE todo_deps; ALTER TABLE todos DROP COLUMN block_reason;');
+    for (const column of ['state', 'state_at', 'turn_id', 'turn_at', 'turn_head', 'turn_tree']) db.exec(`ALTER TABLE sessions DROP COLUMN ${column}`);
     db.prepare("UPDATE todos SET status = 'blocked' WHERE id = 'needs-key'").run();
     db.pragma('user_version = 4');
     db.close();
@@ -400,7 +402,7 @@ describe('a store of schema v4 (issue 19) upgraded to v5 (issue 20: dependencies
     // The first process after the upgrade.
     const list = world.cli(['todo', 'list', '--json']);
     expect(list.code, list.stderr).toBe(0);
-    expect(rawRead((db) => db.pragma('user_version', { simple: true }))).toBe(5);
+    expect(rawRead((db) => db.pragma('user_version', { simple: true }))).toBe(SCHEMA_VERSION);
     expect((JSON.parse(list.stdout) as { id: string; status: string }[]).map((todo) => [todo.id, todo.status])).toStrictEqual([
       ['fix-login', 'open'],
       ['write-docs', 'done'],
@@ -422,6 +424,50 @@ describe('a store of schema v4 (issue 19) upgraded to v5 (issue 20: dependencies
     expect(next.code, next.stderr).toBe(0);
     // fix-login is held, needs-key blocked, write-docs done, release waits: nothing is ready.
     expect(JSON.parse(next.stdout)).toStrictEqual([]);
+  });
+});
+
+describe('the live-status step (issue 20): session state and turn base columns', () => {
+  // Found by what it adds, not by its number: another step may be merged before it.
+  const step = MIGRATIONS.findIndex((sql) => sql.includes('ADD COLUMN state TEXT'));
+
+  it('a store of the step before gets the columns; its sessions read with no state until their next hook, which records one', () => {
+    expect(step).toBeGreaterThan(0);
+    mkdirSync(world.home, { recursive: true, mode: 0o700 });
+    const db = new Database(world.db);
+    db.pragma('journal_mode = WAL');
+    for (const sql of MIGRATIONS.slice(0, step)) db.exec(sql);
+    db.pragma(`user_version = ${step}`);
+    db.prepare('INSERT INTO sessions (owner, agent, session, goal, cwd, transcript_path, first_hook_at, last_hook_at) VALUES (?, ?, ?, ?, ?, NULL, 1, 1)').run(
+      'codex:sess-old',
+      'codex',
+      'sess-old',
+      world.goal,
+      world.repo,
+    );
+    db.close();
+    // Control: before the step the columns do not exist.
+    expect(() => rawRead((raw) => raw.prepare('SELECT state FROM sessions').all())).toThrow(/no such column/);
+    expect(world.cli(['status', '--json']).code).toBe(0);
+    expect(rawRead((raw) => raw.pragma('user_version', { simple: true }))).toBe(SCHEMA_VERSION);
+    expect(rawRead((raw) => raw.prepare('SELECT state, state_at, turn_at FROM sessions WHERE owner = ?').get('codex:sess-old'))).toEqual({
+      state: null,
+      state_at: null,
+      turn_at: null,
+    });
+    // Its next hook records the state.
+    const tool = JSON.stringify({
+      session_id: 'sess-old',
+      turn_id: 't-1',
+      transcript_path: null,
+      cwd: world.repo,
+      hook_event_name: 'PostToolUse',
+      model: 'm',
+      permission_mode: 'default',
+      tool_name: 'Bash',
+    });
+    expect(world.cli(['hook', '--agent', 'codex'], { input: tool }).code).toBe(0);
+    expect(rawRead((raw) => raw.prepare('SELECT state FROM sessions WHERE owner = ?').get('codex:sess-old'))).toEqual({ state: 'working' });
   });
 });
 

@@ -169,7 +169,7 @@ describe('a fresh clone, the README quick start, and the packed CLI', () => {
     expect(report.checks).toEqual(
       expect.arrayContaining([expect.objectContaining({ check: 'codex_trust', status: 'problem', fix: like.stringContaining('/hooks') })]),
     );
-    expect(report.problems.join('\n')).toMatch(/Codex skips 5 of Turnkeeper's 5 hooks/);
+    expect(report.problems.join('\n')).toMatch(/Codex skips 6 of Turnkeeper's 6 hooks/);
   });
 
   it.skipIf(!existsSync(OLD_NODE) || Number(/^v(\d+)/.exec(spawnSync(OLD_NODE, ['--version'], { encoding: 'utf8' }).stdout)?.[1]) >= 22)(

@@ -184,6 +184,8 @@ export interface LeaseJson {
   expiresAt: string;
   /** The holder's checkout (worktree root), from its capture. */
   checkout?: string;
+  /** An active lease's live state (spec §9 "Live status"). */
+  live?: { state: string; since: string };
 }
 interface CaptureJson {
   id: string;

@@ -56,7 +56,7 @@ function hostileInput(w: World): fc.Arbitrary<string> {
     // Unknown events.
     fc
       .string({ maxLength: 30 })
-      .filter((name) => !['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop'].includes(name))
+      .filter((name) => !['SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop', 'PermissionRequest', 'Notification'].includes(name))
       .map((name) => JSON.stringify({ ...base, hook_event_name: name })),
     // Lone surrogates, written as JSON escapes so they survive to the parser.
     fc

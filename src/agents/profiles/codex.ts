@@ -1,7 +1,7 @@
 // OpenAI Codex CLI (npm @openai/codex 0.171.0; observed in docs/notes/).
 import { join, resolve } from 'node:path';
-import type { AgentProfile, Env } from './index';
-import { CLAUDE_STYLE_EVENTS, commandEntry, HOOK_SPECIFIC_OUTPUT, homeOf, nonEmpty } from './common';
+import type { AgentProfile, Env, EventKind, TurnUsage } from './index';
+import { CLAUDE_STYLE_EVENTS, commandEntry, count, HOOK_SPECIFIC_OUTPUT, homeOf, isRecord, jsonLines, lineTime, nonEmpty } from './common';
 
 /** The TUI's switch to its embedded app server (see `launch.start`). */
 const CODEX_NO_DAEMON = '--no-daemon';
@@ -9,15 +9,63 @@ const CODEX_NO_DAEMON = '--no-daemon';
 /** CODEX_HOME as Codex reads it from an environment: the variable, else ~/.codex. */
 const codexHome = (env: Env): string => resolve(nonEmpty(env.CODEX_HOME) ?? join(homeOf(env), '.codex'));
 
+/**
+ * The five shared events, and `PermissionRequest`, which Codex 0.171 fires before it asks the person
+ * to approve a command (its binary names the event and its output wire; not fired under
+ * `--dangerously-bypass-approvals-and-sandbox`): the live status `waiting`. The hook prints nothing.
+ */
+const EVENTS: Readonly<Record<string, EventKind>> = { ...CLAUDE_STYLE_EVENTS, PermissionRequest: 'notification' };
+
+/**
+ * The rollout (JSONL, `{"timestamp","type","payload"}` lines) names the model in each `turn_context`
+ * payload and the session's running totals in `event_msg` payloads of type `token_count`
+ * (`info.total_token_usage`: input_tokens, cached_input_tokens, output_tokens), and its version in
+ * `session_meta` (`cli_version`, the first line: only in a short rollout's tail). The turn's tokens
+ * are the last total minus the last one stamped before its prompt.
+ */
+function codexTurnUsage(tail: string, sinceMs: number | undefined): TurnUsage {
+  let model: string | undefined;
+  let agentVersion: string | undefined;
+  let before: Record<string, unknown> | undefined;
+  let last: Record<string, unknown> | undefined;
+  for (const line of jsonLines(tail)) {
+    const payload = line.payload;
+    if (!isRecord(payload)) continue;
+    if (line.type === 'session_meta' && typeof payload.cli_version === 'string') agentVersion = payload.cli_version;
+    if (line.type === 'turn_context' && typeof payload.model === 'string') model = payload.model;
+    if (line.type !== 'event_msg' || payload.type !== 'token_count' || !isRecord(payload.info) || !isRecord(payload.info.total_token_usage)) continue;
+    const at = lineTime(line);
+    if (sinceMs !== undefined && at !== undefined && at < sinceMs) before = payload.info.total_token_usage;
+    else last = payload.info.total_token_usage;
+  }
+  const delta = (field: string): number | undefined => {
+    const end = count(last?.[field]);
+    if (end === undefined) return undefined;
+    const start = count(before?.[field]) ?? 0;
+    return end >= start ? end - start : undefined;
+  };
+  const inputTokens = delta('input_tokens');
+  const outputTokens = delta('output_tokens');
+  const cachedInputTokens = delta('cached_input_tokens');
+  return {
+    ...(agentVersion !== undefined ? { agentVersion } : {}),
+    ...(model !== undefined ? { model } : {}),
+    ...(inputTokens !== undefined ? { inputTokens } : {}),
+    ...(outputTokens !== undefined ? { outputTokens } : {}),
+    ...(cachedInputTokens !== undefined ? { cachedInputTokens } : {}),
+  };
+}
+
 export const codex: AgentProfile = {
   agent: 'codex',
   displayName: 'Codex CLI',
-  events: { installed: CLAUDE_STYLE_EVENTS, accepted: CLAUDE_STYLE_EVENTS, source: 'payload' },
+  events: { installed: EVENTS, accepted: EVENTS, source: 'payload' },
   payload: {
     dialects: ['snake'],
     // Rollouts: `{"type":"compacted",…}`, and the `context_compacted` event.
     compactionMarkers: ['"type":"compacted"', '"context_compacted"'],
     turnField: 'turn_id',
+    turnUsage: codexTurnUsage,
     // `turn_id`, or `model` with `permission_mode` (SessionStart has no turn_id).
     detect: (payload) => payload.turn_id != null || (payload.model != null && payload.permission_mode != null),
   },

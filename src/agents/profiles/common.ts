@@ -49,3 +49,29 @@ export const nonEmpty = (value: string | undefined): string | undefined => (valu
 
 /** The user's home directory as the agent sees it: HOME, else the account's. */
 export const homeOf = (env: Env): string => nonEmpty(env.HOME) ?? homedir();
+
+/** The JSON objects of a transcript tail's whole lines (a cut first line and bad lines are skipped). */
+export function jsonLines(tail: string): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  for (const line of tail.split('\n')) {
+    if (!line.startsWith('{')) continue;
+    try {
+      const value: unknown = JSON.parse(line);
+      if (isRecord(value)) out.push(value);
+    } catch {
+      // a line cut by the tail, or one the agent was still writing
+    }
+  }
+  return out;
+}
+
+export const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** A line's ISO `timestamp` in ms, or undefined. */
+export const lineTime = (line: Record<string, unknown>): number | undefined => {
+  const at = typeof line.timestamp === 'string' ? Date.parse(line.timestamp) : NaN;
+  return Number.isFinite(at) ? at : undefined;
+};
+
+/** A non-negative integer count, or undefined. */
+export const count = (value: unknown): number | undefined => (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : undefined);

@@ -9,6 +9,9 @@ const EVENTS: Readonly<Record<string, EventKind>> = {
   BeforeTool: 'pre_tool',
   AfterTool: 'post_tool',
   AfterAgent: 'stop',
+  // Fired when a tool waits for the person's permission (its `notification_type` is `ToolPermission`,
+  // 0.61): the live status `waiting`.
+  Notification: 'notification',
 };
 
 /** Gemini prepends earlier hook context to the prompt as <hook_context>…</hook_context>. */

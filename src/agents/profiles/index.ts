@@ -19,8 +19,21 @@ import type { Env } from '../../core/env';
 
 export type { Env };
 
-/** What an event means to the decision table (spec §2). */
-export type EventKind = 'session_start' | 'prompt' | 'pre_tool' | 'post_tool' | 'stop';
+/**
+ * What an event means to the decision table (spec §2). `notification`: the agent asks the person
+ * something (a permission prompt, or an idle reminder); it only records the live status `waiting`.
+ */
+export type EventKind = 'session_start' | 'prompt' | 'pre_tool' | 'post_tool' | 'stop' | 'notification';
+
+/** A turn's facts from the transcript; each absent where it does not say. */
+export interface TurnUsage {
+  readonly agentVersion?: string;
+  readonly model?: string;
+  readonly inputTokens?: number;
+  readonly outputTokens?: number;
+  /** Input tokens read from (or written to) the model's prompt cache, counted apart from inputTokens where the agent does. */
+  readonly cachedInputTokens?: number;
+}
 
 /** One JSON object for the hook's stdout. */
 export type HookOutput = Readonly<Record<string, unknown>>;
@@ -208,6 +221,12 @@ export interface AgentProfile {
      * `compress`, which are searched first (docs/hook-protocol.md, "How often the full capture is presented").
      */
     readonly compactionMarkers: readonly string[];
+    /**
+     * What the transcript's tail says of the turn that began at `sinceMs` (the `turn_ended` receipt):
+     * the agent's version, the model and tokens, each only where the transcript carries it. `tail`
+     * is the last bytes of the file (the first line may be cut). Absent: the transcript says none of it.
+     */
+    readonly turnUsage?: (tail: string, sinceMs: number | undefined) => TurnUsage;
   };
 
   /** Tools that change the workspace (edits, patches, shells): fenced on pre-tool events. Read-only and MCP tools are not. */

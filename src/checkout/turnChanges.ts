@@ -1,0 +1,98 @@
+// What a turn changed in its checkout (spec §5 "turn_ended"): git HEAD and a digest of the whole
+// working tree (tracked and untracked files, .gitignore honoured) at the turn's prompt and at its
+// stop, and the paths between the two trees. Every git call goes through the one runner of
+// workspace.ts (its binary, options, scrubbed environment and disabled filter drivers); nothing here writes to the repository: the tree is
+// built in a temporary copy of the index and written as loose objects only (git's own
+// `git stash create` writes objects the same way), so the checkout's index and refs never move.
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { checkoutGit } from './workspace';
+
+/** A checkout's HEAD and working-tree digest (a git tree id); null outside git, before the first commit (head), or when git failed. */
+export interface TreeState {
+  readonly head: string | null;
+  readonly tree: string | null;
+}
+
+/** The paths a turn changed (names and counts, never content), at most MAX_CHANGED_PATHS names. */
+export interface TurnChanges {
+  /** `<status>\t<path>` (A, M, D, T), in git's order, cut at MAX_CHANGED_PATHS. */
+  readonly paths: readonly string[];
+  readonly count: number;
+  readonly added: number;
+  readonly modified: number;
+  readonly deleted: number;
+}
+
+const MAX_CHANGED_PATHS = 200;
+
+/**
+ * Wall time the stop hook gives git, in ms: a call is started only while the budget lasts, and each
+ * has the runner's own timeout, so a huge repository costs at most this plus one call, and the agent's
+ * hook timeout (15 s) is never reached.
+ */
+const GIT_BUDGET_MS = 4000;
+
+const OBJECT_ID = /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/;
+const objectId = (out: string | null): string | null => {
+  const id = out?.trim() ?? '';
+  return OBJECT_ID.test(id) ? id : null;
+};
+
+/**
+ * HEAD and the tree `git add -A` would stage, built in a temporary copy of the checkout's index
+ * (`gitDir` is the checkout's own git directory: a worktree's, not the common one) and removed after.
+ */
+export function treeStateOf(checkout: string, gitDir: string | null, clock: () => number = Date.now): TreeState {
+  if (gitDir === null) return { head: null, tree: null };
+  const started = clock();
+  const inBudget = (): boolean => clock() - started < GIT_BUDGET_MS;
+  const git = checkoutGit(checkout, GIT_BUDGET_MS);
+  if (git === undefined) return { head: null, tree: null };
+  const head = objectId(git.run(['rev-parse', '--verify', '-q', 'HEAD']));
+  if (!inBudget()) return { head, tree: null };
+  const dir = mkdtempSync(join(tmpdir(), 'turnkeeper-tree-'));
+  try {
+    const index = join(dir, 'index');
+    try {
+      // The real index's stat data lets `add -A` skip unchanged files; none yet (no commit, nothing staged) is an empty start.
+      copyFileSync(join(gitDir, 'index'), index);
+    } catch {
+      // no index file: the temporary one starts empty
+    }
+    // Fail safe: `add -A` runs only once git itself says it uses the temporary index. A runner that
+    // stopped passing the variable on would otherwise stage into the person's own index.
+    const temporary = { GIT_INDEX_FILE: index };
+    if (git.run(['rev-parse', '--git-path', 'index'], temporary)?.trim() !== index) return { head, tree: null };
+    if (git.run(['add', '-A'], temporary) === null || !inBudget()) return { head, tree: null };
+    return { head, tree: objectId(git.run(['write-tree'], temporary)) };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The paths between two trees (`git diff-tree`, plumbing: no diff drivers, no renames), or null when either is unknown or git failed. */
+export function changesBetween(checkout: string, before: string | null, after: string | null): TurnChanges | null {
+  if (before === null || after === null) return null;
+  if (before === after) return { paths: [], count: 0, added: 0, modified: 0, deleted: 0 };
+  const out = checkoutGit(checkout, GIT_BUDGET_MS)?.run(['diff-tree', '-r', '-z', '--no-renames', '--name-status', before, after]) ?? null;
+  if (out === null) return null;
+  const fields = out.split('\0');
+  const paths: string[] = [];
+  let count = 0;
+  let added = 0;
+  let modified = 0;
+  let deleted = 0;
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const status = fields[i]!;
+    const path = fields[i + 1]!;
+    if (status === '') break;
+    count += 1;
+    if (status === 'A') added += 1;
+    else if (status === 'D') deleted += 1;
+    else modified += 1;
+    if (paths.length < MAX_CHANGED_PATHS) paths.push(`${status}\t${path}`);
+  }
+  return { paths, count, added, modified, deleted };
+}

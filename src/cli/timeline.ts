@@ -1,0 +1,119 @@
+// `turnkeeper show <todo>`: a Todo's timeline of turns (spec §8): its claims, launches, the
+// `turn_ended` receipt of every turn with what it changed, its releases and status changes, oldest
+// first, from the Todo's own receipts (the (goal, todo, seq) index; renewals and the claim's other
+// receipts are left out). `show <captureId>` stays the capture's view (inspect.ts).
+import { parseReceipt, type ReceiptDocument } from '../core/receipts';
+import { EXIT, goalFrom, openStore, printJson, type Io } from './io';
+
+/** The kinds a timeline shows. */
+const TIMELINE_KINDS = new Set(['lease_acquired', 'launch_committed', 'turn_ended', 'lease_released', 'todo_status_changed', 'claim_refused']);
+
+/** How many of the Todo's newest receipts are read (renewals included): a long-lived Todo shows its recent history. */
+const TIMELINE_READ = 2000;
+
+/** Changed path names printed per turn in text; --json has every name the receipt holds. */
+const PATHS_SHOWN = 10;
+
+export interface TimelineEntry {
+  readonly seq: number;
+  readonly at: string;
+  readonly kind: string;
+  readonly owner: string | null;
+  readonly capture: string | null;
+  readonly epoch: number | null;
+  readonly detail: Readonly<Record<string, string | number | boolean | null>>;
+  /** A turn's changed paths, parsed from its receipt (`<status>\t<path>`). */
+  readonly paths?: readonly string[];
+}
+
+const pathsOf = (doc: ReceiptDocument): string[] | undefined => {
+  const text = doc.detail?.paths;
+  if (typeof text !== 'string') return undefined;
+  try {
+    const value: unknown = JSON.parse(text);
+    return Array.isArray(value) ? value.filter((item): item is string => typeof item === 'string') : undefined;
+  } catch {
+    return undefined;
+  }
+};
+
+export async function todoTimelineCommand(todo: string, json: boolean, io: Io): Promise<number> {
+  const goal = goalFrom(io, undefined);
+  const store = await openStore(io, false);
+  const rows = store ? await store.receiptsOfTodo(goal, todo, TIMELINE_READ) : [];
+  const known = store ? await store.getTodo(goal, todo) : undefined;
+  store?.close();
+  if (!known) {
+    if (json) printJson(io, { ok: false, reason: 'unknown_todo', todo, goal });
+    else io.err(`no Todo ${todo} in Goal ${goal} (turnkeeper todo list names them)\n`);
+    return EXIT.refused;
+  }
+  const entries: TimelineEntry[] = [];
+  for (const row of [...rows].reverse()) {
+    const doc = parseReceipt(row.doc);
+    if (!doc || !TIMELINE_KINDS.has(doc.kind)) continue;
+    const paths = doc.kind === 'turn_ended' ? pathsOf(doc) : undefined;
+    entries.push({
+      seq: doc.seq,
+      at: doc.at,
+      kind: doc.kind,
+      owner: doc.owner ?? null,
+      capture: doc.capture ?? null,
+      epoch: doc.lease?.epoch ?? null,
+      detail: doc.detail ?? {},
+      ...(paths ? { paths } : {}),
+    });
+  }
+  const turns = entries.filter((entry) => entry.kind === 'turn_ended').length;
+  if (json) {
+    printJson(io, { ok: true, goal, todo, status: known.status, turns, partial: rows.length === TIMELINE_READ, entries });
+    return EXIT.done;
+  }
+  io.out(`Todo ${todo} (${known.status}): ${turns} turn${turns === 1 ? '' : 's'}\n`);
+  if (rows.length === TIMELINE_READ) io.out(`  (its newest ${TIMELINE_READ} receipts only)\n`);
+  for (const entry of entries) io.out(timelineLine(entry));
+  return EXIT.done;
+}
+
+const num = (value: unknown): number | undefined => (typeof value === 'number' ? value : undefined);
+
+function timelineLine(entry: TimelineEntry): string {
+  const head = `  #${entry.seq} ${entry.at} `;
+  const who = entry.owner ?? '?';
+  const d = entry.detail;
+  switch (entry.kind) {
+    case 'lease_acquired':
+      return `${head}claimed by ${who}, epoch ${entry.epoch ?? '?'} (${entry.capture ?? '?'})\n`;
+    case 'launch_committed':
+      return `${head}launched ${typeof d.agent === 'string' ? d.agent : 'an agent'}${num(d.pid) !== undefined ? ` (pid ${d.pid})` : ''}\n`;
+    case 'lease_released':
+      return `${head}released, epoch ${entry.epoch ?? '?'}${typeof d.reason === 'string' ? `: ${d.reason}` : ''}\n`;
+    case 'todo_status_changed':
+      return `${head}status ${typeof d.from === 'string' ? `${d.from} -> ` : ''}${typeof d.to === 'string' ? d.to : '?'}\n`;
+    case 'claim_refused':
+      return `${head}claim refused for ${who}${typeof d.reason === 'string' ? ` [${d.reason}]` : ''}\n`;
+    case 'turn_ended': {
+      const changed = num(d.changed);
+      const what =
+        changed === undefined
+          ? 'changes unknown'
+          : `${changed} path${changed === 1 ? '' : 's'} changed (+${num(d.added) ?? 0} ~${num(d.modified) ?? 0} -${num(d.deleted) ?? 0})`;
+      const duration = num(d.durationMs) !== undefined ? ` in ${Math.round(num(d.durationMs)! / 1000)} s` : '';
+      const model = typeof d.model === 'string' ? `, ${d.model}` : '';
+      const tokens =
+        num(d.inputTokens) !== undefined || num(d.outputTokens) !== undefined
+          ? `, ${num(d.inputTokens) ?? '?'} in / ${num(d.outputTokens) ?? '?'} out tokens`
+          : '';
+      const turn = typeof d.turn === 'string' ? ` ${d.turn}` : '';
+      const tree =
+        typeof d.treeAfter === 'string'
+          ? `\n      tree ${typeof d.treeBefore === 'string' ? `${d.treeBefore.slice(0, 12)} -> ` : ''}${d.treeAfter.slice(0, 12)}`
+          : '';
+      const shown = (entry.paths ?? []).slice(0, PATHS_SHOWN).map((path) => `\n      ${path.replace('\t', '  ')}`);
+      const more = changed !== undefined && changed > shown.length && shown.length > 0 ? `\n      … ${changed - shown.length} more` : '';
+      return `${head}turn${turn} ended (${who}): ${what}${duration}${model}${tokens}${tree}${shown.join('')}${more}\n`;
+    }
+    default:
+      return `${head}${entry.kind}\n`;
+  }
+}
