@@ -417,11 +417,11 @@ describe("what an agent's environment can do (a repository's .env reaches Gemini
     const due = { TURNKEEPER_CHECKPOINT_EVERY: '1', TURNKEEPER_WITNESS: elsewhere };
     expect(contextOf(hook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login'), due).stdout)).toMatch(/· epoch 1$/m);
     expect(readFileSync(elsewhere, 'utf8')).toBe('a file the user can write\n');
-    expect(readFileSync(join(world.home, 'witness.jsonl'), 'utf8')).toContain('"schema":"turnkeeper.witness/v1"');
+    expect(readFileSync(join(world.home, 'witness.jsonl'), 'utf8')).toContain('"schema":"turnkeeper.witness/v2"');
     // config.json chooses it; a relative path is under TURNKEEPER_HOME, never the agent's checkout.
     writeFileSync(join(world.home, 'config.json'), JSON.stringify({ witness: 'chosen.jsonl' }));
     expect(contextOf(hook(payload.codexPrompt(world, 'sess-b', 'turn-1', '#todo:fix-logout'), due).stdout)).toMatch(/· epoch 1$/m);
-    expect(readFileSync(join(world.home, 'chosen.jsonl'), 'utf8')).toContain('"schema":"turnkeeper.witness/v1"');
+    expect(readFileSync(join(world.home, 'chosen.jsonl'), 'utf8')).toContain('"schema":"turnkeeper.witness/v2"');
     expect(existsSync(join(world.repo, 'chosen.jsonl'))).toBe(false);
   });
 
