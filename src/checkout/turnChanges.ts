@@ -4,8 +4,7 @@
 // workspace.ts (its binary, options, scrubbed environment and disabled filter drivers); nothing here writes to the repository: the tree is
 // built in a temporary copy of the index and written as loose objects only (git's own
 // `git stash create` writes objects the same way), so the checkout's index and refs never move.
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { constants, copyFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { checkoutGit } from './workspace';
 
@@ -43,6 +42,10 @@ const objectId = (out: string | null): string | null => {
 /**
  * HEAD and the tree `git add -A` would stage, built in a temporary copy of the checkout's index
  * (`gitDir` is the checkout's own git directory: a worktree's, not the common one) and removed after.
+ * The copy sits beside the index, as `git stash` keeps its own (`index.stash.<pid>`): never in TMPDIR,
+ * which may be shared with other users (test/integration/compile-cache.test.ts). Submodules keep the
+ * commit the index records: `add` would run `git status` inside each, under the submodule's own
+ * config (its filter drivers), so their paths are excluded (a submodule's new commits do not count).
  */
 export function treeStateOf(checkout: string, gitDir: string | null, clock: () => number = Date.now): TreeState {
   if (gitDir === null) return { head: null, tree: null };
@@ -52,23 +55,30 @@ export function treeStateOf(checkout: string, gitDir: string | null, clock: () =
   if (git === undefined) return { head: null, tree: null };
   const head = objectId(git.run(['rev-parse', '--verify', '-q', 'HEAD']));
   if (!inBudget()) return { head, tree: null };
-  const dir = mkdtempSync(join(tmpdir(), 'turnkeeper-tree-'));
+  const index = join(gitDir, `turnkeeper-index.${process.pid}`);
   try {
-    const index = join(dir, 'index');
-    try {
-      // The real index's stat data lets `add -A` skip unchanged files; none yet (no commit, nothing staged) is an empty start.
-      copyFileSync(join(gitDir, 'index'), index);
-    } catch {
-      // no index file: the temporary one starts empty
-    }
+    // The real index's stat data lets `add -A` skip unchanged files; none yet (no commit, nothing
+    // staged) is an empty start. COPYFILE_EXCL: never over a file someone planted at that name.
+    copyFileSync(join(gitDir, 'index'), index, constants.COPYFILE_EXCL);
+  } catch (error) {
+    const { code, path } = error as NodeJS.ErrnoException;
+    if (code !== 'ENOENT' || path !== join(gitDir, 'index')) return { head, tree: null };
+  }
+  try {
     // Fail safe: `add -A` runs only once git itself says it uses the temporary index. A runner that
     // stopped passing the variable on would otherwise stage into the person's own index.
     const temporary = { GIT_INDEX_FILE: index };
     if (git.run(['rev-parse', '--git-path', 'index'], temporary)?.trim() !== index) return { head, tree: null };
-    if (git.run(['add', '-A'], temporary) === null || !inBudget()) return { head, tree: null };
+    const staged = git.run(['ls-files', '--stage', '-z'], temporary);
+    if (staged === null) return { head, tree: null };
+    const submodules = staged
+      .split('\0')
+      .filter((entry) => entry.startsWith('160000 '))
+      .map((entry) => `:(exclude,literal)${entry.slice(entry.indexOf('\t') + 1)}`);
+    if (git.run(['add', '-A', '--', '.', ...submodules], temporary) === null || !inBudget()) return { head, tree: null };
     return { head, tree: objectId(git.run(['write-tree'], temporary)) };
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    rmSync(index, { force: true });
   }
 }
 

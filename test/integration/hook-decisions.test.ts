@@ -222,7 +222,7 @@ describe('rule 6: claim', () => {
     store.close();
   });
 
-  it('a claim runs git twice (HEAD and status), and records the branch read from HEAD', async () => {
+  it('a claim runs git for its preconditions and its turn base only, and records the branch read from HEAD', async () => {
     addTodo('fix-login');
     execFileSync('git', ['-C', world.repo, 'checkout', '-q', '-b', 'team/login']);
     // A git in front of the real one that counts its runs.
@@ -234,13 +234,19 @@ describe('rule 6: claim', () => {
     const claimed = hook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login'), { PATH: `${bin}:${process.env.PATH ?? '/usr/bin:/bin'}` });
     expect(contextOf(claimed.stdout)).toMatch(/· epoch 1$/m);
     const runs = readFileSync(log, 'utf8').trim().split('\n');
-    // The claim's preconditions (HEAD, status), then the turn's base (spec §5 "turn_ended"): HEAD, a
-    // check that git uses the temporary index, and the tree built in it.
-    expect(runs).toHaveLength(6);
-    expect(runs.slice(2).map((line) => line.replace(/^-C \S+ -c core.fsmonitor=false /, ''))).toEqual([
+    // The claim's preconditions (HEAD, the filter drivers to disable, status), then the turn's base
+    // (spec §5 "turn_ended"): the drivers again (a session of its own), HEAD, a check that git uses the
+    // temporary index, the submodules to leave out, and the tree built in it.
+    const subcommands = runs.map((line) => line.replace(/^--no-pager --no-optional-locks -c core\.fsmonitor=false -c core\.hooksPath=\/dev\/null -C \S+ /, ''));
+    expect(subcommands).toEqual([
+      'rev-parse --verify -q HEAD',
+      'config --null --get-regexp ^filter\\.',
+      'status --porcelain=v1 -z --untracked-files=all --ignore-submodules=dirty',
+      'config --null --get-regexp ^filter\\.',
       'rev-parse --verify -q HEAD',
       'rev-parse --git-path index',
-      'add -A',
+      'ls-files --stage -z',
+      'add -A -- .',
       'write-tree',
     ]);
     expect(runs.some((line) => line.includes('symbolic-ref'))).toBe(false);
