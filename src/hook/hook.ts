@@ -324,6 +324,10 @@ class HookDecider {
     try {
       const lease = await this.store.activeLeaseOfOwner(this.request.owner);
       if (!lease) return;
+      // A retried prompt of the same Turn (the agent sends it again; its capture replays) keeps the
+      // base its first delivery recorded: the turn began then, and a replay runs no git (bench row 1).
+      const turn = this.request.turn;
+      if (turn !== undefined && (await this.store.getSession(this.request.owner))?.turnBase?.turn === turn) return;
       const { gitDir, placement } = this.request.located();
       const at = this.now();
       const tree = treeStateOf(placement.checkout, gitDir);

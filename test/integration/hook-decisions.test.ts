@@ -250,6 +250,13 @@ describe('rule 6: claim', () => {
       'write-tree',
     ]);
     expect(runs.some((line) => line.includes('symbolic-ref'))).toBe(false);
+    // The same prompt delivered again replays its capture and runs no git: its turn began at the first.
+    const replayed = hook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login'), { PATH: `${bin}:${process.env.PATH ?? '/usr/bin:/bin'}` });
+    expect(contextOf(replayed.stdout)).toBe(contextOf(claimed.stdout));
+    expect(readFileSync(log, 'utf8').trim().split('\n')).toHaveLength(runs.length);
+    // Control: the holder's next Turn records its own base (git runs again).
+    hook(payload.codexPrompt(world, 'sess-a', 'turn-2', 'go on'), { PATH: `${bin}:${process.env.PATH ?? '/usr/bin:/bin'}` });
+    expect(readFileSync(log, 'utf8').trim().split('\n').length).toBeGreaterThan(runs.length);
     const store = await world.store();
     const [capture] = await store.listCaptures();
     store.close();
