@@ -224,7 +224,7 @@ export async function doctorReport(
         const backlog = await checkpointsOf(authority)?.unsignedBacklog();
         if (backlog !== undefined)
           problems.push(
-            `${backlog} receipts since the last checkpoint signed over the receipt tree: automatic checkpoints (inside hooks) walk at most 10,000 and are skipped until then; turnkeeper checkpoint signs them once`,
+            `${backlog.receipts} receipts since the last checkpoint signed over the receipt tree: automatic checkpoints (inside hooks) walk at most ${backlog.limit.toLocaleString('en-US')} and are skipped until then; turnkeeper checkpoint signs them once`,
           );
         // The upgrade maps path-keyed Goals to repositories, except where Todo ids would collide.
         for (const path of await authority.legacyGoalsLeft()) {

@@ -302,11 +302,11 @@ export class Checkpoints {
    * automatic checkpoint walks (AUTOMATIC_WALK_LIMIT): hooks then skip signing until `turnkeeper
    * checkpoint` signs them once. Undefined when automatic checkpoints can sign (doctor reports it).
    */
-  async unsignedBacklog(): Promise<number | undefined> {
+  async unsignedBacklog(): Promise<{ readonly receipts: number; readonly limit: number } | undefined> {
     const head = await this.headSeq();
     const note = await this.latest();
     const since = head - (note?.root !== undefined ? note.seq : 0);
-    return since > AUTOMATIC_WALK_LIMIT ? since : undefined;
+    return since > AUTOMATIC_WALK_LIMIT ? { receipts: since, limit: AUTOMATIC_WALK_LIMIT } : undefined;
   }
 
   async headSeq(): Promise<number> {

@@ -10,7 +10,7 @@
 //   only, and held none of them. Now the whole file is scanned and other lines are skipped.
 // - a witness in a folder others may write (they could delete or replace it): refused, with the fix.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { appendFileSync, chmodSync, chownSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { canonicalJson, digestText } from '../../src/core/canonical';
 import { checkpointText, signedNote } from '../../src/core/checkpoint';
@@ -28,7 +28,11 @@ interface Json {
 }
 
 const worlds: World[] = [];
-afterAll(() => worlds.forEach((w) => w.cleanup()));
+const sharedDirs: string[] = [];
+afterAll(() => {
+  worlds.forEach((w) => w.cleanup());
+  sharedDirs.forEach((dir) => rmSync(dir, { recursive: true, force: true }));
+});
 
 const run = (w: World, args: string[], env: Record<string, string> = {}) => {
   const result = w.cli(args, { env: { TURNKEEPER_CHECKPOINT_EVERY: '0', ...env } });
@@ -208,9 +212,10 @@ describe('lines of other stores cannot blind the witness', () => {
 
 describe('a witness in a folder others may write is refused', () => {
   it('a folder open to others (0777): no line is appended, verify says why; a sticky one (1777) and a private one are used', () => {
+    // Unpredictable names (another user could plant a predictable one first), removed afterwards.
     const shared = (mode: number, name: string) => {
-      const dir = join('/tmp', `${name}-${process.pid}`);
-      mkdirSync(dir, { recursive: true });
+      const dir = mkdtempSync(join('/tmp', `${name}-`));
+      sharedDirs.push(dir);
       chmodSync(dir, mode);
       return join(dir, 'witness.jsonl');
     };
