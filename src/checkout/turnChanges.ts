@@ -4,7 +4,7 @@
 // workspace.ts (its binary, options, scrubbed environment and disabled filter drivers); nothing here writes to the repository: the tree is
 // built in a temporary copy of the index and written as loose objects only (git's own
 // `git stash create` writes objects the same way), so the checkout's index and refs never move.
-import { constants, copyFileSync, rmSync } from 'node:fs';
+import { constants, copyFileSync, lstatSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { checkoutGit } from './workspace';
 
@@ -25,6 +25,9 @@ export interface TurnChanges {
 }
 
 const MAX_CHANGED_PATHS = 200;
+
+/** Past this the turn's tree is not built (a 1M-file repository's index is about 100 MB). */
+const MAX_INDEX_BYTES = 256 * 1024 * 1024;
 
 /**
  * Wall time the stop hook gives git, in ms: a call is started only while the budget lasts, and each
@@ -56,6 +59,10 @@ export function treeStateOf(checkout: string, gitDir: string | null, clock: () =
   const head = objectId(git.run(['rev-parse', '--verify', '-q', 'HEAD']));
   if (!inBudget()) return { head, tree: null };
   const index = join(gitDir, `turnkeeper-index.${process.pid}`);
+  // The index as a regular file of a sane size only: one the agent replaced with a link to /dev/zero
+  // or a FIFO would have the copy fill the disk or hang the stop hook.
+  const real = lstatSync(join(gitDir, 'index'), { throwIfNoEntry: false });
+  if (real !== undefined && (!real.isFile() || real.size > MAX_INDEX_BYTES)) return { head, tree: null };
   try {
     // The real index's stat data lets `add -A` skip unchanged files; none yet (no commit, nothing
     // staged) is an empty start. COPYFILE_EXCL: never over a file someone planted at that name.

@@ -5,7 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
 import { execFileSync, spawn } from 'node:child_process';
-import { appendFileSync, cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, cpSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { ReceiptDocument } from '../../src/core/receipts';
@@ -81,6 +81,21 @@ async function turnReceipts(): Promise<ReceiptDocument[]> {
 }
 
 const PROMPT = { prompt: 'please #todo:fix-login', prompt_id: 'prompt-1' };
+
+describe('an index the agent replaced', () => {
+  it('.git/index a link to /dev/zero: the claim answers at once with no tree (the copy would fill the disk); control: the real index gives one', () => {
+    hook('UserPromptSubmit', PROMPT);
+    expect(sessionRow().turn_tree).toBe(plainTree());
+    const index = join(world.repo, '.git', 'index');
+    rmSync(index);
+    symlinkSync('/dev/zero', index);
+    const started = Date.now();
+    hook('UserPromptSubmit', { prompt: 'go on', prompt_id: 'prompt-2' });
+    expect(Date.now() - started).toBeLessThan(20_000);
+    expect(sessionRow()).toMatchObject({ turn_id: 'prompt-2', turn_tree: null });
+    expect(readdirSync(join(world.repo, '.git')).filter((name) => name.startsWith('turnkeeper-index.'))).toEqual([]);
+  });
+});
 
 describe('live turn status from the hooks', () => {
   it('a prompt claims (working), an unchanged tool event writes nothing, a notification is waiting, stop is stopped', () => {
