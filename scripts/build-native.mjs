@@ -8,12 +8,18 @@
 // an offline machine builds, and a `nodedir` from the user's npm config (say /usr, the system Node's
 // older headers) is overridden, never silently used. The build checks afterwards which headers
 // node-gyp configured (build/config.gypi) and fails if they are not the pinned ones.
+//
+// Also builds the warm hook path's native client (native/client/hook_client.c, Linux only: it speaks
+// SO_PEERCRED and memfd) with the system `cc` into the same prebuilds directory, skipped on its own when
+// that binary is newer than its source. It goes straight to prebuilds/, never to native/build, which
+// this script removes.
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { delimiter, dirname, join, resolve } from 'node:path';
 
 const native = 'native';
-const prebuild = join(native, 'prebuilds', `${process.platform}-${process.arch}`, 'turnkeeper-launcher.node');
+const prebuilds = join(native, 'prebuilds', `${process.platform}-${process.arch}`);
+const prebuild = join(prebuilds, 'turnkeeper-launcher.node');
 const sources = [join(native, 'binding.gyp'), ...readdirSync(join(native, 'src')).map((name) => join(native, 'src', name))];
 const newest = Math.max(...sources.map((file) => statSync(file).mtimeMs));
 
@@ -67,3 +73,16 @@ if (!process.argv.includes('--force') && existsSync(prebuild) && statSync(prebui
   console.log(`built ${prebuild} (node-gyp nodedir: ${used})`);
 }
 rmSync(join(native, 'build'), { recursive: true, force: true });
+
+// The hook client: plain C11 and libc, so the machine's cc is all it needs (no headers to pin).
+const clientSource = join(native, 'client', 'hook_client.c');
+const client = join(prebuilds, 'turnkeeper-hook');
+if (process.platform !== 'linux') {
+  console.log(`hook client not built: it is Linux-only and this is ${process.platform}`);
+} else if (!process.argv.includes('--force') && existsSync(client) && statSync(client).mtimeMs >= statSync(clientSource).mtimeMs) {
+  console.log(`hook client up to date: ${client}`);
+} else {
+  mkdirSync(prebuilds, { recursive: true });
+  execFileSync('cc', ['-std=c11', '-O2', '-Wall', '-Wextra', '-Werror', '-D_GNU_SOURCE', '-o', client, clientSource], { stdio: 'inherit' });
+  console.log(`built ${client}`);
+}
