@@ -293,6 +293,17 @@ static enum conn try_connect(const struct paths *p, int *out, const char **why) 
     *why = e == EAGAIN ? "the hook server is busy" : "the hook server socket cannot be connected to";
     return CONN_BAD;
   }
+  // With fd 0, 1 or 2 closed by the agent the socket would take its number, and the answer's stdout
+  // or a stderr line would be written into the socket: move it out of their way (they stay closed).
+  if (fd < 3) {
+    int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    close(fd);
+    if (moved < 0) {
+      *why = "no socket could be created";
+      return CONN_BAD;
+    }
+    fd = moved;
+  }
   // Defence in depth beside the trust check: whoever put the socket file there, only a server running
   // as our own uid gets our environment and stdin (they carry tokens).
   struct ucred cred;
@@ -362,6 +373,8 @@ static int start_server(void) {
   }
   int status;
   while (waitpid(pid, &status, 0) < 0) {
+    // ECHILD: the agent ignores SIGCHLD, so the kernel reaped the child itself; the fork happened.
+    if (errno == ECHILD) return 0;
     if (errno != EINTR) return -1;
   }
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
