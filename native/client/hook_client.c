@@ -402,7 +402,7 @@ static int buf_reserve(struct buf *b, size_t extra) {
 }
 
 static void buf_record(struct buf *b, char tag, const void *data, size_t len) {
-  // Space was reserved up front (request_size), so this cannot fail.
+  // build_head reserved the space for every record up front, so this cannot fail.
   b->data[b->len] = (unsigned char)tag;
   put_u32(b->data + b->len + 1, (uint32_t)len);
   memcpy(b->data + b->len + 5, data, len);
