@@ -202,6 +202,13 @@ Napi::Value StatPath(const Napi::CallbackInfo& info) {
   return StatObject(info.Env(), st);
 }
 
+// peerUid(fd) -> uid of the connected peer, or null when the platform cannot say.
+Napi::Value PeerUid(const Napi::CallbackInfo& info) {
+  uint32_t uid = 0;
+  if (!turnkeeper::PeerUid(info[0].As<Napi::Number>().Int32Value(), &uid)) return info.Env().Null();
+  return Napi::Number::New(info.Env(), uid);
+}
+
 Napi::Value CloseFd(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(info.Env(), turnkeeper::CloseFd(info[0].As<Napi::Number>().Int32Value()));
 }
@@ -290,6 +297,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("fstatFd", Napi::Function::New(env, FstatFd));
   exports.Set("statPath", Napi::Function::New(env, StatPath));
   exports.Set("closeFd", Napi::Function::New(env, CloseFd));
+  exports.Set("peerUid", Napi::Function::New(env, PeerUid));
   exports.Set("spawnParked", Napi::Function::New(env, SpawnParked));
   exports.Set("decide", Napi::Function::New(env, Decide));
   exports.Set("resizePty", Napi::Function::New(env, ResizePty));

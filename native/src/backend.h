@@ -97,6 +97,9 @@ OpenOutcome OpenExecutable(const std::string& path);
 bool FstatFd(int fd, FileStat* out);
 bool StatPath(const std::string& path, FileStat* out);
 bool CloseFd(int fd);
+// The uid of the process at the other end of a connected Unix socket (the warm hook server checks
+// every peer: src/cli/hookServer.ts); false when the platform cannot say.
+bool PeerUid(int fd, uint32_t* uid);
 // On the JavaScript thread: opens cwd and the stdio; throws std::runtime_error (nothing forked).
 std::shared_ptr<PreparedSpawn> PrepareSpawn(const SpawnRequest& request, SpawnHandles* handles);
 // On the launch thread: start the child suspended, report it parked, obey the decision, report its exit.

@@ -15,6 +15,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -177,6 +178,16 @@ bool StatPath(const std::string& path, FileStat* out) {
 }
 
 bool CloseFd(int fd) { return close(fd) == 0; }
+
+// SO_PEERCRED: the kernel's record of the peer's credentials at connect(), which the peer cannot
+// forge (unlike anything it sends).
+bool PeerUid(int fd, uint32_t* uid) {
+  struct ucred cred;
+  socklen_t length = sizeof(cred);
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) != 0 || length != sizeof(cred)) return false;
+  *uid = cred.uid;
+  return true;
+}
 
 std::shared_ptr<PreparedSpawn> PrepareSpawn(const SpawnRequest& request, SpawnHandles* handles) {
   auto plan = std::make_shared<LinuxSpawn>();

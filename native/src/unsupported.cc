@@ -17,6 +17,7 @@ OpenOutcome OpenExecutable(const std::string&) {
 
 bool FstatFd(int, FileStat*) { return false; }
 bool StatPath(const std::string&, FileStat*) { return false; }
+bool PeerUid(int, uint32_t*) { return false; }
 bool CloseFd(int) { return false; }
 
 std::shared_ptr<PreparedSpawn> PrepareSpawn(const SpawnRequest&, SpawnHandles*) {

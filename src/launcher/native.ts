@@ -45,6 +45,8 @@ export interface NativeLauncher {
   fstatFd(fd: number): NativeStat | null;
   statPath(path: string): NativeStat | null;
   closeFd(fd: number): boolean;
+  /** SO_PEERCRED of a connected Unix socket: the uid the kernel recorded for its peer; null when the platform cannot say. */
+  peerUid(fd: number): number | null;
   spawnParked(options: SpawnOptions, onEvent: (event: NativeEvent) => void): { id: number; stdin?: number; stdout?: number; stderr?: number; pty?: number };
   decide(id: number, what: 'hold' | 'detach' | 'kill', reason?: string): boolean;
   resizePty(fd: number, cols: number, rows: number): boolean;
