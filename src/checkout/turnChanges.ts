@@ -1,4 +1,5 @@
 // What a turn changed in its checkout (spec §5 "turn_ended"): git HEAD and a digest of the whole
+import { randomBytes } from 'node:crypto';
 // working tree (tracked and untracked files, .gitignore honoured) at the turn's prompt and at its
 // stop, and the paths between the two trees. Every git call goes through the one runner of
 // workspace.ts (its binary, options, scrubbed environment and disabled filter drivers); nothing here writes to the repository: the tree is
@@ -6,7 +7,7 @@
 // `git stash create` writes objects the same way), so the checkout's index and refs never move.
 import { constants, copyFileSync, lstatSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { checkoutGit } from './workspace';
+import { checkoutGit, type GitCallerEnv } from './workspace';
 
 /** A checkout's HEAD and working-tree digest (a git tree id); null outside git, before the first commit (head), or when git failed. */
 export interface TreeState {
@@ -50,15 +51,16 @@ const objectId = (out: string | null): string | null => {
  * commit the index records: `add` would run `git status` inside each, under the submodule's own
  * config (its filter drivers), so their paths are excluded (a submodule's new commits do not count).
  */
-export function treeStateOf(checkout: string, gitDir: string | null, clock: () => number = Date.now): TreeState {
+export function treeStateOf(checkout: string, gitDir: string | null, env: GitCallerEnv = process.env, clock: () => number = Date.now): TreeState {
   if (gitDir === null) return { head: null, tree: null };
   const started = clock();
   const inBudget = (): boolean => clock() - started < GIT_BUDGET_MS;
-  const git = checkoutGit(checkout, GIT_BUDGET_MS);
+  const git = checkoutGit(checkout, GIT_BUDGET_MS, env);
   if (git === undefined) return { head: null, tree: null };
   const head = objectId(git.run(['rev-parse', '--verify', '-q', 'HEAD']));
   if (!inBudget()) return { head, tree: null };
-  const index = join(gitDir, `turnkeeper-index.${process.pid}`);
+  // pid and a random part: the warm hook server builds trees for several sessions of one checkout at once.
+  const index = join(gitDir, `turnkeeper-index.${process.pid}.${randomBytes(4).toString('hex')}`);
   // The index as a regular file of a sane size only: one the agent replaced with a link to /dev/zero
   // or a FIFO would have the copy fill the disk or hang the stop hook.
   const real = lstatSync(join(gitDir, 'index'), { throwIfNoEntry: false });
@@ -90,10 +92,10 @@ export function treeStateOf(checkout: string, gitDir: string | null, clock: () =
 }
 
 /** The paths between two trees (`git diff-tree`, plumbing: no diff drivers, no renames), or null when either is unknown or git failed. */
-export function changesBetween(checkout: string, before: string | null, after: string | null): TurnChanges | null {
+export function changesBetween(checkout: string, before: string | null, after: string | null, env: GitCallerEnv = process.env): TurnChanges | null {
   if (before === null || after === null) return null;
   if (before === after) return { paths: [], count: 0, added: 0, modified: 0, deleted: 0 };
-  const out = checkoutGit(checkout, GIT_BUDGET_MS)?.run(['diff-tree', '-r', '-z', '--no-renames', '--name-status', before, after]) ?? null;
+  const out = checkoutGit(checkout, GIT_BUDGET_MS, env)?.run(['diff-tree', '-r', '-z', '--no-renames', '--name-status', before, after]) ?? null;
   if (out === null) return null;
   const fields = out.split('\0');
   const paths: string[] = [];

@@ -36,9 +36,9 @@ const SAFE_OPTIONS = ['--no-pager', '--no-optional-locks', '-c', 'core.fsmonitor
  * they are read for what they say about line endings and safe.directory, as the person's own git does,
  * and their filter drivers are disabled like every other (below).
  */
-function gitEnvironment(extra: Readonly<Record<string, string>>): Record<string, string> {
+function gitEnvironment(base: GitCallerEnv, extra: Readonly<Record<string, string>>): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const [name, value] of Object.entries(process.env)) {
+  for (const [name, value] of Object.entries(base)) {
     if (value === undefined || /^GIT_/i.test(name) || name === 'PAGER') continue;
     env[name] = value;
   }
@@ -51,14 +51,14 @@ function gitEnvironment(extra: Readonly<Record<string, string>>): Record<string,
  * inside it (`node_modules/.bin` when the agent runs under npm) is the checkout's to fill: either
  * would let the checkout name the program a claim runs as `git`.
  */
-function gitBinary(checkout: string): string | undefined {
+function gitBinary(checkout: string, path: string | undefined): string | undefined {
   let inside: string;
   try {
     inside = realpathSync(checkout);
   } catch {
     return undefined;
   }
-  for (const entry of (process.env.PATH ?? '').split(delimiter)) {
+  for (const entry of (path ?? '').split(delimiter)) {
     if (!isAbsolute(entry)) continue;
     let dir: string;
     try {
@@ -79,15 +79,23 @@ function gitBinary(checkout: string): string | undefined {
   return undefined;
 }
 
+/**
+ * The environment of whoever asked: the hook's own (its process's, or the request's when the warm hook
+ * server runs it: src/cli/hookServer.ts), never the server's. git reads PATH, HOME, XDG_CONFIG_HOME and
+ * more from it.
+ */
+export type GitCallerEnv = Readonly<Record<string, string | undefined>>;
+
 interface GitRun {
   readonly binary: string;
   readonly goal: string;
   readonly deadline: number;
+  readonly env: GitCallerEnv;
 }
 
-function startRun(checkout: string, budgetMs = GIT_BUDGET_MS): GitRun | undefined {
-  const binary = gitBinary(checkout);
-  return binary === undefined ? undefined : { binary, goal: checkout, deadline: Date.now() + budgetMs };
+function startRun(checkout: string, env: GitCallerEnv, budgetMs = GIT_BUDGET_MS): GitRun | undefined {
+  const binary = gitBinary(checkout, env.PATH);
+  return binary === undefined ? undefined : { binary, goal: checkout, deadline: Date.now() + budgetMs, env };
 }
 
 /** git's exit status and stdout; null when it could not run, timed out or was killed. */
@@ -98,7 +106,7 @@ function git(run: GitRun, args: readonly string[], extraEnv: Readonly<Record<str
   const { spawnSync } = process.getBuiltinModule('node:child_process');
   const result = spawnSync(run.binary, [...SAFE_OPTIONS, '-C', run.goal, ...args], {
     encoding: 'utf8',
-    env: gitEnvironment(extraEnv),
+    env: gitEnvironment(run.env, extraEnv),
     stdio: ['ignore', 'pipe', 'ignore'],
     timeout,
     maxBuffer: 64 * 1024 * 1024,
@@ -154,7 +162,7 @@ function disabledFilters(run: GitRun): string[] | null {
  * directory. A repository on the reftable backend keeps HEAD in its tables (the file then names
  * `refs/heads/.invalid`): only there is git asked.
  */
-export function branchOf(gitDir: string | null, checkout: string): string | null {
+export function branchOf(gitDir: string | null, checkout: string, env: GitCallerEnv = process.env): string | null {
   if (gitDir === null) return null;
   // A small regular file only: a FIFO or /dev/zero planted as HEAD must not hang the claim.
   const read = readConfigFile(join(gitDir, 'HEAD'), 64 * 1024);
@@ -162,7 +170,7 @@ export function branchOf(gitDir: string | null, checkout: string): string | null
   const head = read.bytes.toString('utf8').trim();
   const ref = /^ref: refs\/heads\/(.+)$/.exec(head)?.[1];
   if (ref === '.invalid') {
-    const run = startRun(checkout);
+    const run = startRun(checkout, env);
     return (run && gitOk(run, ['symbolic-ref', '--short', '-q', 'HEAD'])?.trim()) || null;
   }
   return ref ?? null;
@@ -177,9 +185,9 @@ export function branchOf(gitDir: string | null, checkout: string): string | null
  * file whose stat changed but whose content did not reads as modified until the person's own git
  * refreshes the index).
  */
-export function preconditionsOf(checkout: string): Preconditions {
+export function preconditionsOf(checkout: string, env: GitCallerEnv = process.env): Preconditions {
   if (!existsSync(join(checkout, '.git'))) return { gitHead: null, statusDigest: null };
-  const run = startRun(checkout);
+  const run = startRun(checkout, env);
   if (run === undefined) return { gitHead: null, statusDigest: null };
   const head = gitOk(run, ['rev-parse', '--verify', '-q', 'HEAD'])?.trim() || null;
   // Listed right before the status that must not run them.
@@ -199,8 +207,8 @@ export interface CheckoutGit {
 }
 
 /** A hardened git for `checkout` whose runs share `budgetMs` of wall time; undefined without a git outside the checkout. */
-export function checkoutGit(checkout: string, budgetMs: number): CheckoutGit | undefined {
-  const run = startRun(checkout, budgetMs);
+export function checkoutGit(checkout: string, budgetMs: number, env: GitCallerEnv = process.env): CheckoutGit | undefined {
+  const run = startRun(checkout, env, budgetMs);
   if (run === undefined) return undefined;
   let filters: string[] | null | undefined;
   return {

@@ -330,7 +330,7 @@ class HookDecider {
       if (turn !== undefined && (await this.store.getSession(this.request.owner))?.turnBase?.turn === turn) return;
       const { gitDir, placement } = this.request.located();
       const at = this.now();
-      const tree = treeStateOf(placement.checkout, gitDir);
+      const tree = treeStateOf(placement.checkout, gitDir, this.env);
       await this.store.touchSession({ ...this.sessionTouch, turnBase: { turn: this.request.turn ?? null, at, ...tree } }, at, SESSION_TOUCH_INTERVAL_MS);
       this.touched = true;
     } catch (error) {
@@ -357,12 +357,12 @@ class HookDecider {
       try {
         const { gitDir, placement } = this.request.located();
         checkout = placement.checkout;
-        after = treeStateOf(checkout, gitDir);
+        after = treeStateOf(checkout, gitDir, this.env);
       } catch (error) {
         if (!(error instanceof InvalidHookInput)) throw error;
         this.stderr.push(`turnkeeper: the turn's tree not recorded: ${error.message}`);
       }
-      const changes = checkout === undefined ? null : changesBetween(checkout, base?.tree ?? null, after.tree);
+      const changes = checkout === undefined ? null : changesBetween(checkout, base?.tree ?? null, after.tree, this.env);
       const transcript = event.transcriptPath ?? session?.transcriptPath ?? null;
       const usage = turnUsageOf(event.agent, transcript, base?.at);
       const now = this.now();
@@ -533,10 +533,10 @@ class HookDecider {
         cwd,
         binding,
         placement,
-        branch: branchOf(this.request.located().gitDir, placement.checkout),
+        branch: branchOf(this.request.located().gitDir, placement.checkout, this.env),
         owner,
         // Preconditions are the checkout's own: another worktree of the Goal has its own HEAD and status.
-        preconditions: preconditionsOf(placement.checkout),
+        preconditions: preconditionsOf(placement.checkout, this.env),
         ttlSeconds: leaseTtlSeconds(this.env),
         session: this.sessionTouch,
       },
