@@ -12,6 +12,7 @@
 // the agents it launches disagree.
 import type BetterSqlite3 from 'better-sqlite3';
 import { StoreUnavailableError, type Authority } from '../store/authority';
+import type { StorePort } from '../store/port';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ensurePrivateHome, foreignHomeProblem, storeFileProblem, storePath, turnkeeperHome, type Env } from '../store/location';
@@ -82,18 +83,86 @@ export async function openAuthority(env: Env, options: AuthorityOptions): Promis
     // SQLite writer waits for the file's lock), enforced by the server itself (statement_timeout): a
     // claim that waits its turn behind others is the server's queue, not a stall. What is left of the
     // 15 s hook timeout Turnkeeper installs covers start-up and one reconnect after a lost COMMIT.
-    const hook = options.busyTimeoutMs !== undefined;
-    const rows = await openPostgresRows({
-      url: selection.url,
-      answerTimeoutMs: 2000,
-      connectTimeoutMs: 4000,
-      connectQueueMs: hook ? 8000 : 10_000,
-      statementTimeoutMs: hook ? Math.max(options.busyTimeoutMs, 1) : 3000,
-      transactionTimeoutMs: hook ? Math.max(options.busyTimeoutMs, 1) : 6000,
-    });
+    const rows = await openPostgresRows(postgresBounds(selection.url, options));
     return new Ledger(rows, new Checkpoints(rows, env));
   }
   return openSqliteAuthority({ path: selection.path, create: options.create, busyTimeoutMs: options.busyTimeoutMs, checkpoints: env });
+}
+
+/** A team-store connection's bounds (the comment above says why); a hook's, with busyTimeoutMs set, are the tighter ones. */
+function postgresBounds(url: string, options: AuthorityOptions): Parameters<typeof openPostgresRows>[0] {
+  const hook = options.busyTimeoutMs !== undefined;
+  return {
+    url,
+    answerTimeoutMs: 2000,
+    connectTimeoutMs: 4000,
+    connectQueueMs: hook ? 8000 : 10_000,
+    statementTimeoutMs: hook ? Math.max(options.busyTimeoutMs, 1) : 3000,
+    transactionTimeoutMs: hook ? Math.max(options.busyTimeoutMs, 1) : 6000,
+  };
+}
+
+/**
+ * The stores of a process that serves many hooks (the warm hook server, src/cli/hookServer.ts). A team
+ * store's rows stay open across requests: its connection (TLS, SCRAM) is most of a team-store hook, and
+ * a hook then makes no new server connection. Rows that no longer speak for their store (a migration by
+ * another release: StorePort.stillCurrent) are closed and opened again, which says what is wrong as a
+ * fresh open would. A SQLite store is opened afresh for each request, as the cold hook opens it: its
+ * open checks what a held connection would not see again (a -wal file another database left, a log
+ * written around the anchor: test/integration/chain-damage.test.ts), and costs about a millisecond
+ * once the driver is loaded. Every request goes through the whole selection (trustedSelection: the
+ * home's and the database's ownership, config.json) and gets its own Ledger and Checkpoints, built
+ * from its own environment (the witness, signing). The caller runs one request per store at a time
+ * on kept rows (they are one connection: a read inside another request's open transaction would see
+ * its rows) and hands each authority back to `release`.
+ */
+export class StoreCache {
+  private readonly open = new Map<string, StorePort>();
+
+  /** The key of the kept rows a request of this environment shares (the store, the bounds they were opened with); undefined for one that opens its own. */
+  keyOf(env: Env, options: AuthorityOptions): string | undefined {
+    const selection = selectStore(env);
+    return selection.kind === 'sqlite' ? undefined : JSON.stringify([selection.url, options.busyTimeoutMs ?? null]);
+  }
+
+  async authority(env: Env, options: AuthorityOptions): Promise<Authority | undefined> {
+    const selection = trustedSelection(env);
+    if (options.create) secureHome(env);
+    if (selection.kind === 'sqlite')
+      return openSqliteAuthority({ path: selection.path, create: options.create, busyTimeoutMs: options.busyTimeoutMs, checkpoints: env });
+    const key = JSON.stringify([selection.url, options.busyTimeoutMs ?? null]);
+    let rows = this.open.get(key);
+    if (rows !== undefined && !(await rows.stillCurrent())) {
+      this.evict(key);
+      rows = undefined;
+    }
+    if (rows === undefined) {
+      rows = await openPostgresRows(postgresBounds(selection.url, options));
+      this.open.set(key, rows);
+    }
+    return new Ledger(rows, new Checkpoints(rows, env));
+  }
+
+  /** The end of a request's use of an authority: a kept team store stays open, anything else is closed. */
+  release(authority: Authority): void {
+    if (authority instanceof Ledger && [...this.open.values()].includes(authority.rows)) return;
+    authority.close();
+  }
+
+  /** Closes one store's rows (after a request that found them broken); the next request opens them again. */
+  evict(key: string): void {
+    const rows = this.open.get(key);
+    this.open.delete(key);
+    try {
+      rows?.close();
+    } catch {
+      // Closing a broken connection may fail too; it is dropped either way.
+    }
+  }
+
+  closeAll(): void {
+    for (const key of [...this.open.keys()]) this.evict(key);
+  }
 }
 
 /**

@@ -203,5 +203,12 @@ export interface StorePort {
   follow?(onChange: (headSeq: number | undefined) => void, pollMs?: number, onMode?: (mode: FeedMode) => void): Promise<() => void>;
   listGoals(): Promise<GoalRecord[]>;
   goalOfPlace(place: string): Promise<{ goal: string; checkout: string } | undefined>;
+  /**
+   * Whether this open connection still speaks for the store it opened: the same file (SQLite) and the
+   * schema version it was opened at. A process that keeps a store open across requests (the warm hook
+   * server: StoreCache in src/ledger/open.ts) asks before each one; a moved file or a migration by
+   * another release means open it again, which then says what is wrong as a fresh open would.
+   */
+  stillCurrent(): Promise<boolean>;
   close(): void;
 }

@@ -1213,6 +1213,17 @@ export class PostgresRows implements StorePort {
     }));
   }
 
+  async stillCurrent(): Promise<boolean> {
+    try {
+      const now = await this.read(
+        async () => (await this.one<{ value: string }>("SELECT value FROM turnkeeper.store_meta WHERE key = 'schema_version'"))?.value,
+      );
+      return now === this.meta.get('schema_version');
+    } catch {
+      return false;
+    }
+  }
+
   getMeta(key: string): Promise<string | undefined> {
     if (OPENED_META_KEYS.includes(key)) return Promise.resolve(this.meta.get(key));
     return this.read(async () => (await this.one<{ value: string }>('SELECT value FROM turnkeeper.store_meta WHERE key = $1', [key]))?.value);

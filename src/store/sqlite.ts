@@ -369,6 +369,15 @@ export class SqliteRows implements StorePort {
    * SQLite keeps writing to a database file that was deleted or replaced while open, and those
    * writes are lost for every other process: refuse them instead (a receipt there is no receipt).
    */
+  stillCurrent(): Promise<boolean> {
+    try {
+      this.assertFileInPlace();
+      return Promise.resolve((this.db.pragma('user_version', { simple: true }) as number) === SCHEMA_VERSION);
+    } catch {
+      return Promise.resolve(false);
+    }
+  }
+
   private assertFileInPlace(): void {
     let now;
     try {
