@@ -24,6 +24,28 @@ const SERIAL = [
   'test/e2e/**/*.test.ts',
 ];
 
+// The warm hook path (spec §2, src/cli/hookServer.ts) is the path agents' hooks take by default on
+// Linux, the cold one its fallback: these files, every one that runs hook processes, run again with
+// each hook sent through the native client to a hook server (test/support/world.ts cliProcess).
+const WARM = [
+  'test/integration/hook-decisions.test.ts',
+  'test/integration/hook-notices.test.ts',
+  'test/integration/hook-rejections.test.ts',
+  'test/integration/hook-robustness.test.ts',
+  'test/integration/presentation.test.ts',
+  'test/integration/terminal-safety.test.ts',
+  'test/integration/turns.test.ts',
+  'test/integration/lease-hardening.test.ts',
+  'test/integration/copilot-hooks.test.ts',
+  'test/integration/qwen-hooks.test.ts',
+  'test/integration/opencode-hooks.test.ts',
+  'test/integration/home-ownership.test.ts',
+  'test/integration/goal-change.test.ts',
+  'test/integration/chain-damage.test.ts',
+  'test/integration/migration.test.ts',
+  'test/integration/races.test.ts',
+];
+
 export default defineConfig({
   // Extension code runs in plain Node against a hand-written double of the editor API.
   resolve: { alias: { vscode: fileURLToPath(new URL('./test/support/vscode.ts', import.meta.url)) } },
@@ -36,6 +58,8 @@ export default defineConfig({
     projects: [
       { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: SERIAL, maxWorkers: 2 } },
       { extends: true, test: { name: 'serial', include: SERIAL, fileParallelism: false, maxWorkers: 1 } },
+      // One file at a time: races.test.ts's 64 processes share one server, and a second file beside it would skew its bounds.
+      { extends: true, test: { name: 'warm', include: WARM, fileParallelism: false, maxWorkers: 1, env: { TURNKEEPER_TEST_HOOK_PATH: 'warm' } } },
     ],
   },
 });

@@ -1,4 +1,5 @@
-// turnkeeper-hook: the native client of the warm hook path (docs: notes/warm-protocol.md, v1).
+// turnkeeper-hook: the native client of the warm hook path (spec §2 "The warm hook path";
+// docs/architecture.md "Warm hook path").
 //
 // The shim `$TURNKEEPER_HOME/bin/turnkeeper` execs this instead of Node, so a hook costs a connect and a
 // few syscalls instead of a Node start when a hook server is running:
@@ -87,6 +88,17 @@ static int write_all(int fd, const char *buf, size_t len) {
     }
   }
   return 0;
+}
+
+// errno's symbolic name (ENOSPC), as Node's messages start with it: the cold hook's line names it too.
+static const char *errno_name(int error) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
+  const char *name = strerrorname_np(error);
+  if (name != NULL) return name;
+#endif
+  static char number[16];
+  snprintf(number, sizeof number, "errno %d", error);
+  return number;
 }
 
 // One stderr line, written in a single write(2) so concurrent hooks do not interleave within a line.
@@ -582,11 +594,20 @@ static _Noreturn void serve_warm(int fd, char **hook_args, int n_args) {
       // Only now, with the whole answer in hand, does anything reach the agent: a server that died
       // half-way must leave no half of an answer in front of the cold hook's.
       const unsigned char *d = r.raw.data;
+      int lost = 0;
       for (size_t at = 4; at < r.term_at;) {
         uint32_t len = get_u32(d + at + 1);
-        (void)write_all(d[at] == 'O' ? 1 : 2, (const char *)d + at + 5, len);
+        if (d[at] == 'O') {
+          if (!lost && write_all(1, (const char *)d + at + 5, len) != 0) lost = errno;
+        } else {
+          (void)write_all(2, (const char *)d + at + 5, len);
+        }
         at += 5 + len;
       }
+      // As the cold hook says it (src/cli/hookCommand.ts): whatever was decided stands, and the
+      // session's next hook presents it again.
+      if (lost)
+        say("turnkeeper hook: could not write the hook output: %s: %s", errno_name(lost), strerror(lost));
       exit((int)(get_u32(d + r.term_at + 5) & 0xff));
     }
     case OUT_DECLINE: {

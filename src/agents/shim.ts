@@ -1,8 +1,8 @@
 // The stable shim under TURNKEEPER_HOME that every agent's hook command points at. Installs and
 // upgrades rewrite only this file, so the commands in the agents' configs stay byte-identical
 // (Codex silently skips a hook whose definition changed until the user trusts it again).
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, copyFileSync, existsSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { shQuote } from './install';
 import { writeFileAtomic } from '../files/atomicFile';
 
@@ -25,6 +25,22 @@ const HEADER = "# Turnkeeper shim: rewritten by every install or upgrade. Agents
 
 export const shimPath = (turnkeeperHome: string): string => join(turnkeeperHome, 'bin', 'turnkeeper');
 
+/** The warm hook path's native client, beside the shim (spec §2 "The warm hook path"). */
+const warmClientPath = (turnkeeperHome: string): string => join(turnkeeperHome, 'bin', 'turnkeeper-hook');
+
+/**
+ * The client built for this platform, found from the CLI's script as the launcher addon is
+ * (src/launcher/native.ts): dist/prebuilds/ in a package, native/prebuilds/ in a checkout. Undefined
+ * where none was built (every platform but Linux): hooks then always run cold.
+ */
+function builtWarmClient(script: string): string | undefined {
+  const platform = `${process.platform}-${process.arch}`;
+  const dist = dirname(script);
+  return [join(dist, 'prebuilds', platform, 'turnkeeper-hook'), join(dist, '..', 'native', 'prebuilds', platform, 'turnkeeper-hook')].find((path) =>
+    existsSync(path),
+  );
+}
+
 function shimContent(target: ShimTarget): string {
   for (const value of [target.runtime, target.script]) {
     // sh cannot carry a NUL, and an empty path would exec the wrong thing.
@@ -36,6 +52,12 @@ function shimContent(target: ShimTarget): string {
   // (src/store/location.ts), so the installed home stands in for it.
   if (target.home) lines.push(`case "\${TURNKEEPER_HOME:-}" in /*) ;; *) TURNKEEPER_HOME=${shQuote(target.home)} ;; esac; export TURNKEEPER_HOME`);
   if (target.db) lines.push(`export TURNKEEPER_DB="\${TURNKEEPER_DB:-}"; [ -n "$TURNKEEPER_DB" ] || TURNKEEPER_DB=${shQuote(target.db)}`);
+  // A hook goes through the warm client when it is installed; the client runs the line after this
+  // one's command itself (the cold hook) whenever the warm path cannot answer.
+  if (target.home) {
+    const client = shQuote(warmClientPath(target.home));
+    lines.push(`if [ "\${1:-}" = hook ] && [ -x ${client} ]; then exec ${client} ${shQuote(target.runtime)} ${shQuote(target.script)} "$@"; fi`);
+  }
   lines.push(`exec ${shQuote(target.runtime)} ${shQuote(target.script)} "$@"`);
   return `${lines.join('\n')}\n`;
 }
@@ -47,7 +69,25 @@ export function writeShim(turnkeeperHome: string, target: ShimTarget): boolean {
   const changed = readOrUndefined(path) !== content;
   // Rewritten even when equal: this also repairs a mode someone changed.
   writeFileAtomic(path, content, 0o755);
+  installWarmClient(turnkeeperHome, target.script);
   return changed;
+}
+
+/**
+ * Copies this Turnkeeper's warm client beside the shim (or removes one an earlier install left, where
+ * this one has none), renamed into place so a hook never runs half a binary.
+ */
+function installWarmClient(turnkeeperHome: string, script: string): void {
+  const target = warmClientPath(turnkeeperHome);
+  const built = builtWarmClient(script);
+  if (built === undefined) {
+    rmSync(target, { force: true });
+    return;
+  }
+  const temporary = `${target}.${process.pid}.tmp`;
+  copyFileSync(built, temporary);
+  chmodSync(temporary, 0o755);
+  renameSync(temporary, target);
 }
 
 /** The runtime and script the shim runs, and the database it defaults to, or undefined when there is no shim or it is not ours. */

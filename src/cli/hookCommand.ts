@@ -2,10 +2,11 @@
 // happens here (fail open for the agent). Errors go to stderr.
 import { AGENTS, isAgent } from '../core/ids';
 import { MAX_HOOK_INPUT_BYTES } from '../agents/payload';
-import { runHook } from '../hook/hook';
+import { runHook, type HookOptions } from '../hook/hook';
 import { parse, type Io } from './io';
 
-export async function runHookCommand(args: string[], io: Io): Promise<number> {
+/** `shared`: the warm hook server's stores (src/cli/hookServer.ts); the cold hook opens its own. */
+export async function runHookCommand(args: string[], io: Io, shared: Pick<HookOptions, 'openStore'> = {}): Promise<number> {
   // Spec §10: an unwritable stderr (closed, full disk) changes nothing, not even the exit code.
   const err = (text: string): void => {
     try {
@@ -34,7 +35,7 @@ export async function runHookCommand(args: string[], io: Io): Promise<number> {
   let result;
   try {
     const input = await io.readStdin(MAX_HOOK_INPUT_BYTES);
-    result = await runHook(input, { env: io.env, agent, event, processCwd: io.cwd });
+    result = await runHook(input, { env: io.env, agent, event, processCwd: io.cwd, ...shared });
   } catch (error) {
     err(`turnkeeper hook: internal error: ${(error as Error).stack ?? String(error)}\n`);
     return 0;

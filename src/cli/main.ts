@@ -26,6 +26,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   doctor: async () => (await import('./hooks')).doctorCommand,
   goal: async () => (await import('./goal')).goalCommand,
   store: async () => (await import('./store')).storeCommand,
+  'hook-server': async () => (await import('./hookServer')).hookServerCommand,
 };
 
 // One line per form of a command, every flag it takes: `turnkeeper --help` prints it all and
@@ -34,6 +35,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
 const AGENT_LIST = AGENTS.join('|');
 const USAGE = `usage: turnkeeper <command> [options]       every command takes --help; turnkeeper --version
   hook [--agent ${AGENT_LIST}] [--event <name>]   run one agent hook (reads JSON on stdin, always exits 0)
+  hook-server serve|status|stop [--json]   the warm hook server hooks start on demand (serve: in the foreground)
   todo add <title> [--id <id>] [--body <text>] [--after <id>…] [--goal <dir>] [--json]   --after: it waits until those are done
   todo list [--goal <dir> | --all] [--limit <n|all>] [--json]   open and blocked Todos, the newest 50 done
   todo done <id> [--owner <agent:session>] [--force --reason <why>] [--goal <dir>] [--json]

@@ -44,6 +44,16 @@ export function hookBusyTimeoutMs(env: Env): number {
 }
 
 /**
+ * How long the warm hook server (src/cli/hookServer.ts) stays up with no hook to answer. Ten minutes:
+ * a person between two prompts keeps it, a machine left alone is back to no process within the hour's
+ * first quarter. It holds a store connection while it lives.
+ */
+export function hookServerIdleMs(env: Env): number {
+  const value = Number(env.TURNKEEPER_HOOK_SERVER_IDLE_MS);
+  return Number.isSafeInteger(value) && value > 0 ? value : 600_000;
+}
+
+/**
  * Who is running a command such as `turnkeeper release` or `todo done`, and how we know. An agent's
  * shell tool carries its session in the environment the agent set (CODEX_THREAD_ID, …), so an agent
  * can release its own lease without --force: `agent_environment`. `--owner` and TURNKEEPER_OWNER are

@@ -25,7 +25,7 @@ export const storePath = (env: Env): string => resolve(turnkeeperHome(env), env.
  * write, lets them replace it, and their code would run as this user (spec §10). Refused:
  *
  * - the home not a directory (a symlink to one counts as its target), or another user's;
- * - `bin/`, `bin/turnkeeper`, `config.json`, `keys/` and its `signing.key` and `trusted` (lstat: a
+ * - `bin/`, `bin/turnkeeper` and the warm client `bin/turnkeeper-hook`, `config.json`, `keys/` and its `signing.key` and `trusted` (lstat: a
  *   symlink is judged as itself and as what it points at, and must point at something) that another
  *   user owns, or a file among them that the group or others may write: its bytes may already be
  *   someone else's, so the person checks it and narrows it (the fix names the command).
@@ -51,7 +51,7 @@ export function foreignHomeProblem(env: Env): string | undefined {
     const problem = privatePathProblem(join(home, dir), 'directory', uid);
     if (problem) return problem;
   }
-  for (const file of [join('bin', 'turnkeeper'), 'config.json', join('keys', 'signing.key'), join('keys', 'trusted')]) {
+  for (const file of [join('bin', 'turnkeeper'), join('bin', 'turnkeeper-hook'), 'config.json', join('keys', 'signing.key'), join('keys', 'trusted')]) {
     const problem = privatePathProblem(join(home, file), 'file', uid);
     if (problem) return problem;
   }

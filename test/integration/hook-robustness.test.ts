@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import { closeSync, existsSync, openSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CLI, contextOf, makeWorld, payload, type World } from '../support/world';
+import { cliProcess, contextOf, makeWorld, payload, type World } from '../support/world';
 
 let world: World;
 beforeEach(() => {
@@ -25,9 +25,10 @@ function hookTo(out: string, err: string, input: string) {
     return fd;
   };
   try {
-    const result = spawnSync(process.execPath, [CLI, 'hook'], {
+    const run = cliProcess(['hook'], world.env);
+    const result = spawnSync(run.file, run.argv, {
       input,
-      env: world.env,
+      env: run.env,
       cwd: world.repo,
       encoding: 'utf8',
       stdio: ['pipe', target(out), target(err)],

@@ -1,7 +1,7 @@
 // Real processes racing, killed with SIGKILL mid-claim, and waiting on a locked store.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ReceiptDocument } from '../../src/core/receipts';
-import { contextOf, holdWriteLock, makeWorld, payload, type World } from '../support/world';
+import { contextOf, holdWriteLock, makeWorld, payload, WARM_TESTS, type World } from '../support/world';
 import { FAULT_POINTS } from '../../src/store/faults';
 import { hostileCorpus } from '../support/hostileCorpus';
 
@@ -42,10 +42,23 @@ describe('kill -9 at each step of the claim, then the same hook again', () => {
     it(`${point}: one lease generation, the same ready capture, a verifying chain`, async () => {
       const input = payload.codexPrompt(world, 'sess-k', 'turn-1', '#todo:fix-login');
       const killed = world.cli(['hook'], { input, env: { TURNKEEPER_TEST_FAULT: `${point}=kill` } });
-      // Control that the fault point was reached: the process really died by SIGKILL.
-      expect(killed.signal).toBe('SIGKILL');
-      expect(killed.stdout).toBe('');
       const committed = point === 'claim.after_commit' || point === 'store.after_commit';
+      let replayedAtOnce: string | undefined;
+      if (WARM_TESTS && point === 'claim.after_commit') {
+        // The hook server (started by this hook, so armed alike) died after its commit. The client
+        // had no answer and ran the cold hook with the same stdin, which found the committed claim and
+        // replayed it: never a second claim, and the prompt got its capture after all. (At
+        // store.after_commit the cold hook dies too: its replay still writes the turn's base.)
+        expect(killed.signal).toBe(null);
+        expect(killed.stderr).toContain('the hook server closed the connection before answering; ran the cold hook');
+        replayedAtOnce = contextOf(killed.stdout);
+        expect(replayedAtOnce).toMatch(/^Turnkeeper: Todo fix-login · capture cap_[0-9a-f]{24} · epoch 1$/m);
+      } else {
+        // Control that the fault point was reached: the process really died by SIGKILL (on the warm
+        // path: the server, then the cold hook the client ran instead, armed alike, at the same point).
+        expect(killed.signal).toBe('SIGKILL');
+        expect(killed.stdout).toBe('');
+      }
 
       const store = await world.store();
       expect(await store.listLeases()).toHaveLength(committed ? 1 : 0);
@@ -56,6 +69,7 @@ describe('kill -9 at each step of the claim, then the same hook again', () => {
       expect(text).toMatch(/^Turnkeeper: Todo fix-login · capture cap_[0-9a-f]{24} · epoch 1$/m);
       const third = world.cli(['hook'], { input });
       expect(contextOf(third.stdout)).toBe(text);
+      if (replayedAtOnce !== undefined) expect(replayedAtOnce).toBe(text);
 
       const after = await world.store();
       const leases = await after.listLeases();

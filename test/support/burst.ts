@@ -19,7 +19,7 @@ import { performance } from 'node:perf_hooks';
 import { expect } from 'vitest';
 import pg from 'pg';
 import { openAuthority } from '../../src/ledger/open';
-import { CLI, contextOf } from './world';
+import { cliProcess, contextOf } from './world';
 import { pgEnv } from './postgres';
 import { makeMachine, untilAllReadStdin, type TeamMachine } from './teamMachine';
 
@@ -44,7 +44,8 @@ export function spawnMachine(base: string, name: string, options: { store: strin
   const made = makeMachine(base, options);
   const start = (args: string[]) => {
     let started = performance.now();
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: made.checkout, env: made.env });
+    const run = cliProcess(args, made.env);
+    const child = spawn(run.file, run.argv, { cwd: made.checkout, env: run.env });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));

@@ -9,6 +9,40 @@ import { resolveGoal } from '../../src/checkout/goal';
 
 export const CLI = resolve(__dirname, '../../dist/cli.js');
 
+/**
+ * The warm hook path's native client (native/client/hook_client.c, built by scripts/build-native.mjs).
+ * The `warm` test project (vitest.config.ts) sets TURNKEEPER_TEST_HOOK_PATH=warm: then every hook a
+ * test runs through these helpers goes through the client to a hook server, as the shim sends an
+ * agent's, with TURNKEEPER_WARM=wait (the client starts the server and waits for it, and says on
+ * stderr whenever it ran the cold hook instead), so the same assertions hold on both paths.
+ */
+export const WARM_CLIENT = resolve(__dirname, `../../native/prebuilds/${process.platform}-${process.arch}/turnkeeper-hook`);
+export const WARM_TESTS = process.env.TURNKEEPER_TEST_HOOK_PATH === 'warm';
+
+/**
+ * stderr as the test reads it: without the warm client's note that a home it cannot serve (none, not a
+ * directory, not private: the cases a test makes on purpose) ran the cold hook, which is what the
+ * cold path prints. Every other note stays, so a server that died or declined shows in the assertion.
+ */
+function withoutWarmNotes(stderr: string): string {
+  if (!WARM_TESTS) return stderr;
+  return stderr.replace(
+    /^turnkeeper: warm hook path not used: the home (directory cannot be read|is not a directory of ours that only we can write); ran the cold hook\n/gm,
+    '',
+  );
+}
+
+/** The process that runs `turnkeeper <args>` as this test run's path does: file, argv and environment. */
+export function cliProcess(args: readonly string[], env: NodeJS.ProcessEnv): { file: string; argv: string[]; env: NodeJS.ProcessEnv } {
+  if (!WARM_TESTS || args[0] !== 'hook') return { file: process.execPath, argv: [CLI, ...args], env };
+  return {
+    file: WARM_CLIENT,
+    argv: [process.execPath, CLI, ...args],
+    // A short idle: the servers of finished tests' homes go (their removed socket ends them sooner).
+    env: { TURNKEEPER_WARM: 'wait', TURNKEEPER_HOOK_SERVER_IDLE_MS: '20000', ...env },
+  };
+}
+
 export interface CliResult {
   readonly code: number | null;
   readonly signal: NodeJS.Signals | null;
@@ -34,7 +68,8 @@ export function runCli(
 ): Promise<CliRun> {
   return new Promise((resolvePromise, reject) => {
     const started = Date.now();
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: options.cwd, env: options.env });
+    const run = cliProcess(args, options.env);
+    const child = spawn(run.file, run.argv, { cwd: options.cwd, env: run.env });
     let stdout = '';
     let stderr = '';
     let killed = false;
@@ -50,7 +85,7 @@ export function runCli(
     });
     child.on('close', (code, signal) => {
       clearTimeout(timer);
-      resolvePromise({ code, signal, stdout, stderr, ms: Date.now() - started, killed });
+      resolvePromise({ code, signal, stdout, stderr: withoutWarmNotes(stderr), ms: Date.now() - started, killed });
     });
     child.stdin.on('error', () => undefined).end(options.input ?? '');
   });
@@ -81,6 +116,9 @@ export function makeWorld(name = 'tk'): World {
   writeFileSync(join(repo, 'README.md'), 'demo\n');
   execFileSync('git', ['-C', repo, '-c', 'user.email=t@example.invalid', '-c', 'user.name=t', 'add', '.']);
   execFileSync('git', ['-C', repo, '-c', 'user.email=t@example.invalid', '-c', 'user.name=t', 'commit', '-qm', 'init']);
+  // On the warm path the home exists from the start, as after any install: a hook server serves a
+  // home that exists and creates none (src/cli/hookServer.ts), so without it every hook would run cold.
+  if (WARM_TESTS) mkdirSync(home, { mode: 0o700 });
   const db = join(home, 'turnkeeper.db');
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
@@ -104,24 +142,26 @@ export function makeWorld(name = 'tk'): World {
     goal: resolveGoal(repo).id,
     env,
     cli(args, options = {}) {
-      const result = spawnSync(process.execPath, [CLI, ...args], {
+      const run = cliProcess(args, merged(options.env));
+      const result = spawnSync(run.file, run.argv, {
         input: options.input ?? '',
-        env: merged(options.env),
+        env: run.env,
         cwd: options.cwd ?? repo,
         encoding: 'utf8',
         maxBuffer: 64 * 1024 * 1024,
       });
-      return { code: result.status, signal: result.signal, stdout: result.stdout, stderr: result.stderr };
+      return { code: result.status, signal: result.signal, stdout: result.stdout, stderr: withoutWarmNotes(result.stderr) };
     },
     cliAsync(args, options = {}) {
       return new Promise((resolvePromise, reject) => {
-        const child = spawn(process.execPath, [CLI, ...args], { env: merged(options.env), cwd: options.cwd ?? repo });
+        const run = cliProcess(args, merged(options.env));
+        const child = spawn(run.file, run.argv, { env: run.env, cwd: options.cwd ?? repo });
         let stdout = '';
         let stderr = '';
         child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
         child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
         child.on('error', reject);
-        child.on('close', (code, signal) => resolvePromise({ code, signal, stdout, stderr }));
+        child.on('close', (code, signal) => resolvePromise({ code, signal, stdout, stderr: withoutWarmNotes(stderr) }));
         child.stdin.end(options.input ?? '');
       });
     },
