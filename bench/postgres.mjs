@@ -46,6 +46,7 @@ import {
   summary,
   timed,
   TIME_BIN,
+  WARM_CLIENT,
   treeCpuMs,
 } from './lib/world.mjs';
 
@@ -128,7 +129,8 @@ async function main() {
     return run;
   };
   must(cli(['store', 'init']), 'store init');
-  const claimTodos = Array.from({ length: WARMUP + RUNS + 3 }, (_, i) => `claim-${i}`);
+  // One fresh Todo per claim on each path (cold P2, warm PW2).
+  const claimTodos = Array.from({ length: 2 * (WARMUP + RUNS) + 3 }, (_, i) => `claim-${i}`);
   for (const id of ['pg-replay', 'race', ...claimTodos]) must(cli(['todo', 'add', `Bench ${id}`, '--id', id]), 'todo add');
 
   const session = newSession();
@@ -164,9 +166,33 @@ async function main() {
   const floor = join(scratch, 'pg-floor-main.cjs');
   writeFileSync(floor, `require('node:module').enableCompileCache?.();\nrequire(${JSON.stringify(floorBundle)});\n`);
 
+  // The warm hook path (spec §2): a hook server for machine 0's home, and hooks through the native
+  // client (rows PW1, PW2): the server keeps its one connection, so these make none.
+  const warmServer = spawn(process.execPath, [CLI, 'hook-server', 'serve'], { env, cwd: repo, stdio: ['ignore', 'ignore', 'pipe'] });
+  let warmLog = '';
+  warmServer.stderr.setEncoding('utf8').on('data', (chunk) => (warmLog += chunk));
+  for (const deadline = Date.now() + 20_000; !warmLog.includes('serving on');) {
+    if (Date.now() > deadline) throw new Error(`the hook server did not start: ${warmLog}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  process.on('exit', () => warmServer.kill('SIGKILL'));
+  const warmHook = (input) => timed([process.execPath, CLI, 'hook'], { input, env, cwd: repo, bin: WARM_CLIENT });
+
   let claimIndex = 0;
   const runners = {
     bare: () => timed(['-e', '0'], { env, cwd: repo }),
+    replayWarm: () => {
+      const run = warmHook(replayInput());
+      if (contextText(run.stdout) !== presented || run.stderr !== '') throw new Error(`warm replay differs: ${run.stdout.slice(0, 200)} ${run.stderr}`);
+      return run;
+    },
+    claimWarm: () => {
+      const todo = claimTodos[claimIndex++];
+      const run = warmHook(codexPrompt({ root, repo, session: newSession(), turn: 'turn-1', prompt: promptFor(todo) }));
+      if (!contextText(run.stdout)?.startsWith(`Turnkeeper: Todo ${todo} `) || run.stderr !== '')
+        throw new Error(`warm claim of ${todo}: ${run.stdout.slice(0, 200)} ${run.stderr}`);
+      return run;
+    },
     floor: () => must(timed([floor], { env, cwd: repo }), 'floor'),
     floorWrite: () => must(timed([floor, 'write'], { env, cwd: repo }), 'write floor'),
     replay: () => {
@@ -538,6 +564,27 @@ async function main() {
       s.replay.median / s.floor.median <= 1.3 ? 'PASS' : 'MISS',
     ],
     ['P1', 'floor', ms(s.floor.median), 'bare node', ms(s.bare.median), (s.floor.median / s.bare.median).toFixed(2) + '×', '—', 'info'],
+    ['P1', 'hook replay (team store)', ms(s.replay.median), 'bare node', ms(s.bare.median), (s.replay.median / s.bare.median).toFixed(2) + '×', '—', 'info'],
+    [
+      'PW1',
+      'warm hook replay (team store)',
+      ms(s.replayWarm.median),
+      'bare node',
+      ms(s.bare.median),
+      (s.replayWarm.median / s.bare.median).toFixed(2) + '×',
+      '≤ 1.1×',
+      s.replayWarm.median / s.bare.median <= 1.1 ? 'PASS' : 'MISS',
+    ],
+    [
+      'PW2',
+      'warm hook claim (team store)',
+      ms(s.claimWarm.median),
+      'bare node',
+      ms(s.bare.median),
+      (s.claimWarm.median / s.bare.median).toFixed(2) + '×',
+      '≤ 1.3×',
+      s.claimWarm.median / s.bare.median <= 1.3 ? 'PASS' : 'MISS',
+    ],
     [
       'P2',
       'hook claim (team store)',

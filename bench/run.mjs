@@ -6,6 +6,7 @@
 // Env knobs (for development only): BENCH_RUNS (default 30), BENCH_WARMUP (3), BENCH_RACE_REPS (5),
 // BENCH_MEM_RUNS (10), BENCH_VERIFY_RECEIPTS (100000), BENCH_KEEP=1 keeps the temp dir,
 // BENCH_ONLY=cache runs only row 6 (hook replay with and without the compile cache) and bare node.
+// BENCH_ONLY=warm runs only rows W1–W2 (hooks through the native client and the hook server) beside bare node and the cold rows.
 // BENCH_ONLY=receipts runs only rows C1–C5 (export, verify --bundle, checkpoint signatures, checkpoints on the claim path).
 // BENCH_ONLY=proofs runs only rows B1–B2 (receipts prove on a large store, checkpoints amortized on claims;
 // BENCH_PROVE_RECEIPTS, default 1,000,000, sizes its store).
@@ -13,7 +14,7 @@
 // R1M too with BENCH_LIVE_1M=1; BENCH_LIVE_RUNS, default 10, runs of each; bench/lib/live.mjs).
 // BENCH_ONLY=bundle runs only rows B3 (verify, receipts export and verify --bundle at 1k, 100k, 1M
 // receipts: wall time and peak RSS, ratios to 1k; BENCH_BUNDLE_SIZES, BENCH_BUNDLE_RUNS; bench/lib/bundle.mjs).
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -25,6 +26,7 @@ import { bundleRows, bundleTableRows } from './lib/bundle.mjs';
 import {
   CLI,
   TIME_BIN,
+  WARM_CLIENT,
   childCpuMs,
   cleanEnv,
   cleanup,
@@ -187,7 +189,8 @@ async function main() {
   if (product.resolveGoal(worktree).id !== goal) fail('the worktree does not resolve to the repository Goal');
   const store = await product.openSqliteAuthority({ path: db, create: true });
   const seeded = await seedHistory(product, store, { goal, cwd: repo, minReceipts: HOOK_RECEIPTS, startMs: Date.now() - 30 * 86_400_000 });
-  const claimTodos = Array.from({ length: WARMUP + RUNS + MEM_RUNS }, (_, i) => `claim-${String(i).padStart(3, '0')}`);
+  // Rows 1 and 2 claim one fresh Todo per run on each path (cold, warm).
+  const claimTodos = Array.from({ length: 2 * (WARMUP + RUNS) + MEM_RUNS }, (_, i) => `claim-${String(i).padStart(3, '0')}`);
   const raceTodos = Array.from({ length: RACE_REPS }, (_, i) => `race-${i}`);
   for (const id of [...claimTodos, ...raceTodos, 'bench-replay-wt']) await store.addTodo(todoFields(goal, id), Date.now());
   const floorOwner = store.connection.prepare('SELECT owner FROM sessions ORDER BY first_hook_at LIMIT 1').get().owner;
@@ -222,8 +225,12 @@ async function main() {
   // (0700, owner checked: contract §10); the same replay with NODE_DISABLE_COMPILE_CACHE=1 has none.
   let turn = 1;
   const noCacheEnv = { ...env, NODE_DISABLE_COMPILE_CACHE: '1' };
-  const replayWith = (runEnv) => {
-    const run = timed([CLI, 'hook'], { input: replayPayload(`turn-${String(++turn).padStart(4, '0')}`), env: runEnv, cwd: repo });
+  // A replay is the agent sending the same Turn's prompt again (a retry): rule 4 presents the stored
+  // bytes and runs no git. The holder's next prompt is a new Turn: the same bytes, and the turn's base
+  // recorded first (HEAD and tree: six git runs, src/checkout/turnChanges.ts): rows 1n and W1n.
+  const replayWith = (runEnv, nextTurn = false) => {
+    const input = replayPayload(nextTurn ? `turn-${String(++turn).padStart(4, '0')}` : 'turn-0001');
+    const run = timed([CLI, 'hook'], { input, env: runEnv, cwd: repo });
     if (contextText(run.stdout) !== presented) fail(`replay did not present the stored bytes: ${run.stdout.slice(0, 200)} ${run.stderr}`);
     return run;
   };
@@ -262,6 +269,19 @@ async function main() {
     return;
   }
 
+  // The warm hook path (spec §2): a hook server for this home, started as a hook's client starts one,
+  // and hooks through the native client as the shim runs them (rows W1, W2). Measured beside the cold
+  // rows in the same interleaved loop.
+  const warmServer = spawn(process.execPath, [CLI, 'hook-server', 'serve'], { env, cwd: repo, stdio: ['ignore', 'ignore', 'pipe'] });
+  let warmLog = '';
+  warmServer.stderr.setEncoding('utf8').on('data', (chunk) => (warmLog += chunk));
+  for (const deadline = Date.now() + 20_000; !warmLog.includes('serving on');) {
+    if (Date.now() > deadline) fail(`the hook server did not start: ${warmLog}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  process.on('exit', () => warmServer.kill('SIGKILL'));
+  const warmHook = (input) => timed([process.execPath, CLI, 'hook'], { input, env, cwd: repo, bin: WARM_CLIENT });
+
   // ---- the runners ----
   let claimIndex = 0;
   const runners = {
@@ -277,6 +297,26 @@ async function main() {
       return run;
     },
     replay: () => replayWith(env),
+    replayWarm: () => {
+      const run = warmHook(replayPayload('turn-0001'));
+      if (contextText(run.stdout) !== presented || run.stderr !== '')
+        fail(`warm replay did not present the stored bytes: ${run.stdout.slice(0, 200)} ${run.stderr}`);
+      return run;
+    },
+    nextTurn: () => replayWith(env, true),
+    nextTurnWarm: () => {
+      const run = warmHook(replayPayload(`turn-${String(++turn).padStart(4, '0')}`));
+      if (contextText(run.stdout) !== presented || run.stderr !== '')
+        fail(`warm next turn did not present the stored bytes: ${run.stdout.slice(0, 200)} ${run.stderr}`);
+      return run;
+    },
+    claimWarm: () => {
+      const todo = claimTodos[claimIndex++] ?? fail('out of claim Todos');
+      const run = warmHook(codexPrompt({ root, repo, session: newSession(), turn: 'turn-0001', prompt: promptFor(todo) }));
+      if (!contextText(run.stdout)?.startsWith(`Turnkeeper: Todo ${todo} · capture cap_`) || run.stderr !== '')
+        fail(`warm claim of ${todo} failed: ${run.stdout.slice(0, 200)} ${run.stderr}`);
+      return run;
+    },
     replayNoCache: () => replayWith(noCacheEnv),
     replayWorktree: () => {
       const run = timed([CLI, 'hook'], { input: wtPayload(`turn-${String(++turn).padStart(4, '0')}`), env, cwd: worktree });
@@ -317,9 +357,28 @@ async function main() {
     },
   };
 
+  if (ONLY === 'warm') {
+    warmRowsOnly(runners);
+    return;
+  }
+
   // Warm-up: populates Node's compile cache (dist bundle, driver JS) and the page cache. The verify
   // rows load the same bundle and driver, so one warm-up each (page cache) is enough for them.
-  const hookRows = ['bare', 'floor', 'replay', 'floorWrite', 'claim', 'replayNoCache', 'replayWorktree', 'goal', 'goalStoreFree'];
+  const hookRows = [
+    'bare',
+    'floor',
+    'replay',
+    'replayWarm',
+    'nextTurn',
+    'nextTurnWarm',
+    'floorWrite',
+    'claim',
+    'claimWarm',
+    'replayNoCache',
+    'replayWorktree',
+    'goal',
+    'goalStoreFree',
+  ];
   const verifyRows = ['verify', 'verifyOpen', 'verifyScan'];
   for (let i = 0; i < WARMUP; i += 1) for (const name of hookRows) runners[name]();
   for (const name of verifyRows) runners[name]();
@@ -633,6 +692,55 @@ function productCacheFiles(home) {
   return existsSync(dir) ? countFiles(dir) : 0;
 }
 
+/** BENCH_ONLY=warm: rows W1–W2 beside bare node and the cold replay and claim, interleaved. */
+function warmRowsOnly(runners) {
+  const names = ['bare', 'replay', 'replayWarm', 'nextTurn', 'nextTurnWarm', 'claim', 'claimWarm'];
+  for (let i = 0; i < WARMUP; i += 1) for (const name of names) runners[name]();
+  for (const name of names) results.samples[name] = [];
+  for (let i = 0; i < RUNS; i += 1) {
+    for (let k = 0; k < names.length; k += 1) {
+      const name = names[(i + k) % names.length];
+      results.samples[name].push(runners[name]().ms);
+    }
+  }
+  const s = Object.fromEntries(names.map((name) => [name, summary(results.samples[name])]));
+  const ms = (v) => `${v.toFixed(1)} ms`;
+  const paired = (a, b) => summary(results.samples[a].map((v, i) => v / results.samples[b][i])).median;
+  const row = (id, what, name, target) => {
+    const r = s[name].median / s.bare.median;
+    return [
+      id,
+      what,
+      ms(s[name].median),
+      ms(s[name].p90),
+      `${r.toFixed(2)}×`,
+      `${paired(name, 'bare').toFixed(2)}×`,
+      target ?? '—',
+      target ? (r <= Number(target.slice(2, -1)) ? 'PASS' : 'MISS') : 'info',
+    ];
+  };
+  console.log(
+    [
+      `Turnkeeper bench (BENCH_ONLY=warm) · node ${process.version} · ${cpus().length} cpus · loadavg ${load0.toFixed(2)} → ${loadavg()[0].toFixed(2)} · ${RUNS} runs after ${WARMUP} warm-up`,
+      '',
+      ...table(
+        ['row', 'measurement (wall time of the process the agent runs)', 'median', 'p90', 'vs bare node', 'paired', 'target', 'result'],
+        [
+          ['1', 'bare `node -e 0`', ms(s.bare.median), ms(s.bare.p90), '1.00×', '1.00×', '—', 'info'],
+          row('1', 'cold hook replay', 'replay'),
+          row('W1', 'warm hook replay (client + server)', 'replayWarm', '≤ 1.1×'),
+          row('1n', "cold hook, the holder's next Turn (turn base: 6 git runs)", 'nextTurn'),
+          row('W1n', "warm hook, the holder's next Turn", 'nextTurnWarm'),
+          row('2', 'cold hook claim', 'claim'),
+          row('W2', 'warm hook claim (client + server)', 'claimWarm', '≤ 1.3×'),
+        ],
+        [0, 0, 1, 1, 1, 1, 0, 0],
+      ),
+    ].join('\n'),
+  );
+  console.log(`BENCH_JSON ${JSON.stringify({ node: process.version, only: 'warm', runs: RUNS, warmup: WARMUP, summaryMs: s })}`);
+}
+
 /** BENCH_ONLY=cache: warm-up, then rows bare / replay / replay without cache, interleaved, and row 6's comparison. */
 function cacheRowsOnly(runners, home) {
   const names = Object.keys(runners);
@@ -739,6 +847,10 @@ function report() {
     ['1', 'hook replay (rule 4, stored bytes)', s.replay, ms, cpuOf('replay')],
     ['2', 'floor + 1 sync=FULL write txn', s.floorWrite, ms, cpuOf('floorWrite')],
     ['2', 'hook claim (fresh Todo, new lease)', s.claim, ms, cpuOf('claim')],
+    ['W1', 'warm hook replay (native client + hook server)', s.replayWarm, ms, cpuOf('replayWarm')],
+    ['1n', "hook, the holder's next Turn (turn base)", s.nextTurn, ms, cpuOf('nextTurn')],
+    ['W1n', "warm hook, the holder's next Turn", s.nextTurnWarm, ms, cpuOf('nextTurnWarm')],
+    ['W2', 'warm hook claim (native client + hook server)', s.claimWarm, ms, cpuOf('claimWarm')],
     ['6', 'hook replay, NODE_DISABLE_COMPILE_CACHE=1', s.replayNoCache, ms, cpuOf('replayNoCache')],
     ['7', 'hook replay from a linked worktree', s.replayWorktree, ms, cpuOf('replayWorktree')],
     ['8', '`turnkeeper goal --json` in the worktree', s.goal, ms, cpuOf('goal')],
@@ -762,6 +874,28 @@ function report() {
 
   const verdict = (ok) => (ok ? 'PASS' : 'MISS');
   const comparisons = [
+    [
+      'W1',
+      'warm hook replay',
+      ms(s.replayWarm.median),
+      'bare node',
+      ms(s.bare.median),
+      x(ratio(s.replayWarm.median, s.bare.median)),
+      `paired ${x(paired('replayWarm', 'bare'))} · vs cold replay ${x(ratio(s.replayWarm.median, s.replay.median))} (client cpu only; the server's is its own)`,
+      '≤ 1.1×',
+      verdict(ratio(s.replayWarm.median, s.bare.median) <= 1.1),
+    ],
+    [
+      'W2',
+      'warm hook claim',
+      ms(s.claimWarm.median),
+      'bare node',
+      ms(s.bare.median),
+      x(ratio(s.claimWarm.median, s.bare.median)),
+      `paired ${x(paired('claimWarm', 'bare'))} · vs cold claim ${x(ratio(s.claimWarm.median, s.claim.median))}`,
+      '≤ 1.3×',
+      verdict(ratio(s.claimWarm.median, s.bare.median) <= 1.3),
+    ],
     [
       '1',
       'hook replay',

@@ -10,6 +10,8 @@ export const REPO_ROOT = resolve(import.meta.dirname, '../..');
 export const CLI = join(REPO_ROOT, 'dist/cli.js');
 const NODE = process.execPath;
 export const TIME_BIN = '/usr/bin/time';
+/** The warm hook path's native client (scripts/build-native.mjs builds it; rows W1, W2). */
+export const WARM_CLIENT = join(REPO_ROOT, `native/prebuilds/${process.platform}-${process.arch}/turnkeeper-hook`);
 
 /** A positive integer knob from the environment (BENCH_RUNS, …), else `fallback`. */
 export function envInt(name, fallback) {
@@ -121,10 +123,10 @@ export function treeCpuMs(pid) {
 const SPAWN_OPTS = { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 };
 
 /** Runs one cold process and returns its wall time as seen by the parent (fork+exec+run+exit+reap). */
-export function timed(args, { input = '', env, cwd }) {
+export function timed(args, { input = '', env, cwd, bin = NODE }) {
   const cpu0 = childCpuMs();
   const started = process.hrtime.bigint();
-  const result = spawnSync(NODE, args, { ...SPAWN_OPTS, input, env, cwd });
+  const result = spawnSync(bin, args, { ...SPAWN_OPTS, input, env, cwd });
   const ms = Number(process.hrtime.bigint() - started) / 1e6;
   const cpuMs = childCpuMs() - cpu0;
   if (result.error) throw result.error;
