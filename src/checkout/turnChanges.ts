@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 // `git stash create` writes objects the same way), so the checkout's index and refs never move.
 import { constants, copyFileSync, lstatSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { checkoutGit, type GitCallerEnv } from './workspace';
+import { checkoutGit, type CheckoutGit, type GitCallerEnv } from './workspace';
 
 /** A checkout's HEAD and working-tree digest (a git tree id); null outside git, before the first commit (head), or when git failed. */
 export interface TreeState {
@@ -51,13 +51,19 @@ const objectId = (out: string | null): string | null => {
  * commit the index records: `add` would run `git status` inside each, under the submodule's own
  * config (its filter drivers), so their paths are excluded (a submodule's new commits do not count).
  */
-export function treeStateOf(checkout: string, gitDir: string | null, env: GitCallerEnv = process.env, clock: () => number = Date.now): TreeState {
+export function treeStateOf(
+  checkout: string,
+  gitDir: string | null,
+  env: GitCallerEnv = process.env,
+  clock: () => number = Date.now,
+  session?: CheckoutGit,
+): TreeState {
   if (gitDir === null) return { head: null, tree: null };
   const started = clock();
   const inBudget = (): boolean => clock() - started < GIT_BUDGET_MS;
-  const git = checkoutGit(checkout, GIT_BUDGET_MS, env);
+  const git = session ?? checkoutGit(checkout, GIT_BUDGET_MS, env);
   if (git === undefined) return { head: null, tree: null };
-  const head = objectId(git.run(['rev-parse', '--verify', '-q', 'HEAD']));
+  const head = git.head();
   if (!inBudget()) return { head, tree: null };
   // pid and a random part: the warm hook server builds trees for several sessions of one checkout at once.
   const index = join(gitDir, `turnkeeper-index.${process.pid}.${randomBytes(4).toString('hex')}`);
@@ -92,10 +98,16 @@ export function treeStateOf(checkout: string, gitDir: string | null, env: GitCal
 }
 
 /** The paths between two trees (`git diff-tree`, plumbing: no diff drivers, no renames), or null when either is unknown or git failed. */
-export function changesBetween(checkout: string, before: string | null, after: string | null, env: GitCallerEnv = process.env): TurnChanges | null {
+export function changesBetween(
+  checkout: string,
+  before: string | null,
+  after: string | null,
+  env: GitCallerEnv = process.env,
+  session?: CheckoutGit,
+): TurnChanges | null {
   if (before === null || after === null) return null;
   if (before === after) return { paths: [], count: 0, added: 0, modified: 0, deleted: 0 };
-  const out = checkoutGit(checkout, GIT_BUDGET_MS, env)?.run(['diff-tree', '-r', '-z', '--no-renames', '--name-status', before, after]) ?? null;
+  const out = (session ?? checkoutGit(checkout, GIT_BUDGET_MS, env))?.run(['diff-tree', '-r', '-z', '--no-renames', '--name-status', before, after]) ?? null;
   if (out === null) return null;
   const fields = out.split('\0');
   const paths: string[] = [];

@@ -185,15 +185,14 @@ export function branchOf(gitDir: string | null, checkout: string, env: GitCaller
  * file whose stat changed but whose content did not reads as modified until the person's own git
  * refreshes the index).
  */
-export function preconditionsOf(checkout: string, env: GitCallerEnv = process.env): Preconditions {
+export function preconditionsOf(checkout: string, env: GitCallerEnv = process.env, session?: CheckoutGit): Preconditions {
   if (!existsSync(join(checkout, '.git'))) return { gitHead: null, statusDigest: null };
-  const run = startRun(checkout, env);
-  if (run === undefined) return { gitHead: null, statusDigest: null };
-  const head = gitOk(run, ['rev-parse', '--verify', '-q', 'HEAD'])?.trim() || null;
-  // Listed right before the status that must not run them.
-  const filters = disabledFilters(run);
-  const status = filters === null ? null : gitOk(run, [...filters, 'status', '--porcelain=v1', '-z', '--untracked-files=all', '--ignore-submodules=dirty']);
-  return { gitHead: head, statusDigest: status === null ? null : digestText(status) };
+  const git = session ?? checkoutGit(checkout, GIT_BUDGET_MS, env);
+  if (git === undefined) return { gitHead: null, statusDigest: null };
+  const gitHead = git.head();
+  // The status runs with every filter driver disabled (listed on the session's first run that needs them).
+  const status = git.run(['status', '--porcelain=v1', '-z', '--untracked-files=all', '--ignore-submodules=dirty']);
+  return { gitHead, statusDigest: status === null ? null : digestText(status) };
 }
 
 /** git on one checkout, hardened as every run here (./turnChanges.ts builds a turn's trees with it). */
@@ -204,6 +203,8 @@ export interface CheckoutGit {
    * as status does. `env` adds variables git runs with (GIT_INDEX_FILE), after the scrub.
    */
   run(args: readonly string[], env?: Readonly<Record<string, string>>): string | null;
+  /** HEAD's object id, read once per session (a claim's preconditions and its turn base share it); null before the first commit or when git fails. */
+  head(): string | null;
 }
 
 /** A hardened git for `checkout` whose runs share `budgetMs` of wall time; undefined without a git outside the checkout. */
@@ -211,10 +212,16 @@ export function checkoutGit(checkout: string, budgetMs: number, env: GitCallerEn
   const run = startRun(checkout, env, budgetMs);
   if (run === undefined) return undefined;
   let filters: string[] | null | undefined;
+  let head: string | null | undefined;
   return {
     run(args, env) {
       filters ??= disabledFilters(run);
       return filters === null ? null : gitOk(run, [...filters, ...args], env);
+    },
+    head() {
+      // rev-parse runs no filter: no need to list them for it.
+      head ??= /^([0-9a-f]{40}|[0-9a-f]{64})$/.exec(gitOk(run, ['rev-parse', '--verify', '-q', 'HEAD'])?.trim() ?? '')?.[1] ?? null;
+      return head;
     },
   };
 }

@@ -17,7 +17,7 @@ import type { Env } from '../store/location';
 import { SchemaTooNewError, StoreUnavailableError } from '../store/authority';
 import { openAuthority, selectStore } from '../ledger/open';
 import { clientClock, hookBusyTimeoutMs, isTurnedOff, leaseTtlSeconds, onConflict } from '../config/settings';
-import { branchOf, preconditionsOf } from '../checkout/workspace';
+import { branchOf, checkoutGit, preconditionsOf, type CheckoutGit } from '../checkout/workspace';
 import { changesBetween, treeStateOf, type TreeState } from '../checkout/turnChanges';
 import { turnUsageOf } from '../agents/transcriptTail';
 import { placementOf, resolveGoal } from '../checkout/goal';
@@ -25,6 +25,9 @@ import { heldReminder, transcriptCarries } from './presentation';
 import { findStart } from '../ledger/starts';
 import { recordRejection } from './rejections';
 import { GoalError } from '../core/goal';
+
+/** All the git one hook runs per checkout shares this wall time (a claim: preconditions and turn base). */
+const HOOK_GIT_BUDGET_MS = 8000;
 
 /** lastHookAt is proof of life, not an audit trail: refreshing it at most this often keeps replays read-only. */
 const SESSION_TOUCH_INTERVAL_MS = 15_000;
@@ -280,6 +283,16 @@ class HookDecider {
   private writesUnavailable: Error | undefined;
   /** Whether a write of this run already carried the proof of life (one write lock per hook). */
   private touched = false;
+  /**
+   * One hardened git session per checkout for this hook: a claim's preconditions and its turn base
+   * read HEAD and list the filter drivers once between them (bench row 2), a stop's tree and diff too.
+   */
+  private readonly gits = new Map<string, CheckoutGit | undefined>();
+
+  private gitOf(checkout: string): CheckoutGit | undefined {
+    if (!this.gits.has(checkout)) this.gits.set(checkout, checkoutGit(checkout, HOOK_GIT_BUDGET_MS, this.env));
+    return this.gits.get(checkout);
+  }
 
   constructor(
     private readonly store: Authority,
@@ -330,7 +343,7 @@ class HookDecider {
       if (turn !== undefined && (await this.store.getSession(this.request.owner))?.turnBase?.turn === turn) return;
       const { gitDir, placement } = this.request.located();
       const at = this.now();
-      const tree = treeStateOf(placement.checkout, gitDir, this.env);
+      const tree = treeStateOf(placement.checkout, gitDir, this.env, Date.now, this.gitOf(placement.checkout));
       await this.store.touchSession({ ...this.sessionTouch, turnBase: { turn: this.request.turn ?? null, at, ...tree } }, at, SESSION_TOUCH_INTERVAL_MS);
       this.touched = true;
     } catch (error) {
@@ -357,12 +370,12 @@ class HookDecider {
       try {
         const { gitDir, placement } = this.request.located();
         checkout = placement.checkout;
-        after = treeStateOf(checkout, gitDir, this.env);
+        after = treeStateOf(checkout, gitDir, this.env, Date.now, this.gitOf(checkout));
       } catch (error) {
         if (!(error instanceof InvalidHookInput)) throw error;
         this.stderr.push(`turnkeeper: the turn's tree not recorded: ${error.message}`);
       }
-      const changes = checkout === undefined ? null : changesBetween(checkout, base?.tree ?? null, after.tree, this.env);
+      const changes = checkout === undefined ? null : changesBetween(checkout, base?.tree ?? null, after.tree, this.env, this.gitOf(checkout));
       const transcript = event.transcriptPath ?? session?.transcriptPath ?? null;
       const usage = turnUsageOf(event.agent, transcript, base?.at);
       const now = this.now();
@@ -536,7 +549,7 @@ class HookDecider {
         branch: branchOf(this.request.located().gitDir, placement.checkout, this.env),
         owner,
         // Preconditions are the checkout's own: another worktree of the Goal has its own HEAD and status.
-        preconditions: preconditionsOf(placement.checkout, this.env),
+        preconditions: preconditionsOf(placement.checkout, this.env, this.gitOf(placement.checkout)),
         ttlSeconds: leaseTtlSeconds(this.env),
         session: this.sessionTouch,
       },
