@@ -203,6 +203,15 @@ export class Workbench {
     await this.page.locator('.terminal-wrapper.active .xterm-helper-textarea').focus();
   }
 
+  /** Types `text` into the open input box (showInputBox) and accepts it with Enter. */
+  async answerInput(text: string): Promise<void> {
+    const input = this.page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(text);
+    await input.press('Enter');
+    await this.page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+  }
+
   /** Waits for a modal dialog whose message matches, and presses its button named `button`; returns the message. */
   async answerDialog(pattern: RegExp, button: string, timeoutMs = 30_000): Promise<string> {
     const dialog = this.page.locator('.monaco-dialog-box').filter({ hasText: pattern });
