@@ -115,9 +115,12 @@ async function startTurn(ctx: Ctx, given: string | undefined, inWorktree = false
   const workspace = ctx.workspace;
   if (!workspace) throw new Error(t('open a folder first: a Todo belongs to a workspace'));
   const store = await ctx.requireStore();
-  await ctx.refresh();
   let todo = given;
   if (!todo) {
+    // The pick lists the Todos as they are now. A Todo given by the view (its inline button, its
+    // context menu) needs no refresh here: redrawing the views while the agent pick opens can take the
+    // focus from it, and a pick that loses focus closes (seen in code-server from the context menu).
+    await ctx.refresh();
     // Open and waiting on nothing undone: a start of a waiting Todo would be refused [todo_blocked].
     const open = ctx.todoList.filter((candidate) => candidate.status === 'open' && !candidate.after?.some((dependency) => dependency.status !== 'done'));
     if (open.length === 0) {
