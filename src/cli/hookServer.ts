@@ -22,6 +22,7 @@ import { StoreCache } from '../ledger/open';
 import type { Authority } from '../store/authority';
 import { foreignHomeProblem, turnkeeperHome, type Env } from '../store/location';
 import { nativeLauncher } from '../launcher/native';
+import { launchBackend } from '../launcher/backends';
 import { writeFileAtomic } from '../files/atomicFile';
 import { shimPath } from '../agents/shim';
 import { runHookCommand } from './hookCommand';
@@ -412,7 +413,7 @@ function writePidFile(path: string): void {
   process.getBuiltinModule('node:fs').renameSync(`${path}.${process.pid}`, path);
 }
 
-/** The pid in the pid file when that process is a hook server of ours, else undefined. */
+/** The pid in the pid file when that process is a running hook server, else undefined. */
 function livePid(env: Env): number | undefined {
   let pid: number;
   try {
@@ -421,14 +422,12 @@ function livePid(env: Env): number | undefined {
     return undefined;
   }
   if (!Number.isSafeInteger(pid) || pid <= 0) return undefined;
-  try {
-    const stat = statSync(`/proc/${pid}`);
-    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-    if (stat.uid !== process.geteuid?.() || !cmdline.includes('hook-server') || !cmdline.includes('serve')) return undefined;
-  } catch {
-    return undefined;
-  }
-  return pid;
+  // The pid file is in our private run directory; the process behind it must still be a hook server
+  // (a pid the kernel gave to another program since is not signalled).
+  const argv = launchBackend()
+    .processes()
+    ?.find((process) => process.pid === pid)?.argv;
+  return argv?.includes('hook-server') && argv.includes('serve') ? pid : undefined;
 }
 
 const USAGE = 'turnkeeper hook-server serve|status|stop [--json]';

@@ -17,7 +17,8 @@ const usageLines = topHelp.stdout
   .filter((line) => /^ {2}[a-z]/.test(line))
   .map((line) => {
     const words = line.trim().split(/\s+/);
-    const fixed = words.slice(0, words.findIndex((word) => !/^[a-z|]+$/.test(word)) >>> 0);
+    // A fixed word starts with a letter (`hook-server`), a flag with a dash (`--bundle`).
+    const fixed = words.slice(0, words.findIndex((word) => !/^[a-z][a-z|-]*$/.test(word)) >>> 0);
     return { line, form: fixed.map((word) => word.split('|')[0]!) };
   });
 const forms = usageLines.map((usage) => usage.form);
