@@ -1,8 +1,9 @@
 // Rows of the PostgreSQL team authority (spec §4), against a real server on 127.0.0.1 started for the
 // run (Debian's postgresql, the same harness as the tests), baselines measured in the same run:
-//   P1 hook replay vs the floor: the same runtime loading the bundled client, connecting, one SELECT
+//   P1 hook replay (the same Turn again: no git) vs the floor: the same runtime loading the bundled client, connecting, one SELECT
 //      (the floor enables Node's compile cache, as run.mjs's floors do: every advantage the product has).
 //   P2 hook claim vs the floor plus one write transaction.
+//   PW1, PW2 the same replay and claim on the warm hook path (native client + hook server) vs bare node.
 //   P3 64 concurrent hooks from 4 "machines" (TURNKEEPER_HOMEs and clones) vs the CPU bound.
 //   P4 verify of a 100,000-receipt chain on the server (cursor-streamed), rate and peak RSS.
 //   P5 a burst of 64 hooks from 8 machines (own HOME, TURNKEEPER_HOME and clone each), half on one
@@ -134,8 +135,8 @@ async function main() {
   for (const id of ['pg-replay', 'race', ...claimTodos]) must(cli(['todo', 'add', `Bench ${id}`, '--id', id]), 'todo add');
 
   const session = newSession();
-  let turn = 0;
-  const replayInput = () => codexPrompt({ root, repo, session, turn: `turn-${++turn}`, prompt: promptFor('pg-replay') });
+  // A replay is the same Turn's prompt again (a retry: rule 4, no git), as in run.mjs's row 1.
+  const replayInput = () => codexPrompt({ root, repo, session, turn: 'turn-1', prompt: promptFor('pg-replay') });
   const presented = contextText(must(cli(['hook'], replayInput()), 'first claim').stdout);
   if (!presented?.startsWith('Turnkeeper: Todo pg-replay')) throw new Error(`no claim: ${presented}`);
   const capture = /capture (cap_[0-9a-f]{24})/.exec(presented)[1];
