@@ -24,6 +24,28 @@ const SERIAL = [
   'test/e2e/**/*.test.ts',
 ];
 
+// Real agents headless, each against its own stand-in model, home and ports, with no terminal and no
+// machine-wide process search: two at a time, after the serial group (the same vitest run). The TUI
+// files (tmux, /proc), the VS Code run and the load tests stay in `serial`.
+const E2E_PARALLEL = [
+  'test/e2e/claude-launch.test.ts',
+  'test/e2e/claude.test.ts',
+  'test/e2e/codex-resume.test.ts',
+  'test/e2e/codex.test.ts',
+  'test/e2e/copilot.test.ts',
+  'test/e2e/gemini-launch.test.ts',
+  'test/e2e/gemini-start.test.ts',
+  'test/e2e/gemini.test.ts',
+  'test/e2e/opencode.test.ts',
+  'test/e2e/parallel-worktrees.test.ts',
+  'test/e2e/postgres-codex.test.ts',
+  'test/e2e/qwen-start.test.ts',
+  'test/e2e/qwen.test.ts',
+  'test/e2e/start-worktree.test.ts',
+  'test/e2e/start.test.ts',
+  'test/e2e/worktrees.test.ts',
+];
+
 // The warm hook path (spec §2, src/cli/hookServer.ts) is the path agents' hooks take by default on
 // Linux, the cold one its fallback: these files, every one that runs hook processes, run again with
 // each hook sent through the native client to a hook server (test/support/world.ts cliProcess).
@@ -43,8 +65,10 @@ const WARM = [
   'test/integration/goal-change.test.ts',
   'test/integration/chain-damage.test.ts',
   'test/integration/migration.test.ts',
-  'test/integration/races.test.ts',
 ];
+// The same on the warm path for the files that load the machine on purpose (64 racing hooks): one at a
+// time, beside the serial project, as their cold runs are.
+const WARM_SERIAL = ['test/integration/races.test.ts'];
 
 export default defineConfig({
   // Extension code runs in plain Node against a hand-written double of the editor API.
@@ -57,9 +81,14 @@ export default defineConfig({
     pool: 'forks',
     projects: [
       { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: SERIAL, maxWorkers: 2 } },
-      { extends: true, test: { name: 'serial', include: SERIAL, fileParallelism: false, maxWorkers: 1 } },
-      // One file at a time: races.test.ts's 64 processes share one server, and a second file beside it would skew its bounds.
-      { extends: true, test: { name: 'warm', include: WARM, fileParallelism: false, maxWorkers: 1, env: { TURNKEEPER_TEST_HOOK_PATH: 'warm' } } },
+      { extends: true, test: { name: 'serial', include: SERIAL, exclude: E2E_PARALLEL, fileParallelism: false, maxWorkers: 1 } },
+      { extends: true, test: { name: 'e2e', include: E2E_PARALLEL, maxWorkers: 2, sequence: { groupOrder: 1 } } },
+      // Run beside `fast` (one vitest run: the same two workers), and `warm-serial` beside `serial`.
+      { extends: true, test: { name: 'warm', include: WARM, maxWorkers: 2, env: { TURNKEEPER_TEST_HOOK_PATH: 'warm' } } },
+      {
+        extends: true,
+        test: { name: 'warm-serial', include: WARM_SERIAL, fileParallelism: false, maxWorkers: 1, env: { TURNKEEPER_TEST_HOOK_PATH: 'warm' } },
+      },
     ],
   },
 });

@@ -37,7 +37,8 @@ export function codeServerInstalled() {
  */
 function installEnv(nodeBin, nodedir) {
   const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_/i.test(key)));
-  return { ...env, PATH: `${nodeBin}:${process.env.PATH ?? '/usr/bin:/bin'}`, npm_config_nodedir: nodedir };
+  // JOBS: node-gyp builds each native module with make -j<cores> instead of one file at a time.
+  return { ...env, PATH: `${nodeBin}:${process.env.PATH ?? '/usr/bin:/bin'}`, npm_config_nodedir: nodedir, JOBS: 'max' };
 }
 
 const LOCK = join(ROOT, '.tools/code-server.lock');
