@@ -1,7 +1,8 @@
 // The stable shim under TURNKEEPER_HOME that every agent's hook command points at. Installs and
 // upgrades rewrite only this file, so the commands in the agents' configs stay byte-identical
 // (Codex silently skips a hook whose definition changed until the user trusts it again).
-import { chmodSync, copyFileSync, existsSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, constants, copyFileSync, existsSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { shQuote } from './install';
 import { writeFileAtomic } from '../files/atomicFile';
@@ -84,8 +85,9 @@ function installWarmClient(turnkeeperHome: string, script: string): void {
     rmSync(target, { force: true });
     return;
   }
-  const temporary = `${target}.${process.pid}.tmp`;
-  copyFileSync(built, temporary);
+  // A random name created exclusively: never through a file or link already at that name.
+  const temporary = `${target}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+  copyFileSync(built, temporary, constants.COPYFILE_EXCL);
   chmodSync(temporary, 0o755);
   renameSync(temporary, target);
 }
