@@ -113,13 +113,15 @@ describe('verify --bundle holds one chunk and one line, not the file', () => {
     expect(cliLarge.report).toMatchObject({ ok: true, verified: LARGE });
     expect(cliLarge.kib - cliSmall.kib, `peak RSS ${cliSmall.kib} → ${cliLarge.kib} KiB`).toBeLessThan(BOUND_KIB);
 
-    // Control: the same walk over the file read whole verifies the same bundles, and grows by at
-    // least the file's growth, far past the bound.
+    // Control: the same walk over the file read whole verifies the same bundles, and grows with the
+    // file, far past the bound. Half the file's growth, not all of it: the whole reader's peak varied
+    // from 97% to over 100% of it across runs (what V8 frees before the peak), while the streaming
+    // reader's growth stays under 0.1%.
     const whole = (file: string) => peakOf([wholeFile, file, vkey]);
     const wholeSmall = whole(small);
     const wholeLarge = whole(large);
     expect(wholeLarge.report).toMatchObject({ ok: true, verified: LARGE });
-    expect(wholeLarge.kib - wholeSmall.kib, `peak RSS ${wholeSmall.kib} → ${wholeLarge.kib} KiB`).toBeGreaterThan(grown / 1024);
+    expect(wholeLarge.kib - wholeSmall.kib, `peak RSS ${wholeSmall.kib} → ${wholeLarge.kib} KiB`).toBeGreaterThan(grown / 1024 / 2);
     expect(wholeLarge.kib - wholeSmall.kib).toBeGreaterThan(BOUND_KIB);
   }, 240_000);
 });
