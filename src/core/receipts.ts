@@ -1,6 +1,6 @@
 // Receipts and the chain walk (spec §5). A receipt's hash is the digest of its document *as
 // stored*; verification hashes the stored text and never re-renders it, so any byte edit shows.
-import { canonicalJson, digestText, digestTextBulk, isDigest, ZERO_DIGEST } from './canonical';
+import { canonicalJson, digestTextBulk, isDigest, ZERO_DIGEST } from './canonical';
 
 const RECEIPT_SCHEMA = 'turnkeeper.receipt/v1';
 
@@ -72,21 +72,77 @@ export interface ChainLink {
   readonly hash: string;
 }
 
-/** The next receipt after `head`: its canonical text (what gets stored) and hash. */
-export function buildReceipt(
-  head: ChainLink | undefined,
-  fields: ReceiptFields,
-  atMs: number,
-): { readonly document: ReceiptDocument; readonly text: string; readonly hash: string } {
-  const document: ReceiptDocument = {
+/** A receipt with its place in the chain: the document, its canonical text (what gets stored) and hash. */
+export interface BuiltReceipt {
+  readonly document: ReceiptDocument;
+  readonly text: string;
+  readonly hash: string;
+}
+
+/**
+ * A receipt whose place in the chain is not known yet: everything but `seq` and `prevHash` is in its
+ * canonical text already, and `at(head)` puts it after `head`. A store appends under a lock on the
+ * chain head, which every other write waits for; preparing first leaves only a text substitution and
+ * one digest to do while that lock is held (the canonical form and the hash's first call cost a
+ * cold process milliseconds, and a process among many on a busy host waits for the CPU between
+ * them: docs/testing.md, "The burst").
+ *
+ * The text is made with marker values for the two fields and each marker is replaced by the real
+ * value. That is only the text of the real document when each marker occurs once in it (the
+ * document's own field): `detail` values are strings and numbers a caller chose, so a marker that
+ * occurs again there makes `at` build the whole text afresh instead. Either way the result is exactly
+ * `canonicalJson` of the document, which the unit test checks on both paths.
+ */
+export interface PreparedReceipt {
+  at(head: ChainLink | undefined): BuiltReceipt;
+  /**
+   * The canonical text with RECEIPT_SEQ_MARKER_TEXT and RECEIPT_PREV_HASH_MARKER_TEXT, each once, for
+   * whoever puts it after the head itself (a team server, in the statement that appends it: the two
+   * markers replaced by `"seq":<n>` and `"prevHash":"<hash>"`, the hash the digest of the result);
+   * undefined when a marker occurs again in it.
+   */
+  readonly template: string | undefined;
+}
+
+const SEQ_MARKER = Number.MAX_SAFE_INTEGER;
+const PREV_HASH_MARKER = 'sha256:' + 'f'.repeat(64);
+export const RECEIPT_SEQ_MARKER_TEXT = `"seq":${SEQ_MARKER}`;
+export const RECEIPT_PREV_HASH_MARKER_TEXT = `"prevHash":"${PREV_HASH_MARKER}"`;
+const SEQ_MARKER_TEXT = RECEIPT_SEQ_MARKER_TEXT;
+const PREV_HASH_MARKER_TEXT = RECEIPT_PREV_HASH_MARKER_TEXT;
+const occursOnce = (text: string, part: string): boolean => {
+  const at = text.indexOf(part);
+  return at >= 0 && text.indexOf(part, at + 1) < 0;
+};
+
+export function prepareReceipt(fields: ReceiptFields, atMs: number): PreparedReceipt {
+  const documentAt = (head: ChainLink | undefined): ReceiptDocument => ({
     schema: RECEIPT_SCHEMA,
     seq: (head?.seq ?? 0) + 1,
     prevHash: head?.hash ?? ZERO_DIGEST,
     at: new Date(atMs).toISOString(),
     ...fields,
+  });
+  const template = canonicalJson(documentAt({ seq: SEQ_MARKER - 1, hash: PREV_HASH_MARKER }));
+  const substitutable = occursOnce(template, SEQ_MARKER_TEXT) && occursOnce(template, PREV_HASH_MARKER_TEXT);
+  // The digest's first call loads OpenSSL's SHA-256 (milliseconds in a cold process): here, not under the lock.
+  digestTextBulk(template);
+  return {
+    template: substitutable ? template : undefined,
+    at(head) {
+      const document = documentAt(head);
+      const text =
+        substitutable && isDigest(document.prevHash)
+          ? template.replace(SEQ_MARKER_TEXT, `"seq":${document.seq}`).replace(PREV_HASH_MARKER_TEXT, `"prevHash":${JSON.stringify(document.prevHash)}`)
+          : canonicalJson(document);
+      return { document, text, hash: digestTextBulk(text) };
+    },
   };
-  const text = canonicalJson(document);
-  return { document, text, hash: digestText(text) };
+}
+
+/** The next receipt after `head`: its canonical text (what gets stored) and hash. */
+export function buildReceipt(head: ChainLink | undefined, fields: ReceiptFields, atMs: number): BuiltReceipt {
+  return prepareReceipt(fields, atMs).at(head);
 }
 
 export const BREAK_KINDS = [

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { buildReceipt, walkChain, BREAK_KINDS, type StoredReceiptRow } from '../../src/core/receipts';
-import { digestText } from '../../src/core/canonical';
+import { buildReceipt, prepareReceipt, walkChain, BREAK_KINDS, type StoredReceiptRow } from '../../src/core/receipts';
+import { canonicalJson, digestText, ZERO_DIGEST } from '../../src/core/canonical';
 
 interface Table {
   rows: { seq: number; doc: unknown; hash: unknown }[];
@@ -126,5 +126,49 @@ describe('receipt chain walk', () => {
     const report = walkChain(rows, { seq: 'x', hash: null });
     expect(report.ok).toBe(false);
     expect(report.breaks.map((b) => b.kind)).toContain('content_altered');
+  });
+});
+
+describe('a receipt prepared before its place in the chain (prepareReceipt)', () => {
+  const heads = fc.option(fc.record({ seq: fc.integer({ min: 0, max: 2 ** 40 }), hash: fc.stringMatching(/^sha256:[0-9a-f]{64}$/) }), { nil: undefined });
+  // detail values that collide with the markers prepareReceipt substitutes, beside arbitrary ones.
+  const detailValue = fc.oneof(
+    fc.string(),
+    fc.integer(),
+    fc.constant(Number.MAX_SAFE_INTEGER),
+    fc.constant('sha256:' + 'f'.repeat(64)),
+    fc.constant(`"seq":${Number.MAX_SAFE_INTEGER}`),
+  );
+  const fields = fc.record({
+    kind: fc.constant('claim_refused' as const),
+    goal: fc.string(),
+    todo: fc.option(fc.string(), { nil: undefined }),
+    detail: fc.option(fc.dictionary(fc.constantFrom('seq', 'prevHash', 'reason', 'schema', 'x'), detailValue), { nil: undefined }),
+  });
+
+  it('is, at any head, exactly the canonical text and digest of the document (a marker repeated in detail included)', () => {
+    fc.assert(
+      fc.property(heads, fields, fc.integer({ min: 0, max: 4_102_444_800_000 }), (head, receipt, at) => {
+        const built = prepareReceipt(receipt, at).at(head);
+        expect(built.document).toStrictEqual({
+          schema: 'turnkeeper.receipt/v1',
+          seq: (head?.seq ?? 0) + 1,
+          prevHash: head?.hash ?? ZERO_DIGEST,
+          at: new Date(at).toISOString(),
+          ...receipt,
+        });
+        expect(built.text).toBe(canonicalJson(built.document));
+        expect(built.hash).toBe(digestText(built.text));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('control: a detail that repeats a marker is found (the substitution alone would have written it twice)', () => {
+    const marker = { kind: 'claim_refused' as const, goal: 'g', detail: { seq: Number.MAX_SAFE_INTEGER, prevHash: 'sha256:' + 'f'.repeat(64) } };
+    const built = prepareReceipt(marker, 0).at({ seq: 4, hash: 'sha256:' + 'a'.repeat(64) });
+    expect(built.text).toContain(`"detail":{"prevHash":"sha256:${'f'.repeat(64)}","seq":${Number.MAX_SAFE_INTEGER}}`);
+    expect(built.text).toContain(`"prevHash":"sha256:${'a'.repeat(64)}","schema":"turnkeeper.receipt/v1","seq":5`);
+    expect(JSON.parse(built.text)).toMatchObject({ seq: 5, detail: { seq: Number.MAX_SAFE_INTEGER } });
   });
 });
