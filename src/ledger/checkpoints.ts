@@ -92,12 +92,15 @@ export class Checkpoints {
 
   async write<T>(work: (tx: StoreTx) => Promise<T>): Promise<T> {
     let written: WrittenCheckpoint | undefined;
+    /** The Goal of receipts the store appends at COMMIT, whose seqs this transaction never sees. */
+    let deferredGoal: string | undefined;
     const result = await this.rows.write(async (tx) => {
       written = undefined; // a retried transaction starts over
       let first: number | undefined;
       let last = 0;
       let released = false;
       let goal = '';
+      deferredGoal = undefined;
       const watched: StoreTx = {
         ...tx,
         appendReceipt: (row, previous) => {
@@ -106,6 +109,15 @@ export class Checkpoints {
           goal = row.goal;
           released ||= row.kind === 'lease_released';
           return tx.appendReceipt(row, previous);
+        },
+        appendAtCommit: async (receipts, expect) => {
+          const link = await tx.appendAtCommit(receipts, expect);
+          if (link) {
+            first ??= link.seq - receipts.length + 1;
+            last = link.seq;
+            goal = receipts.at(-1)!.goal;
+          } else if (receipts.length > 0) deferredGoal = receipts.at(-1)!.goal;
+          return link;
         },
       };
       const value = await work(watched);
@@ -129,8 +141,29 @@ export class Checkpoints {
       }
       return value;
     });
+    if (!written && deferredGoal !== undefined) written = await this.afterCommit(deferredGoal);
     if (written) this.witnessQuietly(written);
     return result;
+  }
+
+  /**
+   * A checkpoint due for receipts the store appended in its COMMIT (StoreTx.appendAtCommit), whose
+   * seqs were known only then: signed in a transaction of its own, over the head as it is by then. The
+   * decision it follows is committed whatever happens here: a checkpoint that cannot be written now
+   * waits for the next receipts that cross a multiple of N, as one the key refused does.
+   */
+  private async afterCommit(goal: string): Promise<WrittenCheckpoint | undefined> {
+    const appended = this.rows.appendedAtCommit?.();
+    if (!appended || this.due(appended.first, appended.last, false) !== 'chain') return undefined;
+    const key = this.keyOrNothing();
+    if (!key) return undefined;
+    try {
+      return await this.rows.write((tx) => this.sign(tx, goal, true, key, AUTOMATIC_WALK_LIMIT));
+    } catch (error) {
+      // Whatever failed here, the decision stands (committed); a refused head is verify's to name.
+      if (this.env.TURNKEEPER_DEBUG) process.stderr.write(`turnkeeper: no checkpoint: ${(error as Error).message}\n`);
+      return undefined;
+    }
   }
 
   /** 'chain' when the receipts crossed a multiple of N; 'meta' for a release (kept out of the chain). */

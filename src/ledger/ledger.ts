@@ -2,8 +2,18 @@
 // release and a launch commit decide and record, and how receipts chain. It runs the pure decisions
 // of src/core over the row port (src/store/port.ts) inside one write transaction each, so a SQLite
 // and a PostgreSQL authority differ only in their row operations.
-import { buildReceipt, parseReceipt, type ReceiptFields } from '../core/receipts';
-import { acquiredLease, decideClaim, decideRelease, decideRenewal, isExpired, type Lease } from '../core/lease';
+import { parseReceipt, prepareReceipt, type ReceiptFields } from '../core/receipts';
+import {
+  acquiredLease,
+  decideClaim,
+  decideRelease,
+  decideRenewal,
+  isExpired,
+  type ClaimDecision,
+  type ClaimRequest,
+  type ClaimState,
+  type Lease,
+} from '../core/lease';
 import { buildReadyCapture, type HistoryEntry } from '../core/ready';
 import { isTodoId, type Owner } from '../core/ids';
 import { goalIdOf, localKeyOf } from '../core/goal';
@@ -38,23 +48,49 @@ import {
   type TodoStatus,
 } from '../store/authority';
 import type { TreeKey } from '../core/merkle';
-import type { FeedMode, StorePort, StoreTx } from '../store/port';
+import { decisionMoved, type ClaimSnapshot, type FeedMode, type HeldElsewhere, type StorePort, type StoreTx } from '../store/port';
 import { faultPoint } from '../store/faults';
 import { latestStartOfTodo, startOfCapture } from './starts';
 import type { Checkpoints } from './checkpoints';
 
 const HISTORY_LENGTH = 5;
 
-/** Appends one receipt in the open transaction: builds it on the head it read, then inserts it. */
-async function append(tx: StoreTx, fields: ReceiptFields, now: number): Promise<{ seq: number; hash: string }> {
-  const head = await tx.chainHead();
-  const receipt = buildReceipt(head, fields, now);
-  const seq = receipt.document.seq;
-  await tx.appendReceipt(
-    { seq, doc: receipt.text, hash: receipt.hash, goal: fields.goal, todo: fields.todo ?? null, capture: fields.capture ?? null, kind: fields.kind },
-    head,
-  );
-  return { seq, hash: receipt.hash };
+/**
+ * Appends receipts in the open transaction, in order: each is prepared (its canonical text) first, then
+ * the head is read (on a team store that read locks it until COMMIT) and each is put after the one
+ * before. Receipts a transaction writes together are appended in one call, so no canonical text is
+ * made while the head is locked (core/receipts.ts `prepareReceipt` says why). Returns the last.
+ */
+async function append(tx: StoreTx, fields: ReceiptFields | readonly ReceiptFields[], now: number): Promise<{ seq: number; hash: string }> {
+  const prepared = (Array.isArray(fields) ? fields : [fields]).map((one: ReceiptFields) => ({ fields: one, receipt: prepareReceipt(one, now) }));
+  let head = await tx.chainHead();
+  let last: { seq: number; hash: string } | undefined;
+  for (const { fields: one, receipt } of prepared) {
+    const built = receipt.at(head);
+    const seq = built.document.seq;
+    await tx.appendReceipt(
+      { seq, doc: built.text, hash: built.hash, goal: one.goal, todo: one.todo ?? null, capture: one.capture ?? null, kind: one.kind },
+      head,
+    );
+    head = last = { seq, hash: built.hash };
+  }
+  if (!last) throw new Error('append: no receipt to append');
+  return last;
+}
+
+/**
+ * Appends receipts as the transaction's last act, after the chain head as it is at COMMIT (port.ts
+ * `appendAtCommit`): prepared here, put after the head by the store. With `expect`, only if it still holds then.
+ */
+async function appendAtCommit(tx: StoreTx, fields: readonly ReceiptFields[], now: number, expect?: HeldElsewhere): Promise<void> {
+  const receipts = fields.map((one) => ({
+    receipt: prepareReceipt(one, now),
+    goal: one.goal,
+    todo: one.todo ?? null,
+    capture: one.capture ?? null,
+    kind: one.kind,
+  }));
+  await tx.appendAtCommit(receipts, expect);
 }
 
 interface ReleaseRecord {
@@ -72,8 +108,7 @@ async function releaseIn(tx: StoreTx, lease: Lease, why: ReleaseRecord, now: num
   // (which locks only the lease) can still have moved the version. That is a conflict to decide again
   // from fresh reads, as a serialization failure is (a team store retries the transaction), never an
   // internal error.
-  if (!(await tx.updateLease(lease, released, { at: now, reason: why.reason })))
-    throw Object.assign(new Error(`lease ${lease.todo} epoch ${lease.epoch} moved inside its own transaction`), { code: '40001' });
+  if (!(await tx.updateLease(lease, released, { at: now, reason: why.reason }))) throw decisionMoved(`lease ${lease.todo} epoch ${lease.epoch}`);
   await append(
     tx,
     {
@@ -136,6 +171,24 @@ const undone = (edges: readonly TodoDependency[]): string[] =>
     .filter((edge) => edge.status !== 'done')
     .map((edge) => edge.dependency)
     .sort();
+
+/** decideClaim's inputs from a claim's snapshot. */
+const claimStateOf = (state: ClaimSnapshot): ClaimState => ({
+  active: state.active,
+  lastEpoch: state.lastEpoch,
+  recorded: state.recorded && { capture: state.recorded.capture, epoch: state.recorded.epoch, leaseStatus: state.recorded.status },
+  ownerHolds: state.ownerHolds,
+});
+
+/**
+ * The claim's decision when it is a refusal because another session holds the open Todo (lease_held,
+ * lease_expired_hold), decided in rule 6's order from `state`; undefined for every other outcome.
+ */
+function heldElsewhere(state: ClaimSnapshot, request: ClaimRequest, now: number): Extract<ClaimDecision, { holder: Lease }> | undefined {
+  if (state.todo?.status !== 'open') return undefined;
+  const decision = decideClaim(claimStateOf(state), request, now);
+  return decision.kind === 'refuse' && (decision.reason === 'lease_held' || decision.reason === 'lease_expired_hold') ? decision : undefined;
+}
 
 export class Ledger implements Authority {
   /**
@@ -308,14 +361,24 @@ export class Ledger implements Authority {
       const { capture, owner } = input;
       if (input.session) await tx.upsertSession(input.session, now);
       const doc = capture.document;
-      const refuse = (detail: Record<string, string | number>, extra: Partial<ReceiptFields> = {}) =>
-        append(tx, { kind: 'claim_refused', goal: doc.goal, todo: doc.todo, owner, op: capture.op, detail, ...extra }, now);
+      const refusal = (detail: Record<string, string | number>, extra: Partial<ReceiptFields> = {}): ReceiptFields => ({
+        kind: 'claim_refused',
+        goal: doc.goal,
+        todo: doc.todo,
+        owner,
+        op: capture.op,
+        detail,
+        ...extra,
+      });
+      const refuse = (detail: Record<string, string | number>, extra: Partial<ReceiptFields> = {}) => append(tx, refusal(detail, extra), now);
 
       // A place (repository) whose Goal key changed under it (an origin added, `goal init` later) would
       // silently split one repository into two Goals: refuse until `turnkeeper goal move`.
       const placement = input.placement;
+      // Everything the claim decides from, in one read (port.ts `claimState`), taken without a lock.
+      const snapshot = await tx.claimState(doc, owner, placement?.place);
       if (placement) {
-        const known = await tx.goalOfPlace(placement.place);
+        const known = snapshot.placeGoal;
         if (known && known.goal !== doc.goal) {
           await refuse({ reason: 'goal_changed', previous: known.goal });
           return { kind: 'goal_changed', previous: known.goal, current: doc.goal };
@@ -326,8 +389,34 @@ export class Ledger implements Authority {
         }
       }
 
-      // Rule 6, in its order: the Todo first, then the operation, then the lease.
-      const todo = await tx.todo(doc.goal, doc.todo);
+      // A claim refused because another session holds the Todo changes no row, and under a burst most
+      // claims are that (every prompt naming a held Todo). It is decided from one unlocked read and
+      // recorded once the chain head is locked and what it was decided from still holds there (port.ts
+      // `HeldElsewhere`): no lease or Todo changes without a receipt, so none can commit in between.
+      // Those claims never queue on the Todo's row behind each other, each holding it while it waits
+      // for the head (docs/testing.md, "The burst"). Every other outcome is decided with the row locked.
+      const request = { owner, capture: capture.captureId, op: capture.op };
+      const seen = heldElsewhere(snapshot, request, now);
+      if (seen) {
+        const holderCheckout = snapshot.activeCheckout;
+        await appendAtCommit(
+          tx,
+          [
+            refusal(
+              { reason: seen.reason, holder: seen.holder.owner, holderEpoch: seen.holder.epoch, ...(holderCheckout ? { holderCheckout } : {}) },
+              { capture: capture.captureId },
+            ),
+          ],
+          now,
+          { turn: doc, owner, holder: seen.holder },
+        );
+        return { kind: seen.reason, holder: seen.holder, holderCheckout };
+      }
+
+      // Rule 6, in its order: the Todo first, then the operation, then the lease. The Todo row is
+      // locked first, and everything read again after the lock (claims of one Todo decide in turn).
+      const state = await tx.claimState(doc, owner, undefined, { lockTodo: true });
+      const todo = state.todo;
       if (!todo) {
         await refuse({ reason: 'unknown_todo' });
         return { kind: 'unknown_todo' };
@@ -350,26 +439,20 @@ export class Ledger implements Authority {
       // "Already recorded" means this Turn already claimed this Todo, whatever capture schema it was
       // written under: a v1 capture of the same Turn (cwd and binding in its identity) is the same
       // claim, so a released one is never revived by a retry from another directory.
-      const recorded = await tx.claimOfTurn(doc);
-      const active = await tx.activeLeaseOfTodo(doc.goal, doc.todo);
-      const decision = decideClaim(
-        {
-          active,
-          lastEpoch: await tx.lastEpoch(doc.goal, doc.todo),
-          recorded: recorded && { capture: recorded.capture, epoch: recorded.epoch, leaseStatus: recorded.status },
-          ownerHolds: await tx.activeLeaseOfOwner(owner),
-        },
-        { owner, capture: capture.captureId, op: capture.op },
-        now,
-      );
+      // Claimed by another session while this claim waited for the row: decided again from the start,
+      // where the unlocked read above now finds it held. Recorded here instead, the refusal would keep
+      // the row locked while it waits for the chain head, and every claim queued behind it would wait
+      // for that too.
+      if (heldElsewhere(state, request, now)) throw decisionMoved(`the lease of ${doc.todo}`);
+      const decision = decideClaim(claimStateOf(state), request, now);
 
       switch (decision.kind) {
         case 'replay':
           return { kind: 'replayed', lease: (await tx.leaseOfCapture(decision.capture))!, ready: await tx.readReady(decision.capture) };
         case 'refuse':
           if (decision.reason === 'capture_released') {
-            await refuse({ reason: 'capture_released' }, { capture: recorded?.capture });
-            return { kind: 'capture_released', capture: recorded!.capture, epoch: decision.epoch };
+            await refuse({ reason: 'capture_released' }, { capture: state.recorded?.capture });
+            return { kind: 'capture_released', capture: state.recorded!.capture, epoch: decision.epoch };
           }
           if (decision.reason === 'session_holds_other') {
             await refuse({ reason: 'session_holds_other', held: decision.held.todo, heldEpoch: decision.held.epoch });
@@ -427,13 +510,15 @@ export class Ledger implements Authority {
       await tx.insertReady(stored);
       const common = { goal: doc.goal, todo: doc.todo, capture: capture.captureId, owner, op: capture.op };
       const leaseRef = { epoch: lease.epoch, version: lease.version };
-      await append(
+      await appendAtCommit(
         tx,
-        { kind: 'capture_bound', ...common, detail: { originalDigest: capture.originalDigest, turn: doc.turn, binding: input.binding, cwd: input.cwd } },
+        [
+          { kind: 'capture_bound', ...common, detail: { originalDigest: capture.originalDigest, turn: doc.turn, binding: input.binding, cwd: input.cwd } },
+          { kind: 'lease_acquired', ...common, lease: leaseRef, detail: { expiresAt: new Date(lease.expiresAt).toISOString() } },
+          { kind: 'ready_written', ...common, lease: leaseRef, detail: { readyDigest: ready.readyDigest } },
+        ],
         now,
       );
-      await append(tx, { kind: 'lease_acquired', ...common, lease: leaseRef, detail: { expiresAt: new Date(lease.expiresAt).toISOString() } }, now);
-      await append(tx, { kind: 'ready_written', ...common, lease: leaseRef, detail: { readyDigest: ready.readyDigest } }, now);
       faultPoint('claim.inside_transaction');
       return { kind: 'acquired', lease, ready: stored };
     });
@@ -506,6 +591,8 @@ export class Ledger implements Authority {
   }
 
   async touchSession(record: SessionTouch, now: number, minIntervalMs: number): Promise<void> {
+    // A turn's start or end is always written: no read to decide it.
+    if (record.turnBase !== undefined) return this.write((tx) => tx.upsertSession(record, now));
     const current = await this.rows.getSession(record.owner);
     const transcriptChanged = record.transcriptPath !== null && current?.transcriptPath !== record.transcriptPath;
     // A new live state, or a turn's start or end, is written at once; an unchanged state waits for the interval like proof of life.
@@ -724,6 +811,15 @@ export class Ledger implements Authority {
 
   async measureClockSkew(clientClock: () => number): Promise<ClockSkew | undefined> {
     if (!this.rows.serverClock) return undefined;
+    // The clock the last write's BEGIN read, when there was one: no round trip of its own. Its bracket
+    // is this process's Date.now(); the client clock is that plus its offset (settings.ts clientClock).
+    const sample = this.rows.lastClockSample?.();
+    if (sample) {
+      const offset = clientClock() - Date.now();
+      const before = sample.sentAt + offset;
+      const after = sample.answeredAt + offset;
+      return { skewMs: Math.round(sample.server - (before + after) / 2), boundMs: (after - before) / 2, roundTripMs: after - before };
+    }
     const before = clientClock();
     const server = await this.rows.serverClock();
     const after = clientClock();

@@ -1,7 +1,7 @@
 // The row port: what an authority (SQLite today, PostgreSQL for teams) implements. Row reads and
 // writes only, no policy: which claim wins, what a refusal records, how receipts chain and what a
 // ready capture says live above it, in src/ledger/ledger.ts, once for every authority.
-import type { ChainLink, ChainReport } from '../core/receipts';
+import type { ChainLink, PreparedReceipt, ChainReport } from '../core/receipts';
 import type { TreeKey } from '../core/merkle';
 import type { Lease } from '../core/lease';
 import type { Owner } from '../core/ids';
@@ -35,6 +35,59 @@ export interface ClaimOfTurn {
   readonly epoch: number;
   readonly status: 'active' | 'released';
 }
+
+/**
+ * Everything a claim decides from (core/lease.ts `decideClaim`, and the Todo's own status), read
+ * without locking a row: the Todo, its active lease and highest epoch, the Turn's earlier claim and the
+ * Owner's active lease.
+ */
+export interface ClaimSnapshot {
+  readonly todo: Todo | undefined;
+  readonly active: Lease | undefined;
+  readonly lastEpoch: number;
+  readonly recorded: ClaimOfTurn | undefined;
+  readonly ownerHolds: Lease | undefined;
+  /** The checkout the active lease's capture ran in (a refusal names it). */
+  readonly activeCheckout: string | undefined;
+  /** The Goal the claim's place last used (`goalOfPlace`), when a place was given. */
+  readonly placeGoal: { goal: string; checkout: string } | undefined;
+}
+
+/** A receipt prepared before its place in the chain is known (core/receipts.ts), with its lookup columns. */
+export interface PreparedAppend {
+  readonly receipt: PreparedReceipt;
+  readonly goal: string;
+  readonly todo: string | null;
+  readonly capture: string | null;
+  readonly kind: string;
+}
+
+/**
+ * What must still hold, once the chain head is locked, for a claim refused because another session
+ * holds the Todo (lease_held, lease_expired_hold) to be recorded: the Todo open, its active lease the
+ * one the refusal names (capture, epoch, version), the Turn without a claim of it and the Owner without
+ * an active lease.
+ */
+export interface HeldElsewhere {
+  readonly turn: { goal: string; todo: string; agent: string; session: string; turn: string };
+  readonly owner: Owner;
+  readonly holder: Pick<Lease, 'capture' | 'epoch' | 'version'>;
+}
+
+/** Appends prepared receipts after the head, one after another, in the open transaction (the head locked by its read). Returns the last. */
+export async function appendPreparedNow(tx: Pick<StoreTx, 'chainHead' | 'appendReceipt'>, receipts: readonly PreparedAppend[]): Promise<ChainLink> {
+  let head = await tx.chainHead();
+  for (const { receipt, ...lookup } of receipts) {
+    const built = receipt.at(head);
+    await tx.appendReceipt({ seq: built.document.seq, doc: built.text, hash: built.hash, ...lookup }, head);
+    head = { seq: built.document.seq, hash: built.hash };
+  }
+  if (!head) throw new Error('no receipt to append');
+  return head;
+}
+
+/** The error (SQLSTATE 40001, retried from fresh reads) a write fails with when what it decided from moved. */
+export const decisionMoved = (what: string): Error => Object.assign(new Error(`${what} moved while this write decided`), { code: '40001' });
 
 /** Row operations inside one write transaction. Every method may be called only while it is open. */
 export interface StoreTx {
@@ -75,6 +128,20 @@ export interface StoreTx {
   ): Promise<boolean>;
 
   claimOfTurn(turn: { goal: string; todo: string; agent: string; session: string; turn: string }): Promise<ClaimOfTurn | undefined>;
+  /**
+   * The claim's inputs in one read (a team server: one statement, one round trip), locking nothing;
+   * with `lockTodo`, the Todo's row is locked first (a team server: FOR UPDATE, then the read in a
+   * statement of its own that sees what the transactions it waited for committed; one round trip).
+   * Under READ COMMITTED it sees what is committed when it runs: after `chainHead()` has locked the
+   * head, no write that changes a lease or a Todo can commit before this transaction does (every such
+   * write appends a receipt), so what it reads then stays true until COMMIT.
+   */
+  claimState(
+    turn: { goal: string; todo: string; agent: string; session: string; turn: string },
+    owner: Owner,
+    place?: string,
+    options?: { readonly lockTodo?: boolean },
+  ): Promise<ClaimSnapshot>;
   insertCapture(capture: StoredCapture): Promise<void>;
   insertReady(ready: StoredReady): Promise<void>;
   readReady(capture: string): Promise<StoredReady | undefined>;
@@ -82,6 +149,17 @@ export interface StoreTx {
   upsertSession(record: SessionTouch, now: number): Promise<void>;
 
   chainHead(): Promise<ChainLink | undefined>;
+  /**
+   * Appends `receipts`, in order, after the chain head as it is when this transaction commits: the
+   * last thing the transaction does (nothing after it reads them). With `expect`, only if it still
+   * holds once the head is locked; otherwise the write fails with decisionMoved (and is decided again).
+   * A team server locks the head, checks, appends and commits in one message, so no client's turn
+   * falls inside the time every other write waits for the head (postgres.ts `commitText`). SQLite,
+   * whose write transaction excludes every other writer from its start, appends at once. Returns the
+   * last receipt's link when they were appended at once, undefined when they wait for COMMIT (their
+   * seqs are then StorePort.appendedAtCommit's, once the write has committed).
+   */
+  appendAtCommit(receipts: readonly PreparedAppend[], expect?: HeldElsewhere): Promise<ChainLink | undefined>;
   /** Inserts the row and advances the head from `previous`; fails if the head moved meanwhile. */
   appendReceipt(row: ReceiptInsert, previous: ChainLink | undefined): Promise<void>;
   /**
@@ -194,6 +272,13 @@ export interface StorePort {
   getMeta(key: string): Promise<string | undefined>;
   /** A networked store's own clock (ms), for the skew measurement; absent for a local file. */
   serverClock?(): Promise<number>;
+  /** The seqs the last write appended at its COMMIT (StoreTx.appendAtCommit), once it committed. */
+  appendedAtCommit?(): { readonly first: number; readonly last: number } | undefined;
+  /**
+   * A networked store's clock as its last write's BEGIN read it, bracketed by this process's Date.now()
+   * before that BEGIN was sent and after its answer came: a skew measurement that costs no round trip.
+   */
+  lastClockSample?(): { readonly server: number; readonly sentAt: number; readonly answeredAt: number } | undefined;
   /** A networked store's server version, for doctor. */
   serverVersion?(): Promise<string>;
   /**

@@ -9,6 +9,11 @@
 //   never while an agent works. Its receipts go to the server in one `turnkeeper.append_receipts`
 //   call, and the database's trigger checks each extends the head and moves it (schema v2). Lease
 //   updates are compare-and-sets on the version the Ledger planned from, with their row count checked.
+// - The head is every write's queue: a claim holds it for the server's time only. Its receipts are
+//   appended in its COMMIT message, put after the head by the server (`appendAtCommit`, `commitText`);
+//   writes whose answer nobody reads travel with the next statement (`deferWrite`) and the server's
+//   clock with BEGIN. On a busy host every answer waits for the client's turn on the CPU, and a lock
+//   held across those turns queued every other hook behind it (docs/testing.md, "The burst").
 // - All or nothing: a statement that fails inside a write ends it (no COMMIT follows; a client-side
 //   timeout drops the connection, so the server rolls back), and a COMMIT answered ROLLBACK fails.
 // - Retries: only serialization failures and deadlocks (40001, 40P01), and a unique violation (23505),
@@ -19,9 +24,9 @@
 // - No advisory locks, no session state (SET LOCAL only, no named statements): safe behind a
 //   transaction-mode pooler. Bounds: docs/team.md "Bounds" (src/ledger/open.ts sets them).
 // - Credentials never leave this file: `location` is host:port/database, errors are redacted.
-import type { Client, ClientConfig, QueryConfig, QueryResultRow } from 'pg';
+import type { Client, ClientConfig, QueryConfig, QueryResult, QueryResultRow } from 'pg';
 import { ZERO_DIGEST } from '../core/canonical';
-import { ChainWalker, STORE_WIDE_KINDS, type ChainLink, type ChainReport } from '../core/receipts';
+import { ChainWalker, RECEIPT_PREV_HASH_MARKER_TEXT, RECEIPT_SEQ_MARKER_TEXT, STORE_WIDE_KINDS, type ChainLink, type ChainReport } from '../core/receipts';
 import type { TreeKey } from '../core/merkle';
 import type { Lease } from '../core/lease';
 import type { Owner } from '../core/ids';
@@ -40,7 +45,17 @@ import {
   type TodoDependency,
   type TodoStatus,
 } from './authority';
-import type { ClaimOfTurn, FeedMode, GoalRecord, ReceiptInsert, StorePort, StoreTx } from './port';
+import {
+  appendPreparedNow,
+  type ClaimOfTurn,
+  type FeedMode,
+  type GoalRecord,
+  type HeldElsewhere,
+  type PreparedAppend,
+  type ReceiptInsert,
+  type StorePort,
+  type StoreTx,
+} from './port';
 import { faultPoint } from './faults';
 import {
   CAPTURE_COLUMNS,
@@ -86,6 +101,11 @@ export interface PostgresOptions {
    * the write and a reconnect after an ambiguous COMMIT (≤ 2 s) stay inside its 5 s.
    */
   readonly transactionTimeoutMs?: number;
+  /**
+   * When everything must be over (performance.now() ms), a hook's deadline: the wait for a connection
+   * slot ends DEADLINE_RESERVE_MS before it, and no write's bound runs past it.
+   */
+  readonly deadline?: number;
   /** For `store init` only: create or migrate the schema instead of refusing a missing or older one. */
   readonly initialize?: boolean;
 }
@@ -111,10 +131,28 @@ const FEED_PROBE_MS = 2000;
  * holds, instead of holding every other claim up. SET LOCAL lasts for this transaction only: nothing
  * stays on the connection that a transaction-mode pooler would hand to someone else.
  */
-function beginWithin(remainingMs: number): string {
+function beginWithin(remainingMs: number, primeAppend: boolean): string {
   const ms = Math.max(1, Math.floor(remainingMs));
-  return `BEGIN; SET LOCAL statement_timeout = ${ms}; SET LOCAL idle_in_transaction_session_timeout = ${ms + CLIENT_TIMER_GRACE_MS}`;
+  const begin = `BEGIN; SET LOCAL statement_timeout = ${ms}; SET LOCAL idle_in_transaction_session_timeout = ${ms + CLIENT_TIMER_GRACE_MS}`;
+  return `${begin}; ${primeAppend ? `${PRIME_APPEND}; ` : ''}${SERVER_CLOCK}`;
 }
+
+/**
+ * The server's clock in ms, the last statement of every write's BEGIN: nearly every write decides with
+ * it first (`tx.clock`), and a round trip of its own was one more turn of the client on a busy host.
+ */
+const SERVER_CLOCK = 'SELECT (extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now';
+
+/**
+ * The append function called with nothing to append, in the BEGIN of a session's first write. A fresh
+ * server session loads PL/pgSQL and compiles the function at its first call: about 9 ms on an idle
+ * server, and several times that on a loaded one (measured in docs/testing.md, "The burst"). Paid
+ * here, that time is spent before the chain head is locked instead of while every other write waits
+ * for it. It appends nothing, locks nothing and writes nothing; a role without EXECUTE skips it.
+ */
+const PRIME_APPEND =
+  `SELECT CASE WHEN has_function_privilege('${APPEND_FUNCTION_NAME}(int8[], text[], text[], text[], text[], text[], text[])', 'EXECUTE') ` +
+  `THEN ${APPEND_FUNCTION_NAME}('{}', '{}', '{}', '{}', '{}', '{}', '{}') END`;
 
 /**
  * host:port/database of a postgres:// URL, never its user or password: the place pg connects to. pg
@@ -233,12 +271,19 @@ export async function connectClient(options: PostgresOptions): Promise<Client> {
 const SERVER_BUSY = new Set(['53300', '53000', '57P03']);
 
 /**
+ * What a hook keeps of its deadline for its work once it has a connection: a wait for a slot ends this
+ * long before the deadline. Under a 64-hook burst on two cores a refusal's or a claim's statements
+ * took 1 to 3 s from the connect (docs/testing.md, "The burst").
+ */
+export const DEADLINE_RESERVE_MS = 1500;
+
+/**
  * connectClient, retried with jittered back-off while the server answers that it is busy and
  * `connectQueueMs` lasts. A server that does not answer, refuses the port or refuses the role fails at
  * the first attempt: waiting would not change that, and a hook must not hold a prompt for it.
  */
 async function connectQueued(options: PostgresOptions): Promise<Client> {
-  const until = performance.now() + (options.connectQueueMs ?? 0);
+  const until = Math.min(performance.now() + (options.connectQueueMs ?? 0), (options.deadline ?? Infinity) - DEADLINE_RESERVE_MS);
   for (let attempt = 1; ; attempt += 1) {
     try {
       return await connectClient(options);
@@ -256,6 +301,22 @@ export async function openPostgresRows(options: PostgresOptions): Promise<Postgr
   const scrub = scrubber(options.url);
   const client = await connectQueued(options);
   try {
+    if (!options.initialize) {
+      const transactionTimeoutMs = options.transactionTimeoutMs ?? (options.statementTimeoutMs ?? 3000) + 1000;
+      // The schema's version is checked with this connection's first statement, in its message
+      // (PostgresRows.metaPending): a round trip of its own was one more turn of a hook on a busy host.
+      return new PostgresRows(
+        client,
+        location,
+        scrub,
+        undefined,
+        () => connectQueued(options),
+        () => connectClient({ ...options, statementTimeoutMs: 0 }),
+        transactionTimeoutMs,
+        4000,
+        options.deadline,
+      );
+    }
     let meta = await readMeta(client);
     if (options.initialize) {
       const version = meta.get('schema_version') === undefined ? 0 : Number(meta.get('schema_version'));
@@ -263,15 +324,6 @@ export async function openPostgresRows(options: PostgresOptions): Promise<Postgr
       for (let at = version; at < PG_SCHEMA_VERSION; at += 1) await inTransaction(client, () => client.query(PG_MIGRATIONS[at]!));
       // The migrations wrote the identity and the version: read them again (store init only).
       if (version < PG_SCHEMA_VERSION) meta = await readMeta(client);
-    } else {
-      if (meta.get('schema_version') === undefined)
-        throw new StoreUnavailableError(`the team store ${location} has no Turnkeeper schema: run turnkeeper store init`);
-      const version = Number(meta.get('schema_version'));
-      if (version > PG_SCHEMA_VERSION) throw new SchemaTooNewError(version, PG_SCHEMA_VERSION);
-      if (version < PG_SCHEMA_VERSION)
-        throw new StoreUnavailableError(
-          `the team store ${location} has schema version ${version}; run turnkeeper store init to migrate it to ${PG_SCHEMA_VERSION}`,
-        );
     }
     const transactionTimeoutMs = options.transactionTimeoutMs ?? (options.statementTimeoutMs ?? 3000) + 1000;
     return new PostgresRows(
@@ -291,6 +343,21 @@ export async function openPostgresRows(options: PostgresOptions): Promise<Postgr
   }
 }
 
+/** The store_meta rows of a store hooks may use, or the error that says why not (and what to run). */
+function checkedMeta(meta: ReadonlyMap<string, string>, location: string): ReadonlyMap<string, string> {
+  if (meta.get('schema_version') === undefined)
+    throw new StoreUnavailableError(`the team store ${location} has no Turnkeeper schema: run turnkeeper store init`);
+  const version = Number(meta.get('schema_version'));
+  if (version > PG_SCHEMA_VERSION) throw new SchemaTooNewError(version, PG_SCHEMA_VERSION);
+  if (version < PG_SCHEMA_VERSION)
+    throw new StoreUnavailableError(
+      `the team store ${location} has schema version ${version}; run turnkeeper store init to migrate it to ${PG_SCHEMA_VERSION}`,
+    );
+  return openedMeta(meta);
+}
+
+const META_QUERY = 'SELECT key, value FROM turnkeeper.store_meta';
+
 /**
  * The store_meta rows kept from the open, as SQLite keeps them: the identity and the schema version,
  * which never change under an open connection. Every other key (the newest `checkpoint`, the chain's
@@ -301,7 +368,7 @@ const openedMeta = (meta: ReadonlyMap<string, string>): ReadonlyMap<string, stri
 
 async function readMeta(client: Client): Promise<Map<string, string>> {
   try {
-    const result = await client.query<{ key: string; value: string }>('SELECT key, value FROM turnkeeper.store_meta');
+    const result = await client.query<{ key: string; value: string }>(META_QUERY);
     return new Map(result.rows.map((row) => [row.key, row.value]));
   } catch (error) {
     if ((error as { code?: string }).code === '42P01' || (error as { code?: string }).code === '3F000') return new Map(); // no schema yet
@@ -337,6 +404,9 @@ export class PostgresRows implements StorePort {
   /** The transactions of this connection (writes and chain walks), one after another. */
   private writeQueue: Promise<unknown> = Promise.resolve();
 
+  /** Whether this connection's server session has loaded the append function (PRIME_APPEND). */
+  private appendPrimed = false;
+
   /** Set when the connection failed: the next operation connects again (after an ambiguous COMMIT, to re-read). */
   private broken = false;
 
@@ -347,13 +417,16 @@ export class PostgresRows implements StorePort {
     private client: Client,
     readonly location: string,
     private readonly scrub: (text: string) => string,
-    private readonly meta: ReadonlyMap<string, string>,
+    /** Undefined until this connection's first statement reads it (`metaPending`). */
+    private meta: ReadonlyMap<string, string> | undefined,
     private readonly reconnect: () => Promise<Client>,
     /** A second connection for LISTEN: a feed must not wait behind (or hold up) a transaction. */
     private readonly listenerConnection: () => Promise<Client>,
     private readonly transactionTimeoutMs = 6000,
     /** How long a write's BEGIN may wait: for a free server connection behind a pooler, else one round trip. */
     private readonly beginTimeoutMs = 4000,
+    /** PostgresOptions.deadline: no write's bound runs past it. */
+    private readonly hardDeadline = Infinity,
   ) {}
 
   /**
@@ -507,10 +580,47 @@ export class PostgresRows implements StorePort {
     this.reconnecting ??= (async () => {
       const old = this.client;
       this.client = await this.reconnect();
+      this.appendPrimed = false;
       this.broken = false;
       void old.end().catch(() => undefined);
     })().finally(() => (this.reconnecting = undefined));
     await this.reconnecting;
+  }
+
+  private clockSample: { server: number; sentAt: number; answeredAt: number } | undefined;
+
+  /** The seqs the last write appended in its COMMIT message (`appendAtCommit`). */
+  private committedAppend: { first: number; last: number } | undefined;
+
+  appendedAtCommit(): { first: number; last: number } | undefined {
+    return this.committedAppend;
+  }
+
+  lastClockSample(): { server: number; sentAt: number; answeredAt: number } | undefined {
+    return this.clockSample;
+  }
+
+  /**
+   * Sends `text`, which begins with META_QUERY, and checks the store's schema from its first answer
+   * before anything else is read from the rest (checkedMeta: the same refusals an open made).
+   */
+  private async withMeta(text: string, send: (text: string) => Promise<unknown>): Promise<QueryResult[]> {
+    let answers: QueryResult[];
+    try {
+      answers = (await send(text)) as QueryResult[];
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      if (code === '42P01' || code === '3F000') checkedMeta(new Map(), this.location); // no schema yet: says so
+      throw error;
+    }
+    this.meta = checkedMeta(new Map(answers[0]!.rows.map((row: { key: string; value: string }) => [row.key, row.value])), this.location);
+    return answers;
+  }
+
+  /** The opened store_meta rows, read now if no statement has read them yet. */
+  private async openedMeta(): Promise<ReadonlyMap<string, string>> {
+    if (this.meta === undefined) await this.read(() => this.q('SELECT 1'));
+    return this.meta!;
   }
 
   /** For the clock-skew measurement: one server read, which the caller brackets with its own clock. */
@@ -519,7 +629,14 @@ export class PostgresRows implements StorePort {
   }
 
   private async q<R extends QueryResultRow = QueryResultRow>(text: string, values: unknown[] = []) {
-    if (this.deadline === undefined) return this.client.query<R>(text, values);
+    if (this.deadline === undefined) {
+      // A transaction's BEGIN (a chain walk's, with its isolation level) must be its first statement.
+      if (this.meta === undefined && /^\s*BEGIN\b/i.test(text)) await this.openedMeta();
+      if (this.meta !== undefined) return this.client.query<R>(text, values);
+      const answers = await this.withMeta(`${META_QUERY}; ${values.length > 0 ? this.inline(text, values) : text}`, (query) => this.client.query(query));
+      const own = answers.slice(1);
+      return (own.length === 1 ? own[0] : own) as unknown as QueryResult<R>;
+    }
     // In a write transaction. Receipts appended so far go first, in one call, so every other statement
     // (a read of what they wrote, COMMIT) sees them.
     if (this.pendingAppends.length > 0) await this.flushAppends();
@@ -539,7 +656,16 @@ export class PostgresRows implements StorePort {
     if (this.txFailure !== undefined) throw this.txFailure;
     const query_timeout = Math.max(1, Math.ceil(this.deadline! - performance.now())) + CLIENT_TIMER_GRACE_MS;
     try {
-      return await this.client.query<R>({ text, values, query_timeout } as QueryConfig);
+      if (this.deferred.length === 0) return await this.client.query<R>({ text, values, query_timeout } as QueryConfig);
+      // The writes deferred so far go first, in the same message (`deferWrite`): the answers are theirs, then this statement's.
+      const deferred = this.deferred;
+      this.deferred = [];
+      const answers = (await this.client.query({
+        text: [...deferred, values.length > 0 ? this.inline(text, values) : text].join('; '),
+        query_timeout,
+      } as QueryConfig)) as unknown as QueryResult<R>[];
+      const own = answers.slice(deferred.length);
+      return (own.length === 1 ? own[0] : own) as unknown as QueryResult<R>;
     } catch (error) {
       this.txFailure = error instanceof Error ? error : new Error(String(error));
       if (typeof (error as { code?: unknown }).code !== 'string') this.abandonConnection();
@@ -547,15 +673,66 @@ export class PostgresRows implements StorePort {
     }
   }
 
+  /**
+   * A write whose answer nobody reads (an INSERT, an upsert), inside a write transaction: sent with the
+   * transaction's next statement, in one message, instead of a round trip of its own. On a busy host
+   * every answer waits for the client's turn on the CPU, and a claim's inserts were three of them. A
+   * deferred write that fails fails that next statement, and with it the transaction, as it would have
+   * failed it on its own (a unique violation is retried from fresh reads all the same).
+   */
+  private async deferWrite(text: string, values: unknown[]): Promise<void> {
+    if (this.deadline === undefined) {
+      await this.q(text, values);
+      return;
+    }
+    if (this.txFailure !== undefined) throw this.txFailure;
+    this.deferred.push(this.inline(text, values));
+  }
+
+  /**
+   * `text` with its $n parameters written as literals, for a message of several statements (the simple
+   * query protocol has no parameters): strings through pg's escapeLiteral, integers checked, booleans,
+   * NULL, and arrays of those. Only for this file's own statements, none of which has a `$` elsewhere.
+   */
+  private inline(text: string, values: readonly unknown[]): string {
+    const literal = (value: unknown): string => {
+      if (value === null || value === undefined) return 'NULL';
+      if (typeof value === 'boolean') return value ? 'TRUE' : 'FALSE';
+      if (typeof value === 'number') {
+        if (!Number.isSafeInteger(value)) throw new Error(`parameter ${value} is not an integer`);
+        return String(value);
+      }
+      if (typeof value === 'string') return this.client.escapeLiteral(value);
+      if (Array.isArray(value)) return value.length === 0 ? "'{}'" : `ARRAY[${value.map(literal).join(', ')}]`;
+      throw new Error(`parameter of type ${typeof value} cannot be written as a literal`);
+    };
+    return text.replace(/\$(\d+)/g, (_, n: string) => {
+      const at = Number(n) - 1;
+      if (at < 0 || at >= values.length) throw new Error(`statement names parameter $${n} of ${values.length}`);
+      return literal(values[at]);
+    });
+  }
+
   /** A write's BEGIN, bounded by the wait for a pooled server connection rather than by the write's own time. */
   private async begin(text: string): Promise<void> {
     try {
-      await this.client.query({ text, query_timeout: this.beginTimeoutMs } as QueryConfig);
+      const sentAt = Date.now();
+      const send = (query: string) => this.client.query({ text: query, query_timeout: this.beginTimeoutMs } as QueryConfig);
+      const answers = (this.meta === undefined ? (await this.withMeta(`${META_QUERY}; ${text}`, send)).slice(1) : await send(text)) as unknown as {
+        rows: { now?: number }[];
+      }[];
+      this.txClock = answers.at(-1)?.rows[0]?.now;
+      if (this.txClock !== undefined) this.clockSample = { server: this.txClock, sentAt, answeredAt: Date.now() };
     } catch (error) {
       this.txFailure = error instanceof Error ? error : new Error(String(error));
       if (typeof (error as { code?: unknown }).code !== 'string') this.abandonConnection();
       throw error;
     }
+  }
+
+  /** Locks the chain head until this transaction ends (appends to the one chain take turns), within the write's bound. */
+  private async lockHeadInTurn(): Promise<{ seq: number; hash: string } | undefined> {
+    return this.one<{ seq: number; hash: string }>('SELECT seq, hash FROM turnkeeper.lock_chain_head()');
   }
 
   /** Closes the socket without a word to the server (which then rolls back), and reconnects on next use. */
@@ -571,8 +748,88 @@ export class PostgresRows implements StorePort {
   private txHead: ChainLink | undefined;
   /** Whether this transaction has read (and locked) the head row. */
   private txHeadRead = false;
+  /** The server's clock as this transaction's BEGIN read it, until `tx.clock` takes it. */
+  private txClock: number | undefined;
+  /** Writes of this transaction not sent yet, as literal SQL (`deferWrite`). */
+  private deferred: string[] = [];
+  /** Receipts (and a check) the server appends in this transaction's COMMIT message (`appendAtCommit`). */
+  private atCommit: { receipts: readonly PreparedAppend[]; expect: HeldElsewhere | undefined } | undefined;
   /** The first statement of this transaction that failed: nothing after it is sent, COMMIT least of all. */
   private txFailure: Error | undefined;
+
+  /**
+   * COMMIT, and before it, in the same message (one simple query, its values written as literals:
+   * pg's escapeLiteral, seqs checked integers), whatever is left to append:
+   * - receipts appended at commit (`appendAtCommit`): the head is locked, an `expect` is checked, and each receipt is put after the head by the server:
+   *   its template's two markers replaced by the seq and the previous hash, its hash the server's digest
+   *   of that text (the chain trigger checks all of it again). From the lock to COMMIT no client has a
+   *   turn to take, so a write holds the head for the server's own time only;
+   * - receipts built on the head this transaction read: the append function's call.
+   * The head is held from its lock until COMMIT and every other write waits for it: a client's turn
+   * between answers was most of that time on a busy host, where a process waits for the CPU after
+   * every answer (docs/testing.md, "The burst"). A statement that fails stops the message there (the
+   * simple query protocol runs nothing after an error), so a refused append or check is never followed
+   * by a COMMIT. A connection lost meanwhile leaves the outcome unknown, as a lost COMMIT does
+   * (AmbiguousCommitError).
+   */
+  private commitText(): string {
+    const literal = (value: string | null): string => (value === null ? 'NULL' : this.client.escapeLiteral(value));
+    const array = (values: readonly (string | null)[]): string => `ARRAY[${values.map(literal).join(', ')}]::text[]`;
+    const later = this.atCommit;
+    this.atCommit = undefined;
+    if (later) {
+      const ctes = ['h0 AS (SELECT seq, hash FROM turnkeeper.lock_chain_head())'];
+      later.receipts.forEach(({ receipt }, i) => {
+        const before = i === 0 ? 'h0' : `r${i}`;
+        ctes.push(
+          `d${i + 1} AS (SELECT ${before}.seq + 1 AS seq, replace(replace(${literal(receipt.template!)}, ${literal(RECEIPT_SEQ_MARKER_TEXT)}, ` +
+            `'"seq":' || (${before}.seq + 1)), ${literal(RECEIPT_PREV_HASH_MARKER_TEXT)}, '"prevHash":"' || ${before}.hash || '"') AS doc FROM ${before})`,
+          `r${i + 1} AS (SELECT seq, doc, 'sha256:' || encode(sha256(convert_to(doc, 'UTF8')), 'hex') AS hash FROM d${i + 1})`,
+        );
+      });
+      const r = later.receipts.map((_, i) => `r${i + 1}`);
+      const columns = (pick: (one: PreparedAppend) => string | null) => array(later.receipts.map(pick));
+      return [
+        'SELECT 1 FROM turnkeeper.lock_chain_head()',
+        ...(later.expect ? [this.expectation(later.expect)] : []),
+        `WITH ${ctes.join(', ')} SELECT ${APPEND_FUNCTION_NAME}(ARRAY[${r.map((x) => `${x}.seq`).join(', ')}]::int8[], ` +
+          `ARRAY[${r.map((x) => `${x}.doc`).join(', ')}]::text[], ARRAY[${r.map((x) => `${x}.hash`).join(', ')}]::text[], ` +
+          `${columns((one) => one.goal)}, ${columns((one) => one.todo)}, ${columns((one) => one.capture)}, ${columns((one) => one.kind)}) FROM ${r.join(', ')}`,
+        'COMMIT',
+      ].join('; ');
+    }
+    const rows = this.pendingAppends;
+    this.pendingAppends = [];
+    if (rows.length === 0) return 'COMMIT';
+    const seqs = rows.map((row) => {
+      if (!Number.isSafeInteger(row.seq)) throw new Error(`receipt seq ${row.seq} is not an integer`);
+      return String(row.seq);
+    });
+    return (
+      `SELECT ${APPEND_FUNCTION_NAME}(ARRAY[${seqs.join(', ')}]::int8[], ${array(rows.map((row) => row.doc))}, ${array(rows.map((row) => row.hash))}, ` +
+      `${array(rows.map((row) => row.goal))}, ${array(rows.map((row) => row.todo))}, ${array(rows.map((row) => row.capture))}, ${array(rows.map((row) => row.kind))}); COMMIT`
+    );
+  }
+
+  /**
+   * A statement that fails with decisionMoved's SQLSTATE (40001, retried) unless `expect` holds now:
+   * each condition a plain read, which under READ COMMITTED sees what is committed (port.ts `HeldElsewhere`).
+   */
+  private expectation(expect: HeldElsewhere): string {
+    const v = (value: string | number): string => (typeof value === 'number' ? String(Math.trunc(value)) : this.client.escapeLiteral(value));
+    const { turn, owner, holder } = expect;
+    const condition =
+      `EXISTS (SELECT 1 FROM turnkeeper.todos WHERE goal = ${v(turn.goal)} AND id = ${v(turn.todo)} AND status = 'open') ` +
+      `AND EXISTS (SELECT 1 FROM turnkeeper.leases WHERE goal = ${v(turn.goal)} AND todo = ${v(turn.todo)} AND status = 'active' ` +
+      `AND capture = ${v(holder.capture)} AND epoch = ${v(holder.epoch)} AND version = ${v(holder.version)}) ` +
+      `AND NOT EXISTS (SELECT 1 FROM turnkeeper.leases WHERE owner = ${v(owner)} AND status = 'active') ` +
+      `AND NOT EXISTS (SELECT 1 FROM turnkeeper.captures WHERE goal = ${v(turn.goal)} AND todo = ${v(turn.todo)} AND agent = ${v(turn.agent)} ` +
+      `AND session = ${v(turn.session)} AND turn = ${v(turn.turn)})`;
+    // The body is dollar-quoted: a tag that occurs in it would end the quote early, so it never does.
+    const tag = '$turnkeeper_expect$';
+    if (condition.includes(tag)) throw new Error('a value of this claim contains the statement quote');
+    return `DO ${tag} BEGIN IF NOT (${condition}) THEN RAISE EXCEPTION 'the claim state moved while a refusal was decided' USING ERRCODE = '40001'; END IF; END ${tag}`;
+  }
 
   /** Sends the pending receipts in one call of the append function, which checks each against the head. */
   private async flushAppends(): Promise<void> {
@@ -591,6 +848,16 @@ export class PostgresRows implements StorePort {
 
   private async one<R extends QueryResultRow = QueryResultRow>(text: string, values: unknown[] = []): Promise<R | undefined> {
     return (await this.q<R>(text, values)).rows[0];
+  }
+
+  /**
+   * The first row of `text`, sent after `before` (statements of its own, such as a row lock) in one
+   * message when there is one: `text` then runs in a snapshot of its own, taken once `before` is done.
+   */
+  private async oneAfter<R extends QueryResultRow = QueryResultRow>(before: string, text: string, values: unknown[]): Promise<R | undefined> {
+    if (before === '') return this.one<R>(text, values);
+    const answers = (await this.q(`${this.inline(before, values)}${this.inline(text, values)}`)) as unknown as QueryResult<R>[];
+    return answers.at(-1)?.rows[0];
   }
 
   private unavailable(error: unknown): unknown {
@@ -647,21 +914,25 @@ export class PostgresRows implements StorePort {
     // The time a BEGIN waits for its answer is not taken from it: behind a transaction-mode pooler
     // that is the wait for a free server connection (the pooler's queue; the BEGIN has its own
     // bound), and the server counts its statement_timeout from when it has the transaction too.
-    this.deadline = performance.now() + this.transactionTimeoutMs;
+    this.deadline = Math.min(performance.now() + this.transactionTimeoutMs, this.hardDeadline);
+    this.committedAppend = undefined;
     try {
       for (let attempt = 1; ; attempt += 1) {
         let committing = false;
         this.pendingAppends = [];
+        this.atCommit = undefined;
+        this.deferred = [];
+        this.txClock = undefined;
         this.txHead = undefined;
         this.txHeadRead = false;
         this.txFailure = undefined;
         try {
           await this.usable();
           const asked = performance.now();
-          await this.begin(beginWithin(this.deadline - asked));
-          this.deadline += performance.now() - asked;
+          await this.begin(beginWithin(this.deadline - asked, !this.appendPrimed));
+          this.appendPrimed = true;
+          this.deadline = Math.min(this.deadline + performance.now() - asked, this.hardDeadline);
           const result = await work(this.tx);
-          if (this.pendingAppends.length > 0) await this.flushAppends();
           faultPoint('store.before_commit');
           // A statement that failed inside `work` (and was caught there) has aborted the transaction on
           // the server; its COMMIT would answer ROLLBACK. Never ask: the write failed.
@@ -669,8 +940,16 @@ export class PostgresRows implements StorePort {
           const failed = this.txFailure as Error | undefined;
           if (failed) throw failed;
           committing = true;
-          const commit = await this.q('COMMIT');
+          // (Read through a cast, as txFailure above: `work` set it.)
+          const appendingAtCommit = (this.atCommit as { receipts: readonly unknown[] } | undefined)?.receipts.length ?? 0;
+          const answers = await this.statementOfWrite<QueryResultRow>(this.commitText(), []);
+          const all = (Array.isArray(answers) ? answers : [answers]) as unknown as { command: string; rows: Record<string, unknown>[] }[];
+          const commit = all.at(-1)!;
           if (commit.command !== 'COMMIT') throw Object.assign(new Error(`the server rolled the transaction back (${commit.command})`), { code: '25P02' });
+          if (appendingAtCommit > 0) {
+            const head = Number(Object.values(all.at(-2)?.rows[0] ?? {})[0]);
+            if (Number.isSafeInteger(head)) this.committedAppend = { first: head - appendingAtCommit + 1, last: head };
+          }
           faultPoint('store.after_commit');
           return result;
         } catch (error) {
@@ -692,12 +971,19 @@ export class PostgresRows implements StorePort {
     } finally {
       this.deadline = undefined;
       this.pendingAppends = [];
+      this.atCommit = undefined;
+      this.deferred = [];
       this.txFailure = undefined;
     }
   }
 
   private readonly tx: StoreTx = {
-    clock: async () => (await this.one<{ now: number }>('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now'))!.now,
+    // The clock BEGIN read, once; a second call reads it again.
+    clock: async () => {
+      const read = this.txClock;
+      this.txClock = undefined;
+      return read ?? (await this.one<{ now: number }>(SERVER_CLOCK))!.now;
+    },
     // The Todo row is locked for this transaction: claims of one Todo decide one after another.
     todo: async (goal, id) => {
       const row = await this.one('SELECT * FROM turnkeeper.todos WHERE goal = $1 AND id = $2 FOR UPDATE', [goal, id]);
@@ -745,7 +1031,7 @@ export class PostgresRows implements StorePort {
     lastEpoch: async (goal, todo) =>
       (await this.one<{ epoch: number | null }>('SELECT MAX(epoch) AS epoch FROM turnkeeper.leases WHERE goal = $1 AND todo = $2', [goal, todo]))?.epoch ?? 0,
     insertLease: async (lease) => {
-      await this.q(`INSERT INTO turnkeeper.leases (${LEASE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, leaseValues(lease));
+      await this.deferWrite(`INSERT INTO turnkeeper.leases (${LEASE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, leaseValues(lease));
     },
     updateLease: async (planned, next, release) => {
       const result = await this.q(
@@ -774,14 +1060,52 @@ export class PostgresRows implements StorePort {
          ORDER BY (l.status = 'active') DESC, l.epoch DESC LIMIT 1`,
         [turn.goal, turn.todo, turn.agent, turn.session, turn.turn],
       ),
+    // One statement: each input a subquery, each row as json (int8 columns are ms times and counters,
+    // safe integers, so json numbers keep them exact). No row is locked.
+    claimState: async (turn, owner, place, options) => {
+      const lock = options?.lockTodo ? `SELECT 1 FROM turnkeeper.todos WHERE goal = $1 AND id = $2 FOR UPDATE; ` : '';
+      const row = await this.oneAfter<{
+        todo: TodoRowRaw | null;
+        active: LeaseRowRaw | null;
+        last_epoch: number | null;
+        recorded: ClaimOfTurn | null;
+        owner_holds: LeaseRowRaw | null;
+        active_checkout: string | null;
+        place_goal: { goal: string; checkout: string } | null;
+      }>(
+        lock,
+        `SELECT
+           (SELECT row_to_json(t) FROM (SELECT * FROM turnkeeper.todos WHERE goal = $1 AND id = $2) t) AS todo,
+           (SELECT row_to_json(l) FROM (SELECT ${LEASE_COLUMNS} FROM turnkeeper.leases WHERE goal = $1 AND todo = $2 AND status = 'active') l) AS active,
+           (SELECT MAX(epoch) FROM turnkeeper.leases WHERE goal = $1 AND todo = $2) AS last_epoch,
+           (SELECT row_to_json(r) FROM (
+              SELECT c.id AS capture, l.epoch AS epoch, l.status AS status FROM turnkeeper.captures c JOIN turnkeeper.leases l ON l.capture = c.id
+              WHERE c.goal = $1 AND c.todo = $2 AND c.agent = $3 AND c.session = $4 AND c.turn = $5
+              ORDER BY (l.status = 'active') DESC, l.epoch DESC LIMIT 1) r) AS recorded,
+           (SELECT row_to_json(o) FROM (SELECT ${LEASE_COLUMNS} FROM turnkeeper.leases WHERE owner = $6 AND status = 'active') o) AS owner_holds,
+           (SELECT COALESCE(c.checkout, c.cwd) FROM turnkeeper.leases l JOIN turnkeeper.captures c ON c.id = l.capture
+              WHERE l.goal = $1 AND l.todo = $2 AND l.status = 'active') AS active_checkout,
+           (SELECT row_to_json(p) FROM (SELECT goal, checkout FROM turnkeeper.checkouts WHERE place = $7) p) AS place_goal`,
+        [turn.goal, turn.todo, turn.agent, turn.session, turn.turn, owner, place ?? null],
+      );
+      return {
+        todo: row?.todo ? toTodo(row.todo) : undefined,
+        active: row?.active ? toLease(row.active) : undefined,
+        lastEpoch: row?.last_epoch ?? 0,
+        recorded: row?.recorded ?? undefined,
+        ownerHolds: row?.owner_holds ? toLease(row.owner_holds) : undefined,
+        activeCheckout: row?.active_checkout ?? undefined,
+        placeGoal: row?.place_goal ?? undefined,
+      };
+    },
     insertCapture: async (c) => {
-      await this.q(
+      await this.deferWrite(
         `INSERT INTO turnkeeper.captures (${CAPTURE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
         captureValues(c),
       );
     },
     insertReady: async (ready) => {
-      await this.q('INSERT INTO turnkeeper.ready_captures (capture, doc, presentation, ready_digest) VALUES ($1, $2, $3, $4)', [
+      await this.deferWrite('INSERT INTO turnkeeper.ready_captures (capture, doc, presentation, ready_digest) VALUES ($1, $2, $3, $4)', [
         ready.capture,
         ready.canonical,
         ready.presentation,
@@ -792,7 +1116,7 @@ export class PostgresRows implements StorePort {
     upsertSession: async (record: SessionTouch, now) => {
       const turn = sessionTurnParams(record);
       // The state's time moves only when the state changes; a turn base is written when given (null clears it).
-      await this.q(
+      await this.deferWrite(
         `INSERT INTO turnkeeper.sessions AS s (owner, agent, session, goal, cwd, transcript_path, first_hook_at, last_hook_at, state, state_at, turn_id, turn_at, turn_head, turn_tree)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8, $9, $10, $11, $12, $13)
          ON CONFLICT (owner) DO UPDATE SET last_hook_at = GREATEST(s.last_hook_at, EXCLUDED.last_hook_at),
@@ -823,10 +1147,24 @@ export class PostgresRows implements StorePort {
     // turns); after that this transaction is the only one that moves it, so it is known without a read.
     chainHead: async () => {
       if (this.txHeadRead) return this.txHead;
-      const head = await this.one<{ seq: number; hash: string }>('SELECT seq, hash FROM turnkeeper.lock_chain_head()');
+      if (this.atCommit) throw new Error('appendAtCommit is the last thing a transaction does: the head is not read after it');
+      const head = await this.lockHeadInTurn();
       this.txHeadRead = true;
       this.txHead = head && head.seq > 0 ? head : undefined;
       return this.txHead;
+    },
+    appendAtCommit: async (receipts, expect) => {
+      if (this.atCommit) throw new Error('appendAtCommit is the last thing a transaction does, once');
+      if (receipts.length === 0) return undefined;
+      // The head already read (and locked) here, or a receipt only the client can put after it: appended
+      // now, after the check, as any append is.
+      if (this.txHeadRead || receipts.some((one) => one.receipt.template === undefined)) {
+        await this.tx.chainHead();
+        if (expect) await this.q(this.expectation(expect));
+        return appendPreparedNow(this.tx, receipts);
+      }
+      this.atCommit = { receipts, expect };
+      return undefined;
     },
     // Appends are sent together with the next statement or before COMMIT, in one call of the append
     // function: the server checks each extends the head and moves the head (postgresSchema.ts, v2).
@@ -860,13 +1198,13 @@ export class PostgresRows implements StorePort {
     launchReceiptsOfTodo: async (goal, todo, limit) => this.launchReceiptsOfTodoQuery(goal, todo, limit),
     goalOfPlace: async (place) => this.placeOf(place),
     rememberPlace: async (place, goal, checkout, now) => {
-      await this.q(
+      await this.deferWrite(
         'INSERT INTO turnkeeper.checkouts (place, goal, checkout, updated_at) VALUES ($1, $2, $3, $4) ON CONFLICT (place) DO UPDATE SET goal = EXCLUDED.goal, checkout = EXCLUDED.checkout, updated_at = EXCLUDED.updated_at',
         [place, goal, checkout, now],
       );
     },
     rememberGoal: async (goal) => {
-      await this.q(
+      await this.deferWrite(
         'INSERT INTO turnkeeper.goals (id, key, display_name) VALUES ($1, $2, $3) ON CONFLICT (id) DO UPDATE SET key = EXCLUDED.key, display_name = EXCLUDED.display_name',
         [goal.id, goal.key, goal.displayName],
       );
@@ -1203,10 +1541,11 @@ export class PostgresRows implements StorePort {
     });
   }
 
-  health(): Promise<StoreHealth> {
+  async health(): Promise<StoreHealth> {
+    const meta = await this.openedMeta();
     return this.read(async () => ({
       path: this.location,
-      schemaVersion: Number(this.meta.get('schema_version') ?? 0),
+      schemaVersion: Number(meta.get('schema_version') ?? 0),
       integrity: 'ok',
       journalMode: 'postgresql',
       receipts: (await this.one<{ n: number }>('SELECT COUNT(*)::int8 AS n FROM turnkeeper.receipts'))!.n,
@@ -1218,14 +1557,14 @@ export class PostgresRows implements StorePort {
       const now = await this.read(
         async () => (await this.one<{ value: string }>("SELECT value FROM turnkeeper.store_meta WHERE key = 'schema_version'"))?.value,
       );
-      return now === this.meta.get('schema_version');
+      return now === (await this.openedMeta()).get('schema_version');
     } catch {
       return false;
     }
   }
 
-  getMeta(key: string): Promise<string | undefined> {
-    if (OPENED_META_KEYS.includes(key)) return Promise.resolve(this.meta.get(key));
+  async getMeta(key: string): Promise<string | undefined> {
+    if (OPENED_META_KEYS.includes(key)) return (await this.openedMeta()).get(key);
     return this.read(async () => (await this.one<{ value: string }>('SELECT value FROM turnkeeper.store_meta WHERE key = $1', [key]))?.value);
   }
 
@@ -1250,7 +1589,15 @@ export class PostgresRows implements StorePort {
     return this.read(async () => (await this.one<{ server_version: string }>('SHOW server_version'))!.server_version);
   }
 
+  private readonly onClose: (() => void)[] = [];
+
+  /** Runs `then` once this store is closed (a hook's connection slot is given back: connectionSlots.ts). */
+  whenClosed(then: () => void): void {
+    this.onClose.push(then);
+  }
+
   close(): void {
     void this.client.end().catch(() => undefined);
+    for (const then of this.onClose.splice(0)) then();
   }
 }

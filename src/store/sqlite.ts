@@ -45,7 +45,7 @@ import {
   type TodoDependency,
   type TodoStatus,
 } from './authority';
-import type { ClaimOfTurn, GoalRecord, ReceiptInsert, StorePort, StoreTx } from './port';
+import { appendPreparedNow, type ClaimOfTurn, type GoalRecord, type ReceiptInsert, type StorePort, type StoreTx } from './port';
 
 /**
  * One Goal's newest receipts below `@before` (at most `@limit`): the Goal's by receipt_index_by_goal,
@@ -474,6 +474,19 @@ export class SqliteRows implements StorePort {
          WHERE c.goal = ? AND c.todo = ? AND c.agent = ? AND c.session = ? AND c.turn = ?
          ORDER BY l.status = 'active' DESC, l.epoch DESC LIMIT 1`,
       ).get(turn.goal, turn.todo, turn.agent, turn.session, turn.turn) as ClaimOfTurn | undefined,
+    claimState: async (turn, owner, place) => ({
+      // The write transaction (BEGIN IMMEDIATE) excludes every other writer: no row lock to take.
+      placeGoal: place === undefined ? undefined : await this.tx.goalOfPlace(place),
+      todo: this.todoSync(turn.goal, turn.todo),
+      active: await this.tx.activeLeaseOfTodo(turn.goal, turn.todo),
+      lastEpoch: await this.tx.lastEpoch(turn.goal, turn.todo),
+      recorded: await this.tx.claimOfTurn(turn),
+      ownerHolds: await this.tx.activeLeaseOfOwner(owner),
+      activeCheckout: await (async () => {
+        const active = await this.tx.activeLeaseOfTodo(turn.goal, turn.todo);
+        return active && (await this.tx.checkoutOfCapture(active.capture));
+      })(),
+    }),
     insertCapture: async (c: StoredCapture) => {
       this.sql(`INSERT INTO captures (${CAPTURE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(captureValues(c));
     },
@@ -516,6 +529,9 @@ export class SqliteRows implements StorePort {
       );
     },
     chainHead: async () => this.headSync(),
+    // This transaction has excluded every other writer since its BEGIN IMMEDIATE: what it read to decide
+    // (an `expect` included) cannot have moved, and the head it appends after is the one at COMMIT.
+    appendAtCommit: async (receipts) => (receipts.length === 0 ? undefined : appendPreparedNow(this.tx, receipts)),
     appendReceipt: async (row: ReceiptInsert, previous) => {
       // The head is advanced as a compare-and-set on the head the caller built from.
       const head = this.headSync();

@@ -120,14 +120,22 @@ describe('PostgreSQL authority: the server clock decides', () => {
 });
 
 describe('PostgreSQL authority: store_meta', () => {
-  it('an open reads store_meta once; a long-lived connection sees the newest checkpoint move (identity and version kept from the open)', async () => {
+  it('an open reads store_meta once, in its first statement; a long-lived connection sees the newest checkpoint move (identity and version kept from the open)', async () => {
     const { url } = await freshStore();
     const query = vi.spyOn(pg.Client.prototype, 'query');
     let reader: Authority;
     try {
       reader = (await openAuthority(pgEnv(url), { create: false }))!;
-      const metaReads = query.mock.calls.filter(([text]) => typeof text === 'string' && /FROM turnkeeper\.store_meta/.test(text));
-      expect(metaReads).toHaveLength(1);
+      // The schema is checked with the connection's first statement, in its message (no round trip
+      // of its own), and never again.
+      const metaReads = () => query.mock.calls.filter(([text]) => typeof text === 'string' && /FROM turnkeeper\.store_meta/.test(text));
+      expect(metaReads()).toHaveLength(0);
+      await reader.listTodos();
+      expect(metaReads()).toHaveLength(1);
+      expect(metaReads()[0]![0]).toMatch(/FROM turnkeeper\.store_meta; SELECT/);
+      await reader.listTodos();
+      await reader.activeLeaseOfOwner('codex:s1');
+      expect(metaReads()).toHaveLength(1);
     } finally {
       query.mockRestore();
     }
@@ -155,6 +163,8 @@ describe('PostgreSQL authority: the hook path reads through indexes', () => {
   it("fencing (every write tool's pre_tool hook) finds the Owner's latest lease without scanning the team's leases", async () => {
     const { url } = await freshStore();
     const authority = (await openAuthority(pgEnv(url), { create: true }))!;
+    // The connection's first statement carries the schema check in its message: spied after it.
+    await authority.listTodos();
     const query = vi.spyOn(pg.Client.prototype, 'query');
     let issued: [string, unknown[]][];
     try {
