@@ -11,13 +11,14 @@ import { REASONS, renderGuidance, renderNotice, type GuidanceFacts, type ReasonC
 import { nearestTodoIds } from '../core/suggest';
 import { blockOutput, contextOutput, denyToolOutput, type HookOutput } from '../agents/output';
 import { InvalidHookInput, isWriteTool, parseHookInput, type HookEvent, type RejectionTrace } from '../agents/payload';
-import type { Authority, Placement, SessionState, SessionTouch, StoredReady } from '../store/authority';
+import type { Authority, ClaimResult, Placement, SessionState, SessionTouch, StoredReady } from '../store/authority';
 import { faultPoint } from '../store/faults';
 import type { Env } from '../store/location';
 import { SchemaTooNewError, StoreUnavailableError } from '../store/authority';
 import { openAuthority, selectStore } from '../ledger/open';
 import { clientClock, hookBusyTimeoutMs, isTurnedOff, leaseTtlSeconds, onConflict } from '../config/settings';
 import { branchOf, checkoutGit, preconditionsOf, type CheckoutGit } from '../checkout/workspace';
+import type { Preconditions } from '../core/ready';
 import { changesBetween, treeStateOf, type TreeState } from '../checkout/turnChanges';
 import { turnUsageOf } from '../agents/transcriptTail';
 import { placementOf, resolveGoal } from '../checkout/goal';
@@ -63,6 +64,7 @@ export interface HookOptions {
 const NOTHING: HookRun = { stdout: '', stderr: [] };
 
 export async function runHook(raw: string | Buffer, options: HookOptions): Promise<HookRun> {
+  const deadline = performance.now() + HOOK_DEADLINE_MS;
   const { env } = options;
   if (isTurnedOff(env)) return NOTHING;
   const stderr: string[] = [];
@@ -81,10 +83,12 @@ export async function runHook(raw: string | Buffer, options: HookOptions): Promi
   const mayCreate = request.boundTodo !== undefined || request.envCapture !== undefined;
   let store: Authority | undefined;
   try {
-    store = await (options.openStore ?? defaultOpener(env))(mayCreate);
+    const checkout = new CheckoutReads(request, env);
+    if (claimsOnTeamStore(request, env)) checkout.claimReads();
+    store = await (options.openStore ?? defaultOpener(env, deadline))(mayCreate);
     // No store: nothing is held, so a malformed mention can be answered without one (never silence).
     if (!store) return request.malformedMention === undefined ? NOTHING : emit(malformedMentionGuidance(request, env));
-    const decider = new HookDecider(store, request, env, now, stderr);
+    const decider = new HookDecider(store, request, env, now, stderr, checkout);
     return emit(await decider.decide());
   } catch (error) {
     const unavailable = error instanceof StoreUnavailableError || error instanceof SchemaTooNewError;
@@ -125,10 +129,17 @@ function decisionClock(env: Env): () => number {
   }
 }
 
+/**
+ * A hook's own deadline, from the moment its payload arrived: every wait on a team store (a
+ * connection slot, a write) ends by then. The agents give a hook 15 s from the moment they start it
+ * (the timeout `hooks install` writes), and a hook reads its payload a moment after its start.
+ */
+const HOOK_DEADLINE_MS = 14_000;
+
 const defaultOpener =
-  (env: Env) =>
+  (env: Env, deadline: number) =>
   (create: boolean): Promise<Authority | undefined> =>
-    openAuthority(env, { create, busyTimeoutMs: hookBusyTimeoutMs(env) });
+    openAuthority(env, { create, busyTimeoutMs: hookBusyTimeoutMs(env), deadline });
 
 /** The Goal of the hook's directory and where the checkout is. */
 interface Located {
@@ -278,20 +289,64 @@ function malformedMentionGuidance(request: HookRequest, env: Env): HookOutput {
   return guidanceOutput(request, env, 'invalid_todo_mention', { detail: written, todo: isTodoId(guess) ? guess : undefined });
 }
 
+/**
+ * Whether this event may claim on a team store: a prompt that names a Todo and has a Turn, not bound
+ * by a launch. Its checkout is read (git) before the store is opened: a team server's connection
+ * slots are few (max_connections), each hook holds one from its connect to its exit, and a claim's
+ * git runs were most of that time under a burst (docs/testing.md, "The burst"). The price is those
+ * runs for a prompt that turns out to be a holder's replay, which needs none; a SQLite store has no
+ * slots to hold, so there the reads stay where the claim needs them.
+ */
+function claimsOnTeamStore(request: HookRequest, env: Env): boolean {
+  if (request.event.kind !== 'prompt' || request.boundTodo === undefined || request.turn === undefined) return false;
+  if (request.envCapture !== undefined || request.startTodo !== undefined) return false;
+  try {
+    return selectStore(env).kind === 'postgres';
+  } catch {
+    return false; // an unknown selection: the open fails and says why
+  }
+}
+
+/**
+ * What a hook reads of its checkout through git, each once: one hardened git session per checkout (a
+ * claim's preconditions and its turn base read HEAD and list the filter drivers once between them,
+ * bench row 2; a stop's tree and diff too), and the claim's preconditions and branch, of the
+ * checkout's own HEAD and status (another worktree of the Goal has its own).
+ */
+class CheckoutReads {
+  private readonly gits = new Map<string, CheckoutGit | undefined>();
+  private claim: { preconditions: Preconditions; branch: string | null } | undefined;
+
+  constructor(
+    private readonly request: HookRequest,
+    private readonly env: Env,
+  ) {}
+
+  gitOf(checkout: string): CheckoutGit | undefined {
+    if (!this.gits.has(checkout)) this.gits.set(checkout, checkoutGit(checkout, HOOK_GIT_BUDGET_MS, this.env));
+    return this.gits.get(checkout);
+  }
+
+  claimReads(): { preconditions: Preconditions; branch: string | null } {
+    if (!this.claim) {
+      const { gitDir, placement } = this.request.located();
+      const branch = branchOf(gitDir, placement.checkout, this.env);
+      this.claim = { branch, preconditions: preconditionsOf(placement.checkout, this.env, this.gitOf(placement.checkout)) };
+    }
+    return this.claim;
+  }
+}
+
 class HookDecider {
   /** Set when the store refused a write in this run: later writes are skipped instead of waiting again. */
   private writesUnavailable: Error | undefined;
   /** Whether a write of this run already carried the proof of life (one write lock per hook). */
   private touched = false;
-  /**
-   * One hardened git session per checkout for this hook: a claim's preconditions and its turn base
-   * read HEAD and list the filter drivers once between them (bench row 2), a stop's tree and diff too.
-   */
-  private readonly gits = new Map<string, CheckoutGit | undefined>();
+  /** What this run's claim came to, when it made one. */
+  private claimOutcome: ClaimResult['kind'] | undefined;
 
   private gitOf(checkout: string): CheckoutGit | undefined {
-    if (!this.gits.has(checkout)) this.gits.set(checkout, checkoutGit(checkout, HOOK_GIT_BUDGET_MS, this.env));
-    return this.gits.get(checkout);
+    return this.checkout.gitOf(checkout);
   }
 
   constructor(
@@ -300,6 +355,7 @@ class HookDecider {
     private readonly env: Env,
     private readonly now: () => number,
     private readonly stderr: string[],
+    private readonly checkout: CheckoutReads,
   ) {}
 
   async decide(): Promise<HookOutput | undefined> {
@@ -334,13 +390,17 @@ class HookDecider {
    */
   private async beginTurn(): Promise<void> {
     if (this.writesUnavailable) return;
+    // A claim that was refused leaves its session holding nothing (rule 4 found nothing held before it).
+    if (this.claimOutcome !== undefined && this.claimOutcome !== 'acquired' && this.claimOutcome !== 'replayed') return;
     try {
-      const lease = await this.store.activeLeaseOfOwner(this.request.owner);
-      if (!lease) return;
+      // A claim this run acquired is this session's lease, and the first delivery of its Turn: no read
+      // needed to know either (each was a round trip while the hook held its team-store connection).
+      const acquired = this.claimOutcome === 'acquired';
+      if (!acquired && !(await this.store.activeLeaseOfOwner(this.request.owner))) return;
       // A retried prompt of the same Turn (the agent sends it again; its capture replays) keeps the
       // base its first delivery recorded: the turn began then, and a replay runs no git (bench row 1).
       const turn = this.request.turn;
-      if (turn !== undefined && (await this.store.getSession(this.request.owner))?.turnBase?.turn === turn) return;
+      if (!acquired && turn !== undefined && (await this.store.getSession(this.request.owner))?.turnBase?.turn === turn) return;
       const { gitDir, placement } = this.request.located();
       const at = this.now();
       const tree = treeStateOf(placement.checkout, gitDir, this.env, Date.now, this.gitOf(placement.checkout));
@@ -540,22 +600,23 @@ class HookDecider {
     const { event, owner, cwd, binding } = this.request;
     const { goal, placement } = this;
     const capture = buildCapture({ goal, todo, agent: event.agent, session: event.session, turn });
+    const reads = this.checkout.claimReads();
     const result = await this.store.claim(
       {
         capture,
         cwd,
         binding,
         placement,
-        branch: branchOf(this.request.located().gitDir, placement.checkout, this.env),
+        branch: reads.branch,
         owner,
-        // Preconditions are the checkout's own: another worktree of the Goal has its own HEAD and status.
-        preconditions: preconditionsOf(placement.checkout, this.env, this.gitOf(placement.checkout)),
+        preconditions: reads.preconditions,
         ttlSeconds: leaseTtlSeconds(this.env),
         session: this.sessionTouch,
       },
       this.now(),
     );
     this.touched = true;
+    this.claimOutcome = result.kind;
     faultPoint('claim.after_commit');
     await this.noteClockSkew();
     switch (result.kind) {

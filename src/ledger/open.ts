@@ -17,7 +17,8 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ensurePrivateHome, foreignHomeProblem, storeFileProblem, storePath, turnkeeperHome, type Env } from '../store/location';
 import { asStoreError, openSqliteRows, type OpenOptions } from '../store/sqlite';
-import { openPostgresRows, redactedLocation } from '../store/postgres';
+import { DEADLINE_RESERVE_MS, openPostgresRows, redactedLocation } from '../store/postgres';
+import { CONNECTIONS_PER_HOME, takeConnectionSlot } from '../store/connectionSlots';
 import { Ledger } from './ledger';
 import { resolveGoal } from '../checkout/goal';
 import { readHomeConfig } from '../config/homeConfig';
@@ -28,6 +29,12 @@ export interface AuthorityOptions {
   readonly create: boolean;
   /** How long a write waits for the store's lock before `StoreUnavailableError`. */
   readonly busyTimeoutMs?: number;
+  /**
+   * When everything done with a team store must be over (a performance.now() time): a hook's own
+   * deadline. Waits for a connection slot end early enough to leave the work time, and a write's bound
+   * never runs past it.
+   */
+  readonly deadline?: number;
 }
 
 /** What a person may see of the selected store: the SQLite path, or `team: host:port/db` (never credentials). */
@@ -75,16 +82,25 @@ export async function openAuthority(env: Env, options: AuthorityOptions): Promis
     // One authority, no fallback: an unreachable team store is StoreUnavailableError, never SQLite.
     // Bounded for hooks (spec §4, docs/team.md "Bounds"): a server that does not answer (no TCP
     // handshake) fails the connect within 2 s; one that answers gets 4 s for TLS and authentication
-    // (a burst's SCRAM exchanges queue on the server or the pooler); a live server that says it is busy (connection slots full) is asked again
-    // for up to 8 s more, so a burst queues (and a write's BEGIN may wait 4 s for a pooled server
-    // connection). A read outside a write gets the busy timeout too: behind a pooler it waits in the
+    // (a burst's SCRAM exchanges queue on the server or the pooler); a live server that says it is busy
+    // (connection slots full) is asked again for up to 10 s more, never past 1.5 s before a hook's own
+    // deadline, so a burst queues (and a write's BEGIN may wait 4 s for a pooled server connection). A read outside a write gets the busy timeout too: behind a pooler it waits in the
     // pooler's queue for a server connection, which a burst fills. One write transaction, its
     // waits for row locks and its retries included, gets the busy timeout (4 s by default, as a
     // SQLite writer waits for the file's lock), enforced by the server itself (statement_timeout): a
     // claim that waits its turn behind others is the server's queue, not a stall. What is left of the
     // 15 s hook timeout Turnkeeper installs covers start-up and one reconnect after a lost COMMIT.
-    const rows = await openPostgresRows(postgresBounds(selection.url, options));
-    return new Ledger(rows, new Checkpoints(rows, env));
+    // A hook (it has a deadline) first takes one of its home's few team-connection slots (connectionSlots.ts).
+    const slot =
+      options.deadline === undefined ? undefined : await takeConnectionSlot(turnkeeperHome(env), CONNECTIONS_PER_HOME, options.deadline - DEADLINE_RESERVE_MS);
+    try {
+      const rows = await openPostgresRows(postgresBounds(selection.url, options));
+      if (slot) rows.whenClosed(() => slot.release());
+      return new Ledger(rows, new Checkpoints(rows, env));
+    } catch (error) {
+      slot?.release();
+      throw error;
+    }
   }
   return openSqliteAuthority({ path: selection.path, create: options.create, busyTimeoutMs: options.busyTimeoutMs, checkpoints: env });
 }
@@ -96,7 +112,8 @@ function postgresBounds(url: string, options: AuthorityOptions): Parameters<type
     url,
     answerTimeoutMs: 2000,
     connectTimeoutMs: 4000,
-    connectQueueMs: hook ? 8000 : 10_000,
+    connectQueueMs: 10_000,
+    deadline: options.deadline,
     statementTimeoutMs: hook ? Math.max(options.busyTimeoutMs, 1) : 3000,
     transactionTimeoutMs: hook ? Math.max(options.busyTimeoutMs, 1) : 6000,
   };

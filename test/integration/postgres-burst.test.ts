@@ -7,14 +7,18 @@
 // - a server with room (the harness's max_connections = 200): every hook answers (a claim,
 //   [lease_held] or guidance), none [store_unavailable], one holder per Todo, a verifying chain, and
 //   the server refused no connection;
-// - control: a server started with max_connections = 40 (superuser_reserved_connections at its
-//   default, 3) admits 37 connections of the hooks' role and refuses the 38th with 53300, then 3 of a
+// - control: a server started with max_connections = 28 (superuser_reserved_connections at its
+//   default, 3) admits 25 connections of the hooks' role and refuses the 26th with 53300, then 3 of a
 //   superuser and refuses the next with 53300 "sorry, too many clients already";
 // - the same burst against that server, its slots too few for it: the server refuses connections
 //   (53300, counted in its log) while the hooks' backends never exceed its slots, and still every
-//   hook answers as above. The hooks wait their turn (connectQueued in src/store/postgres.ts retries
-//   a connect the server refuses as busy, for up to 8 s); a release that failed them at once answered
-//   [store_unavailable].
+//   hook answers as above. The hooks of one home take turns for 4 connections first
+//   (src/store/connectionSlots.ts), so the 8 homes open at most 32 at once, more than the 25 slots;
+//   beyond those the hooks wait their turn at the server (connectQueued in src/store/postgres.ts
+//   retries a connect the server refuses as busy, until the hook's deadline leaves it time for its
+//   work); a release that failed them at once answered [store_unavailable]. With 37 slots (the
+//   previous size) the homes' turns alone kept every hook within the server's slots: nothing was
+//   refused, and the test would not have reached the server's refusals at all.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -32,11 +36,12 @@ const ORIGIN = 'https://example.invalid/acme/direct.git';
 /** PostgreSQL's default superuser_reserved_connections, which the small server keeps. */
 const RESERVED = 3;
 /**
- * Slots for about half the burst: the field's case (a team's max_connections, 100 by default, and a
- * burst of 128 hooks) in proportion. Far fewer (17 for 64) is a server that needs a pooler
+ * Slots for about 40% of the burst, and fewer than the 32 connections its 8 homes open at once (4 each):
+ * the field's case (a team's max_connections, 100 by default, and a burst of 128 hooks from more
+ * machines than 100 / 4) in proportion. Far fewer (17 for 64) is a server that needs a pooler
  * (docs/team.md, "Many agents"): its hooks wait their turn beyond any bound a prompt can take.
  */
-const SMALL = 40;
+const SMALL = 28;
 
 /** The server's log lines for a connection it refused for want of a slot (both are SQLSTATE 53300). */
 const TOO_MANY = /FATAL: {2}sorry, too many clients already/g;

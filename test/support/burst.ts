@@ -220,8 +220,15 @@ export async function runBurst(options: BurstOptions): Promise<BurstResult> {
     const adds = await Promise.all(todos.slice(at, at + MACHINES).map((id, i) => machines[i]!.run(['todo', 'add', `Task ${id}`, '--id', id])));
     for (const add of adds) expect(add.code, add.stderr).toBe(0);
   }
-  // Machines that have used Turnkeeper before: each has run a command (its compile cache is warm).
-  for (const m of machines) expect((await m.run(['verify', '--json'])).code).toBe(0);
+  // Machines that have used Turnkeeper before: each has run a command and a hook, so its compile
+  // cache holds both bundles (dist/turnkeeper.js for commands, dist/hook.js for hooks). A hook of a
+  // session that names no Todo claims nothing: it records the session's proof of life.
+  for (const m of machines) {
+    expect((await m.run(['verify', '--json'])).code).toBe(0);
+    const warm = await m.run(['hook'], codexPrompt(m, `${m.name}-warm`, 'turn-0', 'hello'));
+    expect(warm.code, warm.stderr).toBe(0);
+    expect(warm.stdout).toBe('');
+  }
 
   // Even k: the shared Todo; odd k: a Todo of its own.
   const hooks = Array.from({ length: HOOKS }, (_, k) => {
