@@ -191,7 +191,16 @@ describe('the interactive Gemini CLI in a terminal, started by turnkeeper start 
     expect(refused.screen()).toContain(`Turnkeeper [precondition_changed]: The workspace changed since capture ${lease.capture} was taken`);
     expect(mock.requests.length).toBe(before);
 
+    const hookedBefore = (await receiptDocs(world)).filter((doc) => doc.kind === 'launch_hooked').length;
     const resumed = terminal([process.execPath, CLI, 'resume', lease.capture, '--interactive', '--accept-drift', '--agent-bin', GEMINI]);
+    // A resumed Gemini can draw its idle prompt before its SessionStart hook has run, and keys that
+    // arrive while the hook runs stay in the input box (seen once in CI: "go on with it" never sent).
+    // Ready once that hook has recorded the launch (launch_hooked, its first hook event's receipt) and
+    // the prompt is idle with no hook running.
+    let hooked = false;
+    for (const until = Date.now() + 60_000; !hooked && Date.now() < until; await new Promise((resolve) => setTimeout(resolve, 200)))
+      hooked = (await receiptDocs(world)).filter((doc) => doc.kind === 'launch_hooked').length > hookedBefore;
+    expect(hooked, `the resumed Gemini's first hook never recorded its launch; the terminal shows:\n${resumed.screen()}`).toBe(true);
     await ready(resumed);
     const next = 'go on with it';
     const at = mock.requests.length;

@@ -120,6 +120,14 @@ function expectRan(label: string, run: ProcResult): void {
   expect(run.code, describeRun(label, run)).toBe(0);
 }
 
+/** Every message part of `request` that carries Turnkeeper's context (a line that begins "Turnkeeper: Todo "), oldest first. */
+function injectedContexts(request: ChatRequest): string[] {
+  const texts = (request.body?.messages ?? []).flatMap((message) =>
+    typeof message.content === 'string' ? [message.content] : Array.isArray(message.content) ? message.content.map((part) => part.text ?? '') : [],
+  );
+  return texts.filter((text) => /^Turnkeeper: Todo /m.test(text));
+}
+
 /** The conversation requests of a run whose messages include `prompt`. */
 const turnRequests = (from: number, prompt: string): ChatRequest[] =>
   mock.requests.slice(from).filter((request) => isConversation(request) && requestText(request).includes(prompt));
@@ -168,8 +176,12 @@ describe('OpenCode with Turnkeeper plugin (real binary)', () => {
     expectRan('opencode run (retried)', await opencode(['--session', session, '--', prompt]));
     const requests = turnRequests(from, prompt);
     expect(requests.length, `${requests.length} requests`).toBeGreaterThanOrEqual(2);
-    // The context rides in a stored part of the message: the retry sends the same bytes.
-    const contexts = requests.map((request) => requestText(request).split(prompt).at(-1));
+    // The context rides in a stored part of the message: the retry sends the same bytes. Compared as
+    // the parts that carry it, wherever they stand: OpenCode may repeat the prompt later in a request
+    // (seen once in CI: the text after the prompt's last occurrence was a lone `"`), so the text after
+    // the prompt is not where to look.
+    // The session's earlier turns carry theirs too: this turn's is the newest.
+    const contexts = requests.map((request) => injectedContexts(request).at(-1));
     expect(contexts[0]).toContain(`Turnkeeper: Todo fix-login · capture ${lease.capture} · epoch 1`);
     expect(contexts[1]).toBe(contexts[0]);
     expectLeaseUnchanged(world, lease);
