@@ -48,7 +48,16 @@ import {
   type TodoStatus,
 } from '../store/authority';
 import type { TreeKey } from '../core/merkle';
-import { decisionMoved, type ClaimSnapshot, type FeedMode, type HeldElsewhere, type StorePort, type StoreTx } from '../store/port';
+import {
+  appendPreparedNow,
+  decisionMoved,
+  type ClaimSnapshot,
+  type PreparedAppend,
+  type FeedMode,
+  type HeldElsewhere,
+  type StorePort,
+  type StoreTx,
+} from '../store/port';
 import { faultPoint } from '../store/faults';
 import { latestStartOfTodo, startOfCapture } from './starts';
 import type { Checkpoints } from './checkpoints';
@@ -62,35 +71,19 @@ const HISTORY_LENGTH = 5;
  * made while the head is locked (core/receipts.ts `prepareReceipt` says why). Returns the last.
  */
 async function append(tx: StoreTx, fields: ReceiptFields | readonly ReceiptFields[], now: number): Promise<{ seq: number; hash: string }> {
-  const prepared = (Array.isArray(fields) ? fields : [fields]).map((one: ReceiptFields) => ({ fields: one, receipt: prepareReceipt(one, now) }));
-  let head = await tx.chainHead();
-  let last: { seq: number; hash: string } | undefined;
-  for (const { fields: one, receipt } of prepared) {
-    const built = receipt.at(head);
-    const seq = built.document.seq;
-    await tx.appendReceipt(
-      { seq, doc: built.text, hash: built.hash, goal: one.goal, todo: one.todo ?? null, capture: one.capture ?? null, kind: one.kind },
-      head,
-    );
-    head = last = { seq, hash: built.hash };
-  }
-  if (!last) throw new Error('append: no receipt to append');
-  return last;
+  return appendPreparedNow(tx, prepared(Array.isArray(fields) ? fields : [fields], now));
 }
+
+/** Each receipt prepared (its canonical text) with its lookup columns, before the head is read. */
+const prepared = (fields: readonly ReceiptFields[], now: number): PreparedAppend[] =>
+  fields.map((one) => ({ receipt: prepareReceipt(one, now), goal: one.goal, todo: one.todo ?? null, capture: one.capture ?? null, kind: one.kind }));
 
 /**
  * Appends receipts as the transaction's last act, after the chain head as it is at COMMIT (port.ts
  * `appendAtCommit`): prepared here, put after the head by the store. With `expect`, only if it still holds then.
  */
 async function appendAtCommit(tx: StoreTx, fields: readonly ReceiptFields[], now: number, expect?: HeldElsewhere): Promise<void> {
-  const receipts = fields.map((one) => ({
-    receipt: prepareReceipt(one, now),
-    goal: one.goal,
-    todo: one.todo ?? null,
-    capture: one.capture ?? null,
-    kind: one.kind,
-  }));
-  await tx.appendAtCommit(receipts, expect);
+  await tx.appendAtCommit(prepared(fields, now), expect);
 }
 
 interface ReleaseRecord {

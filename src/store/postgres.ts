@@ -730,11 +730,6 @@ export class PostgresRows implements StorePort {
     }
   }
 
-  /** Locks the chain head until this transaction ends (appends to the one chain take turns), within the write's bound. */
-  private async lockHeadInTurn(): Promise<{ seq: number; hash: string } | undefined> {
-    return this.one<{ seq: number; hash: string }>('SELECT seq, hash FROM turnkeeper.lock_chain_head()');
-  }
-
   /** Closes the socket without a word to the server (which then rolls back), and reconnects on next use. */
   private abandonConnection(): void {
     this.broken = true;
@@ -1148,7 +1143,7 @@ export class PostgresRows implements StorePort {
     chainHead: async () => {
       if (this.txHeadRead) return this.txHead;
       if (this.atCommit) throw new Error('appendAtCommit is the last thing a transaction does: the head is not read after it');
-      const head = await this.lockHeadInTurn();
+      const head = await this.one<{ seq: number; hash: string }>('SELECT seq, hash FROM turnkeeper.lock_chain_head()');
       this.txHeadRead = true;
       this.txHead = head && head.seq > 0 ? head : undefined;
       return this.txHead;
