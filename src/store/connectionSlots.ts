@@ -11,7 +11,7 @@
 // it. The limit is a courtesy, not a guarantee: two hooks that take over one dead holder's slot at the
 // same moment may both go on, and a directory that cannot be used means no limit at all. Nothing here
 // decides anything: a hook without a slot by its deadline connects all the same (fail open).
-import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, lstatSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** At most this many cold-hook connections to a team store per home at once. */
@@ -25,6 +25,10 @@ export interface ConnectionSlot {
 function holderGone(path: string): boolean {
   let text: string;
   try {
+    // Only a regular file of ours is read: a FIFO or a link planted at a slot's name would block the
+    // hook in the read, or read what it points at.
+    const stat = lstatSync(path);
+    if (!stat.isFile() || stat.uid !== process.geteuid?.()) return false;
     text = readFileSync(path, 'utf8');
   } catch {
     return false; // gone already, or unreadable: not ours to remove
@@ -83,7 +87,7 @@ export async function takeConnectionSlot(home: string, count: number, until: num
       return {
         release() {
           try {
-            if (readFileSync(path, 'utf8') === mine) unlinkSync(path);
+            if (lstatSync(path).isFile() && readFileSync(path, 'utf8') === mine) unlinkSync(path);
           } catch {
             // already gone
           }

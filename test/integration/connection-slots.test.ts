@@ -4,7 +4,7 @@
 // was killed is taken over (control: one whose holder lives is not), and a home that is not there
 // gives no slot and creates nothing (the hook then connects all the same).
 import { afterEach, describe, expect, it } from 'vitest';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -61,6 +61,17 @@ describe('connection slots of one home', () => {
     // Control: a live holder (this process) keeps its slot.
     writeFileSync(join(slotsDir(at), 'slot-0'), String(process.pid));
     expect(await takeConnectionSlot(at, 1, performance.now() + 100)).toBeUndefined();
+  });
+
+  it('a FIFO planted at a slot is never read (the hook would block in it): it counts as held until the deadline', async () => {
+    const at = home();
+    mkdirSync(slotsDir(at), { recursive: true, mode: 0o700 });
+    execFileSync('mkfifo', [join(slotsDir(at), 'slot-0')]);
+    const started = performance.now();
+    expect(await takeConnectionSlot(at, 1, started + 200)).toBeUndefined();
+    expect(performance.now() - started).toBeLessThan(5000);
+    // Control: with a second slot free, that one is taken at once.
+    expect(await takeConnectionSlot(at, 2, performance.now())).toBeDefined();
   });
 
   it('a home that does not exist gives no slot and is not created', async () => {
