@@ -81,7 +81,7 @@ export async function openAuthority(env: Env, options: AuthorityOptions): Promis
   if (selection.kind === 'postgres') {
     // One authority, no fallback: an unreachable team store is StoreUnavailableError, never SQLite.
     // Bounded for hooks (spec §4, docs/team.md "Bounds"): a server that does not answer (no TCP
-    // handshake) fails the connect within 2 s; one that answers gets 4 s for TLS and authentication
+    // handshake) fails the connect within 2 s; one that answers gets 4 s for TLS and authentication (a hook: as long as it keeps answering, see connectClient)
     // (a burst's SCRAM exchanges queue on the server or the pooler); a live server that says it is busy
     // (connection slots full) is asked again for up to 10 s more, never past 1.5 s before a hook's own
     // deadline, so a burst queues (and a write's BEGIN may wait 4 s for a pooled server connection). A read outside a write gets the busy timeout too: behind a pooler it waits in the

@@ -79,7 +79,11 @@ import { hookRoleGrants, PG_MIGRATIONS, PG_SCHEMA_VERSION } from './postgresSche
 
 export interface PostgresOptions {
   readonly url: string;
-  /** Bound on one connection attempt, TLS and authentication included (hooks: 4 s). */
+  /**
+   * Bound on one connection attempt, TLS and authentication included (4 s). With a `deadline` (a hook)
+   * it bounds the server's silence instead: a server that keeps answering is waited for until
+   * DEADLINE_RESERVE_MS before the deadline, one that goes quiet this long is given up.
+   */
   readonly connectTimeoutMs?: number;
   /** Bound on the TCP handshake (spec §4: ≤ 2 s): a server or network that does not answer fails within it. Default: connectTimeoutMs. */
   readonly answerTimeoutMs?: number;
@@ -228,9 +232,12 @@ function loadPg(): typeof import('pg') {
 export async function connectClient(options: PostgresOptions): Promise<Client> {
   const pg = loadPg();
   const answerMs = options.answerTimeoutMs ?? options.connectTimeoutMs ?? 2000;
+  const silenceMs = Math.max(options.connectTimeoutMs ?? 2000, answerMs);
+  // A hook's connect ends where its queue ends (connectQueued), not at silenceMs: see below.
+  const wholeMs = options.deadline === undefined ? silenceMs : Math.max(silenceMs, Math.floor(options.deadline - DEADLINE_RESERVE_MS - performance.now()));
   const config: ClientConfig = {
     connectionString: options.url,
-    connectionTimeoutMillis: Math.max(options.connectTimeoutMs ?? 2000, answerMs),
+    connectionTimeoutMillis: wholeMs,
     query_timeout: options.statementTimeoutMs ?? 3000,
     application_name: 'turnkeeper',
   };
@@ -242,14 +249,30 @@ export async function connectClient(options: PostgresOptions): Promise<Client> {
   // A server that goes away later must fail the operation in flight, not crash the process.
   client.on('error', () => undefined);
   // Two bounds: the TCP handshake (a server or network that does not answer at all fails within
-  // answerMs), and the whole connect with TLS and authentication (connectTimeoutMs): a live server
-  // or pooler under a burst answers its SCRAM exchanges late, and is waited for.
-  const stream = (client as unknown as { connection?: { stream?: import('node:net').Socket } }).connection?.stream;
+  // answerMs), and the connect with TLS and authentication. A live server or pooler under a burst
+  // answers its SCRAM exchanges late: on two busy cores one connect of a hook took 4 s and more, each
+  // exchange answered (docs/testing.md, "The burst"). So a hook waits for a server that keeps
+  // answering until its queue ends (wholeMs), and gives up on one that says nothing for silenceMs
+  // (a stalled network, a stopped server whose kernel still accepts): the wait follows the server.
+  const connection = (client as unknown as { connection?: import('node:events').EventEmitter & { stream?: import('node:net').Socket } }).connection;
+  const stream = connection?.stream;
   let answered = false;
   stream?.once('connect', () => (answered = true));
   const noAnswer = setTimeout(() => {
     if (!answered) stream?.destroy(new Error(`no answer within ${answerMs} ms`));
   }, answerMs);
+  let silence: NodeJS.Timeout | undefined;
+  const quiet = (): void => {
+    clearTimeout(silence);
+    // connection.stream: the TLS socket once pg has upgraded to it.
+    silence = setTimeout(() => connection?.stream?.destroy(new Error(`the server said nothing for ${silenceMs} ms while connecting`)), silenceMs);
+  };
+  const overTls = (): void => void connection?.stream?.on('data', quiet);
+  if (wholeMs > silenceMs && stream) {
+    stream.once('connect', quiet);
+    stream.on('data', quiet);
+    connection?.once('sslconnect', overTls);
+  }
   try {
     await client.connect();
     return client;
@@ -260,6 +283,10 @@ export async function connectClient(options: PostgresOptions): Promise<Client> {
     });
   } finally {
     clearTimeout(noAnswer);
+    clearTimeout(silence);
+    stream?.off('data', quiet);
+    connection?.stream?.off('data', quiet);
+    connection?.off('sslconnect', overTls);
   }
 }
 

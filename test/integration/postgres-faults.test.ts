@@ -273,6 +273,26 @@ describe('a stalled network', () => {
     expect(await (await open(url)).listLeases()).toStrictEqual([]);
   });
 
+  it('a server slow at each start-up exchange: the hook waits while it keeps answering, past the 4 s a connect once had, and claims', async () => {
+    const { url } = await teamStore(['fix-login']);
+    const proxy = await startProxy(server().port);
+    proxies.push(proxy);
+    // Each answer of the server's start-up (authentication, then the backend's start) 1.8 s after the
+    // one before: no silence near 4 s, and the whole connect well past it, as on busy cores.
+    proxy.mode({ slowStartup: 1800 });
+    const fresh = makeNode(viaPort(url, proxy.port));
+    // Control: a command has no deadline to queue until, and keeps the 4 s bound on its whole connect,
+    // which this start-up outlasts: the hook below would otherwise have failed the same way.
+    const list = await fresh.run(['todo', 'list']);
+    expect(list.code).not.toBe(0);
+    expect(list.stderr).toMatch(/cannot connect to the team store .*timeout expired/);
+    const run = await fresh.run(['hook'], { input: fresh.prompt('s-slow', 't1', '#todo:fix-login') });
+    console.log(`slow start-up: hook process ${run.ms} ms`);
+    expect(contextOf(run.stdout), run.stderr).toMatch(READY);
+    expect(run.ms).toBeGreaterThan(4000);
+    expect((await (await open(url)).listLeases()).map((lease) => lease.todo)).toStrictEqual(['fix-login']);
+  });
+
   it('stalled in the middle of the claim, after waiting for a row lock: still within the bound, nothing committed', async () => {
     const { url } = await teamStore(['fix-login']);
     const proxy = await startProxy(server().port);

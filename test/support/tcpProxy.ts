@@ -20,6 +20,10 @@
 //   A string pattern matches a statement equal to it (case, surrounding blanks and a trailing ';'
 //   ignored), so 'COMMIT' does not match `BEGIN ISOLATION LEVEL READ COMMITTED`; a RegExp is tested
 //   against the statement text.
+// - { slowStartup: ms }: every connection's start-up (the server's answers up to its first
+//   ReadyForQuery: the authentication exchanges and the backend's start) reaches the client late, each
+//   chunk `ms` after the one before, in order, as from a server on busy cores; after that, bytes pass
+//   as in 'forward'. Connections opened while the mode lasts are slowed.
 //
 // Wire protocol, as far as needed: the client's first message is untyped (int32 length, int32
 // code: a StartupMessage, or an SSLRequest / GSSENCRequest answered by a single byte 'S', 'G' or
@@ -27,7 +31,7 @@
 // itself. A connection that switches to TLS or GSS encryption is passed through but never matched.
 import net, { type AddressInfo } from 'node:net';
 
-type ProxyMode = 'forward' | 'stall' | { dropReplyAfter: string | RegExp };
+type ProxyMode = 'forward' | 'stall' | { dropReplyAfter: string | RegExp } | { slowStartup: number };
 
 export interface TcpProxy {
   /** The proxy's port on 127.0.0.1. */
@@ -119,6 +123,9 @@ interface Pair {
   /** Armed by dropReplyAfter: ReadyForQuery messages still to pass before the swallowing starts. */
   passBeforeDrop: number | undefined;
   closed: boolean;
+  /** slowStartup: the delay of each start-up chunk (fixed when the connection is accepted), and the chain that keeps them in order. */
+  startupDelay: number;
+  slowed: Promise<void> | undefined;
 }
 
 export async function startProxy(targetPort: number, targetHost = '127.0.0.1'): Promise<TcpProxy> {
@@ -160,7 +167,13 @@ export async function startProxy(targetPort: number, targetHost = '127.0.0.1'): 
         continue;
       }
       const statement = statementOf(message.type, message.body);
-      if (statement !== undefined && typeof current === 'object' && pair.passBeforeDrop === undefined && matches(current.dropReplyAfter, statement)) {
+      if (
+        statement !== undefined &&
+        typeof current === 'object' &&
+        'dropReplyAfter' in current &&
+        pair.passBeforeDrop === undefined &&
+        matches(current.dropReplyAfter, statement)
+      ) {
         pair.passBeforeDrop = pair.owedReady;
         current = 'forward';
       }
@@ -197,7 +210,20 @@ export async function startProxy(targetPort: number, targetHost = '127.0.0.1'): 
         return;
       }
     }
-    if (forward.length) pair.client.write(forward.length === 1 ? forward[0]! : Buffer.concat(forward));
+    if (!forward.length) return;
+    const bytes = forward.length === 1 ? forward[0]! : Buffer.concat(forward);
+    if (pair.startupDelay > 0 || pair.slowed) {
+      // Start-up ends with the server's first ReadyForQuery; later chunks only keep their order.
+      const delay = pair.startupDelay;
+      if (forward.some((raw) => raw[0] === 'Z'.charCodeAt(0))) pair.startupDelay = 0;
+      pair.slowed = (pair.slowed ?? Promise.resolve())
+        .then(() => (delay > 0 ? new Promise((resolve) => setTimeout(resolve, delay)) : undefined))
+        .then(() => {
+          if (!pair.closed) pair.client.write(bytes);
+        });
+      return;
+    }
+    pair.client.write(bytes);
   };
 
   const connectUpstream = (pair: Pair): void => {
@@ -226,6 +252,8 @@ export async function startProxy(targetPort: number, targetHost = '127.0.0.1'): 
       owedReady: 0,
       passBeforeDrop: undefined,
       closed: false,
+      startupDelay: typeof current === 'object' && 'slowStartup' in current ? current.slowStartup : 0,
+      slowed: undefined,
     };
     pairs.add(pair);
     client.on('end', () => {
