@@ -17,7 +17,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ensurePrivateHome, foreignHomeProblem, storeFileProblem, storePath, turnkeeperHome, type Env } from '../store/location';
 import { asStoreError, openSqliteRows, type OpenOptions } from '../store/sqlite';
-import { DEADLINE_RESERVE_MS, openPostgresRows, redactedLocation } from '../store/postgres';
+import { DEADLINE_RESERVE_MS, loadPg, openPostgresRows, redactedLocation } from '../store/postgres';
 import { CONNECTIONS_PER_HOME, takeConnectionSlot } from '../store/connectionSlots';
 import { Ledger } from './ledger';
 import { resolveGoal } from '../checkout/goal';
@@ -91,6 +91,9 @@ export async function openAuthority(env: Env, options: AuthorityOptions): Promis
     // claim that waits its turn behind others is the server's queue, not a stall. What is left of the
     // 15 s hook timeout Turnkeeper installs covers start-up and one reconnect after a lost COMMIT.
     // A hook (it has a deadline) first takes one of its home's few team-connection slots (connectionSlots.ts).
+    // The driver is loaded before the wait: tens of milliseconds of CPU on a busy host that a hook
+    // holding a slot would otherwise spend while the hooks queued behind it wait.
+    if (options.deadline !== undefined) loadPg();
     const slot =
       options.deadline === undefined ? undefined : await takeConnectionSlot(turnkeeperHome(env), CONNECTIONS_PER_HOME, options.deadline - DEADLINE_RESERVE_MS);
     try {

@@ -214,7 +214,8 @@ function passwordsOf(url: string): string[] {
 }
 
 let pgModule: typeof import('pg') | undefined;
-function loadPg(): typeof import('pg') {
+/** Loads the driver (once per process); a hook loads it before it waits for a connection slot (ledger/open.ts). */
+export function loadPg(): typeof import('pg') {
   if (!pgModule) {
     // require, not import(): pg is CommonJS (dist/pg.js in the bundles), and import() would take it
     // through the ESM loader, milliseconds of every team-store hook. Loaded on first connect only.
