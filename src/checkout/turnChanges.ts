@@ -1,10 +1,10 @@
 // What a turn changed in its checkout (spec §5 "turn_ended"): git HEAD and a digest of the whole
-import { randomBytes } from 'node:crypto';
-// working tree (tracked and untracked files, .gitignore honoured) at the turn's prompt and at its
+// working tree (tracked and untracked files, .gitignore honoured, no index flag hiding a change) at the turn's prompt and at its
 // stop, and the paths between the two trees. Every git call goes through the one runner of
 // workspace.ts (its binary, options, scrubbed environment and disabled filter drivers); nothing here writes to the repository: the tree is
 // built in a temporary copy of the index and written as loose objects only (git's own
 // `git stash create` writes objects the same way), so the checkout's index and refs never move.
+import { randomBytes } from 'node:crypto';
 import { constants, copyFileSync, lstatSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { checkoutGit, type CheckoutGit, type GitCallerEnv } from './workspace';
@@ -44,7 +44,8 @@ const objectId = (out: string | null): string | null => {
 };
 
 /**
- * HEAD and the tree `git add -A` would stage, built in a temporary copy of the checkout's index
+ * HEAD and the tree of the working tree as a fresh index would stage it (`git add -A` with no index
+ * flag hiding a change, and untracked files hidden by a .gitignore only), built in a temporary copy of the checkout's index
  * (`gitDir` is the checkout's own git directory: a worktree's, not the common one) and removed after.
  * The copy sits beside the index, as `git stash` keeps its own (`index.stash.<pid>`): never in TMPDIR,
  * which may be shared with other users (test/integration/compile-cache.test.ts). Submodules keep the
@@ -80,21 +81,53 @@ export function treeStateOf(
     if (code !== 'ENOENT' || path !== join(gitDir, 'index')) return { head, tree: null };
   }
   try {
-    // Fail safe: `add -A` runs only once git itself says it uses the temporary index. A runner that
+    // Fail safe: `add` runs only once git itself says it uses the temporary index. A runner that
     // stopped passing the variable on would otherwise stage into the person's own index.
     const temporary = { GIT_INDEX_FILE: index };
     if (git.run(['rev-parse', '--git-path', 'index'], temporary)?.trim() !== index) return { head, tree: null };
-    const staged = git.run(['ls-files', '--stage', '-z'], temporary);
-    if (staged === null) return { head, tree: null };
-    const submodules = staged
-      .split('\0')
-      .filter((entry) => entry.startsWith('160000 '))
-      .map((entry) => `:(exclude,literal)${entry.slice(entry.indexOf('\t') + 1)}`);
-    if (git.run(['add', '-A', '--', '.', ...submodules], temporary) === null || !inBudget()) return { head, tree: null };
+    const listed = git.run(['ls-files', '--stage', '-v', '-z'], temporary);
+    if (listed === null) return { head, tree: null };
+    const { submodules, assumed, skipped } = indexFlagsOf(listed, checkout);
+    // The flags that hide a change from `add` are cleared in the copy (the stat cache stays, so only
+    // files whose stat changed are hashed): assume-unchanged, and skip-worktree on a file that is
+    // there (a sparse checkout's absent files keep theirs). update-index clears one kind per run.
+    const nul = (paths: readonly string[]) => paths.map((path) => `${path}\0`).join('');
+    if (assumed.length > 0 && git.run(['update-index', '-z', '--no-assume-unchanged', '--stdin'], temporary, nul(assumed)) === null)
+      return { head, tree: null };
+    if (skipped.length > 0 && git.run(['update-index', '-z', '--no-skip-worktree', '--stdin'], temporary, nul(skipped)) === null) return { head, tree: null };
+    const excluded = submodules.map((path) => `:(exclude,literal)${path}`);
+    if (git.run(['add', '-u', '--', '.', ...excluded], temporary) === null || !inBudget()) return { head, tree: null };
+    // Untracked files: only a .gitignore hides one. `$GIT_DIR/info/exclude` and core.excludesFile are
+    // not in the tree, so a line the agent adds there would hide a file with no trace in the turn.
+    const untracked = git.run(['ls-files', '--others', '-z', '--exclude-per-directory=.gitignore'], temporary);
+    if (untracked === null || !inBudget()) return { head, tree: null };
+    if (untracked !== '' && git.run(['--literal-pathspecs', 'add', '-f', '--pathspec-from-file=-', '--pathspec-file-nul'], temporary, untracked) === null)
+      return { head, tree: null };
     return { head, tree: objectId(git.run(['write-tree'], temporary)) };
   } finally {
     rmSync(index, { force: true });
   }
+}
+
+/**
+ * What `ls-files --stage -v -z` says of each entry: the submodules (mode 160000), and the paths whose
+ * flags hide a change: assume-unchanged (a lower-case tag) and skip-worktree (S) on a file present in
+ * `checkout`.
+ */
+function indexFlagsOf(listed: string, checkout: string): { submodules: string[]; assumed: string[]; skipped: string[] } {
+  const submodules: string[] = [];
+  const assumed = new Set<string>();
+  const skipped = new Set<string>();
+  for (const entry of listed.split('\0')) {
+    const tab = entry.indexOf('\t');
+    if (tab < 0) continue;
+    const [tag = '', mode] = entry.slice(0, tab).split(' ');
+    const path = entry.slice(tab + 1);
+    if (mode === '160000') submodules.push(path);
+    if (tag !== tag.toUpperCase()) assumed.add(path);
+    if (tag.toUpperCase() === 'S' && lstatSync(join(checkout, path), { throwIfNoEntry: false }) !== undefined) skipped.add(path);
+  }
+  return { submodules, assumed: [...assumed], skipped: [...skipped] };
 }
 
 /** The paths between two trees (`git diff-tree`, plumbing: no diff drivers, no renames), or null when either is unknown or git failed. */

@@ -99,7 +99,7 @@ function startRun(checkout: string, env: GitCallerEnv, budgetMs = GIT_BUDGET_MS)
 }
 
 /** git's exit status and stdout; null when it could not run, timed out or was killed. */
-function git(run: GitRun, args: readonly string[], extraEnv: Readonly<Record<string, string>> = {}): { status: number; stdout: string } | null {
+function git(run: GitRun, args: readonly string[], extraEnv: Readonly<Record<string, string>> = {}, input?: string): { status: number; stdout: string } | null {
   const timeout = run.deadline - Date.now();
   if (timeout <= 0) return null;
   // Loaded on first use: node:child_process adds to every hook's start-up (bench row S1), and only claims need git.
@@ -107,7 +107,8 @@ function git(run: GitRun, args: readonly string[], extraEnv: Readonly<Record<str
   const result = spawnSync(run.binary, [...SAFE_OPTIONS, '-C', run.goal, ...args], {
     encoding: 'utf8',
     env: gitEnvironment(run.env, extraEnv),
-    stdio: ['ignore', 'pipe', 'ignore'],
+    stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'ignore'],
+    ...(input === undefined ? {} : { input }),
     timeout,
     maxBuffer: 64 * 1024 * 1024,
   });
@@ -115,8 +116,8 @@ function git(run: GitRun, args: readonly string[], extraEnv: Readonly<Record<str
   return { status: result.status, stdout: result.stdout };
 }
 
-const gitOk = (run: GitRun, args: readonly string[], extraEnv?: Readonly<Record<string, string>>): string | null => {
-  const result = git(run, args, extraEnv);
+const gitOk = (run: GitRun, args: readonly string[], extraEnv?: Readonly<Record<string, string>>, input?: string): string | null => {
+  const result = git(run, args, extraEnv, input);
   return result?.status === 0 ? result.stdout : null;
 };
 
@@ -200,9 +201,10 @@ export interface CheckoutGit {
   /**
    * stdout of a run that exited 0, else null (failed, timed out, out of budget). Every filter driver is
    * disabled on it (listed once, on the first run): `git add` hashes files through their `clean` filter
-   * as status does. `env` adds variables git runs with (GIT_INDEX_FILE), after the scrub.
+   * as status does. `env` adds variables git runs with (GIT_INDEX_FILE), after the scrub; `input` is
+   * its stdin (a list for `--stdin`).
    */
-  run(args: readonly string[], env?: Readonly<Record<string, string>>): string | null;
+  run(args: readonly string[], env?: Readonly<Record<string, string>>, input?: string): string | null;
   /** HEAD's object id, read once per session (a claim's preconditions and its turn base share it); null before the first commit or when git fails. */
   head(): string | null;
 }
@@ -214,9 +216,9 @@ export function checkoutGit(checkout: string, budgetMs: number, env: GitCallerEn
   let filters: string[] | null | undefined;
   let head: string | null | undefined;
   return {
-    run(args, env) {
+    run(args, env, input) {
       filters ??= disabledFilters(run);
-      return filters === null ? null : gitOk(run, [...filters, ...args], env);
+      return filters === null ? null : gitOk(run, [...filters, ...args], env, input);
     },
     head() {
       // rev-parse runs no filter: no need to list them for it.

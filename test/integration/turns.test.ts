@@ -244,6 +244,53 @@ describe('the turn receipt', () => {
   });
 });
 
+describe('a turn that hides its changes from git', () => {
+  /**
+   * The tree of the real working tree from a fresh index, with no exclude file but the .gitignore
+   * ones, and the sparse checkout's absent file as its commit has it.
+   */
+  function freshTree(): string {
+    const copy = join(world.root, 'fresh');
+    rmSync(copy, { recursive: true, force: true });
+    cpSync(world.repo, copy, { recursive: true });
+    writeFileSync(join(copy, 'sparse.txt'), git(copy, 'show', 'HEAD:sparse.txt') + '\n');
+    rmSync(join(copy, '.git', 'index'));
+    rmSync(join(copy, '.git', 'info', 'exclude'), { force: true });
+    git(copy, 'add', '-A');
+    const tree = git(copy, 'write-tree');
+    rmSync(copy, { recursive: true, force: true });
+    return tree;
+  }
+
+  it('skip-worktree, assume-unchanged and a line in .git/info/exclude: the receipt names each path, and its tree is what a fresh index sees', async () => {
+    // A sparse checkout's file: skip-worktree and absent before the turn. It was not changed by it.
+    writeFileSync(join(world.repo, 'sparse.txt'), 'sparse\n');
+    git(world.repo, 'add', 'sparse.txt');
+    git(world.repo, '-c', 'user.email=t@example.invalid', '-c', 'user.name=t', 'commit', '-qm', 'sparse');
+    git(world.repo, 'update-index', '--skip-worktree', 'sparse.txt');
+    rmSync(join(world.repo, 'sparse.txt'));
+    hook('UserPromptSubmit', PROMPT);
+
+    // The turn, and three ways to keep git from seeing what it did.
+    git(world.repo, 'update-index', '--skip-worktree', 'a.txt');
+    writeFileSync(join(world.repo, 'a.txt'), 'a, edited behind skip-worktree\n');
+    git(world.repo, 'update-index', '--assume-unchanged', 'README.md');
+    writeFileSync(join(world.repo, 'README.md'), 'demo, edited behind assume-unchanged\n');
+    mkdirSync(join(world.repo, '.git', 'info'), { recursive: true });
+    appendFileSync(join(world.repo, '.git', 'info', 'exclude'), 'secret.txt\n');
+    writeFileSync(join(world.repo, 'secret.txt'), 'kept out of sight\n');
+    // Control: git itself shows none of it, so a tree from the index as it stands would not either.
+    expect(git(world.repo, 'status', '--porcelain')).toBe('');
+
+    hook('Stop', { stop_hook_active: false });
+    const [receipt] = await turnReceipts();
+    expect(receipt!.detail).toMatchObject({ changed: 3, added: 1, modified: 2, deleted: 0, treeAfter: freshTree() });
+    expect(JSON.parse(receipt!.detail!.paths as string)).toEqual(['M\tREADME.md', 'M\ta.txt', 'A\tsecret.txt']);
+    // The person's index keeps its flags: the tree was built in a copy.
+    expect(git(world.repo, 'ls-files', '-v', 'a.txt', 'README.md', 'sparse.txt')).toBe('h README.md\nS a.txt\nS sparse.txt');
+  });
+});
+
 describe('the tree is built only in the temporary index', () => {
   it("a git that drops GIT_INDEX_FILE (a runner that stops passing the environment on) leaves the person's index alone and the tree unknown", async () => {
     // A git in front of the real one that runs it without GIT_INDEX_FILE.
