@@ -2,7 +2,7 @@
 // `turn_ended` receipt of every turn with what it changed, its releases and status changes, oldest
 // first, from the Todo's own receipts (the (goal, todo, seq) index; renewals and the claim's other
 // receipts are left out). `show <captureId>` stays the capture's view (inspect.ts).
-import { parseReceipt, type ReceiptDocument } from '../core/receipts';
+import { parseReceipt, turnPaths, type ReceiptDetailValue, type ReceiptDocument } from '../core/receipts';
 import { EXIT, goalFrom, openStore, printJson, type Io } from './io';
 
 /** The kinds a timeline shows. */
@@ -21,21 +21,12 @@ export interface TimelineEntry {
   readonly owner: string | null;
   readonly capture: string | null;
   readonly epoch: number | null;
-  readonly detail: Readonly<Record<string, string | number | boolean | null>>;
+  readonly detail: Readonly<Record<string, ReceiptDetailValue>>;
   /** A turn's changed paths, parsed from its receipt (`<status>\t<path>`). */
   readonly paths?: readonly string[];
 }
 
-const pathsOf = (doc: ReceiptDocument): string[] | undefined => {
-  const text = doc.detail?.paths;
-  if (typeof text !== 'string') return undefined;
-  try {
-    const value: unknown = JSON.parse(text);
-    return Array.isArray(value) ? value.filter((item): item is string => typeof item === 'string') : undefined;
-  } catch {
-    return undefined;
-  }
-};
+const pathsOf = (doc: ReceiptDocument): readonly string[] | undefined => turnPaths(doc.detail?.paths);
 
 export async function todoTimelineCommand(todo: string, json: boolean, io: Io): Promise<number> {
   const goal = goalFrom(io, undefined);
@@ -85,7 +76,7 @@ function timelineLine(entry: TimelineEntry): string {
     case 'lease_acquired':
       return `${head}claimed by ${who}, epoch ${entry.epoch ?? '?'} (${entry.capture ?? '?'})\n`;
     case 'launch_committed':
-      return `${head}launched ${typeof d.agent === 'string' ? d.agent : 'an agent'}${num(d.pid) !== undefined ? ` (pid ${d.pid})` : ''}\n`;
+      return `${head}launched ${typeof d.agent === 'string' ? d.agent : 'an agent'}${num(d.pid) !== undefined ? ` (pid ${num(d.pid)})` : ''}\n`;
     case 'lease_released':
       return `${head}released, epoch ${entry.epoch ?? '?'}${typeof d.reason === 'string' ? `: ${d.reason}` : ''}\n`;
     case 'todo_status_changed':

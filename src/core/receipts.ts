@@ -57,7 +57,26 @@ export interface ReceiptFields {
   readonly owner?: string | undefined;
   readonly lease?: { readonly epoch: number; readonly version: number } | undefined;
   readonly op?: string | undefined;
-  readonly detail?: Readonly<Record<string, string | number | boolean | null>> | undefined;
+  readonly detail?: Readonly<Record<string, ReceiptDetailValue>> | undefined;
+}
+
+/** A value of a receipt's `detail`: a scalar, or a list of strings (a turn's changed paths). */
+export type ReceiptDetailValue = string | number | boolean | null | readonly string[];
+
+/**
+ * A turn_ended receipt's `paths`: its list, or, in a receipt of an earlier build, the list's JSON
+ * text; undefined for anything else.
+ */
+export function turnPaths(value: ReceiptDetailValue | undefined): readonly string[] | undefined {
+  let list: unknown = value;
+  if (typeof value === 'string') {
+    try {
+      list = JSON.parse(value);
+    } catch {
+      return undefined;
+    }
+  }
+  return Array.isArray(list) ? list.filter((item): item is string => typeof item === 'string') : undefined;
 }
 
 export interface ReceiptDocument extends ReceiptFields {

@@ -467,8 +467,8 @@ class HookDecider {
             added: changes?.added ?? null,
             modified: changes?.modified ?? null,
             deleted: changes?.deleted ?? null,
-            // JSON text of `<status>\t<path>` names (a receipt's detail holds scalars), the first MAX_CHANGED_PATHS.
-            paths: changes ? JSON.stringify(changes.paths) : null,
+            // `<status>\t<path>` names, the first MAX_CHANGED_PATHS (earlier builds wrote their JSON text).
+            paths: changes ? changes.paths : null,
           },
         },
         now,

@@ -9,7 +9,7 @@ import {
   TURN_PREDICATE_TYPE,
   type DsseEnvelope,
 } from '../core/checkpoint';
-import { parseReceipt, type ReceiptDocument } from '../core/receipts';
+import { parseReceipt, turnPaths, type ReceiptDocument } from '../core/receipts';
 import type { Authority } from '../store/authority';
 import type { Env } from '../store/location';
 import { checkpointsOf, SigningRefused, type ProofResult } from './checkpoints';
@@ -129,11 +129,6 @@ function turnStatement(doc: ReceiptDocument): Made {
   if (tree) subject.push({ name: 'git-tree', digest: { gitTree: tree } });
   const head = gitId(detail.headAfter);
   if (tree && head && head !== detail.headBefore) subject.push({ name: 'git-commit', digest: { gitCommit: head } });
-  let paths: unknown = null;
-  try {
-    paths = typeof detail.paths === 'string' ? JSON.parse(detail.paths) : null;
-  } catch {
-    paths = null;
-  }
+  const paths = turnPaths(detail.paths) ?? null;
   return { subject, predicateType: TURN_PREDICATE_TYPE, predicate: { ...detail, paths } };
 }

@@ -153,7 +153,7 @@ describe('Claude Code with Turnkeeper hooks (real binary)', () => {
       lease: { epoch: 1 },
       detail: { agent: 'claude', event: 'Stop', session, headBefore, headAfter: headBefore, changed: 1, added: 1 },
     });
-    expect(JSON.parse(turn!.detail!.paths as string)).toEqual(['A\tturn-output.txt']);
+    expect(turn!.detail!.paths).toEqual(['A\tturn-output.txt']);
     expect(turn!.detail!.treeBefore).not.toBe(turn!.detail!.treeAfter);
     // What the real transcript carried: the mock's model and usage, and Claude's own version.
     expect(turn!.detail).toMatchObject({ agentVersion: like.stringMatching(/^\d+\.\d+\.\d+/), model: like.stringMatching(/./) });

@@ -170,7 +170,7 @@ describe('Codex CLI with Turnkeeper hooks (real binary)', () => {
       lease: { epoch: 1 },
       detail: { agent: 'codex', event: 'Stop', session, changed: 1, added: 1 },
     });
-    expect(JSON.parse(turn!.detail!.paths as string)).toEqual(['A\tturn-output.txt']);
+    expect(turn!.detail!.paths).toEqual(['A\tturn-output.txt']);
     expect(turn!.detail!.treeBefore).not.toBe(turn!.detail!.treeAfter);
     // The rollout's own facts of this turn only: its version, the model, and the token totals' growth
     // over the turn (the mock answers each of the turn's two requests with 10 in / 5 out).

@@ -162,7 +162,7 @@ describe('Gemini CLI with Turnkeeper hooks (real binary)', () => {
     const store = await world.store();
     try {
       const turn = (await store.receipts({ limit: 1000 })).map((row) => JSON.parse(row.doc) as ReceiptDocument).find((doc) => doc.kind === 'turn_ended');
-      expect(turn).toMatchObject({ todo: 'fix-login', owner: lease.owner, detail: { agent: 'gemini', event: 'AfterAgent', changed: 0, paths: '[]' } });
+      expect(turn).toMatchObject({ todo: 'fix-login', owner: lease.owner, detail: { agent: 'gemini', event: 'AfterAgent', changed: 0, paths: [] } });
       expect(turn!.detail!.treeAfter).toBe(turn!.detail!.treeBefore);
     } finally {
       store.close();

@@ -184,7 +184,7 @@ describe('the turn receipt', () => {
         deleted: 0,
       },
     });
-    expect(JSON.parse(receipt!.detail!.paths as string)).toEqual(['M\tREADME.md', 'M\ta.txt', 'A\tnew.txt']);
+    expect(receipt!.detail!.paths).toEqual(['M\tREADME.md', 'M\ta.txt', 'A\tnew.txt']);
     expect(receipt!.detail!.durationMs).toBeGreaterThanOrEqual(0);
     // Nothing in the repository moved: the tree was built in a temporary index.
     expect(execFileSync('git', ['-C', world.repo, 'status', '--porcelain'], { encoding: 'utf8' })).toBe(' M README.md\n M a.txt\n?? new.txt\n');
@@ -285,7 +285,7 @@ describe('a turn that hides its changes from git', () => {
     hook('Stop', { stop_hook_active: false });
     const [receipt] = await turnReceipts();
     expect(receipt!.detail).toMatchObject({ changed: 3, added: 1, modified: 2, deleted: 0, treeAfter: freshTree() });
-    expect(JSON.parse(receipt!.detail!.paths as string)).toEqual(['M\tREADME.md', 'M\ta.txt', 'A\tsecret.txt']);
+    expect(receipt!.detail!.paths).toEqual(['M\tREADME.md', 'M\ta.txt', 'A\tsecret.txt']);
     // The person's index keeps its flags: the tree was built in a copy.
     expect(git(world.repo, 'ls-files', '-v', 'a.txt', 'README.md', 'sparse.txt')).toBe('h README.md\nS a.txt\nS sparse.txt');
   });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { buildReceipt, prepareReceipt, walkChain, BREAK_KINDS, type StoredReceiptRow } from '../../src/core/receipts';
+import { buildReceipt, prepareReceipt, turnPaths, walkChain, BREAK_KINDS, type StoredReceiptRow } from '../../src/core/receipts';
 import { canonicalJson, digestText, ZERO_DIGEST } from '../../src/core/canonical';
 
 interface Table {
@@ -138,6 +138,8 @@ describe('a receipt prepared before its place in the chain (prepareReceipt)', ()
     fc.constant(Number.MAX_SAFE_INTEGER),
     fc.constant('sha256:' + 'f'.repeat(64)),
     fc.constant(`"seq":${Number.MAX_SAFE_INTEGER}`),
+    // A turn's changed paths are a list.
+    fc.array(fc.oneof(fc.string(), fc.constant(`"seq":${Number.MAX_SAFE_INTEGER}`)), { maxLength: 3 }),
   );
   const fields = fc.record({
     kind: fc.constant('claim_refused' as const),
@@ -162,6 +164,13 @@ describe('a receipt prepared before its place in the chain (prepareReceipt)', ()
       }),
       { numRuns: 500 },
     );
+  });
+
+  it("a turn's paths: the list a receipt holds, or an earlier build's JSON text of it; anything else is no list", () => {
+    expect(turnPaths(['A\tnew.txt', 'M\ta.txt'])).toEqual(['A\tnew.txt', 'M\ta.txt']);
+    expect(turnPaths('["A\\tnew.txt"]')).toEqual(['A\tnew.txt']);
+    expect(turnPaths('[]')).toEqual([]);
+    for (const other of ['not json', '{"a":1}', 3, null, undefined]) expect(turnPaths(other)).toBeUndefined();
   });
 
   it('control: a detail that repeats a marker is found (the substitution alone would have written it twice)', () => {
