@@ -124,12 +124,24 @@ function ensureKeysDir(env: Env, create: boolean): string | undefined {
   return dir;
 }
 
-let cached: { readonly path: string; readonly key: SigningKey } | undefined;
+/**
+ * The key last parsed, by its path and file text. Only the parse is kept: the directory's and the
+ * file's checks (type, owner, mode) and the read run on every use, so a process that lives long (the
+ * warm hook server) signs with what the home holds now: a keys directory moved away, replaced by a
+ * link or given to another user is seen at the next signature, as a cold hook sees it.
+ */
+let cached: { readonly path: string; readonly text: string; readonly key: SigningKey } | undefined;
+
+function parsedKey(text: string, path: string): SigningKey {
+  if (cached?.path === path && cached.text === text) return cached.key;
+  const key = loadKey(text, path);
+  cached = { path, text, key };
+  return key;
+}
 
 /** This installation's signing key, created on first use. */
 export function signingKey(env: Env): SigningKey {
   const path = privateKeyPath(env);
-  if (cached?.path === path) return cached.key;
   ensureKeysDir(env, true);
   let text = readPrivate(path);
   if (text === undefined) {
@@ -137,18 +149,15 @@ export function signingKey(env: Env): SigningKey {
     text = readPrivate(path);
     if (text === undefined) throw new KeyError(`could not create ${path}`);
   }
-  const key = loadKey(text, path);
-  cached = { path, key };
-  return key;
+  return parsedKey(text, path);
 }
 
 /** The public half of this installation's key, or undefined when none was created yet. */
 function ownPublicKey(env: Env): PublicKeyInfo | undefined {
   const path = privateKeyPath(env);
-  if (cached?.path === path) return cached.key;
   if (ensureKeysDir(env, false) === undefined) return undefined;
   const text = readPrivate(path);
-  return text === undefined ? undefined : loadKey(text, path);
+  return text === undefined ? undefined : parsedKey(text, path);
 }
 
 function readPrivate(path: string): string | undefined {
