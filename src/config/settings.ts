@@ -46,12 +46,16 @@ export function hookBusyTimeoutMs(env: Env): number {
 /**
  * How long the warm hook server (src/cli/hookServer.ts) stays up with no hook to answer. Ten minutes:
  * a person between two prompts keeps it, a machine left alone is back to no process within the hour's
- * first quarter. It holds a store connection while it lives.
+ * first quarter. It holds a store connection while it lives. The variable can only shorten it: the
+ * server is started by a hook, with the agent's environment, which a repository can set (Gemini CLI
+ * loads its `.env`), and a repository must not keep a process of the person's alive for longer.
  */
 export function hookServerIdleMs(env: Env): number {
   const value = Number(env.TURNKEEPER_HOOK_SERVER_IDLE_MS);
-  return Number.isSafeInteger(value) && value > 0 ? value : 600_000;
+  return Number.isSafeInteger(value) && value > 0 ? Math.min(value, HOOK_SERVER_IDLE_MS) : HOOK_SERVER_IDLE_MS;
 }
+
+const HOOK_SERVER_IDLE_MS = 600_000;
 
 /**
  * Who is running a command such as `turnkeeper release` or `todo done`, and how we know. An agent's
