@@ -732,7 +732,7 @@ export class Ledger implements Authority {
         await tx.renameTodo(from, id, newId);
         renamed.push({ from: id, to: newId });
       }
-      const counts = await this.countsOf(from);
+      const counts = await tx.goalCounts(from);
       await tx.remapGoal(from, to.goal);
       // A path-keyed Goal the upgrade had to leave is no longer left once it is moved.
       const left = await tx.meta('legacy_goals');
@@ -763,11 +763,6 @@ export class Ledger implements Authority {
       );
       return { kind: 'moved', ...counts, renamed };
     });
-  }
-
-  private async countsOf(goal: string): Promise<{ todos: number; leases: number; captures: number }> {
-    const [todos, leases, captures] = await Promise.all([this.rows.listTodos(goal), this.rows.listLeases(), this.rows.listCaptures()]);
-    return { todos: todos.length, leases: leases.filter((l) => l.goal === goal).length, captures: captures.filter((c) => c.goal === goal).length };
   }
 
   /**

@@ -185,6 +185,8 @@ export interface StoreTx {
   /** Moves every row of Goal `from` (Todos, leases, captures, sessions, places, the receipt lookup) to `to`. */
   remapGoal(from: string, to: string): Promise<void>;
   todoIdsOf(goal: string): Promise<string[]>;
+  /** How many Todos, leases and captures `goal` has, read in this transaction (a Goal move records them). */
+  goalCounts(goal: string): Promise<{ todos: number; leases: number; captures: number }>;
   /** Renames a Todo of `goal` everywhere rows name it (Todo, leases, captures, the receipt lookup); receipts keep their text. */
   renameTodo(goal: string, from: string, to: string): Promise<void>;
   /** Goals named by rows but written as paths (stores of the previous release). */

@@ -24,6 +24,7 @@
 // - No advisory locks, no session state (SET LOCAL only, no named statements): safe behind a
 //   transaction-mode pooler. Bounds: docs/team.md "Bounds" (src/ledger/open.ts sets them).
 // - Credentials never leave this file: `location` is host:port/database, errors are redacted.
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Client, ClientConfig, QueryConfig, QueryResult, QueryResultRow } from 'pg';
 import { ZERO_DIGEST } from '../core/canonical';
 import { ChainWalker, RECEIPT_PREV_HASH_MARKER_TEXT, RECEIPT_SEQ_MARKER_TEXT, STORE_WIDE_KINDS, type ChainLink, type ChainReport } from '../core/receipts';
@@ -431,6 +432,8 @@ type LeaseRow = LeaseRowRaw & QueryResultRow;
 export class PostgresRows implements StorePort {
   /** The transactions of this connection (writes and chain walks), one after another. */
   private writeQueue: Promise<unknown> = Promise.resolve();
+  /** Set inside the work this queue runs (oneTransactionAtATime). */
+  private readonly queued = new AsyncLocalStorage<true>();
 
   /** Whether this connection's server session has loaded the append function (PRIME_APPEND). */
   private appendPrimed = false;
@@ -906,7 +909,19 @@ export class PostgresRows implements StorePort {
     return transient ? new StoreUnavailableError(`the team store ${this.location}: ${this.scrub(message)}`, { cause: error }) : error;
   }
 
-  private async read<T>(work: () => Promise<T>): Promise<T> {
+  /**
+   * One read of the connection, after every transaction and read queued before it: pg has one query at
+   * a time per client, and callers that read in parallel (`Promise.all`: `todo list`, the editor's
+   * refresh) had it queue them itself, with a DeprecationWarning on stderr for each.
+   */
+  private read<T>(work: () => Promise<T>): Promise<T> {
+    // A read made by work already queued (a Goal's checkpoint reads the store's id while it signs)
+    // runs in its turn: queued behind it, it would wait for itself.
+    if (this.queued.getStore()) return this.readNow(work);
+    return this.oneTransactionAtATime(() => this.readNow(work));
+  }
+
+  private async readNow<T>(work: () => Promise<T>): Promise<T> {
     try {
       await this.usable();
       return await work();
@@ -921,13 +936,14 @@ export class PostgresRows implements StorePort {
   }
 
   /**
-   * Runs `work`, which opens a transaction on the one connection, after every transaction queued before
-   * it. The connection has one transaction at a time: a second BEGIN would only warn and run inside the
+   * Runs `work`, which opens a transaction or reads on the one connection, after everything queued
+   * before it. The connection has one transaction at a time: a second BEGIN would only warn and run inside the
    * first, and its COMMIT or ROLLBACK would end the first half way (a chain walk would commit half a
    * claim, or run a claim in its read-only snapshot).
    */
   private oneTransactionAtATime<T>(work: () => Promise<T>): Promise<T> {
-    const run = this.writeQueue.then(work);
+    if (this.queued.getStore()) return Promise.reject(new Error('a transaction of this connection was started inside another one'));
+    const run = this.writeQueue.then(() => this.queued.run(true, work));
     this.writeQueue = run.catch(() => undefined);
     return run;
   }
@@ -1242,6 +1258,13 @@ export class PostgresRows implements StorePort {
       await this.q('UPDATE turnkeeper.todos SET id = $1 WHERE goal = $2 AND id = $3', [to, goal, from]);
     },
     todoIdsOf: async (goal) => (await this.q<{ id: string }>('SELECT id FROM turnkeeper.todos WHERE goal = $1', [goal])).rows.map((row) => row.id),
+    goalCounts: async (goal) =>
+      (await this.one<{ todos: number; leases: number; captures: number }>(
+        `SELECT (SELECT count(*) FROM turnkeeper.todos WHERE goal = $1)::int8 AS todos,
+                (SELECT count(*) FROM turnkeeper.leases WHERE goal = $1)::int8 AS leases,
+                (SELECT count(*) FROM turnkeeper.captures WHERE goal = $1)::int8 AS captures`,
+        [goal],
+      ))!,
     // A team store never held path-keyed Goals: it starts with Goal ids.
     legacyGoals: () => Promise.resolve([]),
     meta: async (key) => (await this.one<{ value: string }>('SELECT value FROM turnkeeper.store_meta WHERE key = $1 FOR UPDATE', [key]))?.value,

@@ -593,6 +593,11 @@ export class SqliteRows implements StorePort {
       this.sql('UPDATE todos SET id = ? WHERE goal = ? AND id = ?').run(to, goal, from);
     },
     todoIdsOf: async (goal) => (this.sql('SELECT id FROM todos WHERE goal = ?').all(goal) as { id: string }[]).map((row) => row.id),
+    goalCounts: async (goal) =>
+      this.sql(
+        `SELECT (SELECT count(*) FROM todos WHERE goal = ?) AS todos, (SELECT count(*) FROM leases WHERE goal = ?) AS leases,
+                (SELECT count(*) FROM captures WHERE goal = ?) AS captures`,
+      ).get(goal, goal, goal) as { todos: number; leases: number; captures: number },
     legacyGoals: async () =>
       (
         this.sql(`SELECT goal FROM todos UNION SELECT goal FROM leases UNION SELECT goal FROM captures UNION SELECT goal FROM sessions`).all() as {

@@ -146,6 +146,8 @@ describe('a password from a pgpass file, or from nowhere', () => {
       await node.run(['status'], { env }),
       await node.run(['verify', '--json'], { env }),
       await node.run(['doctor', '--json'], { env }),
+      // Reads in parallel (open, blocked and done Todos): one connection takes them in turn.
+      await node.run(['todo', 'list'], { env }),
     ];
     expect(contextOf(runs[1]!.stdout), runs[1]!.stderr).toMatch(READY);
     for (const run of runs) expect(run.stderr).toBe('');
