@@ -17,7 +17,7 @@ export function runHookCli(): void {
   const err = writer(2, ignore);
   const io = {
     env: process.env,
-    cwd: process.cwd(),
+    cwd: workingDirectory(),
     out: writer(1, ignore),
     // As main.ts's escapedIo does for the hook: stdout is the agent's JSON, stderr may reach a terminal.
     err: (text: string) => err(terminalSafe(text)),
@@ -37,4 +37,17 @@ export function runHookCli(): void {
       }
     },
   );
+}
+
+/**
+ * The process's directory, or `/` when it is gone (a worktree removed under a running agent): as the
+ * warm server takes a request whose client could not name its directory (hookServer.ts), so a hook
+ * there answers on both paths as from nowhere in particular, quietly, instead of dying in uv_cwd.
+ */
+function workingDirectory(): string {
+  try {
+    return process.cwd();
+  } catch {
+    return '/';
+  }
 }
