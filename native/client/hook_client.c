@@ -45,7 +45,13 @@ extern char **environ;
 // The protocol's ceiling on a request body, and the one this client puts on a response: a peer that
 // sends more is broken, and the cold hook can still answer.
 #define MAX_BODY ((size_t)64 * 1024 * 1024)
-#define RESPONSE_TIMEOUT_MS 60000
+// From the moment the request goes out (its record T): the server takes a request on (record K) only
+// within 1 s of it (hookServer.ts TAKE_ON_WITHIN_MS), and this client waits half a second longer for
+// the K, then runs the cold hook: a stopped or wedged server costs a hook 1.5 s, and never acts on a
+// request this client gave up on. Once taken on, the answer is waited for until the hook's deadline
+// (14 s, after which the server commits nothing) and a little more.
+#define ACK_WAIT_MS 1500
+#define RESPONSE_TIMEOUT_MS 14500
 #define WAIT_START_MS 5000
 #define WAIT_STEP_MS 10
 // A server that could not start leaves <run>/failed; within this window no hook starts another one,
@@ -447,11 +453,12 @@ static void read_stdin(struct buf *in) {
   }
 }
 
-enum outcome { OUT_ANSWER, OUT_DECLINE, OUT_DIED, OUT_BROKEN, OUT_TIMEOUT, OUT_UNSENT };
+enum outcome { OUT_ANSWER, OUT_DECLINE, OUT_DIED, OUT_BROKEN, OUT_TIMEOUT, OUT_UNSENT, OUT_NOT_TAKEN };
 
 struct response {
   struct buf raw;  // every byte the server sent: magic, then records
   size_t parsed;   // how far raw has been split into whole records
+  int taken;       // the server took the request on (record K)
   int done;        // a terminal record was parsed
   char terminal;   // 'X' or 'D'
   size_t term_at;  // offset of the terminal record's header
@@ -468,8 +475,10 @@ static int parse_response(struct response *r) {
   while (!r->done && r->raw.len - r->parsed >= 5) {
     char tag = (char)d[r->parsed];
     uint32_t len = get_u32(d + r->parsed + 1);
-    if (tag != 'O' && tag != 'E' && tag != 'X' && tag != 'D') return -1;
+    if (tag != 'O' && tag != 'E' && tag != 'X' && tag != 'D' && tag != 'K') return -1;
     if (tag == 'X' && len != 4) return -1;
+    if (tag == 'K' && len != 0) return -1;
+    if (tag == 'K') r->taken = 1;
     if (len > MAX_BODY) return -1;
     if (r->raw.len - r->parsed - 5 < len) return 0;
     if (tag == 'X' || tag == 'D') {
@@ -484,15 +493,15 @@ static int parse_response(struct response *r) {
 
 // Sends the request (head, then the stdin bytes) and reads the response at the same time, so a server
 // that answers (a decline, say) before it has read everything cannot deadlock against us.
-static enum outcome exchange(int fd, const struct buf *head, const struct buf *in, struct response *r) {
+static enum outcome exchange(int fd, const struct buf *head, const struct buf *in, int64_t sent_at,
+                             struct response *r) {
   size_t total = head->len + in->len, sent = 0;
   int sending = 1;
-  int64_t deadline = now_ms() + RESPONSE_TIMEOUT_MS;
   memset(r, 0, sizeof *r);
   while (!r->done) {
     if (sent == total) sending = 0;
-    int64_t left = deadline - now_ms();
-    if (left <= 0) return sent < total ? OUT_UNSENT : OUT_TIMEOUT;
+    int64_t left = sent_at + (r->taken ? RESPONSE_TIMEOUT_MS : ACK_WAIT_MS) - now_ms();
+    if (left <= 0) return sent < total ? OUT_UNSENT : r->taken ? OUT_TIMEOUT : OUT_NOT_TAKEN;
     struct pollfd p = {.fd = fd, .events = (short)(POLLIN | (sending ? POLLOUT : 0))};
     int pr = poll(&p, 1, (int)left);
     if (pr < 0) {
@@ -527,11 +536,14 @@ static enum outcome exchange(int fd, const struct buf *head, const struct buf *i
   return r->terminal == 'X' ? OUT_ANSWER : OUT_DECLINE;
 }
 
-// Builds everything of the request but the stdin bytes: magic, body length, A, C, V records and the
+// Builds everything of the request but the stdin bytes: magic, body length, A, C, V and T records and the
 // I record's header. Returns -1 (with *why) when the body would pass the protocol's 64 MiB.
-static int build_head(struct buf *head, char **hook_args, int n_args, size_t stdin_len, const char **why) {
+static int build_head(struct buf *head, char **hook_args, int n_args, size_t stdin_len, int64_t sent_at,
+                      const char **why) {
   char *cwd = getcwd(NULL, 0);  // absent when it fails (a deleted directory): the server then knows
-  size_t body = 0;
+  char sent[24];
+  int sent_len = snprintf(sent, sizeof sent, "%lld", (long long)sent_at);
+  size_t body = 5 + (size_t)sent_len;
   for (int i = 0; i < n_args; i++) body += 5 + strlen(hook_args[i]);
   if (cwd) body += 5 + strlen(cwd);
   for (char **e = environ; *e; e++) {
@@ -557,6 +569,7 @@ static int build_head(struct buf *head, char **hook_args, int n_args, size_t std
   if (cwd) buf_record(head, 'C', cwd, strlen(cwd));
   free(cwd);
   for (char **e = environ; *e; e++) buf_record(head, 'V', *e, strlen(*e));
+  buf_record(head, 'T', sent, (size_t)sent_len);
   head->data[head->len] = 'I';
   put_u32(head->data + head->len + 1, (uint32_t)stdin_len);
   head->len += 5;
@@ -584,10 +597,13 @@ static _Noreturn void serve_warm(int fd, char **hook_args, int n_args) {
   }
   struct buf head;
   const char *why = NULL;
-  if (build_head(&head, hook_args, n_args, in.len, &why) != 0) cold_with_stdin(why, (char *)in.data, in.len);
+  // The request's time (record T): the server takes it on only while this client still waits for that.
+  int64_t sent_at = now_ms();
+  if (build_head(&head, hook_args, n_args, in.len, sent_at, &why) != 0)
+    cold_with_stdin(why, (char *)in.data, in.len);
   ignore_sigpipe();
   struct response r;
-  enum outcome o = exchange(fd, &head, &in, &r);
+  enum outcome o = exchange(fd, &head, &in, sent_at, &r);
   close(fd);
   switch (o) {
     case OUT_ANSWER: {
@@ -617,11 +633,15 @@ static _Noreturn void serve_warm(int fd, char **hook_args, int n_args) {
       cold_with_stdin(line, (char *)in.data, in.len);
     }
     case OUT_TIMEOUT:
-      // Not cold: the server has the whole request and may still be committing it; the agent's next
-      // hook replays whatever it decided.
+      // Not cold: the server took the request on and may have committed it before the hook's deadline
+      // (after it, it commits nothing); the agent's next hook replays whatever it decided.
       say("turnkeeper: the hook server did not answer within %d s; the hook did nothing this time",
           RESPONSE_TIMEOUT_MS / 1000);
       exit(0);
+    case OUT_NOT_TAKEN:
+      // The server takes a request on within 1 s of it or never (it declines it then): cold is safe.
+      cold_with_stdin("the hook server did not take the request on within 1.5 s (stopped or wedged?)",
+                      (char *)in.data, in.len);
     case OUT_UNSENT:
       // The server never received the whole request, so it cannot have acted on it.
       cold_with_stdin("the hook server did not take the request", (char *)in.data, in.len);

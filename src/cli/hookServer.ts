@@ -13,6 +13,12 @@
 // Node reads NODE_*; test fault points arm at start-up) must then be the same here, or the request is
 // declined and runs cold. Requests to one kept team store run one at a time: its rows are one
 // connection, and a read on it inside another request's open transaction would see that transaction's rows.
+//
+// Wire (v1): a request is `TKW1`, a u32 body length, then records `tag | u32 length | bytes`: A (an
+// argument), C (the directory), V (a variable), T (when it was sent: the client's monotonic clock, in
+// ms), I (stdin). An empty body is a ping. A response is `TKR1` then K (taken on: sent first, within
+// 1 s of T, or the request is declined), O and E (stdout, stderr) and a terminal X (exit code) or D
+// (declined: the client runs cold).
 import { closeSync, lstatSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync, type Stats } from 'node:fs';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
@@ -43,15 +49,34 @@ const pidPathOf = (env: Env): string => join(runDirOf(env), 'server.pid');
 /** Left by a server that could not start: the client starts no other for a minute (hook_client.c). */
 const failedPathOf = (env: Env): string => join(runDirOf(env), 'failed');
 
-/** Variables that reach a hook through its process, not through runHookCommand's env (see the top). */
-const PROCESS_BOUND = /^(PG[A-Z_]*|HOME|NODE_[A-Z_]*|TURNKEEPER_TEST_[A-Z_]*)$/;
+/**
+ * Variables that reach a hook through its process, not through runHookCommand's env (see the top).
+ * USER (USERNAME on Windows) is pg's default role, read from the process's environment when pg loads:
+ * a request of another user name would be answered with the server's role.
+ */
+const PROCESS_BOUND = /^(PG[A-Z_]*|HOME|USER|USERNAME|NODE_[A-Z_]*|TURNKEEPER_TEST_[A-Z_]*)$/;
 
 export interface WarmRequest {
   readonly args: string[];
   readonly cwd: string | undefined;
   readonly env: Record<string, string>;
   readonly stdin: Buffer;
+  /** When the client sent it (its CLOCK_MONOTONIC, in ms; record T): the client waits ACK_WAIT_MS for the server to take it on. */
+  readonly sentAt?: number | undefined;
 }
+
+/**
+ * A request is taken on (record K) only this soon after the client sent it; the client waits for K
+ * half a second longer before it runs the cold hook (hook_client.c ACK_WAIT_MS), so a request the
+ * client gave up on is never acted on here: a server that was stopped, or busy, declines it and the
+ * cold hook's answer is the only one.
+ */
+const TAKE_ON_WITHIN_MS = 1000;
+/** A hook's deadline after its client sent the request (the cold hook's HOOK_DEADLINE_MS, from its payload). */
+const REQUEST_DEADLINE_MS = 14_000;
+
+/** CLOCK_MONOTONIC in ms, the clock of the client's record T (Node's hrtime is CLOCK_MONOTONIC on Linux). */
+const monotonicMs = (): number => Number(process.hrtime.bigint() / 1_000_000n);
 
 export class WarmProtocolError extends Error {
   constructor(message: string) {
@@ -62,12 +87,16 @@ export class WarmProtocolError extends Error {
 
 class ProbeEnded extends Error {}
 
+/** A request with an empty body: `hook-server status` asks whether the server answers; it gets record K. */
+const PING = Symbol('ping');
+
 /** The body of a request (after magic and length): records `tag | u32 length | bytes` (the client's framing). */
 export function parseRequest(body: Buffer): WarmRequest {
   const args: string[] = [];
   const env: Record<string, string> = Object.create(null) as Record<string, string>;
   let cwd: string | undefined;
   let stdin: Buffer | undefined;
+  let sentAt: number | undefined;
   let at = 0;
   while (at < body.length) {
     if (at + 5 > body.length) throw new WarmProtocolError('a record header is cut short');
@@ -84,13 +113,17 @@ export function parseRequest(body: Buffer): WarmRequest {
       const equals = text.indexOf('=');
       // An entry without `=` is no variable (execve passes it on, getenv never finds it).
       if (equals > 0 && !(text.slice(0, equals) in env)) env[text.slice(0, equals)] = text.slice(equals + 1);
+    } else if (tag === 'T') {
+      const text = bytes.toString('latin1');
+      if (!/^\d{1,15}$/.test(text) || sentAt !== undefined) throw new WarmProtocolError('a bad T record');
+      sentAt = Number(text);
     } else if (tag === 'I') {
       if (stdin !== undefined) throw new WarmProtocolError('two stdin records');
       stdin = Buffer.from(bytes);
     } else throw new WarmProtocolError(`unknown record tag ${JSON.stringify(tag)}`);
   }
   if (stdin === undefined) throw new WarmProtocolError('no stdin record');
-  return { args, cwd, env, stdin };
+  return { args, cwd, env, stdin, sentAt };
 }
 
 function record(tag: string, bytes: Buffer): Buffer {
@@ -110,6 +143,9 @@ export function encodeAnswer(stdout: readonly string[], stderr: readonly string[
     record('X', exit),
   ]);
 }
+
+/** Record K: the server has taken the request on (sent only to a client that sent record T). */
+const TAKEN_ON = Buffer.concat([Buffer.from(RESPONSE_MAGIC, 'latin1'), record('K', Buffer.alloc(0))]);
 
 export const encodeDecline = (reason: string): Buffer => Buffer.concat([Buffer.from(RESPONSE_MAGIC, 'latin1'), record('D', Buffer.from(reason, 'utf8'))]);
 
@@ -150,6 +186,29 @@ function checkRunDir(dir: string): string | undefined {
   if (stat.uid !== uid) return `${dir} is owned by uid ${stat.uid}, not by this user (uid ${uid})`;
   if ((stat.mode & 0o077) !== 0) return `${dir} is open to others (mode ${(stat.mode & 0o777).toString(8)}): chmod 700 '${dir}'`;
   return undefined;
+}
+
+/**
+ * Whether a server on `path` answers a ping (record K) within a second. A stopped or wedged server
+ * still has its socket, and the kernel still accepts connections on it: only an answer tells.
+ */
+function pings(path: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection(path);
+    let got = Buffer.alloc(0);
+    const done = (live: boolean): void => {
+      socket.destroy();
+      resolve(live);
+    };
+    socket.once('connect', () => socket.write(Buffer.concat([Buffer.from(REQUEST_MAGIC, 'latin1'), Buffer.alloc(4)])));
+    socket.on('data', (chunk: Buffer) => {
+      got = Buffer.concat([got, chunk]);
+      if (got.length >= TAKEN_ON.length) done(got.subarray(0, TAKEN_ON.length).equals(TAKEN_ON));
+    });
+    socket.once('error', () => done(false));
+    socket.once('end', () => done(false));
+    socket.setTimeout(1000, () => done(false));
+  });
 }
 
 /** Whether a live server answers on the socket (a connect that succeeds), within a short bound. */
@@ -244,7 +303,7 @@ export async function serveHooks(env: Env, options: ServeOptions): Promise<numbe
     inFlight += 1;
     lastRequest = Date.now();
     void readRequest(socket)
-      .then(async (request) => socket.end(await answer(request)))
+      .then(async (request) => socket.end(request === PING ? TAKEN_ON : await answer(request, socket)))
       .catch((error: unknown) => {
         // A connect that sends nothing is a liveness probe (`hook-server status`, a starting server).
         if (!(error instanceof ProbeEnded)) options.log(`hook server: ${(error as Error).message}`);
@@ -256,7 +315,7 @@ export async function serveHooks(env: Env, options: ServeOptions): Promise<numbe
       });
   });
 
-  async function answer(request: WarmRequest): Promise<Buffer> {
+  async function answer(request: WarmRequest, socket: Socket): Promise<Buffer> {
     if (ending) return encodeDecline('the hook server is ending');
     if (installationOf(env) !== installation) {
       // Upgraded or reinstalled: the new code answers from now on, cold until its own server starts.
@@ -275,10 +334,23 @@ export async function serveHooks(env: Env, options: ServeOptions): Promise<numbe
     } catch {
       key = undefined; // no selection: the hook says why, with no store to share
     }
+    // Taken on only while its client still waits for that (TAKE_ON_WITHIN_MS), and then bound by the
+    // hook's deadline: no write of it commits after the agent has gone on without its answer.
+    let deadline: number | undefined;
+    if (request.sentAt !== undefined) {
+      const waited = monotonicMs() - request.sentAt;
+      if (waited > TAKE_ON_WITHIN_MS) {
+        options.log(`hook server: declined a request sent ${waited} ms ago`);
+        return encodeDecline(`the request waited ${waited} ms for the hook server, which takes one on within ${TAKE_ON_WITHIN_MS} ms`);
+      }
+      socket.write(TAKEN_ON);
+      deadline = performance.now() + REQUEST_DEADLINE_MS - waited;
+    }
+    const rest = (response: Buffer): Buffer => (deadline === undefined ? response : response.subarray(RESPONSE_MAGIC.length));
     // A request on rows it opens itself runs at once, as cold hook processes run side by side.
-    if (key === undefined) return serveOne(request, busyTimeoutMs);
+    if (key === undefined) return rest(await serveOne(request, busyTimeoutMs, deadline));
     const previous = queues.get(key) ?? Promise.resolve();
-    const run = previous.then(() => serveOne(request, busyTimeoutMs));
+    const run = previous.then(async () => rest(await serveOne(request, busyTimeoutMs, deadline)));
     const settled = run.catch(() => undefined);
     queues.set(key, settled);
     void settled.then(() => {
@@ -287,7 +359,7 @@ export async function serveHooks(env: Env, options: ServeOptions): Promise<numbe
     return run;
   }
 
-  async function serveOne(request: WarmRequest, busyTimeoutMs: number): Promise<Buffer> {
+  async function serveOne(request: WarmRequest, busyTimeoutMs: number, deadline: number | undefined): Promise<Buffer> {
     const started = performance.now();
     if (env.TURNKEEPER_DEBUG) options.log(`hook server: serving hook ${request.args.join(' ')}`);
     const stdout: string[] = [];
@@ -304,7 +376,7 @@ export async function serveHooks(env: Env, options: ServeOptions): Promise<numbe
     try {
       const code = await runHookCommand(request.args, io, {
         openStore: async (create) => {
-          const authority = await stores.authority(request.env, { create, busyTimeoutMs });
+          const authority = await stores.authority(request.env, { create, busyTimeoutMs, deadline });
           if (authority) opened.push(authority);
           return authority;
         },
@@ -317,7 +389,7 @@ export async function serveHooks(env: Env, options: ServeOptions): Promise<numbe
     }
   }
 
-  function readRequest(socket: Socket): Promise<WarmRequest> {
+  function readRequest(socket: Socket): Promise<WarmRequest | typeof PING> {
     return new Promise((resolve, reject) => {
       const chunks: Buffer[] = [];
       let size = 0;
@@ -336,6 +408,11 @@ export async function serveHooks(env: Env, options: ServeOptions): Promise<numbe
           if (head.toString('latin1', 0, 4) !== REQUEST_MAGIC) return fail(new WarmProtocolError('not a warm hook request'));
           expected = head.readUInt32LE(4);
           if (expected > MAX_REQUEST_BYTES) return fail(new WarmProtocolError(`a request of ${expected} bytes`));
+          if (expected === 0) {
+            clearTimeout(timer);
+            socket.removeAllListeners('data');
+            return resolve(PING);
+          }
         }
         if (expected !== undefined && size >= 8 + expected) {
           clearTimeout(timer);
@@ -440,9 +517,18 @@ export async function hookServerCommand(args: string[], io: Io): Promise<number>
   if (action === 'serve') return serveHooks(io.env, { idleMs: hookServerIdleMs(io.env), log: (line) => io.err(`${line}\n`) });
   if (action === 'status') {
     const pid = livePid(io.env);
-    const live = await answers(path);
-    if (values.json) io.out(`${JSON.stringify({ ok: true, running: live, pid: pid ?? null, socket: path })}\n`);
-    else io.out(live ? `hook server: running${pid ? ` (pid ${pid})` : ''} on ${path}\n` : `hook server: not running (hooks start it on demand; ${path})\n`);
+    const listening = await answers(path);
+    const answering = listening && (await pings(path));
+    // Listening but silent: stopped (SIGSTOP, a debugger) or wedged. Hooks then wait 1.5 s each and run cold.
+    const stopped = pid !== undefined && launchBackend().processStopped(pid) === true;
+    if (values.json) io.out(`${JSON.stringify({ ok: true, running: answering, listening, stopped, pid: pid ?? null, socket: path })}\n`);
+    else if (answering) io.out(`hook server: running${pid ? ` (pid ${pid})` : ''} on ${path}\n`);
+    else if (listening)
+      io.out(
+        `hook server: not answering${pid ? ` (pid ${pid}, ${stopped ? 'stopped' : 'busy or wedged'})` : ''} on ${path}: each hook waits 1.5 s for it, then runs cold.\n` +
+          `Recover: ${stopped ? `kill -CONT ${pid}   # or: ` : ''}turnkeeper hook-server stop\n`,
+      );
+    else io.out(`hook server: not running (hooks start it on demand; ${path})\n`);
     return EXIT.done;
   }
   if (action === 'stop') {

@@ -12,12 +12,11 @@
 // the agents it launches disagree.
 import type BetterSqlite3 from 'better-sqlite3';
 import { StoreUnavailableError, type Authority } from '../store/authority';
-import type { StorePort } from '../store/port';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ensurePrivateHome, foreignHomeProblem, storeFileProblem, storePath, turnkeeperHome, type Env } from '../store/location';
-import { asStoreError, openSqliteRows, type OpenOptions } from '../store/sqlite';
-import { DEADLINE_RESERVE_MS, loadPg, openPostgresRows, redactedLocation } from '../store/postgres';
+import { asStoreError, openSqliteRows, type OpenOptions, type SqliteRows } from '../store/sqlite';
+import { DEADLINE_RESERVE_MS, loadPg, openPostgresRows, redactedLocation, type PostgresRows } from '../store/postgres';
 import { CONNECTIONS_PER_HOME, takeConnectionSlot } from '../store/connectionSlots';
 import { Ledger } from './ledger';
 import { resolveGoal } from '../checkout/goal';
@@ -135,9 +134,24 @@ function postgresBounds(url: string, options: AuthorityOptions): Parameters<type
  * from its own environment (the witness, signing). The caller runs one request per store at a time
  * on kept rows (they are one connection: a read inside another request's open transaction would see
  * its rows) and hands each authority back to `release`.
+ *
+ * A kept connection authenticated once, when it opened. It serves requests for KEPT_CONNECTION_MS at
+ * most and is then opened afresh, so a role revoked (NOLOGIN, a new password, a pg_hba line) stops
+ * the warm path within that time as it stops a cold hook at once.
  */
+/** How long the warm hook server's kept team-store connection serves requests before it authenticates again. */
+export const KEPT_CONNECTION_MS = 60_000;
+
 export class StoreCache {
-  private readonly open = new Map<string, StorePort>();
+  private readonly open = new Map<string, PostgresRows>();
+  private readonly openedAt = new Map<string, number>();
+  private readonly maxAgeMs: number;
+
+  constructor(env: Env = process.env) {
+    // Test-only, and only shorter (like TURNKEEPER_TEST_FAULT, fixed when the process starts).
+    const test = Number(env.TURNKEEPER_TEST_KEPT_CONNECTION_MS);
+    this.maxAgeMs = Number.isFinite(test) && test > 0 ? Math.min(test, KEPT_CONNECTION_MS) : KEPT_CONNECTION_MS;
+  }
 
   /** The key of the kept rows a request of this environment shares (the store, the bounds they were opened with); undefined for one that opens its own. */
   keyOf(env: Env, options: AuthorityOptions): string | undefined {
@@ -148,24 +162,32 @@ export class StoreCache {
   async authority(env: Env, options: AuthorityOptions): Promise<Authority | undefined> {
     const selection = trustedSelection(env);
     if (options.create) secureHome(env);
-    if (selection.kind === 'sqlite')
-      return openSqliteAuthority({ path: selection.path, create: options.create, busyTimeoutMs: options.busyTimeoutMs, checkpoints: env });
+    if (selection.kind === 'sqlite') {
+      const authority = await openSqliteAuthority({ path: selection.path, create: options.create, busyTimeoutMs: options.busyTimeoutMs, checkpoints: env });
+      // This request's deadline: no write of it commits after it (these rows are its alone).
+      (authority?.rows as SqliteRows | undefined)?.serveUntil(options.deadline);
+      return authority;
+    }
     const key = JSON.stringify([selection.url, options.busyTimeoutMs ?? null]);
     let rows = this.open.get(key);
-    if (rows !== undefined && !(await rows.stillCurrent())) {
+    if (rows !== undefined && (performance.now() - this.openedAt.get(key)! >= this.maxAgeMs || !(await rows.stillCurrent()))) {
       this.evict(key);
       rows = undefined;
     }
     if (rows === undefined) {
       rows = await openPostgresRows(postgresBounds(selection.url, options));
       this.open.set(key, rows);
+      this.openedAt.set(key, performance.now());
     }
+    // This request's deadline: no write of it commits after it (cleared by `release`).
+    rows.serveUntil(options.deadline);
     return new Ledger(rows, new Checkpoints(rows, env));
   }
 
   /** The end of a request's use of an authority: a kept team store stays open, anything else is closed. */
   release(authority: Authority): void {
-    if (authority instanceof Ledger && [...this.open.values()].includes(authority.rows)) return;
+    const kept = authority instanceof Ledger ? [...this.open.values()].find((rows) => rows === authority.rows) : undefined;
+    if (kept) return kept.serveUntil(undefined);
     authority.close();
   }
 
@@ -173,6 +195,7 @@ export class StoreCache {
   evict(key: string): void {
     const rows = this.open.get(key);
     this.open.delete(key);
+    this.openedAt.delete(key);
     try {
       rows?.close();
     } catch {

@@ -1,6 +1,6 @@
 // Deterministic fault points for crash tests (in the manner of SQLite's own test harness).
 // Production never arms them: only the test-only variable TURNKEEPER_TEST_FAULT does, naming one
-// point and an action, e.g. `claim.inside_transaction=kill`.
+// point and an action (kill, stop, throw, ioerr), e.g. `claim.inside_transaction=kill`.
 export const FAULT_POINTS = [
   'claim.before_transaction',
   'claim.inside_transaction',
@@ -18,6 +18,8 @@ export function faultPoint(point: FaultPoint): void {
   const [name, action] = armed.split('=');
   if (name !== point) return;
   if (action === 'kill') process.kill(process.pid, 'SIGKILL');
+  // The process stops itself there until the test continues it (SIGCONT): a server stopped mid-request.
+  if (action === 'stop') process.kill(process.pid, 'SIGSTOP');
   if (action === 'throw') throw new Error(`fault injected at ${point}`);
   // A disk error as SQLite reports one, for tests of what a failed write leaves behind.
   if (action === 'ioerr') throw Object.assign(new Error(`disk I/O error (injected at ${point})`), { code: 'SQLITE_IOERR' });

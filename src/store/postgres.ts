@@ -456,9 +456,17 @@ export class PostgresRows implements StorePort {
     private readonly transactionTimeoutMs = 6000,
     /** How long a write's BEGIN may wait: for a free server connection behind a pooler, else one round trip. */
     private readonly beginTimeoutMs = 4000,
-    /** PostgresOptions.deadline: no write's bound runs past it. */
-    private readonly hardDeadline = Infinity,
+    /** PostgresOptions.deadline: no write's bound runs past it, and no write commits after it. */
+    private hardDeadline = Infinity,
   ) {}
+
+  /**
+   * The deadline of the request these kept rows serve now (the warm hook server sets it for each
+   * request and clears it after: `StoreCache`); Infinity for none.
+   */
+  serveUntil(deadline: number | undefined): void {
+    this.hardDeadline = deadline ?? Infinity;
+  }
 
   /**
    * LISTEN on channel `turnkeeper` (every receipt insert NOTIFYs the new seq). While the feed is down
@@ -978,6 +986,10 @@ export class PostgresRows implements StorePort {
           // (Read through a cast: TypeScript narrowed the field to undefined at the top of the attempt.)
           const failed = this.txFailure as Error | undefined;
           if (failed) throw failed;
+          // Past the hook's deadline the agent has gone on without its answer (a server stopped and
+          // continued, a long queue): the write is dropped with its connection, never committed.
+          if (performance.now() >= this.hardDeadline)
+            throw new StoreUnavailableError(`the team store ${this.location}: the hook's deadline passed before its write could commit; nothing was written`);
           committing = true;
           // (Read through a cast, as txFailure above: `work` set it.)
           const appendingAtCommit = (this.atCommit as { receipts: readonly unknown[] } | undefined)?.receipts.length ?? 0;

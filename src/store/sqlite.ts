@@ -298,6 +298,13 @@ export class SqliteRows implements StorePort {
   private readonly statements = new Map<string, BetterSqlite3.Statement>();
   /** Writes of this connection run one at a time: an await inside one must not interleave another. */
   private writeQueue: Promise<unknown> = Promise.resolve();
+  /** The deadline of the hook request these rows serve (performance.now() ms): no write commits after it. */
+  private commitUntil = Infinity;
+
+  /** Set by the warm hook server for the request it opened these rows for (`StoreCache`). */
+  serveUntil(deadline: number | undefined): void {
+    this.commitUntil = deadline ?? Infinity;
+  }
   private writeModeApplied = false;
   private readonly storeId: string | undefined;
 
@@ -351,6 +358,9 @@ export class SqliteRows implements StorePort {
         result = await work(this.tx);
         if (this.storeId !== undefined) pending = this.countWrite();
         faultPoint('store.before_commit');
+        // Past the hook's deadline the agent has gone on without its answer: rolled back, not committed.
+        if (performance.now() >= this.commitUntil)
+          throw new StoreUnavailableError(`${this.path}: the hook's deadline passed before its write could commit; nothing was written`);
         this.db.exec('COMMIT');
       } catch (error) {
         if (this.db.inTransaction) this.db.exec('ROLLBACK');

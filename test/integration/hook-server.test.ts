@@ -2,7 +2,7 @@
 // client: what it answers, who it refuses, and what happens when it dies, is upgraded or sits idle. The
 // decision table itself runs on this path in the `warm` test project (vitest.config.mts).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { CLI, contextOf, holdWriteLock, makeWorld, payload, WARM_CLIENT, type World } from '../support/world';
@@ -151,6 +151,91 @@ describe('the warm hook server', () => {
     await expectServed(1); // the second only
   });
 
+  it('a hook whose directory is gone (its worktree removed under the agent) exits 0 with one line, cold and warm alike', async () => {
+    await startServer();
+    const gone = join(world.root, 'removed-worktree');
+    const input = JSON.stringify({ ...JSON.parse(payload.codexPrompt(world, 'sess-gone', 'turn-1', '#todo:fix-login')), cwd: gone });
+    // The shell enters the directory, removes it and becomes the hook: its process starts where nothing is.
+    const inGone = (warm: string) =>
+      spawnSync('sh', ['-c', 'mkdir -p "$0" && cd "$0" && rmdir "$0" && exec "$@"', gone, WARM_CLIENT, process.execPath, CLI, 'hook'], {
+        input,
+        env: { ...world.env, TURNKEEPER_WARM: warm },
+        encoding: 'utf8',
+      });
+    for (const warm of ['off', 'wait']) {
+      const run = inGone(warm);
+      expect(run.status, `${warm}: ${run.stderr}`).toBe(0);
+      expect(run.stdout).toBe('');
+      expect(run.stderr.trim(), warm).toBe(`turnkeeper: invalid hook input: cwd "${gone}" does not exist; ignored`);
+    }
+    await expectServed(1);
+  });
+
+  it('a stopped server (SIGSTOP) costs a hook 1.5 s and the cold hook claims; continued, it acts on nothing it was sent while stopped (control: continued, it serves)', async () => {
+    const running = await startServer();
+    const pid = running.child.pid!;
+    const input = payload.codexPrompt(world, 'sess-stop', 'turn-1', '#todo:fix-login');
+    process.kill(pid, 'SIGSTOP');
+    let stopped: ReturnType<typeof hook>;
+    try {
+      stopped = hook(input, { TURNKEEPER_WARM: 'wait' });
+      // status tells a stopped server from a running one (the kernel still accepts on its socket).
+      expect(world.cli(['hook-server', 'status']).stdout).toContain(`hook server: not answering (pid ${pid}, stopped)`);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    expect(stopped.stderr).toContain('the hook server did not take the request on within 1.5 s (stopped or wedged?); ran the cold hook');
+    expect(contextOf(stopped.stdout)).toMatch(/· epoch 1$/m);
+    // Continued, it reads the request it was sent while stopped and declines it: the cold hook's claim is the only one.
+    expect(await waitFor(() => running.log().includes('declined a request sent'), 10_000), running.log()).toBe(true);
+    expect(served()).toBe(0);
+    expect((await kindsAndVerify()).filter((kind) => kind === 'lease_acquired')).toHaveLength(1);
+    // Control: running again, it serves the next hook warm (the same Turn: a replay).
+    const after = hook(input, { TURNKEEPER_WARM: 'wait' });
+    expect(after).toMatchObject({ stdout: stopped.stdout, stderr: '' });
+    await expectServed(1);
+  });
+
+  it('a server stopped mid-request past the hook deadline commits nothing when continued (control: continued within it, the claim commits)', async () => {
+    // The server stops itself just before its COMMIT (a test-only fault point); the test continues it.
+    const fault = { TURNKEEPER_TEST_FAULT: 'store.before_commit=stop' };
+    const running = await startServer(fault);
+    const pid = running.child.pid!;
+    const isStopped = () => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.startsWith('T');
+    const claim = (session: string) => {
+      const child = spawn(WARM_CLIENT, [process.execPath, CLI, 'hook'], { env: { ...world.env, ...fault, TURNKEEPER_WARM: 'wait' }, cwd: world.repo });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+      child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+      child.stdin.end(payload.codexPrompt(world, session, 'turn-1', '#todo:fix-login'));
+      return { done: new Promise<{ stdout: string; stderr: string }>((resolve) => child.on('close', () => resolve({ stdout, stderr }))) };
+    };
+
+    // Past the deadline: stopped at its COMMIT for 15 s (the deadline is 14 s after the request).
+    const late = claim('sess-late');
+    expect(await waitFor(isStopped, 10_000)).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 15_000));
+    process.kill(pid, 'SIGCONT');
+    const lateRun = await late.done;
+    expect(lateRun.stderr).toContain('the hook server did not answer within 14 s');
+    expect(lateRun.stdout).toBe('');
+    await expectServed(1);
+    expect((await kindsAndVerify()).filter((kind) => kind === 'lease_acquired')).toHaveLength(0);
+
+    // Control: continued at once each time it stops, the same claim commits.
+    const onTime = claim('sess-on-time');
+    const continuing = setInterval(() => {
+      if (isStopped()) process.kill(pid, 'SIGCONT');
+    }, 100);
+    try {
+      expect(contextOf((await onTime.done).stdout)).toMatch(/· epoch 1$/m);
+    } finally {
+      clearInterval(continuing);
+    }
+    expect((await kindsAndVerify()).filter((kind) => kind === 'lease_acquired')).toHaveLength(1);
+  }, 40_000);
+
   it('ends when Turnkeeper is reinstalled (the shim rewritten): that request runs cold with the new code', async () => {
     const running = await startServer();
     const input = payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login');
@@ -225,5 +310,64 @@ describe('a team store through the warm hook server', () => {
     for (const deadline = Date.now() + 5000; after < before + 5 && Date.now() < deadline;) after = await sessions();
     expect(after - before).toBeGreaterThanOrEqual(5);
     expect(await backends()).toEqual(kept);
+  });
+
+  it('a role revoked while the server runs: its kept connection serves for its lifetime at most, then the hook is refused as a cold one is at once', async () => {
+    const database = `warm_revoked_${Date.now()}`;
+    await pg().createDatabase(database);
+    await pg().createRole('tk_carol', 'carol-pw');
+    const admin = { TURNKEEPER_STORE: pg().url(database) };
+    expect(world.cli(['store', 'init', '--hook-role', 'tk_carol'], { env: admin }).code).toBe(0);
+    for (const id of ['todo-a', 'todo-b', 'todo-c', 'todo-d']) expect(world.cli(['todo', 'add', `Task ${id}`, '--id', id], { env: admin }).code).toBe(0);
+    // The lifetime, shortened for the test (60 s in use): a test-only variable, like the fault points.
+    const LIFETIME_MS = 5000;
+    const env = { TURNKEEPER_STORE: pg().url(database, 'tk_carol', 'carol-pw'), TURNKEEPER_TEST_KEPT_CONNECTION_MS: String(LIFETIME_MS) };
+    await startServer(env);
+    const claim = (session: string, todo: string, warm: string) =>
+      hook(payload.codexPrompt(world, session, 'turn-1', `#todo:${todo}`), { ...env, TURNKEEPER_WARM: warm });
+    const opened = Date.now();
+    expect(contextOf(claim('sess-a', 'todo-a', 'wait').stdout)).toMatch(/· epoch 1$/m);
+    await pg().psql(`ALTER ROLE tk_carol NOLOGIN PASSWORD 'changed'`);
+    // A cold hook is refused at once.
+    const cold = claim('sess-b', 'todo-b', 'off');
+    expect(contextOf(cold.stdout)).toContain('[store_unavailable]');
+    expect(cold.stderr).toMatch(/not permitted to log in|password authentication failed/);
+    // Control: within its lifetime the kept connection still answers (the window this bounds).
+    const within = claim('sess-c', 'todo-c', 'wait');
+    expect(Date.now() - opened, 'the control ran inside the lifetime').toBeLessThan(LIFETIME_MS);
+    expect(contextOf(within.stdout)).toMatch(/· epoch 1$/m);
+    await new Promise((resolve) => setTimeout(resolve, opened + LIFETIME_MS + 200 - Date.now()));
+    const after = claim('sess-d', 'todo-d', 'wait');
+    expect(contextOf(after.stdout)).toContain('[store_unavailable]');
+    expect(after.stderr).toMatch(/not permitted to log in|password authentication failed/);
+    await expectServed(3);
+    expect(await pg().psql(`SELECT count(*) FROM turnkeeper.leases WHERE todo = 'todo-d'`, database)).toBe('0');
+  });
+
+  it("a URL that names no role connects as USER: a request of another USER is declined and answered cold, as that user's role (control: the server's USER is served warm)", async () => {
+    const database = `warm_user_${Date.now()}`;
+    await pg().createDatabase(database);
+    await pg().createRole('tk_alice', 'alice-pw');
+    await pg().createRole('tk_bob', 'bob-pw');
+    const admin = { TURNKEEPER_STORE: pg().url(database) };
+    expect(world.cli(['store', 'init', '--hook-role', 'tk_alice'], { env: admin }).code).toBe(0);
+    expect(world.cli(['todo', 'add', 'Team login', '--id', 'team-login'], { env: admin }).code).toBe(0);
+    // One password file with a line for each role, as on a machine two people share.
+    const pgpass = join(world.root, 'team.pgpass');
+    writeFileSync(pgpass, `127.0.0.1:${pg().port}:${database}:tk_alice:alice-pw\n127.0.0.1:${pg().port}:${database}:tk_bob:bob-pw\n`, { mode: 0o600 });
+    const store = { TURNKEEPER_STORE: `postgresql://127.0.0.1:${pg().port}/${database}`, PGPASSFILE: pgpass };
+    await startServer({ ...store, USER: 'tk_alice' });
+
+    // tk_bob has no grant on the schema: its own hook is refused by the server, whichever path runs it.
+    const asBob = hook(payload.codexPrompt(world, 'sess-bob', 'turn-1', '#todo:team-login'), { ...store, USER: 'tk_bob', TURNKEEPER_WARM: 'wait' });
+    expect(asBob.stderr).toContain('the hook server declined: USER differs');
+    expect(contextOf(asBob.stdout)).toContain('[store_unavailable]');
+    expect(asBob.stderr).toMatch(/permission denied/);
+    // Control: the server's own USER is served warm, and claims as tk_alice.
+    const asAlice = hook(payload.codexPrompt(world, 'sess-alice', 'turn-1', '#todo:team-login'), { ...store, USER: 'tk_alice', TURNKEEPER_WARM: 'wait' });
+    expect(asAlice.stderr).toBe('');
+    expect(contextOf(asAlice.stdout)).toMatch(/^Turnkeeper: Todo team-login · capture cap_[0-9a-f]{24} · epoch 1$/m);
+    await expectServed(1);
+    expect(await pg().psql(`SELECT DISTINCT usename FROM pg_stat_activity WHERE datname = '${database}' AND usename LIKE 'tk_%'`)).toBe('tk_alice');
   });
 });

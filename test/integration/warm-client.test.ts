@@ -180,7 +180,7 @@ describe.skipIf(process.platform !== 'linux')('the warm hook client', () => {
     expect(report.cwd).toBe(cwd);
     const sent = Object.entries({ ...env, ...extra }).map(([name, value]) => b64(`${name}=${value}`));
     expect([...(report.env as string[])].sort()).toEqual(sent.sort());
-    expect(report.tags).toBe(`${'A'.repeat(args.length)}C${'V'.repeat(sent.length)}I`);
+    expect(report.tags).toBe(`${'A'.repeat(args.length)}C${'V'.repeat(sent.length)}TI`);
     expect(report).toMatchObject({ stdinLength: input.length, stdinSha256: sha256(input) });
     // Exit code 0 passes through as well.
     expect(hook([], { env: { FAKE_WARM_EXIT: '0' } }).status).toBe(0);
@@ -224,6 +224,27 @@ describe.skipIf(process.platform !== 'linux')('the warm hook client', () => {
     const whole = spawnSync(CLIENT, [RUNTIME, FAKE, 'hook'], { env: { ...env, FAKE_WARM: 'whole' }, input });
     expect(whole.stdout.toString('utf8')).toBe('PARTIAL-FROM-A-DEAD-SERVER\n');
     expect(whole.status).toBe(0);
+  });
+
+  it('a server that takes nothing on (stopped, wedged) costs 1.5 s and the cold hook runs; control: one that took the request on is waited for', async () => {
+    await startServer();
+    const input = Buffer.from('{"hook_event_name":"UserPromptSubmit"}');
+    const started = performance.now();
+    const stopped = hook(['--agent', 'codex'], { input, env: { FAKE_WARM: 'hang', TURNKEEPER_WARM: 'wait' } });
+    const took = performance.now() - started;
+    expect(stopped.report).toMatchObject({ path: 'cold', stdinLength: input.length, stdinSha256: sha256(input) });
+    expect(stopped.stderr).toBe(`${WAIT_LINE}the hook server did not take the request on within 1.5 s (stopped or wedged?); ran the cold hook\n`);
+    expect(took).toBeGreaterThanOrEqual(1500);
+    // Control: a request the server took on (record K) is not run cold at 1.5 s: the server may be
+    // committing it. Still waiting well after that, and never printed anything.
+    const child = spawn(CLIENT, [RUNTIME, FAKE, 'hook'], { env: { ...env, FAKE_WARM: 'hang-taken', TURNKEEPER_WARM: 'wait' } });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+    child.stdin.end(input);
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    expect(child.exitCode).toBeNull();
+    expect(out).toBe('');
+    child.kill('SIGKILL');
   });
 
   it('a run dir other users can read, or a home the group can write, is not trusted; control: 0700 is', async () => {

@@ -57,6 +57,7 @@ function parseRequest(data) {
     else if (tag === 'C') request.cwd = bytes.toString('utf8');
     else if (tag === 'V') request.env.push(bytes.toString('base64'));
     else if (tag === 'I') request.stdin = bytes;
+    else if (tag === 'T') request.sentAt = Number(bytes.toString('latin1'));
     else throw new Error(`unknown tag ${tag}`);
   }
   return request;
@@ -68,14 +69,19 @@ const WARM_STDERR = Buffer.concat([Buffer.from([0, 0xff, 0x1b, 0x0a]), Buffer.fr
 function answer(socket, request) {
   const envText = request.env.map((entry) => Buffer.from(entry, 'base64').toString('utf8'));
   const mode = envText.find((entry) => entry.startsWith('FAKE_WARM='))?.slice('FAKE_WARM='.length) ?? 'answer';
+  // `hang`: takes nothing on (a stopped server); `hang-taken`: takes the request on, then never answers.
   if (mode === 'hang') return;
+  if (mode === 'hang-taken') {
+    socket.write(Buffer.concat([Buffer.from('TKR1'), record('K', Buffer.alloc(0))]));
+    return;
+  }
   if (mode === 'decline') {
     socket.end(Buffer.concat([Buffer.from('TKR1'), record('D', Buffer.from('the fake server declines this one'))]));
     return;
   }
   if (mode === 'die' || mode === 'whole') {
     // A whole O record the client must not print when no terminal record follows (die).
-    const records = [Buffer.from('TKR1'), record('O', Buffer.from('PARTIAL-FROM-A-DEAD-SERVER\n'))];
+    const records = [Buffer.from('TKR1'), record('K', Buffer.alloc(0)), record('O', Buffer.from('PARTIAL-FROM-A-DEAD-SERVER\n'))];
     if (mode === 'whole') records.push(record('X', u32(0)));
     socket.end(Buffer.concat(records));
     return;
@@ -98,6 +104,8 @@ function answer(socket, request) {
   socket.end(
     Buffer.concat([
       Buffer.from('TKR1'),
+      // Taken on (record K), as the real server answers a client that sent the request's time (T).
+      record('K', Buffer.alloc(0)),
       record('O', report.subarray(0, third)),
       record('E', WARM_STDERR.subarray(0, 3)),
       record('O', Buffer.alloc(0)),

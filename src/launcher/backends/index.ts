@@ -33,6 +33,8 @@ export interface LaunchBackend {
   loaderMismatch(pid: number, loader: NonNullable<Attestation['interpreter']>): string | undefined;
   /** The process's start time (ticks since boot), or undefined when it is gone or a zombie. */
   processStart(pid: number): string | undefined;
+  /** Whether the process is stopped (SIGSTOP, or held by a tracer); undefined where that cannot be read. */
+  processStopped(pid: number): boolean | undefined;
   /** This boot of this machine, or null where it cannot be read. */
   currentBoot(): string | null;
   /** This machine's identity (Linux: /etc/machine-id), or null where it cannot be read. */

@@ -59,6 +59,14 @@ export const linuxBackend: LaunchBackend = {
     if (state === 'Z' || state === 'X' || state === 'x') return undefined;
     return fields[19];
   },
+  processStopped(pid) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      return /^[Tt]$/.test(stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3));
+    } catch {
+      return undefined;
+    }
+  },
   currentBoot() {
     if (bootId === undefined) {
       try {

@@ -17,6 +17,7 @@ export const unsupportedBackend: LaunchBackend = {
   imageMismatch: refuse,
   loaderMismatch: refuse,
   processStart: () => undefined,
+  processStopped: () => undefined,
   currentBoot: () => null,
   machineId: () => null,
   processes: () => undefined,
