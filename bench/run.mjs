@@ -227,7 +227,7 @@ async function main() {
   const noCacheEnv = { ...env, NODE_DISABLE_COMPILE_CACHE: '1' };
   // A replay is the agent sending the same Turn's prompt again (a retry): rule 4 presents the stored
   // bytes and runs no git. The holder's next prompt is a new Turn: the same bytes, and the turn's base
-  // recorded first (HEAD and tree: six git runs, src/checkout/turnChanges.ts): rows 1n and W1n.
+  // recorded first (HEAD and tree: seven git runs, src/checkout/turnChanges.ts): rows 1n and W1n.
   const replayWith = (runEnv, nextTurn = false) => {
     const input = replayPayload(nextTurn ? `turn-${String(++turn).padStart(4, '0')}` : 'turn-0001');
     const run = timed([CLI, 'hook'], { input, env: runEnv, cwd: repo });
@@ -729,7 +729,7 @@ function warmRowsOnly(runners) {
           ['1', 'bare `node -e 0`', ms(s.bare.median), ms(s.bare.p90), '1.00×', '1.00×', '—', 'info'],
           row('1', 'cold hook replay', 'replay'),
           row('W1', 'warm hook replay (client + server)', 'replayWarm', '≤ 1.1×'),
-          row('1n', "cold hook, the holder's next Turn (turn base: 6 git runs)", 'nextTurn'),
+          row('1n', "cold hook, the holder's next Turn (turn base: 7 git runs)", 'nextTurn'),
           row('W1n', "warm hook, the holder's next Turn", 'nextTurnWarm'),
           row('2', 'cold hook claim', 'claim'),
           row('W2', 'warm hook claim (client + server)', 'claimWarm', '≤ 1.3×'),

@@ -182,6 +182,11 @@ async function todoDone(args: string[], io: Io): Promise<number> {
     else io.err(`Todo ${id} does not exist in ${goal} (turnkeeper todo list)\n`);
     return EXIT.refused;
   }
+  if (result.kind === 'already_done') {
+    if (values.json) printJson(io, { ok: false, reason: 'already_done', todo: id, goal });
+    else io.err(`Todo ${id} is already done; nothing was changed (turnkeeper todo reopen ${id} to work on it again)\n`);
+    return EXIT.refused;
+  }
   if (result.kind === 'refused') {
     const holder = result.lease;
     if (values.json) printJson(io, { ok: false, reason: result.why, todo: id, goal, lease: leaseView(holder) });
@@ -293,7 +298,8 @@ async function todoBlock(args: string[], io: Io): Promise<number> {
         return EXIT.refused;
       }
       blocked = result.todo;
-      if (!values.json && result.released) io.out(`released the lease of ${result.released.owner} (epoch ${result.released.epoch})\n`);
+      const released = result.kind === 'changed' ? result.released : undefined;
+      if (!values.json && released) io.out(`released the lease of ${released.owner} (epoch ${released.epoch})\n`);
     }
     if (values.json) printJson(io, { ok: true, todo: blocked ?? todo, ...(waitingOn ? { waitingOn } : {}) });
     else {

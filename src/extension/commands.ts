@@ -468,6 +468,7 @@ async function markTodoDone(ctx: Ctx, given: string | undefined): Promise<void> 
   await ctx.refresh();
   if (result?.kind === 'refused')
     void vscode.window.showWarningMessage(t('Not done: {0} is held by {1} (epoch {2})', picked.id, result.lease.owner, result.lease.epoch));
+  else if (result?.kind === 'already_done') void vscode.window.showInformationMessage(t('Todo {0} was already done', picked.id));
   else void vscode.window.showInformationMessage(t('Todo {0} is done{1}', picked.id, result?.released ? t('; its lease is released') : ''));
 }
 

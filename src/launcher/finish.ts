@@ -105,6 +105,12 @@ export async function finishTodo(options: FinishOptions): Promise<FinishResult> 
     branchDeleted: outcome.branchDeleted,
   };
   const changed = await store.setTodoStatus(goal, id, 'done', now(), options.request, detail);
+  if (changed?.kind === 'already_done')
+    return {
+      ok: false,
+      reason: 'todo_not_open',
+      detail: `git finished (${plan.strategy} of ${plan.branch} into ${plan.into}, now ${outcome.after.head}), but Todo ${id} was finished meanwhile (another checkout, or a second run): its one todo_finished receipt is that finish's`,
+    };
   if (!changed || changed.kind === 'refused')
     return {
       ok: false,

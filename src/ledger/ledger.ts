@@ -299,6 +299,9 @@ export class Ledger implements Authority {
       const now = await tx.clock(clientNow);
       const todo = await tx.todo(goal, id);
       if (!todo) return undefined;
+      // Read with the Todo's row locked: of two finishes (two checkouts, a run twice) one records
+      // done and its todo_finished, the other finds it done and records nothing.
+      if (status === 'done' && todo.status === 'done') return { kind: 'already_done', todo };
       // A status other than open releases the active lease: decided as `release` decides, before
       // anything is written, so another Owner's lease needs force and a reason, and a refusal changes
       // nothing (the Todo keeps its status, the lease stays active).

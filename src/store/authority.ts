@@ -204,7 +204,9 @@ export type StatusChangeRequest = Omit<ReleaseRequest, 'goal' | 'todo'>;
 export type StatusChangeResult =
   | { readonly kind: 'changed'; readonly todo: Todo; readonly released?: Lease }
   /** Nothing was changed: the Todo keeps its status and `lease` stays active. */
-  | { readonly kind: 'refused'; readonly why: 'not_owner' | 'force_needs_reason'; readonly todo: Todo; readonly lease: Lease };
+  | { readonly kind: 'refused'; readonly why: 'not_owner' | 'force_needs_reason'; readonly todo: Todo; readonly lease: Lease }
+  /** Nothing was changed: the Todo was done already when the write read it (a second finish, a run twice). */
+  | { readonly kind: 'already_done'; readonly todo: Todo };
 
 export interface SessionRecord {
   readonly owner: Owner;

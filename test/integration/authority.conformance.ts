@@ -131,6 +131,23 @@ export function authorityConformance(name: string, factory: AuthorityFactory): v
     );
 
     it(
+      'finishes a Todo once: a second done (another checkout, a run twice) is already_done and records nothing',
+      withAuthority(async (a) => {
+        const finished = { strategy: 'merge', commits: 1 };
+        expect(await a.setTodoStatus(GOAL, 'fix-login', 'done', T0, undefined, finished)).toMatchObject({ kind: 'changed', todo: { status: 'done' } });
+        const before = (await a.receipts({ limit: 100 })).length;
+        expect(await a.setTodoStatus(GOAL, 'fix-login', 'done', T0 + 1, undefined, finished)).toMatchObject({ kind: 'already_done', todo: { status: 'done' } });
+        expect(await a.setTodoStatus(GOAL, 'fix-login', 'done', T0 + 2)).toMatchObject({ kind: 'already_done' });
+        const kinds = (await a.receipts({ limit: 100 })).map((row) => (JSON.parse(row.doc) as ReceiptDocument).kind);
+        expect(kinds).toHaveLength(before);
+        expect(kinds.filter((kind) => kind === 'todo_finished')).toHaveLength(1);
+        // Control: reopened, it can be finished again, and that is a second finish on record.
+        expect(await a.setTodoStatus(GOAL, 'fix-login', 'open', T0 + 3)).toMatchObject({ kind: 'changed' });
+        expect(await a.setTodoStatus(GOAL, 'fix-login', 'done', T0 + 4, undefined, finished)).toMatchObject({ kind: 'changed' });
+      }),
+    );
+
+    it(
       'refuses unknown and closed Todos',
       withAuthority(async (a) => {
         expect((await a.claim(claimInput('codex:s1', 't1', 'no-such'), T0)).kind).toBe('unknown_todo');

@@ -236,15 +236,17 @@ describe('rule 6: claim', () => {
     const runs = readFileSync(log, 'utf8').trim().split('\n');
     // The claim's preconditions (HEAD, the filter drivers to disable, status), then the turn's base
     // (spec §5 "turn_ended") in the same git session, so HEAD and the drivers are not read again: a
-    // check that git uses the temporary index, the submodules to leave out, and the tree built in it.
+    // check that git uses the temporary index, the submodules and hiding flags to handle (none here),
+    // tracked changes, untracked files no .gitignore hides (none here), and the tree built in it.
     const subcommands = runs.map((line) => line.replace(/^--no-pager --no-optional-locks -c core\.fsmonitor=false -c core\.hooksPath=\/dev\/null -C \S+ /, ''));
     expect(subcommands).toEqual([
       'rev-parse --verify -q HEAD',
       'config --null --get-regexp ^filter\\.',
       'status --porcelain=v1 -z --untracked-files=all --ignore-submodules=dirty',
       'rev-parse --git-path index',
-      'ls-files --stage -z',
-      'add -A -- .',
+      'ls-files --stage -v -z',
+      'add -u -- .',
+      'ls-files --others -z --exclude-per-directory=.gitignore',
       'write-tree',
     ]);
     expect(runs.some((line) => line.includes('symbolic-ref'))).toBe(false);

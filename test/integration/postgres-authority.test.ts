@@ -84,6 +84,30 @@ authorityConformance('PostgreSQL', async () => {
   };
 });
 
+describe('PostgreSQL authority: a Todo finished from two checkouts at once', () => {
+  it('one of them records done and its todo_finished, the other finds it done (the row is locked for the check)', async () => {
+    const { url } = await freshStore();
+    const [a, b] = [(await openAuthority(pgEnv(url), { create: false }))!, (await openAuthority(pgEnv(url), { create: false }))!];
+    try {
+      await a.addTodo({ goal: 'g', id: 'fix-login', title: 'Fix login', body: '' }, Date.now());
+      const finish = (authority: Authority, checkout: string) =>
+        authority.setTodoStatus('g', 'fix-login', 'done', Date.now(), undefined, { strategy: 'merge', checkout });
+      for (let round = 0; round < 5; round += 1) {
+        const results = await Promise.all([finish(a, 'one'), finish(b, 'two')]);
+        expect(results.map((result) => result?.kind).sort()).toStrictEqual(['already_done', 'changed']);
+        expect(await a.setTodoStatus('g', 'fix-login', 'open', Date.now())).toMatchObject({ kind: 'changed' });
+      }
+      const kinds = (await a.receipts({ limit: 1000 })).map((row) => (JSON.parse(row.doc) as { kind: string }).kind);
+      // Five rounds, one finish each.
+      expect(kinds.filter((kind) => kind === 'todo_finished')).toHaveLength(5);
+      expect((await a.verifyChain()).ok).toBe(true);
+    } finally {
+      a.close();
+      b.close();
+    }
+  });
+});
+
 describe('PostgreSQL authority: the server clock decides', () => {
   it('a claim stamped by a client clock years away still gets server-time lease times', async () => {
     const { url } = await freshStore();
