@@ -349,6 +349,8 @@ export interface FinishOutcome {
   readonly merged: boolean;
   readonly worktreeRemoved: boolean;
   readonly branchDeleted: boolean;
+  /** Why a worktree or branch that was to go was kept (what changed there after the plan); empty when none was. */
+  readonly kept: readonly string[];
 }
 
 /**
@@ -395,21 +397,34 @@ export async function runFinish(env: Env, plan: FinishPlan, message: string): Pr
     }
     merged = true;
   }
+  // From here git's merge is done: what cannot be removed is kept and said, never a failure that would
+  // leave the merge in the main branch and the Todo unrecorded.
+  const kept: string[] = [];
   let worktreeRemoved = false;
   if (plan.removeWorktree && plan.worktree) {
-    await mustGit(env, at, ['worktree', 'remove', '--', plan.worktree]);
-    worktreeRemoved = true;
+    // Without --force: a file written there after the plan (an agent still at work) keeps it.
+    const remove = await runGit(env, at, ['worktree', 'remove', '--', plan.worktree]);
+    if (remove.status === 0) worktreeRemoved = true;
+    else kept.push(`worktree ${plan.worktree} kept: ${(remove.stderr.trim() || remove.stdout.trim()).split('\n')[0] ?? 'git worktree remove failed'}`);
   }
   let branchDeleted = false;
-  // The branch goes with its worktree once it is merged; a squash or rebase leaves it not an ancestor
-  // of the main branch, and its content is merged all the same, so -D.
   if (plan.removeWorktree && plan.strategy !== 'keep-branch') {
-    await mustGit(env, at, ['branch', '-D', '--', plan.branch]);
-    branchDeleted = true;
+    // Deleted only when everything on it is in the main branch now: a commit made on it after the plan
+    // (the agent, a hook) was not merged and would be lost with it. A merge or a rebase leaves the
+    // branch an ancestor of the main branch; a squash leaves it at the head that was squashed.
+    const now = (await runGit(env, at, ['rev-parse', '--verify', '-q', `refs/heads/${plan.branch}^{commit}`])).stdout.trim();
+    const contained =
+      plan.strategy === 'squash'
+        ? now === plan.branchHead
+        : (await runGit(env, at, ['merge-base', '--is-ancestor', now || plan.branchHead, 'HEAD'])).status === 0;
+    if (now !== '' && contained) {
+      await mustGit(env, at, ['branch', '-D', '--', plan.branch]);
+      branchDeleted = true;
+    } else if (now !== '') kept.push(`branch ${plan.branch} kept: it moved to ${now.slice(0, 12)} after the finish was planned, and that is not merged`);
   }
   const head = (await mustGit(env, at, ['rev-parse', '--verify', 'HEAD^{commit}'])).trim();
   const tree = (await mustGit(env, at, ['rev-parse', '--verify', 'HEAD^{tree}'])).trim();
-  return { after: { head, tree }, merged, worktreeRemoved, branchDeleted };
+  return { after: { head, tree }, merged, worktreeRemoved, branchDeleted, kept };
 }
 
 async function abortAndThrow(env: Env, at: string, what: string, run: GitRun): Promise<never> {

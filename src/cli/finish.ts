@@ -74,6 +74,7 @@ export async function finishCommand(args: string[], io: Io): Promise<number> {
         merged: outcome.merged,
         worktreeRemoved: outcome.worktreeRemoved,
         branchDeleted: outcome.branchDeleted,
+        kept: outcome.kept,
         released: released ?? null,
       });
     else {
@@ -87,6 +88,7 @@ export async function finishCommand(args: string[], io: Io): Promise<number> {
       io.out(
         `Todo ${id} is done: ${merged}${removed ? `; ${removed}` : ''}${released ? `; released the lease of ${released.owner} (epoch ${released.epoch})` : ''}\n`,
       );
+      for (const line of outcome.kept) io.out(`${line}\n`);
     }
     return EXIT.done;
   } finally {

@@ -103,6 +103,8 @@ export async function finishTodo(options: FinishOptions): Promise<FinishResult> 
     merged: outcome.merged,
     worktreeRemoved: outcome.worktreeRemoved,
     branchDeleted: outcome.branchDeleted,
+    // What was to be removed and was kept, and why (a commit or a file made after the plan).
+    kept: outcome.kept,
   };
   const changed = await store.setTodoStatus(goal, id, 'done', now(), options.request, detail);
   if (changed?.kind === 'already_done')

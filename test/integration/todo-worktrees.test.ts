@@ -304,6 +304,32 @@ describe('todo done --merge | --squash | --rebase | --keep-branch', () => {
     expect(JSON.parse(world.cli(['verify', '--json']).stdout)).toMatchObject({ ok: true });
   });
 
+  it('a commit made on the branch during the finish (a post-merge hook here; an agent still at work) keeps the branch, said and recorded: git branch -D would have lost it', () => {
+    todoWorktreeWithCommit();
+    // The main repository's post-merge hook commits in the Todo's worktree once the merge is made.
+    const late = join(world.root, 'late-commit.txt');
+    writeFileSync(
+      join(world.repo, '.git', 'hooks', 'post-merge'),
+      `#!/bin/sh\nunset GIT_DIR GIT_INDEX_FILE GIT_WORK_TREE GIT_PREFIX\ncd '${defaultPath()}' && echo late > late.txt && git add late.txt && ` +
+        `git -c user.email=t@example.invalid -c user.name=t commit -qm 'late work' && git rev-parse HEAD > '${late}'\n`,
+      { mode: 0o755 },
+    );
+    const finished = done('--merge', '--remove-worktree');
+    expect(finished.code, finished.stderr + finished.stdout).toBe(0);
+    const lateCommit = readFileSync(late, 'utf8').trim();
+    expect(finished.json).toMatchObject({ ok: true, merged: true, worktreeRemoved: true, branchDeleted: false });
+    expect(finished.json.kept).toStrictEqual([
+      `branch todo/fix-login kept: it moved to ${lateCommit.slice(0, 12)} after the finish was planned, and that is not merged`,
+    ]);
+    // The late commit is still reachable, from the branch that was kept.
+    expect(git(world.repo, 'rev-parse', 'refs/heads/todo/fix-login').trim()).toBe(lateCommit);
+    // Control: it is not in the main branch, so deleting the branch (as before) would have left it unreachable.
+    expect(spawnSync('git', ['-C', world.repo, 'merge-base', '--is-ancestor', lateCommit, 'HEAD']).status).toBe(1);
+    expect(receiptDocs().find((doc) => doc.kind === 'todo_finished')).toMatchObject({
+      detail: { branchDeleted: false, kept: [expect.stringContaining('branch todo/fix-login kept')] },
+    });
+  });
+
   it('--squash makes one commit on the main branch with the branch tree, keeps the worktree unless asked, and someone else cannot finish a held Todo', () => {
     todoWorktreeWithCommit();
     commitFile(defaultPath(), 'more.txt', 'second\n', 'second commit');
