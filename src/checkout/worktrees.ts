@@ -349,6 +349,8 @@ export interface FinishOutcome {
   readonly merged: boolean;
   readonly worktreeRemoved: boolean;
   readonly branchDeleted: boolean;
+  /** The branch's commit that was merged (its head when the merge ran, not when it was planned); null when nothing was. */
+  readonly mergedHead: string | null;
   /** Why a worktree or branch that was to go was kept (what changed there after the plan); empty when none was. */
   readonly kept: readonly string[];
 }
@@ -363,12 +365,18 @@ export async function runFinish(env: Env, plan: FinishPlan, message: string): Pr
   const at = plan.main;
   if (plan.worktreeMissing) await mustGit(env, at, ['worktree', 'prune']);
   let merged = false;
+  let mergedHead: string | null = null;
   if (plan.strategy !== 'keep-branch' && plan.ahead > 0) {
+    // The branch as it is now: a commit made on it since the plan (an agent finishing its work) is
+    // merged too, and recorded as what was merged. git itself refuses a conflict the plan did not see.
+    const head = (await runGit(env, at, ['rev-parse', '--verify', '-q', `refs/heads/${plan.branch}^{commit}`])).stdout.trim() || plan.branchHead;
     if (plan.strategy === 'merge') {
-      const run = await runGit(env, at, ['merge', '--no-ff', '-m', message, plan.branchHead]);
+      const run = await runGit(env, at, ['merge', '--no-ff', '-m', message, head]);
       if (run.status !== 0) await abortAndThrow(env, at, 'merge', run);
+      mergedHead = head;
     } else if (plan.strategy === 'squash') {
-      const run = await runGit(env, at, ['merge', '--squash', plan.branchHead]);
+      mergedHead = head;
+      const run = await runGit(env, at, ['merge', '--squash', head]);
       if (run.status !== 0) await abortAndThrow(env, at, 'merge --squash', run);
       const commit = await runGit(env, at, ['commit', '-m', message]);
       if (commit.status !== 0) {
@@ -394,6 +402,7 @@ export async function runFinish(env: Env, plan: FinishPlan, message: string): Pr
       if (!plan.worktree) await mustGit(env, at, ['checkout', '-q', plan.into]);
       const ff = await runGit(env, at, ['merge', '--ff-only', `refs/heads/${plan.branch}`]);
       if (ff.status !== 0) await abortAndThrow(env, at, 'merge --ff-only', ff);
+      mergedHead = (await mustGit(env, at, ['rev-parse', '--verify', 'HEAD^{commit}'])).trim();
     }
     merged = true;
   }
@@ -414,17 +423,15 @@ export async function runFinish(env: Env, plan: FinishPlan, message: string): Pr
     // branch an ancestor of the main branch; a squash leaves it at the head that was squashed.
     const now = (await runGit(env, at, ['rev-parse', '--verify', '-q', `refs/heads/${plan.branch}^{commit}`])).stdout.trim();
     const contained =
-      plan.strategy === 'squash'
-        ? now === plan.branchHead
-        : (await runGit(env, at, ['merge-base', '--is-ancestor', now || plan.branchHead, 'HEAD'])).status === 0;
+      plan.strategy === 'squash' ? now === mergedHead : (await runGit(env, at, ['merge-base', '--is-ancestor', now || plan.branchHead, 'HEAD'])).status === 0;
     if (now !== '' && contained) {
       await mustGit(env, at, ['branch', '-D', '--', plan.branch]);
       branchDeleted = true;
-    } else if (now !== '') kept.push(`branch ${plan.branch} kept: it moved to ${now.slice(0, 12)} after the finish was planned, and that is not merged`);
+    } else if (now !== '') kept.push(`branch ${plan.branch} kept: it moved to ${now.slice(0, 12)} after the merge, and that is not merged`);
   }
   const head = (await mustGit(env, at, ['rev-parse', '--verify', 'HEAD^{commit}'])).trim();
   const tree = (await mustGit(env, at, ['rev-parse', '--verify', 'HEAD^{tree}'])).trim();
-  return { after: { head, tree }, merged, worktreeRemoved, branchDeleted, kept };
+  return { after: { head, tree }, merged, worktreeRemoved, branchDeleted, mergedHead, kept };
 }
 
 async function abortAndThrow(env: Env, at: string, what: string, run: GitRun): Promise<never> {

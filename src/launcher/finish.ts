@@ -92,6 +92,8 @@ export async function finishTodo(options: FinishOptions): Promise<FinishResult> 
     strategy: plan.strategy,
     branch: plan.branch,
     branchHead: plan.branchHead,
+    // What was merged: the branch's head when the merge ran (a commit made since the plan included).
+    mergedHead: outcome.mergedHead,
     commits: plan.ahead,
     into: plan.into,
     checkout: plan.main,

@@ -286,6 +286,7 @@ describe('todo done --merge | --squash | --rebase | --keep-branch', () => {
         strategy: 'merge',
         branch: 'todo/fix-login',
         branchHead,
+        mergedHead: branchHead,
         commits: 1,
         into: 'master',
         headBefore,
@@ -318,9 +319,7 @@ describe('todo done --merge | --squash | --rebase | --keep-branch', () => {
     expect(finished.code, finished.stderr + finished.stdout).toBe(0);
     const lateCommit = readFileSync(late, 'utf8').trim();
     expect(finished.json).toMatchObject({ ok: true, merged: true, worktreeRemoved: true, branchDeleted: false });
-    expect(finished.json.kept).toStrictEqual([
-      `branch todo/fix-login kept: it moved to ${lateCommit.slice(0, 12)} after the finish was planned, and that is not merged`,
-    ]);
+    expect(finished.json.kept).toStrictEqual([`branch todo/fix-login kept: it moved to ${lateCommit.slice(0, 12)} after the merge, and that is not merged`]);
     // The late commit is still reachable, from the branch that was kept.
     expect(git(world.repo, 'rev-parse', 'refs/heads/todo/fix-login').trim()).toBe(lateCommit);
     // Control: it is not in the main branch, so deleting the branch (as before) would have left it unreachable.
