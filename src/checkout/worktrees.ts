@@ -252,7 +252,7 @@ async function changesOf(env: Env, checkout: string, trackedOnly: boolean): Prom
 export const FINISH_STRATEGIES = ['merge', 'squash', 'rebase', 'keep-branch'] as const;
 export type FinishStrategy = (typeof FINISH_STRATEGIES)[number];
 
-/** What a finish will do, checked before anything is touched (planFinish) and then done (runFinish). */
+/** What a finish will do, checked before anything is touched (planFinish) and then done (mergeFinish, removeFinished). */
 export interface FinishPlan {
   readonly strategy: FinishStrategy;
   readonly branch: string;
@@ -356,82 +356,121 @@ export interface FinishOutcome {
 }
 
 /**
- * Does what `plan` says in the main checkout. A merge git still refuses (a hook, a missing identity)
- * is aborted, so the checkout is as before, and WorktreeError git_failed says why. The worktree and
- * branch are removed only after the merge succeeded, and only when asked (the branch is kept with
- * keep-branch).
+ * The merge `plan` says, in the main checkout. A merge git still refuses (a hook, a missing identity)
+ * is aborted, so the checkout is as before, and WorktreeError git_failed says why. Returns the
+ * branch's commit that was merged (its head when the merge ran), or null when nothing was to merge.
  */
-export async function runFinish(env: Env, plan: FinishPlan, message: string): Promise<FinishOutcome> {
+export async function mergeFinish(env: Env, plan: FinishPlan, message: string): Promise<string | null> {
   const at = plan.main;
   if (plan.worktreeMissing) await mustGit(env, at, ['worktree', 'prune']);
-  let merged = false;
-  let mergedHead: string | null = null;
-  if (plan.strategy !== 'keep-branch' && plan.ahead > 0) {
-    // The branch as it is now: a commit made on it since the plan (an agent finishing its work) is
-    // merged too, and recorded as what was merged. git itself refuses a conflict the plan did not see.
-    const head = (await runGit(env, at, ['rev-parse', '--verify', '-q', `refs/heads/${plan.branch}^{commit}`])).stdout.trim() || plan.branchHead;
-    if (plan.strategy === 'merge') {
-      const run = await runGit(env, at, ['merge', '--no-ff', '-m', message, head]);
-      if (run.status !== 0) await abortAndThrow(env, at, 'merge', run);
-      mergedHead = head;
-    } else if (plan.strategy === 'squash') {
-      mergedHead = head;
-      const run = await runGit(env, at, ['merge', '--squash', head]);
-      if (run.status !== 0) await abortAndThrow(env, at, 'merge --squash', run);
-      const commit = await runGit(env, at, ['commit', '-m', message]);
-      if (commit.status !== 0) {
-        // Back to the head before: the squashed changes are in the index and files only.
-        await runGit(env, at, ['reset', '--hard', plan.before.head]);
-        throw new WorktreeError(
-          'git_failed',
-          `git commit of the squash failed: ${commit.stderr.trim() || commit.stdout.trim()}; the main checkout is back at ${plan.before.head}`,
-        );
-      }
-    } else {
-      // Rebase the branch onto the main branch (in its worktree, or in the main checkout's repository
-      // by name when it has none), then fast-forward the main branch to it.
-      const where = plan.worktree ?? at;
-      const rebase = await runGit(env, where, plan.worktree ? ['rebase', plan.into] : ['rebase', plan.into, plan.branch]);
-      if (rebase.status !== 0) {
-        await runGit(env, where, ['rebase', '--abort']);
-        throw new WorktreeError(
-          'merge_conflict',
-          `rebasing ${plan.branch} onto ${plan.into} stopped (${rebase.stderr.trim().split('\n')[0] ?? ''}); it was aborted, nothing was changed`,
-        );
-      }
-      if (!plan.worktree) await mustGit(env, at, ['checkout', '-q', plan.into]);
-      const ff = await runGit(env, at, ['merge', '--ff-only', `refs/heads/${plan.branch}`]);
-      if (ff.status !== 0) await abortAndThrow(env, at, 'merge --ff-only', ff);
-      mergedHead = (await mustGit(env, at, ['rev-parse', '--verify', 'HEAD^{commit}'])).trim();
-    }
-    merged = true;
+  if (plan.strategy === 'keep-branch' || plan.ahead === 0) return null;
+  // The branch as it is now: a commit made on it since the plan (an agent finishing its work) is
+  // merged too, and recorded as what was merged. git itself refuses a conflict the plan did not see.
+  const head = (await branchHeadOf(env, at, plan.branch)) ?? plan.branchHead;
+  if (plan.strategy === 'merge') {
+    const run = await runGit(env, at, ['merge', '--no-ff', '-m', message, head]);
+    if (run.status !== 0) await abortAndThrow(env, at, 'merge', run);
+    return head;
   }
-  // From here git's merge is done: what cannot be removed is kept and said, never a failure that would
-  // leave the merge in the main branch and the Todo unrecorded.
+  if (plan.strategy === 'squash') {
+    const run = await runGit(env, at, ['merge', '--squash', head]);
+    if (run.status !== 0) await abortAndThrow(env, at, 'merge --squash', run);
+    const commit = await runGit(env, at, ['commit', '-m', message]);
+    if (commit.status !== 0) {
+      // Back to the head before: the squashed changes are in the index and files only.
+      await runGit(env, at, ['reset', '--hard', plan.before.head]);
+      throw new WorktreeError(
+        'git_failed',
+        `git commit of the squash failed: ${commit.stderr.trim() || commit.stdout.trim()}; the main checkout is back at ${plan.before.head}`,
+      );
+    }
+    return head;
+  }
+  // Rebase the branch onto the main branch (in its worktree, or in the main checkout's repository by
+  // name when it has none), then fast-forward the main branch to it.
+  const where = plan.worktree ?? at;
+  const rebase = await runGit(env, where, plan.worktree ? ['rebase', plan.into] : ['rebase', plan.into, plan.branch]);
+  if (rebase.status !== 0) {
+    await runGit(env, where, ['rebase', '--abort']);
+    throw new WorktreeError(
+      'merge_conflict',
+      `rebasing ${plan.branch} onto ${plan.into} stopped (${rebase.stderr.trim().split('\n')[0] ?? ''}); it was aborted, nothing was changed`,
+    );
+  }
+  if (!plan.worktree) await mustGit(env, at, ['checkout', '-q', plan.into]);
+  const ff = await runGit(env, at, ['merge', '--ff-only', `refs/heads/${plan.branch}`]);
+  if (ff.status !== 0) await abortAndThrow(env, at, 'merge --ff-only', ff);
+  return (await mustGit(env, at, ['rev-parse', '--verify', 'HEAD^{commit}'])).trim();
+}
+
+/**
+ * After the merge: the worktree and branch removed when asked, and only what is safe (the branch is
+ * kept with keep-branch), then the main checkout's HEAD. From here git's merge is done: what cannot be
+ * removed is kept and said, never a failure that would leave the merge in the main branch and the Todo
+ * unrecorded.
+ */
+export async function removeFinished(env: Env, plan: FinishPlan, mergedHead: string | null): Promise<FinishOutcome> {
+  const at = plan.main;
   const kept: string[] = [];
   let worktreeRemoved = false;
-  if (plan.removeWorktree && plan.worktree) {
+  if (plan.removeWorktree && plan.worktree && !existsSync(plan.worktree)) {
+    // Gone already: removed by this finish's interrupted run (spec §7 "Finish", a rerun after a crash).
+    worktreeRemoved = true;
+  } else if (plan.removeWorktree && plan.worktree) {
     // Without --force: a file written there after the plan (an agent still at work) keeps it.
     const remove = await runGit(env, at, ['worktree', 'remove', '--', plan.worktree]);
     if (remove.status === 0) worktreeRemoved = true;
     else kept.push(`worktree ${plan.worktree} kept: ${(remove.stderr.trim() || remove.stdout.trim()).split('\n')[0] ?? 'git worktree remove failed'}`);
   }
-  let branchDeleted = false;
-  if (plan.removeWorktree && plan.strategy !== 'keep-branch') {
-    // Deleted only when everything on it is in the main branch now: a commit made on it after the plan
-    // (the agent, a hook) was not merged and would be lost with it. A merge or a rebase leaves the
-    // branch an ancestor of the main branch; a squash leaves it at the head that was squashed.
-    const now = (await runGit(env, at, ['rev-parse', '--verify', '-q', `refs/heads/${plan.branch}^{commit}`])).stdout.trim();
-    const contained =
-      plan.strategy === 'squash' ? now === mergedHead : (await runGit(env, at, ['merge-base', '--is-ancestor', now || plan.branchHead, 'HEAD'])).status === 0;
-    if (now !== '' && contained) {
+  const now = await branchHeadOf(env, at, plan.branch);
+  // A branch that is gone was deleted by this finish's interrupted run (it existed when it was planned).
+  let branchDeleted = plan.removeWorktree && plan.strategy !== 'keep-branch' && now === undefined;
+  if (plan.removeWorktree && plan.strategy !== 'keep-branch' && now !== undefined) {
+    // Deleted only when everything on it is in the main branch now: a commit made on it after the
+    // merge (the agent, a hook) was merged by nobody and would be lost with it. A merge or a rebase
+    // leaves the branch an ancestor of the main branch; a squash leaves it at the head that was squashed.
+    const contained = plan.strategy === 'squash' ? now === mergedHead : (await runGit(env, at, ['merge-base', '--is-ancestor', now, 'HEAD'])).status === 0;
+    if (contained) {
       await mustGit(env, at, ['branch', '-D', '--', plan.branch]);
       branchDeleted = true;
-    } else if (now !== '') kept.push(`branch ${plan.branch} kept: it moved to ${now.slice(0, 12)} after the merge, and that is not merged`);
+    } else kept.push(`branch ${plan.branch} kept: it moved to ${now.slice(0, 12)} after the merge, and that is not merged`);
   }
   const head = (await mustGit(env, at, ['rev-parse', '--verify', 'HEAD^{commit}'])).trim();
   const tree = (await mustGit(env, at, ['rev-parse', '--verify', 'HEAD^{tree}'])).trim();
-  return { after: { head, tree }, merged, worktreeRemoved, branchDeleted, mergedHead, kept };
+  return { after: { head, tree }, merged: mergedHead !== null, worktreeRemoved, branchDeleted, mergedHead, kept };
+}
+
+/** A branch's commit, or undefined when there is no such branch. */
+async function branchHeadOf(env: Env, at: string, branch: string): Promise<string | undefined> {
+  return (await runGit(env, at, ['rev-parse', '--verify', '-q', `refs/heads/${branch}^{commit}`])).stdout.trim() || undefined;
+}
+
+/**
+ * Whether a finish planned as `plan` made its merge before it was interrupted (killed after git, before
+ * the store recorded it): the main checkout is still on `plan.into` and holds a commit with the
+ * finish's `message` after `plan.before.head` (a merge or a squash), or the branch fast-forwarded into it
+ * (a rebase). Returns what was merged, as mergeFinish would have, or null when git did nothing yet.
+ */
+export async function mergedBefore(env: Env, plan: FinishPlan, message: string): Promise<string | null> {
+  const at = plan.main;
+  if (plan.strategy === 'keep-branch' || plan.ahead === 0) return null;
+  const on = (await runGit(env, at, ['symbolic-ref', '--short', '-q', 'HEAD'])).stdout.trim();
+  const head = (await runGit(env, at, ['rev-parse', '--verify', '-q', 'HEAD^{commit}'])).stdout.trim();
+  if (on !== plan.into || head === '' || head === plan.before.head) return null;
+  if ((await runGit(env, at, ['merge-base', '--is-ancestor', plan.before.head, head])).status !== 0) return null;
+  if (plan.strategy === 'rebase') {
+    const branch = await branchHeadOf(env, at, plan.branch);
+    // The branch deleted after the merge: only a finish deletes it, and only once it is merged.
+    if (branch === undefined) return head;
+    return (await runGit(env, at, ['merge-base', '--is-ancestor', branch, head])).status === 0 ? branch : null;
+  }
+  const log = (await runGit(env, at, ['log', '--format=%P%x00%B%x01', `${plan.before.head}..${head}`])).stdout;
+  for (const entry of log.split('\x01')) {
+    const [parents = '', body = ''] = entry.replace(/^\n/, '').split('\0');
+    if (body.trim() !== message.trim()) continue;
+    return plan.strategy === 'merge' ? (parents.split(' ')[1] ?? plan.branchHead) : plan.branchHead;
+  }
+  return null;
 }
 
 async function abortAndThrow(env: Env, at: string, what: string, run: GitRun): Promise<never> {

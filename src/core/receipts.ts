@@ -9,6 +9,8 @@ export const RECEIPT_KINDS = [
   'todo_status_changed',
   /** `todo done --merge|--squash|--rebase|--keep-branch`: what finishing did to git (src/launcher/finish.ts). */
   'todo_finished',
+  /** A finish about to touch git: its plan, so a finish killed between git and the store is completed truthfully by the next one. */
+  'todo_finish_planned',
   /** `todo block|unblock --after`: dependency edges added or removed (`todo add --after` records them in `todo_added`). */
   'todo_dependencies_changed',
   'capture_bound',

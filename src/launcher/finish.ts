@@ -8,8 +8,11 @@ import { decideRelease, type Lease } from '../core/lease';
 import type { Authority, StatusChangeRequest } from '../store/authority';
 import { worktreeSettings, WorktreeConfigError } from '../config/homeConfig';
 import {
+  FINISH_STRATEGIES,
+  mergedBefore,
+  mergeFinish,
   planFinish,
-  runFinish,
+  removeFinished,
   todoBranch,
   WorktreeError,
   type FinishOutcome,
@@ -18,6 +21,8 @@ import {
   type WorktreeErrorCode,
 } from '../checkout/worktrees';
 import type { Env } from '../core/env';
+import { parseReceipt } from '../core/receipts';
+import { faultPoint } from '../store/faults';
 
 export interface FinishOptions {
   readonly store: Authority;
@@ -77,12 +82,33 @@ export async function finishTodo(options: FinishOptions): Promise<FinishResult> 
         detail: `Todo ${id} is held by ${active.owner} (epoch ${active.epoch}), and finishing it releases that lease; nothing was changed. To finish someone else's Todo: add --force --reason "<why>"`,
       };
   }
-  let plan: FinishPlan;
+  let plan: FinishPlan | undefined;
   let outcome: FinishOutcome;
+  let recovered = false;
   try {
-    const branch = await todoBranch(env, options.cwd, worktreeSettings(env).branchPrefix, id, options.branch);
-    plan = await planFinish(env, options.cwd, { branch, strategy: options.strategy, removeWorktree: options.removeWorktree });
-    outcome = await runFinish(env, plan, messageOf(options.strategy, id, todo.title, branch));
+    // A finish of this Todo killed between git and the store (its plan recorded, no todo_finished):
+    // when git made its merge then, this run completes that finish and records what git did. Planned
+    // again instead, the merged branch would be 0 commits ahead and the receipt would say nothing was merged.
+    const pending = await pendingFinish(store, goal, id);
+    let mergedHead: string | null = null;
+    if (pending) {
+      mergedHead = await mergedBefore(env, pending, messageOf(pending.strategy, id, todo.title, pending.branch));
+      if (mergedHead !== null) {
+        plan = pending;
+        recovered = true;
+      }
+    }
+    if (!plan) {
+      const branch = await todoBranch(env, options.cwd, worktreeSettings(env).branchPrefix, id, options.branch);
+      plan = await planFinish(env, options.cwd, { branch, strategy: options.strategy, removeWorktree: options.removeWorktree });
+      // The intent, before git acts (spec §7 "Finish"): what a rerun after a crash finds.
+      await store.appendReceipt({ kind: 'todo_finish_planned', goal, todo: id, detail: plannedDetail(plan) }, now());
+      faultPoint('finish.after_plan');
+      mergedHead = await mergeFinish(env, plan, messageOf(plan.strategy, id, todo.title, plan.branch));
+      faultPoint('finish.after_merge');
+    }
+    outcome = await removeFinished(env, plan, mergedHead);
+    faultPoint('finish.after_remove');
   } catch (error) {
     if (error instanceof WorktreeError) return { ok: false, reason: error.code, detail: error.message };
     if (error instanceof WorktreeConfigError) return { ok: false, reason: 'worktree_config', detail: error.message };
@@ -107,6 +133,8 @@ export async function finishTodo(options: FinishOptions): Promise<FinishResult> 
     branchDeleted: outcome.branchDeleted,
     // What was to be removed and was kept, and why (a commit or a file made after the plan).
     kept: outcome.kept,
+    // Completed from the plan of a finish that was interrupted after git acted.
+    ...(recovered ? { recovered: true } : {}),
   };
   const changed = await store.setTodoStatus(goal, id, 'done', now(), options.request, detail);
   if (changed?.kind === 'already_done')
@@ -123,4 +151,55 @@ export async function finishTodo(options: FinishOptions): Promise<FinishResult> 
       detail: `git finished (${plan.strategy} of ${plan.branch} into ${plan.into}, now ${outcome.after.head}), but Todo ${id}'s lease changed hands meanwhile, so it is not marked done: turnkeeper todo done ${id} once its holder agrees`,
     };
   return { ok: true, plan, outcome, released: changed.released };
+}
+
+const isFinishStrategy = (value: string): value is FinishStrategy => (FINISH_STRATEGIES as readonly string[]).includes(value);
+
+/** What a `todo_finish_planned` receipt records: the plan, enough to complete the finish after a crash. */
+function plannedDetail(plan: FinishPlan): Record<string, string | number | boolean | null> {
+  return {
+    strategy: plan.strategy,
+    branch: plan.branch,
+    branchHead: plan.branchHead,
+    commits: plan.ahead,
+    into: plan.into,
+    checkout: plan.main,
+    worktree: plan.worktree,
+    removeWorktree: plan.removeWorktree,
+    headBefore: plan.before.head,
+    treeBefore: plan.before.tree,
+  };
+}
+
+/**
+ * The plan of this Todo's last finish when nothing was recorded after it (no todo_finished, no status
+ * change): a finish that stopped between its plan and its record. Read from the Todo's newest receipts.
+ */
+async function pendingFinish(store: Authority, goal: string, todo: string): Promise<FinishPlan | undefined> {
+  for (const row of await store.receiptsOfTodo(goal, todo, 200)) {
+    const doc = parseReceipt(row.doc);
+    if (!doc) continue;
+    if (doc.kind === 'todo_finished' || doc.kind === 'todo_status_changed') return undefined;
+    if (doc.kind !== 'todo_finish_planned') continue;
+    const d = doc.detail ?? {};
+    const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
+    const strategy = text(d.strategy);
+    const [branch, branchHead, into, checkout, headBefore, treeBefore] = [d.branch, d.branchHead, d.into, d.checkout, d.headBefore, d.treeBefore].map(text);
+    if (!strategy || !isFinishStrategy(strategy) || !branch || !branchHead || !into || !checkout || !headBefore || !treeBefore || typeof d.commits !== 'number')
+      return undefined;
+    return {
+      strategy,
+      branch,
+      worktree: text(d.worktree) ?? null,
+      worktreeMissing: false,
+      removeWorktree: d.removeWorktree === true,
+      main: checkout,
+      into,
+      before: { head: headBefore, tree: treeBefore },
+      branchHead,
+      ahead: d.commits,
+      mergedTree: null,
+    };
+  }
+  return undefined;
 }

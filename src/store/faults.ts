@@ -8,6 +8,10 @@ export const FAULT_POINTS = [
   'store.before_commit',
   /** Committed, anchor not yet moved: the window in which a killed writer leaves the anchor behind. */
   'store.after_commit',
+  /** A finish (src/launcher/finish.ts): its plan recorded, before git; merged, before removal; removed, before its record. */
+  'finish.after_plan',
+  'finish.after_merge',
+  'finish.after_remove',
 ] as const;
 export type FaultPoint = (typeof FAULT_POINTS)[number];
 

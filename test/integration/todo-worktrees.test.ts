@@ -375,7 +375,7 @@ describe('todo done --merge | --squash | --rebase | --keep-branch', () => {
     expect(existsSync(join(world.root, 'second'))).toBe(false);
   });
 
-  it('a merge git itself refuses after the checks (no committer identity) is aborted: the main checkout is as before and nothing is recorded', () => {
+  it('a merge git itself refuses after the checks (no committer identity) is aborted: the main checkout is as before and only the plan is recorded', () => {
     todoWorktreeWithCommit();
     const head = git(world.repo, 'rev-parse', 'HEAD').trim();
     const receiptsBefore = receiptDocs().length;
@@ -388,11 +388,59 @@ describe('todo done --merge | --squash | --rebase | --keep-branch', () => {
     expect(git(world.repo, 'rev-parse', 'HEAD').trim()).toBe(head);
     expect(git(world.repo, 'status', '--porcelain').trim()).toBe('');
     expect(existsSync(join(world.repo, '.git', 'MERGE_HEAD'))).toBe(false);
-    expect(receiptDocs()).toHaveLength(receiptsBefore);
+    // The intent, written before git acted; the next finish finds nothing merged and plans afresh.
+    expect(
+      receiptDocs()
+        .slice(receiptsBefore)
+        .map((doc) => doc.kind),
+    ).toStrictEqual(['todo_finish_planned']);
     expect(todoStatus()).toBe('open');
     // Control: the same command with an identity merges.
     expect(done('--merge').json).toMatchObject({ ok: true, merged: true });
+    expect(receiptDocs().find((doc) => doc.kind === 'todo_finished')!.detail).not.toHaveProperty('recovered');
   });
+  it.each(['finish.after_plan', 'finish.after_merge', 'finish.after_remove'])(
+    'kill -9 at %s: the rerun leaves git and the receipts agreeing: one merge, one todo_finished naming it, the worktree and branch gone',
+    (point) => {
+      const { branchHead } = todoWorktreeWithCommit();
+      const headBefore = git(world.repo, 'rev-parse', 'HEAD').trim();
+      const killed = world.cli(['todo', 'done', 'fix-login', '--merge', '--remove-worktree', '--owner', 'codex:sess-1', '--json'], {
+        env: { ...IDENTITY, TURNKEEPER_TEST_FAULT: `${point}=kill` },
+      });
+      expect(killed.signal, killed.stderr).toBe('SIGKILL');
+      expect(todoStatus()).toBe('open');
+      // Past the plan, git has merged: main holds the merge and no receipt says so yet.
+      if (point !== 'finish.after_plan') expect(git(world.repo, 'rev-parse', 'HEAD^2').trim()).toBe(branchHead);
+
+      const rerun = done('--merge', '--remove-worktree');
+      expect(rerun.code, rerun.stderr + rerun.stdout).toBe(0);
+      expect(rerun.json).toMatchObject({
+        ok: true,
+        merged: true,
+        worktreeRemoved: true,
+        branchDeleted: true,
+      });
+      // One merge commit, of the branch as it was, on the head from before.
+      expect(git(world.repo, 'rev-parse', 'HEAD^1', 'HEAD^2').trim().split('\n')).toStrictEqual([headBefore, branchHead]);
+      expect(git(world.repo, 'rev-list', '--count', `${headBefore}..HEAD`).trim()).toBe('2');
+      expect(existsSync(defaultPath())).toBe(false);
+      expect(git(world.repo, 'branch', '--list', 'todo/fix-login').trim()).toBe('');
+      const finished = receiptDocs().filter((doc) => doc.kind === 'todo_finished');
+      expect(finished).toHaveLength(1);
+      expect(finished[0]!.detail).toMatchObject({
+        merged: true,
+        commits: 1,
+        branchHead,
+        mergedHead: branchHead,
+        headBefore,
+        headAfter: git(world.repo, 'rev-parse', 'HEAD').trim(),
+        ...(point === 'finish.after_plan' ? {} : { recovered: true }),
+      });
+      expect(todoStatus()).toBe('done');
+      expect(JSON.parse(world.cli(['verify', '--json']).stdout)).toMatchObject({ ok: true });
+    },
+  );
+
   it('the main checkout with uncommitted changes is [main_not_ready]; run from inside the Todo worktree, the finish merges into the main checkout', () => {
     todoWorktreeWithCommit();
     writeFileSync(join(world.repo, 'README.md'), 'edited, not committed\n');
