@@ -507,28 +507,49 @@ function livePid(env: Env): number | undefined {
   return argv?.includes('hook-server') && argv.includes('serve') ? pid : undefined;
 }
 
+/** What `hook-server status` and `doctor` say of this home's warm hook server. */
+export interface HookServerState {
+  /** Answers a ping within a second. */
+  readonly running: boolean;
+  /** Its socket accepts connections (a stopped or wedged server's still does). */
+  readonly listening: boolean;
+  /** Its process is stopped (SIGSTOP, a debugger). */
+  readonly stopped: boolean;
+  readonly pid: number | null;
+  readonly socket: string;
+}
+
+export async function hookServerState(env: Env): Promise<HookServerState> {
+  const socket = socketPathOf(env);
+  const pid = livePid(env);
+  const listening = await answers(socket);
+  const running = listening && (await pings(socket));
+  const stopped = pid !== undefined && launchBackend().processStopped(pid) === true;
+  return { running, listening, stopped, pid: pid ?? null, socket };
+}
+
+/** Listening but silent is a problem: each hook waits 1.5 s for the server, then runs cold. */
+export function hookServerSentence(state: HookServerState): string {
+  const { pid, socket } = state;
+  if (state.running) return `hook server: running${pid ? ` (pid ${pid})` : ''} on ${socket}`;
+  if (!state.listening) return `hook server: not running (hooks start it on demand; ${socket})`;
+  return (
+    `hook server: not answering${pid ? ` (pid ${pid}, ${state.stopped ? 'stopped' : 'busy or wedged'})` : ''} on ${socket}: each hook waits 1.5 s for it, then runs cold.\n` +
+    `Recover: ${state.stopped && pid ? `kill -CONT ${pid}   # or: ` : ''}turnkeeper hook-server stop`
+  );
+}
+
 const USAGE = 'turnkeeper hook-server serve|status|stop [--json]';
 
 /** `turnkeeper hook-server serve|status|stop`. */
 export async function hookServerCommand(args: string[], io: Io): Promise<number> {
   const { values, positionals } = parse(args, { json: { type: 'boolean' } }, { min: 1, max: 1, usage: USAGE });
   const action = positionals[0];
-  const path = socketPathOf(io.env);
   if (action === 'serve') return serveHooks(io.env, { idleMs: hookServerIdleMs(io.env), log: (line) => io.err(`${line}\n`) });
   if (action === 'status') {
-    const pid = livePid(io.env);
-    const listening = await answers(path);
-    const answering = listening && (await pings(path));
-    // Listening but silent: stopped (SIGSTOP, a debugger) or wedged. Hooks then wait 1.5 s each and run cold.
-    const stopped = pid !== undefined && launchBackend().processStopped(pid) === true;
-    if (values.json) io.out(`${JSON.stringify({ ok: true, running: answering, listening, stopped, pid: pid ?? null, socket: path })}\n`);
-    else if (answering) io.out(`hook server: running${pid ? ` (pid ${pid})` : ''} on ${path}\n`);
-    else if (listening)
-      io.out(
-        `hook server: not answering${pid ? ` (pid ${pid}, ${stopped ? 'stopped' : 'busy or wedged'})` : ''} on ${path}: each hook waits 1.5 s for it, then runs cold.\n` +
-          `Recover: ${stopped ? `kill -CONT ${pid}   # or: ` : ''}turnkeeper hook-server stop\n`,
-      );
-    else io.out(`hook server: not running (hooks start it on demand; ${path})\n`);
+    const state = await hookServerState(io.env);
+    if (values.json) io.out(`${JSON.stringify({ ok: true, ...state })}\n`);
+    else io.out(`${hookServerSentence(state)}\n`);
     return EXIT.done;
   }
   if (action === 'stop') {

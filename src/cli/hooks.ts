@@ -7,6 +7,7 @@ import { findExecutable } from '../agents/executables';
 import { witnessSentence } from '../ledger/witness';
 import { EXIT, placementFrom, openStore, parse, printJson, UsageError, type Io } from './io';
 import { launchProcessState, runningProcesses } from '../launcher/liveness';
+import { hookServerSentence, hookServerState } from './hookServer';
 
 export function hooksCommand(args: string[], io: Io): number {
   const usage = `turnkeeper hooks install|uninstall|status --agent ${AGENTS.join('|')} [--scope user|project] [--json]`;
@@ -83,9 +84,17 @@ function cliScriptPath(): string {
 export async function doctorCommand(args: string[], io: Io): Promise<number> {
   const { values } = parse(args, { json: { type: 'boolean' }, goal: { type: 'string' } }, { min: 0, max: 0, usage: 'turnkeeper doctor [--json]' });
   const report = await doctorReport(io.env, placementFrom(io, values.goal).checkout, () => openStore(io, false), { launchProcessState, runningProcesses });
+  // The warm hook server: one that listens and does not answer costs every hook 1.5 s.
+  const hookServer = await hookServerState(io.env);
+  const serverProblem =
+    hookServer.listening && !hookServer.running
+      ? hookServerSentence(hookServer)
+          .split('\n')[0]!
+          .replace(/^hook server: /, 'the hook server is ')
+      : undefined;
   if (values.json) {
     const { otherProblems: _listedInProblems, ...json } = report;
-    printJson(io, json);
+    printJson(io, { ...json, ...(serverProblem ? { ok: false, problems: [...json.problems, serverProblem] } : {}), hookServer });
   } else {
     const store = report.store;
     io.out(
@@ -108,9 +117,11 @@ export async function doctorCommand(args: string[], io: Io): Promise<number> {
       if (check.status !== 'ok' && check.fix) io.out(`        fix: ${check.fix}\n`);
     }
     for (const session of report.sessions.slice(0, 10)) io.out(`session ${session.owner}: last hook ${session.lastHookAt}\n`);
+    io.out(`${hookServerSentence(hookServer)}\n`);
     // The checks' problems were printed with their rows above; the rest are listed here.
-    io.out(report.otherProblems.map((p) => `problem: ${p}\n`).join(''));
-    io.out(report.problems.length === 0 ? 'no problems found\n' : `${report.problems.length} problem${report.problems.length === 1 ? '' : 's'}\n`);
+    io.out([...report.otherProblems, ...(serverProblem ? [serverProblem] : [])].map((p) => `problem: ${p}\n`).join(''));
+    const count = report.problems.length + (serverProblem ? 1 : 0);
+    io.out(count === 0 ? 'no problems found\n' : `${count} problem${count === 1 ? '' : 's'}\n`);
   }
-  return report.ok ? EXIT.done : EXIT.refused;
+  return report.ok && !serverProblem ? EXIT.done : EXIT.refused;
 }

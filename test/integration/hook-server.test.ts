@@ -181,6 +181,10 @@ describe('the warm hook server', () => {
       stopped = hook(input, { TURNKEEPER_WARM: 'wait' });
       // status tells a stopped server from a running one (the kernel still accepts on its socket).
       expect(world.cli(['hook-server', 'status']).stdout).toContain(`hook server: not answering (pid ${pid}, stopped)`);
+      // So does doctor, as a problem with its recovery.
+      const doctor = world.cli(['doctor']);
+      expect(doctor.stdout).toContain(`problem: the hook server is not answering (pid ${pid}, stopped)`);
+      expect(doctor.stdout).toContain(`Recover: kill -CONT ${pid}`);
     } finally {
       process.kill(pid, 'SIGCONT');
     }
@@ -273,6 +277,15 @@ describe('the warm hook server', () => {
     expect(world.cli(['hook-server', 'status']).stdout).toContain('not running');
     const running = await startServer();
     expect(world.cli(['hook-server', 'status']).stdout).toContain(`running (pid ${running.child.pid})`);
+    expect(JSON.parse(world.cli(['hook-server', 'status', '--json']).stdout)).toMatchObject({
+      ok: true,
+      running: true,
+      listening: true,
+      stopped: false,
+      pid: running.child.pid,
+    });
+    // Control for the stopped server's doctor problem: a running one is no problem.
+    expect(world.cli(['doctor']).stdout).toContain(`hook server: running (pid ${running.child.pid})`);
     expect(world.cli(['hook-server', 'stop']).stdout).toContain(`stopped (pid ${running.child.pid})`);
     expect(await running.exited).toBe(0);
     expect(existsSync(join(world.home, 'run', 'server.pid'))).toBe(false); // removed by the server it named
