@@ -1,19 +1,18 @@
 // Deterministic fault points for crash tests (in the manner of SQLite's own test harness).
 // Production never arms them: only the test-only variable TURNKEEPER_TEST_FAULT does, naming one
 // point and an action (kill, stop, throw, ioerr), e.g. `claim.inside_transaction=kill`.
-export const FAULT_POINTS = [
+/** The steps of a claim (a hook's write): races.test.ts kills a hook at each. */
+export const CLAIM_FAULT_POINTS = [
   'claim.before_transaction',
   'claim.inside_transaction',
   'claim.after_commit',
   'store.before_commit',
   /** Committed, anchor not yet moved: the window in which a killed writer leaves the anchor behind. */
   'store.after_commit',
-  /** A finish (src/launcher/finish.ts): its plan recorded, before git; merged, before removal; removed, before its record. */
-  'finish.after_plan',
-  'finish.after_merge',
-  'finish.after_remove',
 ] as const;
-export type FaultPoint = (typeof FAULT_POINTS)[number];
+/** The steps of a finish (src/launcher/finish.ts): its plan recorded, before git; merged, before removal; removed, before its record. todo-worktrees.test.ts kills a finish at each. */
+export const FINISH_FAULT_POINTS = ['finish.after_plan', 'finish.after_merge', 'finish.after_remove'] as const;
+export type FaultPoint = (typeof CLAIM_FAULT_POINTS)[number] | (typeof FINISH_FAULT_POINTS)[number];
 
 const armed = process.env.TURNKEEPER_TEST_FAULT;
 

@@ -2,7 +2,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ReceiptDocument } from '../../src/core/receipts';
 import { contextOf, holdWriteLock, makeWorld, payload, WARM_TESTS, type World } from '../support/world';
-import { FAULT_POINTS } from '../../src/store/faults';
+import { CLAIM_FAULT_POINTS } from '../../src/store/faults';
 import { hostileCorpus } from '../support/hostileCorpus';
 
 let world: World;
@@ -45,7 +45,7 @@ describe('64 concurrent hook processes on one Todo', () => {
 });
 
 describe('kill -9 at each step of the claim, then the same hook again', () => {
-  for (const point of FAULT_POINTS) {
+  for (const point of CLAIM_FAULT_POINTS) {
     it(`${point}: one lease generation, the same ready capture, a verifying chain`, async () => {
       const input = payload.codexPrompt(world, 'sess-k', 'turn-1', '#todo:fix-login');
       const killed = world.cli(['hook'], { input, env: { TURNKEEPER_TEST_FAULT: `${point}=kill` } });

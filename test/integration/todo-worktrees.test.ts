@@ -10,6 +10,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { FINISH_FAULT_POINTS } from '../../src/store/faults';
 import Database from 'better-sqlite3';
 import { parseReceipt, type ReceiptDocument } from '../../src/core/receipts';
 import { contextOf, makeWorld, payload, type World } from '../support/world';
@@ -399,7 +400,7 @@ describe('todo done --merge | --squash | --rebase | --keep-branch', () => {
     expect(done('--merge').json).toMatchObject({ ok: true, merged: true });
     expect(receiptDocs().find((doc) => doc.kind === 'todo_finished')!.detail).not.toHaveProperty('recovered');
   });
-  it.each(['finish.after_plan', 'finish.after_merge', 'finish.after_remove'])(
+  it.each(FINISH_FAULT_POINTS)(
     'kill -9 at %s: the rerun leaves git and the receipts agreeing: one merge, one todo_finished naming it, the worktree and branch gone',
     (point) => {
       const { branchHead } = todoWorktreeWithCommit();
