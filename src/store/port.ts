@@ -132,6 +132,9 @@ export interface StoreTx {
    * The claim's inputs in one read (a team server: one statement, one round trip), locking nothing;
    * with `lockTodo`, the Todo's row is locked first (a team server: FOR UPDATE, then the read in a
    * statement of its own that sees what the transactions it waited for committed; one round trip).
+   * A team server locks the row only as this transaction's unlocked read saw it: when it changed in
+   * between (another claim committed), nothing is locked and the write is decided again
+   * (decisionMoved), so claims that waited for one winner are let go together, not one by one.
    * Under READ COMMITTED it sees what is committed when it runs: after `chainHead()` has locked the
    * head, no write that changes a lease or a Todo can commit before this transaction does (every such
    * write appends a receipt), so what it reads then stays true until COMMIT.

@@ -4,14 +4,16 @@
 // that must never be shown (in the URL, or in a pgpass file).
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ReceiptDocument } from '../../src/core/receipts';
-import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { contextOf, runCli, type CliRun } from '../support/world';
 import { freeLoopbackPort, pgEnv, usePostgres } from '../support/postgres';
 import { startProxy, type TcpProxy } from '../support/tcpProxy';
-import { filesUnder, makeMachine } from '../support/teamMachine';
+import { filesUnder, makeMachine, untilAllReadStdin } from '../support/teamMachine';
+import { codexPrompt, outcome, spawnMachine } from '../support/burst';
+import { waitFor } from '../support/waitFor';
 import { initializeStore, openAuthority } from '../../src/ledger/open';
 import type { Authority } from '../../src/store/authority';
 
@@ -51,7 +53,7 @@ interface Node {
   userHome: string;
   repo: string;
   env: Record<string, string>;
-  run(args: string[], options?: { input?: string; env?: Record<string, string | undefined> }): Promise<Run>;
+  run(args: string[], options?: { input?: string; env?: Record<string, string | undefined>; onSpawn?: (pid: number) => void }): Promise<Run>;
   prompt(session: string, turn: string, text: string): string;
 }
 
@@ -68,7 +70,7 @@ function makeNode(store: string): Node {
         if (value === undefined) delete merged[key];
         else merged[key] = value;
       }
-      return runCli(args, { env: merged, cwd: repo, input: options.input, timeoutMs: RUN_LIMIT_MS });
+      return runCli(args, { env: merged, cwd: repo, input: options.input, timeoutMs: RUN_LIMIT_MS, onSpawn: options.onSpawn });
     },
     prompt: (session, turn, text) =>
       JSON.stringify({
@@ -244,6 +246,132 @@ describe('a COMMIT whose reply is lost', () => {
     expect(kinds.filter((kind) => kind === 'lease_acquired')).toHaveLength(1);
     expect(kinds.filter((kind) => kind === 'capture_bound')).toHaveLength(1);
     expect((await authority.verifyChain()).ok).toBe(true);
+  });
+
+  it('a refusal whose COMMIT reply is lost: the retry finds its recorded refusal and records no second one', async () => {
+    const { url, node } = await teamStore(['fix-login']);
+    const holder = await node.run(['hook'], { input: node.prompt('s-holder', 't1', '#todo:fix-login') });
+    expect(contextOf(holder.stdout), holder.stderr).toMatch(READY);
+    const proxy = await startProxy(server().port);
+    proxies.push(proxy);
+    proxy.mode({ dropReplyAfter: /(^|;)\s*COMMIT\s*;?\s*$/i });
+    const run = await node.run(['hook'], { input: node.prompt('s-refused', 't1', '#todo:fix-login'), env: { TURNKEEPER_STORE: viaPort(url, proxy.port) } });
+    // The cut happened after the refusal was committed; the hook still says who holds the Todo.
+    expect(proxy.drops).toBe(1);
+    expect(contextOf(run.stdout) ?? '', run.stderr).toContain('[lease_held]');
+    // One refusal for one refused turn: a retry that decided afresh recorded the refusal again.
+    const kinds = await receiptKinds(url);
+    expect(kinds.filter((kind) => kind === 'claim_refused')).toHaveLength(1);
+    // Control: the same turn's hook again is a new decision, and is recorded as one.
+    const again = await node.run(['hook'], { input: node.prompt('s-refused', 't1', '#todo:fix-login') });
+    expect(contextOf(again.stdout) ?? '').toContain('[lease_held]');
+    expect((await receiptKinds(url)).filter((kind) => kind === 'claim_refused')).toHaveLength(2);
+    expect((await (await open(url)).verifyChain()).ok).toBe(true);
+  });
+
+  // Any write, not only a claim: the server says what became of the transaction (pg_xact_status),
+  // asked on a new connection. Before, `todo add` failed "the outcome is unknown" either way.
+  it('a Todo added, its COMMIT answer lost: the server says it committed, and the command succeeds once', async () => {
+    const { url, node } = await teamStore([]);
+    const proxy = await startProxy(server().port);
+    proxies.push(proxy);
+    proxy.mode({ dropReplyAfter: /(^|;)\s*COMMIT\s*;?\s*$/i });
+    const add = await node.run(['todo', 'add', 'Fix login', '--id', 'fix-login'], { env: { TURNKEEPER_STORE: viaPort(url, proxy.port) } });
+    expect(proxy.drops).toBe(1);
+    expect(add.code, add.stderr).toBe(0);
+    expect((await receiptKinds(url)).filter((kind) => kind === 'todo_added')).toHaveLength(1);
+    expect((await (await open(url)).listTodos()).map((todo) => todo.id)).toStrictEqual(['fix-login']);
+  });
+
+  it('a Todo added, its COMMIT cut before the server had it: the server says it rolled back, and the add is made again, once', async () => {
+    const { url, node } = await teamStore([]);
+    const proxy = await startProxy(server().port);
+    proxies.push(proxy);
+    proxy.mode({ cutBefore: /(^|;)\s*COMMIT\s*;?\s*$/i });
+    const add = await node.run(['todo', 'add', 'Fix login', '--id', 'fix-login'], { env: { TURNKEEPER_STORE: viaPort(url, proxy.port) } });
+    expect(proxy.cuts).toBe(1);
+    expect(add.code, add.stderr).toBe(0);
+    expect((await receiptKinds(url)).filter((kind) => kind === 'todo_added')).toHaveLength(1);
+    expect((await (await open(url)).verifyChain()).ok).toBe(true);
+  });
+});
+
+describe('claims queued on one Todo while its winner commits', () => {
+  // A burst on two cores: each hook gets the CPU long after each answer. Claims that read the Todo
+  // unclaimed queue for its row behind the winner; they used to take it one after another, each
+  // holding it for a turn of its client (read the holder, roll back), so the last of them waited for
+  // all the others' turns and passed the 4 s write bound (CI at b53d3b2: one [store_unavailable],
+  // 'canceling statement due to statement timeout'). Here a proxy gives each client a 300 ms turn
+  // once all of them wait: one after another, the queue drains in 15 turns (4.5 s) by construction;
+  // let go together, in the time the server takes, whatever the clients' turns.
+  const WAITERS = 16;
+  const TURN_MS = 300;
+
+  it(`${WAITERS} claims, each client's turn ${TURN_MS} ms: the queue drains at the winner's commit, not a turn at a time, and each gets [lease_held]`, async () => {
+    const { url, name, node } = await teamStore(['fix-login']);
+    const proxy = await startProxy(server().port);
+    proxies.push(proxy);
+    // The waiters' machines: a home has 4 team-store connections for its hooks.
+    const homes = Array.from({ length: WAITERS / 4 }, (_, k) =>
+      spawnMachine(join(root, `queued-${databases}-${k}`), `m${k}`, { store: viaPort(url, proxy.port), origin: ORIGIN }),
+    );
+    // Machines that have worked on this repository before (their clones are known to the store).
+    for (const [k, home] of homes.entries()) expect((await home.run(['todo', 'add', `Warm ${k}`, '--id', `warm-${k}`])).code).toBe(0);
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      // The winner stops itself inside its claim's transaction, the Todo's row locked by it (its own
+      // write bound long enough to outlast the stop).
+      let winnerPid = 0;
+      const winner = node.run(['hook'], {
+        input: node.prompt('s-winner', 't1', '#todo:fix-login'),
+        env: { TURNKEEPER_TEST_FAULT: 'claim.inside_transaction=stop', TURNKEEPER_BUSY_TIMEOUT_MS: '12000' },
+        onSpawn: (pid) => (winnerPid = pid),
+      });
+      const stopped = () => winnerPid !== 0 && readFileSync(`/proc/${winnerPid}/stat`, 'utf8').split(') ')[1]!.startsWith('T');
+      expect(await waitFor(stopped, 20_000)).toBe(true);
+      // The waiters start at one moment (their payloads written together), so each has spent little
+      // of its bound by the time all of them wait.
+      // (Their bound is long enough for the wait before the winner goes on: what is measured is the
+      // queue, and the outcome of each.)
+      const waiters = Array.from({ length: WAITERS }, (_, k) => ({
+        k,
+        home: homes[k % homes.length]!,
+        child: homes[k % homes.length]!.start(['hook'], { TURNKEEPER_BUSY_TIMEOUT_MS: '10000' }),
+      }));
+      await untilAllReadStdin(waiters.map((w) => w.child.pid));
+      for (const { k, home, child } of waiters) child.release(codexPrompt(home, `s-waiter-${k}`, 't1', '#todo:fix-login'));
+      // Every waiter queued for the Todo's row (its unlocked read found no holder).
+      const queued = async () =>
+        Number(
+          (await admin.query<{ n: string }>("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1 AND wait_event_type = 'Lock'", [name])).rows[0]!.n,
+        );
+      const until = Date.now() + 10_000;
+      let waiting = 0;
+      while ((waiting = await queued()) < WAITERS && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(waiting).toBe(WAITERS);
+      proxy.mode({ slowReplies: TURN_MS });
+      const resumed = Date.now();
+      process.kill(winnerPid, 'SIGCONT');
+      while ((waiting = await queued()) > 0 && Date.now() < resumed + 30_000) await new Promise((resolve) => setTimeout(resolve, 20));
+      const drainedMs = Date.now() - resumed;
+      console.log(`${WAITERS} claims queued on one Todo's row, client turns ${TURN_MS} ms: the queue drained ${drainedMs} ms after the winner went on`);
+      expect(waiting).toBe(0);
+      expect(drainedMs).toBeLessThan(((WAITERS - 1) * TURN_MS) / 2);
+      const won = await winner;
+      expect(contextOf(won.stdout) ?? '', won.stderr).toMatch(READY);
+      const runs = await Promise.all(waiters.map((w) => w.child.done));
+      expect(runs.map((run) => outcome(run) + (outcome(run) === 'lease_held' ? '' : `: ${run.stdout}${run.stderr}`))).toStrictEqual(
+        Array(WAITERS).fill('lease_held'),
+      );
+      const kinds = await receiptKinds(url);
+      expect(kinds.filter((kind) => kind === 'lease_acquired')).toHaveLength(1);
+      expect(kinds.filter((kind) => kind === 'claim_refused')).toHaveLength(WAITERS);
+      proxy.mode('forward');
+      expect((await (await open(url)).verifyChain()).ok).toBe(true);
+    } finally {
+      await admin.end();
+    }
   });
 });
 

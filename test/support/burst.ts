@@ -36,15 +36,15 @@ export interface Machine extends TeamMachine {
   readonly name: string;
   run(args: string[], input?: string): Promise<Run>;
   /** Starts `args` with stdin held open: `release` writes `input`, ends stdin and starts the clock. */
-  start(args: string[]): { pid: number; release(input: string): void; done: Promise<Run> };
+  start(args: string[], env?: Record<string, string>): { pid: number; release(input: string): void; done: Promise<Run> };
 }
 
 /** A machine under `base` (its own HOME, TURNKEEPER_HOME and clone of `upstream`) whose store is `store`, running the CLI. */
-export function spawnMachine(base: string, name: string, options: { store: string; origin: string; upstream: string }): Machine {
+export function spawnMachine(base: string, name: string, options: { store: string; origin: string; upstream?: string }): Machine {
   const made = makeMachine(base, options);
-  const start = (args: string[]) => {
+  const start = (args: string[], env: Record<string, string> = {}) => {
     let started = performance.now();
-    const run = cliProcess(args, made.env);
+    const run = cliProcess(args, { ...made.env, ...env });
     const child = spawn(run.file, run.argv, { cwd: made.checkout, env: run.env });
     let stdout = '';
     let stderr = '';

@@ -3,6 +3,7 @@
 //   const proxy = await startProxy(pgServer.port);   // connect the product to 127.0.0.1:proxy.port
 //   proxy.mode('stall');                             // the network stops; sockets stay open
 //   proxy.mode({ dropReplyAfter: 'COMMIT' });         // the next COMMIT commits, its client never hears
+//   proxy.mode({ cutBefore: 'COMMIT' });              // the next COMMIT never reaches the server
 //
 // Modes, switched at any time for every connection:
 // - 'forward' (default): bytes pass both ways.
@@ -20,10 +21,17 @@
 //   A string pattern matches a statement equal to it (case, surrounding blanks and a trailing ';'
 //   ignored), so 'COMMIT' does not match `BEGIN ISOLATION LEVEL READ COMMITTED`; a RegExp is tested
 //   against the statement text.
+// - { cutBefore }: the first statement the pattern matches (as dropReplyAfter's) is never passed on:
+//   both sockets are destroyed instead, so the server sees its client gone in the middle of the
+//   transaction and rolls it back, and the client sees its connection error as after a lost reply.
+//   One-shot, as dropReplyAfter; `cuts` counts them.
 // - { slowStartup: ms }: every connection's start-up (the server's answers up to its first
 //   ReadyForQuery: the authentication exchanges and the backend's start) reaches the client late, each
 //   chunk `ms` after the one before, in order, as from a server on busy cores; after that, bytes pass
 //   as in 'forward'. Connections opened while the mode lasts are slowed.
+// - { slowReplies: ms }: every chunk the server sends on every connection, open or new, reaches the
+//   client `ms` later, in order: a client that gets its turn on the CPU `ms` after each answer, as on
+//   a host busy with a burst. Back to 'forward', chunks already delayed keep their order.
 //
 // Wire protocol, as far as needed: the client's first message is untyped (int32 length, int32
 // code: a StartupMessage, or an SSLRequest / GSSENCRequest answered by a single byte 'S', 'G' or
@@ -31,7 +39,7 @@
 // itself. A connection that switches to TLS or GSS encryption is passed through but never matched.
 import net, { type AddressInfo } from 'node:net';
 
-type ProxyMode = 'forward' | 'stall' | { dropReplyAfter: string | RegExp } | { slowStartup: number };
+type ProxyMode = 'forward' | 'stall' | { dropReplyAfter: string | RegExp } | { cutBefore: string | RegExp } | { slowStartup: number } | { slowReplies: number };
 
 export interface TcpProxy {
   /** The proxy's port on 127.0.0.1. */
@@ -40,6 +48,8 @@ export interface TcpProxy {
   readonly currentMode: ProxyMode;
   /** Connections cut by dropReplyAfter after the server answered the matched statement. */
   readonly drops: number;
+  /** Connections cut by cutBefore before the matched statement reached the server. */
+  readonly cuts: number;
   /** Client connections accepted so far. */
   readonly accepted: number;
   /** Destroys every connection and stops listening. */
@@ -133,6 +143,7 @@ export async function startProxy(targetPort: number, targetHost = '127.0.0.1'): 
     throw new Error(`startProxy forwards to loopback only, not ${targetHost}`);
   let current: ProxyMode = 'forward';
   let drops = 0;
+  let cuts = 0;
   let accepted = 0;
   const pairs = new Set<Pair>();
 
@@ -167,6 +178,12 @@ export async function startProxy(targetPort: number, targetHost = '127.0.0.1'): 
         continue;
       }
       const statement = statementOf(message.type, message.body);
+      if (statement !== undefined && typeof current === 'object' && 'cutBefore' in current && matches(current.cutBefore, statement)) {
+        current = 'forward';
+        cuts++;
+        teardown(pair);
+        return;
+      }
       if (
         statement !== undefined &&
         typeof current === 'object' &&
@@ -212,9 +229,10 @@ export async function startProxy(targetPort: number, targetHost = '127.0.0.1'): 
     }
     if (!forward.length) return;
     const bytes = forward.length === 1 ? forward[0]! : Buffer.concat(forward);
-    if (pair.startupDelay > 0 || pair.slowed) {
+    const replyDelay = typeof current === 'object' && 'slowReplies' in current ? current.slowReplies : 0;
+    if (pair.startupDelay > 0 || pair.slowed || replyDelay > 0) {
       // Start-up ends with the server's first ReadyForQuery; later chunks only keep their order.
-      const delay = pair.startupDelay;
+      const delay = Math.max(pair.startupDelay, replyDelay);
       if (forward.some((raw) => raw[0] === 'Z'.charCodeAt(0))) pair.startupDelay = 0;
       pair.slowed = (pair.slowed ?? Promise.resolve())
         .then(() => (delay > 0 ? new Promise((resolve) => setTimeout(resolve, delay)) : undefined))
@@ -279,6 +297,9 @@ export async function startProxy(targetPort: number, targetHost = '127.0.0.1'): 
     },
     get drops() {
       return drops;
+    },
+    get cuts() {
+      return cuts;
     },
     get accepted() {
       return accepted;

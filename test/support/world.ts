@@ -64,12 +64,13 @@ export interface CliRun extends CliResult {
  */
 export function runCli(
   args: readonly string[],
-  options: { env: NodeJS.ProcessEnv; cwd: string; input?: string | Buffer; timeoutMs?: number },
+  options: { env: NodeJS.ProcessEnv; cwd: string; input?: string | Buffer; timeoutMs?: number; onSpawn?: (pid: number) => void },
 ): Promise<CliRun> {
   return new Promise((resolvePromise, reject) => {
     const started = Date.now();
     const run = cliProcess(args, options.env);
     const child = spawn(run.file, run.argv, { cwd: options.cwd, env: run.env });
+    if (child.pid !== undefined) options.onSpawn?.(child.pid);
     let stdout = '';
     let stderr = '';
     let killed = false;
