@@ -133,7 +133,10 @@ describe('the warm hook server', () => {
     );
     chmodSync(probe, 0o644);
     const node = realpathSync(process.execPath);
-    const asNobody = spawnSync('runuser', ['-u', 'nobody', '--', node, probe, socket()], { encoding: 'utf8' });
+    // The runtime where nobody reaches it, wherever this clone is (a 0700 home included).
+    const shared = reachableByOthers([node]);
+    const asNobody = spawnSync('runuser', ['-u', 'nobody', '--', shared.paths[0]!, probe, socket()], { encoding: 'utf8' });
+    shared.cleanup();
     expect(asNobody.stdout).toMatch(/^(error)?0$/); // reset or closed, with not a byte of answer
     expect(await waitFor(() => /refused a connection from uid 65534/.test(running.log()))).toBe(true);
     const asUs = spawnSync(node, [probe, socket()], { encoding: 'utf8' });
@@ -356,6 +359,54 @@ describe('a team store through the warm hook server', () => {
     await expectServed(3);
     expect(await pg().psql(`SELECT count(*) FROM turnkeeper.leases WHERE todo = 'todo-d'`, database)).toBe('0');
   });
+
+  it('a server stopped at its COMMIT past the hook deadline commits nothing on the team store when continued (control: continued at once, the claim commits)', async () => {
+    const database = `warm_deadline_${Date.now()}`;
+    await pg().createDatabase(database);
+    const store = { TURNKEEPER_STORE: pg().url(database) };
+    expect(world.cli(['store', 'init'], { env: store }).code).toBe(0);
+    expect(world.cli(['todo', 'add', 'Team login', '--id', 'team-login'], { env: store }).code).toBe(0);
+    // The server stops itself just before its COMMIT (a test-only fault point); the test continues it.
+    const env = { ...store, TURNKEEPER_TEST_FAULT: 'store.before_commit=stop' };
+    const running = await startServer(env);
+    const pid = running.child.pid!;
+    const isStopped = () => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.startsWith('T');
+    const claim = (session: string) => {
+      const child = spawn(WARM_CLIENT, [process.execPath, CLI, 'hook'], { env: { ...world.env, ...env, TURNKEEPER_WARM: 'wait' }, cwd: world.repo });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+      child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+      child.stdin.end(payload.codexPrompt(world, session, 'turn-1', '#todo:team-login'));
+      return { done: new Promise<{ stdout: string; stderr: string }>((resolve) => child.on('close', () => resolve({ stdout, stderr }))) };
+    };
+    const leases = () => pg().psql(`SELECT count(*) FROM turnkeeper.leases`, database);
+
+    // Past the deadline (14 s after the request): stopped at its COMMIT for 15 s. Its write is
+    // dropped, by the check before COMMIT or by the server, which ends a transaction idle past the
+    // same bound: the agent went on without an answer, and nothing may commit in its name.
+    const late = claim('sess-late');
+    expect(await waitFor(isStopped, 10_000)).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 15_000));
+    process.kill(pid, 'SIGCONT');
+    const lateRun = await late.done;
+    expect(lateRun.stderr).toContain('the hook server did not answer within 14 s');
+    expect(lateRun.stdout).toBe('');
+    await expectServed(1);
+    expect(await leases()).toBe('0');
+
+    // Control: continued at once each time it stops, the same claim commits.
+    const onTime = claim('sess-on-time');
+    const continuing = setInterval(() => {
+      if (isStopped()) process.kill(pid, 'SIGCONT');
+    }, 100);
+    try {
+      expect(contextOf((await onTime.done).stdout)).toMatch(/· epoch 1$/m);
+    } finally {
+      clearInterval(continuing);
+    }
+    expect(await leases()).toBe('1');
+  }, 45_000);
 
   it("a URL that names no role connects as USER: a request of another USER is declined and answered cold, as that user's role (control: the server's USER is served warm)", async () => {
     const database = `warm_user_${Date.now()}`;

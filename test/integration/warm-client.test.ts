@@ -22,6 +22,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { waitFor } from '../support/waitFor';
+import { reachableByOthers, type Reachable } from '../support/otherUser';
 
 const CLIENT = resolve(__dirname, '../../native/prebuilds', `${process.platform}-${process.arch}`, 'turnkeeper-hook');
 const RUNTIME = realpathSync(resolve(__dirname, '../../node_modules/.bin/node'));
@@ -77,6 +78,7 @@ afterEach(() => {
     }
   }
   rmSync(root, { recursive: true, force: true });
+  for (const shared of sharedFiles.splice(0)) shared.cleanup();
 });
 
 /**
@@ -118,12 +120,19 @@ function hook(args: string[], options: { input?: Buffer | string; env?: Record<s
   return { status: result.status, stdout, stderr: result.stderr.toString('utf8'), report };
 }
 
+/** Files shared with another user for a server run as nobody (removed after each test). */
+const sharedFiles: Reachable[] = [];
+
 /** A fake server started by the test (not by the client), listening on `socket` once this resolves. */
 async function startServer(options: { socket?: string; asNobody?: boolean } = {}): Promise<void> {
   // runuser is found on the test's own PATH; what the server itself sees does not matter here.
   const serverEnv = { ...env, ...(options.socket ? { FAKE_SOCKET: options.socket } : {}), ...(options.asNobody ? { PATH: process.env.PATH ?? '' } : {}) };
   const command = options.asNobody ? 'runuser' : RUNTIME;
-  const args = options.asNobody ? ['-u', 'nobody', '--', RUNTIME, FAKE, 'hook-server', 'serve'] : [FAKE, 'hook-server', 'serve'];
+  // As nobody: the runtime and the fake where nobody reaches them, wherever this clone is (a 0700 home
+  // included), kept until the test ends (the server runs detached).
+  const shared = options.asNobody ? reachableByOthers([RUNTIME, FAKE]) : undefined;
+  if (shared) sharedFiles.push(shared);
+  const args = shared ? ['-u', 'nobody', '--', shared.paths[0]!, shared.paths[1]!, 'hook-server', 'serve'] : [FAKE, 'hook-server', 'serve'];
   spawn(command, args, { env: serverEnv, stdio: 'ignore', detached: true }).unref();
   const ready = `${options.socket ?? join(run, 'hook.sock')}.ready`;
   expect(await waitFor(() => existsSync(ready), 10_000)).toBe(true);
