@@ -2,24 +2,11 @@
 import { captureState, type CaptureState } from '../core/capture';
 import { digestTextBulk } from '../core/canonical';
 import { isExpired, isoTime, type Lease } from '../core/lease';
-import type { Authority, LaunchReceipt, PreviousLaunch, SessionRecord, SessionState, StoredCapture } from '../store/authority';
+import type { Authority, LaunchReceipt, StoredCapture } from '../store/authority';
+import { liveStatusOf, type LaunchProcessState, type LiveStatus } from '../ledger/live';
 
-/**
- * A claimed Todo's live state (spec §9 "Live status"): the holder's own hooks say `working`, `waiting`
- * or `stopped`; the launcher's liveness of the agent Turnkeeper launched for it says `exited` (gone
- * after its stop event) or `crashed` (gone without one).
- */
-type LiveState = SessionState | 'exited' | 'crashed';
-
-export interface LiveStatus {
-  readonly state: LiveState;
-  /** When it entered that state: the hook that set it; for `crashed`, the last hook before the process went. */
-  readonly since: string;
-  /** The holder's last hook, proof of life (refreshed at most every 15 s while nothing changes). */
-  readonly lastHookAt: string;
-  /** The agent Turnkeeper launched for this lease and whether it still runs; absent for an agent started by hand. */
-  readonly launch?: { readonly launch: string | null; readonly pid: number | null; readonly process: 'running' | 'exited' | 'unknown' };
-}
+// The live-state rule lives in src/ledger/live.ts (a finish asks it too); its types are named here for the shells.
+export type { LaunchProcessState, LiveStatus } from '../ledger/live';
 
 export interface LeaseView {
   readonly goal: string;
@@ -87,12 +74,6 @@ export const FIRST_HOOK_DEADLINE_MS = 60_000;
  */
 /** How long a silent launch whose process is gone stays listed: long enough to be seen once, then it ages out. */
 export const EXITED_SILENT_LAUNCH_KEPT_MS = 24 * 3600_000;
-
-/**
- * Whether a launch's process still runs: the launcher's liveness rule (src/launcher/liveness.ts),
- * passed in by the shells, which may use the launcher; 'unknown' for a process of another machine.
- */
-export type LaunchProcessState = (launch: PreviousLaunch) => 'running' | 'exited' | 'unknown';
 
 /**
  * Launches whose agent fired no hook within FIRST_HOOK_DEADLINE_MS. With `processState`, each says
@@ -272,30 +253,4 @@ async function liveStatuses(store: Authority, leases: readonly Lease[], processS
     if (status) out.set(lease, status);
   }
   return out;
-}
-
-/**
- * The rule, for a session and the launch of its lease: a launched process that is gone is `crashed`
- * when the session's last state is `working` or `waiting` (since its last hook), else `exited` (since
- * its stop event, or the launch's commit when no hook fired since). Otherwise the stored state, since
- * it was set. A process of another machine (`unknown`) keeps the stored state.
- */
-function liveStatusOf(
-  session: SessionRecord | undefined,
-  launch: LaunchReceipt | undefined,
-  processState: LaunchProcessState | undefined,
-): LiveStatus | undefined {
-  const process = launch?.process && processState ? processState(launch.process) : undefined;
-  const launchView = launch ? { launch: { launch: launch.launch, pid: launch.process?.pid ?? null, process: process ?? 'unknown' } } : {};
-  // A session whose hooks predate the launch is an earlier run of it: the launch's own facts decide.
-  const current = session && launch && session.lastHookAt < launch.at ? undefined : session;
-  if (process === 'exited') {
-    // Crashed: gone in the middle of a turn (its last state working or waiting). Gone between turns,
-    // or before any (no hook since the launch, or only a SessionStart), it exited.
-    const midTurn = current?.state === 'working' || current?.state === 'waiting';
-    const since = current === undefined ? launch!.at : midTurn ? current.lastHookAt : (current.stateAt ?? current.lastHookAt);
-    return { state: midTurn ? 'crashed' : 'exited', since: isoTime(since), lastHookAt: isoTime(current?.lastHookAt ?? launch!.at), ...launchView };
-  }
-  if (!session || session.state === null) return undefined;
-  return { state: session.state, since: isoTime(session.stateAt ?? session.lastHookAt), lastHookAt: isoTime(session.lastHookAt), ...launchView };
 }

@@ -514,7 +514,11 @@ async function finishTodoCommand(ctx: Ctx, given: string | undefined): Promise<v
   if (holder) {
     const confirmed = await confirm(
       t('{0} is held by {1} (epoch {2}). Finish it?', picked.id, holder.owner, holder.epoch),
-      t('Finishing it releases the lease: that agent is fenced from further writes.'),
+      cleanup === remove
+        ? t(
+            'Finishing it releases the lease: that agent is fenced from further writes, and its worktree is removed even if the agent still works in it. Quit it first to keep its directory.',
+          )
+        : t('Finishing it releases the lease: that agent is fenced from further writes.'),
       t('Finish'),
     );
     if (!confirmed) return;

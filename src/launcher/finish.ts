@@ -23,6 +23,8 @@ import {
 import type { Env } from '../core/env';
 import { parseReceipt } from '../core/receipts';
 import { faultPoint } from '../store/faults';
+import { liveSessionsIn, type LaunchProcessState, type LiveSessionIn } from '../ledger/live';
+import { launchProcessState } from './liveness';
 
 export interface FinishOptions {
   readonly store: Authority;
@@ -37,6 +39,8 @@ export interface FinishOptions {
   readonly branch?: string | undefined;
   readonly request: StatusChangeRequest;
   readonly now?: () => number;
+  /** Whether a launched agent still runs (tests stand in for the launcher's /proc check). */
+  readonly processState?: LaunchProcessState;
 }
 
 type FinishRefusalReason =
@@ -45,6 +49,8 @@ type FinishRefusalReason =
   | 'not_owner'
   | 'force_needs_reason'
   | 'worktree_config'
+  /** An agent session works in the worktree --remove-worktree would remove (without --force --reason). */
+  | 'session_live'
   | WorktreeErrorCode
   /** git did its part, then the lease changed hands before the store's transaction: the Todo is not marked done. */
   | 'lease_changed';
@@ -85,6 +91,7 @@ export async function finishTodo(options: FinishOptions): Promise<FinishResult> 
   let plan: FinishPlan | undefined;
   let outcome: FinishOutcome;
   let recovered = false;
+  let removedUnder: LiveSessionIn[] = [];
   try {
     // A finish of this Todo killed between git and the store (its plan recorded, no todo_finished):
     // when git made its merge then, this run completes that finish and records what git did. Planned
@@ -101,6 +108,13 @@ export async function finishTodo(options: FinishOptions): Promise<FinishResult> 
     if (!plan) {
       const branch = await todoBranch(env, options.cwd, worktreeSettings(env).branchPrefix, id, options.branch);
       plan = await planFinish(env, options.cwd, { branch, strategy: options.strategy, removeWorktree: options.removeWorktree });
+      // An agent working in the worktree would lose its directory (its next hook: "No such file or
+      // directory"): refused before anything is touched, unless asked with --force and a reason.
+      if (plan.removeWorktree && plan.worktree) {
+        removedUnder = await liveSessionsIn(store, plan.worktree, { goal, todo: id }, options.processState ?? launchProcessState);
+        if (removedUnder.length > 0 && !(options.request.force && options.request.reason))
+          return { ok: false, reason: 'session_live', detail: sessionLiveDetail(removedUnder, plan.worktree) };
+      }
       // The intent, before git acts (spec §7 "Finish"): what a rerun after a crash finds.
       await store.appendReceipt({ kind: 'todo_finish_planned', goal, todo: id, detail: plannedDetail(plan) }, now());
       faultPoint('finish.after_plan');
@@ -135,6 +149,8 @@ export async function finishTodo(options: FinishOptions): Promise<FinishResult> 
     kept: outcome.kept,
     // Completed from the plan of a finish that was interrupted after git acted.
     ...(recovered ? { recovered: true } : {}),
+    // Sessions that were working in the removed worktree (--force --reason).
+    ...(removedUnder.length > 0 && outcome.worktreeRemoved ? { removedUnder: removedUnder.map((session) => session.owner) } : {}),
   };
   const changed = await store.setTodoStatus(goal, id, 'done', now(), options.request, detail);
   if (changed?.kind === 'already_done')
@@ -202,4 +218,16 @@ async function pendingFinish(store: Authority, goal: string, todo: string): Prom
     };
   }
   return undefined;
+}
+
+/** What a refused `--remove-worktree` says: each session working there, how it is known, and the ways on. */
+function sessionLiveDetail(sessions: readonly LiveSessionIn[], worktree: string): string {
+  const named = sessions.map(({ owner, cwd, live }) => {
+    const process = live.launch?.process === 'running' ? `, launched as pid ${live.launch.pid ?? '?'}, still running` : '';
+    return `${owner} (${live.state} since ${live.since}${process}, in ${cwd})`;
+  });
+  return (
+    `an agent session is working in ${worktree}: ${named.join('; ')}. Removing the worktree would take its directory from under it; nothing was changed. ` +
+    `Quit the agent first, or finish without --remove-worktree, or add --force --reason "<why>"`
+  );
 }

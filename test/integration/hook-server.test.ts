@@ -8,6 +8,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { CLI, contextOf, holdWriteLock, makeWorld, payload, WARM_CLIENT, type World } from '../support/world';
 import { waitFor } from '../support/waitFor';
 import { usePostgres } from '../support/postgres';
+import { reachableByOthers } from '../support/otherUser';
 import type { ReceiptDocument } from '../../src/core/receipts';
 
 let world: World;

@@ -64,14 +64,23 @@ function leases() {
 const todoStatus = () =>
   (JSON.parse(world.cli(['todo', 'list', '--json']).stdout) as { id: string; status: string }[]).find((t) => t.id === 'fix-login')!.status;
 
-/** Claims fix-login from `cwd` with the agent's own hook (session `sess-1`); returns the capture id. */
-function claimIn(cwd: string): string {
+/**
+ * Claims fix-login from `cwd` with the agent's own hook (session `sess-1`) and, unless `working`, ends
+ * that turn (its Stop hook), as an agent has before a person finishes its Todo; returns the capture id.
+ */
+function claimIn(cwd: string, options: { working?: boolean } = {}): string {
   writeFileSync(join(world.root, 'sess-1.jsonl'), '{"type":"session"}\n');
   const input = JSON.parse(payload.codexPrompt(world, 'sess-1', 'turn-1', 'work on #todo:fix-login')) as Record<string, unknown>;
   input.cwd = cwd;
   const claim = world.cli(['hook'], { input: JSON.stringify(input) });
   const capture = /capture (cap_[0-9a-f]{24})/.exec(contextOf(claim.stdout) ?? '')?.[1];
   expect(capture, claim.stdout + claim.stderr).toBeDefined();
+  if (!options.working) {
+    const stop = world.cli(['hook'], {
+      input: payload.codex(world, 'Stop', 'sess-1', 'turn-1', { cwd, stop_hook_active: false, last_assistant_message: 'done' }),
+    });
+    expect(stop.code, stop.stderr).toBe(0);
+  }
   return capture!;
 }
 
@@ -400,6 +409,47 @@ describe('todo done --merge | --squash | --rebase | --keep-branch', () => {
     expect(done('--merge').json).toMatchObject({ ok: true, merged: true });
     expect(receiptDocs().find((doc) => doc.kind === 'todo_finished')!.detail).not.toHaveProperty('recovered');
   });
+  it('removing the worktree an agent is working in is refused [session_live] naming the session, everything as it was; once its turn ends, the same finish goes through', () => {
+    const started = startWorktree();
+    expect(started.code, started.stderr).toBe(0);
+    commitFile(defaultPath(), 'login.txt', 'fixed\n', 'fix the login');
+    claimIn(defaultPath(), { working: true });
+    const before = snapshot(world.repo, defaultPath());
+    const receiptsBefore = receiptDocs().length;
+
+    const refused = done('--merge', '--remove-worktree');
+    expect(refused.code).toBe(1);
+    expect(refused.json).toMatchObject({ ok: false, reason: 'session_live' });
+    expect(String(refused.json.detail)).toContain(`codex:sess-1 (working since`);
+    expect(String(refused.json.detail)).toContain(defaultPath());
+    expect(snapshot(world.repo, defaultPath())).toStrictEqual(before);
+    expect(receiptDocs()).toHaveLength(receiptsBefore);
+    expect(todoStatus()).toBe('open');
+    // Keeping the worktree takes nothing from under the agent: not refused for it.
+    expect(done('--keep-branch').json).toMatchObject({ ok: true });
+    expect(world.cli(['todo', 'reopen', 'fix-login']).code).toBe(0);
+
+    // Control: the agent's turn ends (its Stop hook), and the same finish removes the worktree.
+    const stop = world.cli(['hook'], {
+      input: payload.codex(world, 'Stop', 'sess-1', 'turn-1', { cwd: defaultPath(), stop_hook_active: false, last_assistant_message: 'done' }),
+    });
+    expect(stop.code, stop.stderr).toBe(0);
+    const finished = done('--merge', '--remove-worktree');
+    expect(finished.json, JSON.stringify(finished.json)).toMatchObject({ ok: true, merged: true, worktreeRemoved: true });
+    expect(receiptDocs().find((doc) => doc.kind === 'todo_finished')!.detail).not.toHaveProperty('removedUnder');
+  });
+
+  it('--force --reason removes the worktree under the working agent, and todo_finished names the session', () => {
+    const started = startWorktree();
+    expect(started.code, started.stderr).toBe(0);
+    commitFile(defaultPath(), 'login.txt', 'fixed\n', 'fix the login');
+    claimIn(defaultPath(), { working: true });
+    const forced = done('--merge', '--remove-worktree', '--force', '--reason', 'the agent hangs');
+    expect(forced.json, JSON.stringify(forced.json)).toMatchObject({ ok: true, merged: true, worktreeRemoved: true });
+    expect(existsSync(defaultPath())).toBe(false);
+    expect(receiptDocs().find((doc) => doc.kind === 'todo_finished')!.detail).toMatchObject({ removedUnder: ['codex:sess-1'] });
+  });
+
   it.each(FINISH_FAULT_POINTS)(
     'kill -9 at %s: the rerun leaves git and the receipts agreeing: one merge, one todo_finished naming it, the worktree and branch gone',
     (point) => {
