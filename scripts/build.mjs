@@ -65,3 +65,7 @@ renameSync('dist/cli.js.tmp', 'dist/cli.js');
 if (process.argv.includes('--demo')) {
   await bundle({ format: 'esm', entryPoints: ['scripts/demo.ts'], outfile: 'dist/demo.mjs' });
 }
+// The stand-in model (npm run stand-in), a development tool too: the tests' model stand-ins on one port.
+if (process.argv.includes('--stand-in')) {
+  await bundle({ format: 'esm', entryPoints: ['scripts/stand-in.ts'], outfile: 'dist/stand-in.mjs' });
+}

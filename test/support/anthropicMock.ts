@@ -3,7 +3,7 @@
 // SSE (message_start, content_block_start/delta/stop, message_delta, message_stop); it also sends
 // `HEAD /api/hello`. See docs/notes/claude-gemini-hooks-observed.md.
 import type { IncomingHttpHeaders } from 'node:http';
-import { startLoopbackServer } from './loopbackServer';
+import { startLoopbackServer, type RequestHandler } from './loopbackServer';
 
 /** A content block of a request message (text, tool_use, tool_result, ...). */
 export interface AnthropicBlock {
@@ -122,10 +122,9 @@ function renderStream(model: string, reply: Exclude<AnthropicReply, { status: nu
   return out;
 }
 
-/** Start the mock on 127.0.0.1 with an ephemeral port. */
-export async function startAnthropicMock(script: AnthropicScript = () => ({ text: 'ok' })): Promise<AnthropicMock> {
-  const requests: AnthropicRequest[] = [];
-  const server = await startLoopbackServer((req, raw, res) => {
+/** The mock's answer to one request, recorded in `requests` (its own server's, or the stand-in's: standIn.ts). */
+export function anthropicHandler(script: AnthropicScript, requests: AnthropicRequest[]): RequestHandler {
+  return (req, raw, res) => {
     const path = req.url ?? '/';
     const pathname = path.split('?')[0] ?? path;
     if (req.method !== 'POST' || pathname !== '/v1/messages') {
@@ -175,7 +174,13 @@ export async function startAnthropicMock(script: AnthropicScript = () => ({ text
         usage: { input_tokens: 10, output_tokens: 5 },
       }),
     );
-  });
+  };
+}
+
+/** Start the mock on 127.0.0.1 with an ephemeral port. */
+export async function startAnthropicMock(script: AnthropicScript = () => ({ text: 'ok' })): Promise<AnthropicMock> {
+  const requests: AnthropicRequest[] = [];
+  const server = await startLoopbackServer(anthropicHandler(script, requests));
   const { port } = server;
   return {
     url: `http://127.0.0.1:${port}`,

@@ -3,7 +3,7 @@
 //   POST /v1beta/models/<model>:streamGenerateContent?alt=sse   (the turn; SSE `data: <json>` chunks)
 //   POST /v1beta/models/<model>:generateContent                 (side calls, e.g. the model router's classifier)
 // See docs/notes/claude-gemini-hooks-observed.md.
-import { startLoopbackServer } from './loopbackServer';
+import { startLoopbackServer, type RequestHandler } from './loopbackServer';
 
 export interface GeminiPart {
   text?: string;
@@ -92,11 +92,9 @@ function candidate(reply: Exclude<GeminiReply, { status: number }>): Record<stri
   };
 }
 
-/** Start the mock on 127.0.0.1 with an ephemeral port. */
-export async function startGeminiMock(script: GeminiScript = () => ({ text: 'ok' })): Promise<GeminiMock> {
-  const requests: GeminiRequest[] = [];
-  const sideRequests: GeminiRequest[] = [];
-  const server = await startLoopbackServer((req, raw, res) => {
+/** The mock's answer to one request, recorded in `requests` (its own server's, or the stand-in's: standIn.ts). */
+export function geminiHandler(script: GeminiScript, requests: GeminiRequest[], sideRequests: GeminiRequest[]): RequestHandler {
+  return (req, raw, res) => {
     const path = req.url ?? '/';
     const match = /\/models\/([^/:?]+):([A-Za-z]+)/.exec(path);
     if (req.method !== 'POST' || match === null) {
@@ -137,7 +135,14 @@ export async function startGeminiMock(script: GeminiScript = () => ({ text: 'ok'
     }
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     res.end(`data: ${JSON.stringify(candidate(reply))}\r\n\r\n`);
-  });
+  };
+}
+
+/** Start the mock on 127.0.0.1 with an ephemeral port. */
+export async function startGeminiMock(script: GeminiScript = () => ({ text: 'ok' })): Promise<GeminiMock> {
+  const requests: GeminiRequest[] = [];
+  const sideRequests: GeminiRequest[] = [];
+  const server = await startLoopbackServer(geminiHandler(script, requests, sideRequests));
   const { port } = server;
   return {
     url: `http://127.0.0.1:${port}`,

@@ -9,7 +9,11 @@ export interface LoopbackServer {
   readonly close: () => Promise<void>;
 }
 
-export async function startLoopbackServer(handle: (req: IncomingMessage, raw: string, res: ServerResponse) => void): Promise<LoopbackServer> {
+/** One request, its whole body read (`raw`), answered on `res`. */
+export type RequestHandler = (req: IncomingMessage, raw: string, res: ServerResponse) => void;
+
+/** On 127.0.0.1, at `port` (0, the default: an ephemeral one). */
+export async function startLoopbackServer(handle: RequestHandler, port = 0): Promise<LoopbackServer> {
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -17,7 +21,7 @@ export async function startLoopbackServer(handle: (req: IncomingMessage, raw: st
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
+    server.listen(port, '127.0.0.1', () => resolve());
   });
   return {
     port: (server.address() as AddressInfo).port,

@@ -2,7 +2,7 @@
 // Codex (wire_api = "responses") POSTs to `${base_url}/responses` and reads an SSE
 // stream; it only needs `response.output_item.done` items plus `response.completed`.
 import type { IncomingHttpHeaders } from 'node:http';
-import { startLoopbackServer } from './loopbackServer';
+import { startLoopbackServer, type RequestHandler } from './loopbackServer';
 
 /** An item of the request's `input` array (message, function_call, function_call_output, ...). */
 interface InputItem {
@@ -135,12 +135,9 @@ function renderSse(items: OutputItem[]): string {
   return out;
 }
 
-/** Start the mock on 127.0.0.1 with an ephemeral port. */
-export async function startMockModelServer(opts: MockOptions = {}): Promise<MockModelServer> {
-  const script: Script = opts.script ?? (() => textReply('ok'));
-  const requests: RecordedRequest[] = [];
-
-  const server = await startLoopbackServer((req, raw, res) => {
+/** The mock's answer to one request, recorded in `requests` (its own server's, or the stand-in's: standIn.ts). */
+export function responsesHandler(script: Script, requests: RecordedRequest[]): RequestHandler {
+  return (req, raw, res) => {
     const path = req.url ?? '/';
     // Codex may probe e.g. GET /v1/models; answer harmlessly and don't record.
     if (!path.endsWith('/responses')) {
@@ -169,7 +166,14 @@ export async function startMockModelServer(opts: MockOptions = {}): Promise<Mock
     }
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     res.end(renderSse(reply.items));
-  });
+  };
+}
+
+/** Start the mock on 127.0.0.1 with an ephemeral port. */
+export async function startMockModelServer(opts: MockOptions = {}): Promise<MockModelServer> {
+  const script: Script = opts.script ?? (() => textReply('ok'));
+  const requests: RecordedRequest[] = [];
+  const server = await startLoopbackServer(responsesHandler(script, requests));
   const { port } = server;
   return {
     url: `http://127.0.0.1:${port}/v1`,

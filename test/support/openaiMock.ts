@@ -3,7 +3,7 @@
 //   POST /v1/chat/completions   (every model call; `stream: true`, answered as SSE `data:` chunks)
 // and may list models first (GET /v1/models). Everything else gets a 404 and is recorded, so a
 // test can see a route it did not expect.
-import { startLoopbackServer } from './loopbackServer';
+import { startLoopbackServer, type RequestHandler } from './loopbackServer';
 
 interface ChatToolCall {
   id?: string;
@@ -96,11 +96,9 @@ function streamOf(reply: Exclude<ChatReply, { status: number }>, index: number):
   return chunk(id, { role: 'assistant', content: null, tool_calls: [call] }, null) + last('tool_calls') + 'data: [DONE]\n\n';
 }
 
-/** Starts the mock on 127.0.0.1 with an ephemeral port. */
-export async function startOpenAiMock(script: ChatScript = () => ({ text: 'ok' })): Promise<OpenAiMock> {
-  const requests: ChatRequest[] = [];
-  const otherRequests: string[] = [];
-  const server = await startLoopbackServer((req, raw, res) => {
+/** The mock's answer to one request, recorded in `requests` (its own server's, or the stand-in's: standIn.ts). */
+export function openAiHandler(script: ChatScript, requests: ChatRequest[], otherRequests: string[]): RequestHandler {
+  return (req, raw, res) => {
     const path = req.url ?? '/';
     if (req.method === 'GET' && /^\/v1\/models\/?(\?|$)/.test(path)) {
       otherRequests.push(`${req.method} ${path}`);
@@ -160,6 +158,13 @@ export async function startOpenAiMock(script: ChatScript = () => ({ text: 'ok' }
     }
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     res.end(streamOf(reply, index));
-  });
+  };
+}
+
+/** Starts the mock on 127.0.0.1 with an ephemeral port. */
+export async function startOpenAiMock(script: ChatScript = () => ({ text: 'ok' })): Promise<OpenAiMock> {
+  const requests: ChatRequest[] = [];
+  const otherRequests: string[] = [];
+  const server = await startLoopbackServer(openAiHandler(script, requests, otherRequests));
   return { url: `http://127.0.0.1:${server.port}/v1`, requests, otherRequests, close: server.close };
 }
