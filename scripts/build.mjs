@@ -3,12 +3,42 @@
 // checkout, or from beside the bundle in the packaged extension. Outputs are written to a temporary
 // name and renamed, so a hook that starts during a rebuild never loads half a bundle.
 import { build } from 'esbuild';
-import { chmodSync, copyFileSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 // A development build (the default: npm run build, F5 in .vscode/launch.json) writes linked source
 // maps beside the bundles, so breakpoints in src/ bind; a release build (--release: npm pack, the
 // .vsix) has none. Node reads a map only with --enable-source-maps, so a hook pays nothing for it.
 const release = process.argv.includes('--release');
+
+// --if-changed (the tests' global setup): nothing is built when the bundles were built, by this
+// script, from the sources as they are now: a digest of every file under src/, this script and the
+// lockfile, written to dist/.source-digest after every build (of any kind: the bundles behave alike).
+const BUNDLES = ['dist/cli.js', 'dist/turnkeeper.js', 'dist/hook.js', 'dist/extension.js', 'dist/pg.js'];
+const DIGEST_FILE = 'dist/.source-digest';
+function sourceDigest() {
+  const hash = createHash('sha256');
+  const files = readdirSync('src', { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => join(entry.parentPath, entry.name))
+    .sort();
+  for (const file of [...files, 'scripts/build.mjs', 'package-lock.json']) hash.update(`${file}\0`).update(readFileSync(file)).update('\0');
+  return hash.digest('hex');
+}
+// A release build's bundles differ (no source maps): its digest names it, and tests rebuild after it.
+const digest = `${sourceDigest()}${release ? ' release' : ''}`;
+const wanted = ['--demo', '--stand-in'].some((flag) => process.argv.includes(flag));
+if (
+  process.argv.includes('--if-changed') &&
+  !wanted &&
+  existsSync(DIGEST_FILE) &&
+  readFileSync(DIGEST_FILE, 'utf8') === digest &&
+  BUNDLES.every((file) => existsSync(file))
+) {
+  console.log('bundles up to date: dist/ was built from these sources');
+  process.exit(0);
+}
 
 const common = {
   bundle: true,
@@ -60,6 +90,7 @@ await Promise.all([
 copyFileSync('src/cli/launcher.cjs', 'dist/cli.js.tmp');
 chmodSync('dist/cli.js.tmp', 0o755);
 renameSync('dist/cli.js.tmp', 'dist/cli.js');
+writeFileSync(DIGEST_FILE, digest);
 
 // The demo (npm run demo) is a development tool, never shipped: ESM because its helpers use import.meta.
 if (process.argv.includes('--demo')) {
