@@ -188,6 +188,39 @@ const CLAIM_STATE = `SELECT
 const SERVER_CLOCK = 'SELECT (extract(epoch FROM clock_timestamp()) * 1000)::int8 AS now';
 
 /**
+ * The lock of the chain head for a hook's append at commit, in a queue that moves. Every write of
+ * every machine takes the head in turn, so under a burst a write waits for all the writes before it:
+ * 64 claims on two busy cores made a queue of about 4 s, and the last in it passed the write's bound
+ * (the busy timeout) while the head moved the whole time (CI at f067326: two claims and a refusal
+ * answered [store_unavailable]). So a hook waits for the head as long as it moves, until its own
+ * deadline (`remainingMs`, the statement's bound from here on), and gives up as a SQLite writer past
+ * its busy timeout does when the head has not moved for `stillMs`: a holder that stopped (a stopped
+ * server session, a person's open transaction) ends the wait within that. Each wait is one
+ * lock_timeout in a subtransaction; a lock taken there is kept when it commits. What follows the lock
+ * (the append, COMMIT) has the busy timeout again: a server slow at a statement is not a queue.
+ */
+const lockHeadFollowingTheQueue = (stillMs: number, remainingMs: number): string =>
+  `SET LOCAL statement_timeout = ${Math.max(1, Math.floor(remainingMs))}; DO $head$ DECLARE
+  seen int8 := (SELECT seq FROM turnkeeper.receipt_head WHERE id = 1);
+  moved int8;
+BEGIN
+  LOOP
+    BEGIN
+      PERFORM set_config('lock_timeout', '${Math.max(1, Math.floor(stillMs))}', true);
+      PERFORM 1 FROM turnkeeper.lock_chain_head();
+      PERFORM set_config('lock_timeout', '0', true);
+      RETURN;
+    EXCEPTION WHEN lock_not_available THEN
+      moved := (SELECT seq FROM turnkeeper.receipt_head WHERE id = 1);
+      IF moved IS NOT DISTINCT FROM seen THEN
+        RAISE EXCEPTION 'the receipt chain''s head did not move for ${Math.max(1, Math.floor(stillMs))} ms' USING ERRCODE = 'lock_not_available';
+      END IF;
+      seen := moved;
+    END;
+  END LOOP;
+END $head$; SET LOCAL statement_timeout = ${Math.max(1, Math.floor(stillMs))}`;
+
+/**
  * The append function called with nothing to append, in the BEGIN of a session's first write. A fresh
  * server session loads PL/pgSQL and compiles the function at its first call: about 9 ms on an idle
  * server, and several times that on a loaded one (measured in docs/testing.md, "The burst"). Paid
@@ -303,10 +336,21 @@ export async function connectClient(options: PostgresOptions): Promise<Client> {
     if (!answered) stream?.destroy(new Error(`no answer within ${answerMs} ms`));
   }, answerMs);
   let silence: NodeJS.Timeout | undefined;
+  let heard = 0;
   const quiet = (): void => {
     clearTimeout(silence);
-    // connection.stream: the TLS socket once pg has upgraded to it.
-    silence = setTimeout(() => connection?.stream?.destroy(new Error(`the server said nothing for ${silenceMs} ms while connecting`)), silenceMs);
+    heard += 1;
+    const heardWhenSet = heard;
+    // connection.stream: the TLS socket once pg has upgraded to it. A process that waited long for
+    // the CPU runs its due timers before it reads its sockets: the silence is judged after one more
+    // read of them (setImmediate runs after the poll phase), so an answer that is already here counts.
+    silence = setTimeout(
+      () =>
+        setImmediate(() => {
+          if (heard === heardWhenSet) connection?.stream?.destroy(new Error(`the server said nothing for ${silenceMs} ms while connecting`));
+        }),
+      silenceMs,
+    );
   };
   const overTls = (): void => void connection?.stream?.on('data', quiet);
   if (wholeMs > silenceMs && stream) {
@@ -325,6 +369,7 @@ export async function connectClient(options: PostgresOptions): Promise<Client> {
   } finally {
     clearTimeout(noAnswer);
     clearTimeout(silence);
+    heard += 1; // a silence check already due finds the connect over
     stream?.off('data', quiet);
     connection?.stream?.off('data', quiet);
     connection?.off('sslconnect', overTls);
@@ -850,7 +895,7 @@ export class PostgresRows implements StorePort {
    * by a COMMIT. A connection lost meanwhile leaves the outcome unknown, as a lost COMMIT does
    * (AmbiguousCommitError).
    */
-  private commitText(): string {
+  private commitText(followQueue?: { stillMs: number; remainingMs: number }): string {
     const literal = (value: string | null): string => (value === null ? 'NULL' : this.client.escapeLiteral(value));
     const array = (values: readonly (string | null)[]): string => `ARRAY[${values.map(literal).join(', ')}]::text[]`;
     const later = this.atCommit;
@@ -868,7 +913,7 @@ export class PostgresRows implements StorePort {
       const r = later.receipts.map((_, i) => `r${i + 1}`);
       const columns = (pick: (one: PreparedAppend) => string | null) => array(later.receipts.map(pick));
       return [
-        'SELECT 1 FROM turnkeeper.lock_chain_head()',
+        followQueue ? lockHeadFollowingTheQueue(followQueue.stillMs, followQueue.remainingMs) : 'SELECT 1 FROM turnkeeper.lock_chain_head()',
         ...(later.expect ? [this.expectation(later.expect)] : []),
         `WITH ${ctes.join(', ')} SELECT ${APPEND_FUNCTION_NAME}(ARRAY[${r.map((x) => `${x}.seq`).join(', ')}]::int8[], ` +
           `ARRAY[${r.map((x) => `${x}.doc`).join(', ')}]::text[], ARRAY[${r.map((x) => `${x}.hash`).join(', ')}]::text[], ` +
@@ -945,8 +990,10 @@ export class PostgresRows implements StorePort {
         { cause: error },
       );
     }
+    // 55P03 lock_not_available: a lock wait that reached its bound (a chain head that did not move,
+    // lockHeadFollowingTheQueue): the store is busy, as a SQLite writer past its busy timeout.
     const transient =
-      (typeof code === 'string' && /^(08|53|57|58)/.test(code)) ||
+      (typeof code === 'string' && (/^(08|53|57|58)/.test(code) || code === '55P03')) ||
       /timeout|terminated|ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|not queryable|Connection terminated/i.test(message);
     return transient ? new StoreUnavailableError(`the team store ${this.location}: ${this.scrub(message)}`, { cause: error }) : error;
   }
@@ -1030,7 +1077,14 @@ export class PostgresRows implements StorePort {
           committing = true;
           // (Read through a cast, as txFailure above: `work` set it.)
           const appendingAtCommit = (this.atCommit as { receipts: readonly unknown[] } | undefined)?.receipts.length ?? 0;
-          const answers = await this.statementOfWrite<QueryResultRow>(this.commitText(), []);
+          // A hook's append waits for the head as long as the queue moves, until the hook's deadline
+          // (lockHeadFollowingTheQueue): the statement's bound, and the client's timer, are that deadline.
+          const followQueue =
+            appendingAtCommit > 0 && this.hardDeadline !== Infinity
+              ? { stillMs: this.transactionTimeoutMs, remainingMs: this.hardDeadline - performance.now() }
+              : undefined;
+          if (followQueue) this.deadline = this.hardDeadline;
+          const answers = await this.statementOfWrite<QueryResultRow>(this.commitText(followQueue), []);
           const all = (Array.isArray(answers) ? answers : [answers]) as unknown as { command: string; rows: Record<string, unknown>[] }[];
           const commit = all.at(-1)!;
           if (commit.command !== 'COMMIT') throw Object.assign(new Error(`the server rolled the transaction back (${commit.command})`), { code: '25P02' });

@@ -53,10 +53,10 @@ let machine: TeamMachine;
 let admin: pg.Client;
 let cases = 0;
 
-const run = (args: string[], input?: string): Promise<CliRun> =>
+const run = (args: string[], input?: string, env: Record<string, string> = {}): Promise<CliRun> =>
   runCli(args, {
     cwd: machine.checkout,
-    env: { ...machine.env, TURNKEEPER_CHECKPOINT_EVERY: '1', TURNKEEPER_BUSY_TIMEOUT_MS: String(BUDGET_MS) },
+    env: { ...machine.env, TURNKEEPER_CHECKPOINT_EVERY: '1', TURNKEEPER_BUSY_TIMEOUT_MS: String(BUDGET_MS), ...env },
     input,
     timeoutMs: 30_000,
   });
@@ -245,5 +245,63 @@ describe('a server slow at one statement of a claim or of its checkpoint, swept 
     }
     const verify = await run(['verify', '--json']);
     expect(JSON.parse(verify.stdout), verify.stderr).toMatchObject({ ok: true, breaks: [] });
+  });
+});
+
+// Spec §4: a hook's append waits for the chain head as long as the head moves, until the hook's
+// deadline, and gives up when it has not moved for the write bound (src/store/postgres.ts,
+// lockHeadFollowingTheQueue). Every write of every machine takes the head in turn: under a burst the
+// last in the queue waited longer than the bound while the queue moved (CI at f067326).
+describe('the queue at the chain head', () => {
+  /** No checkpoints in between: each claim holds the head once, in its COMMIT. */
+  const claimsOnly = { TURNKEEPER_CHECKPOINT_EVERY: '100000' };
+
+  it('a queue that moves for longer than the write bound: every hook waits its turn and claims', async () => {
+    const todos = Array.from({ length: 6 }, (_, i) => `queue-${++cases}-${i}`);
+    for (const todo of todos) expect((await run(['todo', 'add', `Queued ${todo}`, '--id', todo])).code).toBe(0);
+    // Each receipt's head move takes 150 ms: a claim holds the head for a few of them, well inside
+    // the bound, and six claims at once make a queue several times longer than it.
+    await slow({ table: 'receipt_head', op: 'UPDATE', checkpointOnly: false }, 150);
+    const started = Date.now();
+    const hooks = await Promise.all(todos.map((todo, i) => run(['hook'], prompt(`s-queue-${cases}-${i}`, todo), claimsOnly)));
+    const wall = Date.now() - started;
+    await slow(undefined);
+    const times = hooks.map((hook) => hook.ms).sort((a, b) => a - b);
+    console.log(`a queue of 6 claims at the head (${BUDGET_MS} ms bound, 150 ms per head move): wall ${wall} ms, per hook ${times.join(', ')} ms`);
+    for (const hook of hooks) expect(contextOf(hook.stdout), hook.stderr).toMatch(READY);
+    // Control: the queue was longer than the bound, so a wait bounded by it would have given up (as it
+    // did before): the head moved 150 ms per receipt, at least one receipt per claim.
+    expect(wall).toBeGreaterThan(BUDGET_MS + 6 * 150);
+    const leases = Number((await admin.query<{ n: string }>('SELECT count(*) AS n FROM turnkeeper.leases WHERE todo = ANY($1)', [todos])).rows[0]!.n);
+    expect(leases).toBe(todos.length);
+    const verify = await run(['verify', '--json']);
+    expect(JSON.parse(verify.stdout), verify.stderr).toMatchObject({ ok: true, breaks: [] });
+  });
+
+  it('a head that does not move (a transaction holds it): [store_unavailable] after the write bound, long before the deadline, nothing written', async () => {
+    const todo = `stuck-${++cases}`;
+    expect((await run(['todo', 'add', 'Stuck head', '--id', todo])).code).toBe(0);
+    const before = await headAndLast();
+    const holder = new pg.Client({ connectionString: url });
+    holder.on('error', () => undefined);
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT * FROM turnkeeper.lock_chain_head()');
+      const hook = await run(['hook'], prompt(`s-stuck-${cases}`, todo), claimsOnly);
+      console.log(`a head held by an open transaction: hook process ${hook.ms} ms`);
+      expect(contextOf(hook.stdout) ?? '').toContain('[store_unavailable]');
+      expect(hook.stderr).toContain(`the receipt chain's head did not move for ${BUDGET_MS} ms`);
+      // Given up at the bound, not at the hook's deadline (14 s).
+      expect(hook.ms).toBeLessThan(6000);
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      await holder.end().catch(() => undefined);
+    }
+    expect(Number((await admin.query<{ n: string }>('SELECT count(*) AS n FROM turnkeeper.leases WHERE todo = $1', [todo])).rows[0]!.n)).toBe(0);
+    expect(await headAndLast()).toStrictEqual(before);
+    // The store takes the next write: the same prompt claims.
+    const again = await run(['hook'], prompt(`s-stuck-${cases}`, todo), claimsOnly);
+    expect(contextOf(again.stdout), again.stderr).toMatch(READY);
   });
 });
