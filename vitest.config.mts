@@ -73,8 +73,9 @@ const WARM_MORE = [
   'test/integration/goal-change.test.ts',
   'test/integration/migration.test.ts',
 ];
-// The same on the warm path for the files that load the machine on purpose (64 racing hooks): one at a
-// time, beside the serial project, as their cold runs are.
+// The same on the warm path for the files that load the machine on purpose (64 racing hooks): alone,
+// after the serial and e2e groups. Beside the serial project (as it ran before) its 64 racing hooks
+// shared the two cores with whichever load test ran then, the 64-hook bursts included.
 const WARM_SERIAL = ['test/integration/races.test.ts'];
 
 export default defineConfig({
@@ -90,12 +91,19 @@ export default defineConfig({
       { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: SERIAL, maxWorkers: 2 } },
       { extends: true, test: { name: 'serial', include: SERIAL, exclude: E2E_PARALLEL, fileParallelism: false, maxWorkers: 1 } },
       { extends: true, test: { name: 'e2e', include: E2E_PARALLEL, maxWorkers: 2, sequence: { groupOrder: 1 } } },
-      // Run beside `fast` (one vitest run: the same two workers), and `warm-serial` beside `serial`.
+      // `warm` runs beside `fast` (one vitest run: the same two workers); `warm-serial` after the rest.
       { extends: true, test: { name: 'warm', include: WARM, maxWorkers: 2, env: { TURNKEEPER_TEST_HOOK_PATH: 'warm' } } },
       { extends: true, test: { name: 'warm-more', include: WARM_MORE, maxWorkers: 2, env: { TURNKEEPER_TEST_HOOK_PATH: 'warm' } } },
       {
         extends: true,
-        test: { name: 'warm-serial', include: WARM_SERIAL, fileParallelism: false, maxWorkers: 1, env: { TURNKEEPER_TEST_HOOK_PATH: 'warm' } },
+        test: {
+          name: 'warm-serial',
+          include: WARM_SERIAL,
+          fileParallelism: false,
+          maxWorkers: 1,
+          sequence: { groupOrder: 2 },
+          env: { TURNKEEPER_TEST_HOOK_PATH: 'warm' },
+        },
       },
     ],
   },
