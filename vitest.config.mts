@@ -51,7 +51,8 @@ const E2E_PARALLEL = [
 
 // The warm hook path (spec §2, src/cli/hookServer.ts) is the path agents' hooks take by default on
 // Linux, the cold one its fallback: these files, every one that runs hook processes, run again with
-// each hook sent through the native client to a hook server (test/support/world.ts cliProcess).
+// each hook run as an agent runs it: the command `hooks install` writes (the shim, which execs the
+// native client), to a hook server (test/support/world.ts cliProcess).
 const WARM = [
   'test/integration/hook-decisions.test.ts',
   'test/integration/hook-rejections.test.ts',

@@ -5,7 +5,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { CLI, contextOf, holdWriteLock, makeWorld, payload, WARM_CLIENT, type World } from '../support/world';
+import { CLI, contextOf, holdWriteLock, installedHookCommand, makeWorld, payload, WARM_CLIENT, type World } from '../support/world';
 import { waitFor } from '../support/waitFor';
 import { usePostgres } from '../support/postgres';
 import { reachableByOthers } from '../support/otherUser';
@@ -45,9 +45,9 @@ async function startServer(env: Record<string, string> = {}): Promise<NonNullabl
   return server;
 }
 
-/** A hook as the shim runs it: through the native client (default mode unless `env` says otherwise). */
+/** A hook as an agent runs it: the command `hooks install` writes (the shim, then the native client; default mode unless `env` says otherwise). */
 function hook(input: string, env: Record<string, string> = {}) {
-  const result = spawnSync(WARM_CLIENT, [process.execPath, CLI, 'hook'], { input, env: { ...world.env, ...env }, cwd: world.repo, encoding: 'utf8' });
+  const result = spawnSync(installedHookCommand(), ['hook'], { input, env: { ...world.env, ...env }, cwd: world.repo, encoding: 'utf8' });
   return { code: result.status, signal: result.signal, stdout: result.stdout, stderr: result.stderr };
 }
 
@@ -94,7 +94,7 @@ describe('the warm hook server', () => {
     // middle of the request when it is killed.
     const lock = await holdWriteLock(world.db);
     const pending = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = spawn(WARM_CLIENT, [process.execPath, CLI, 'hook'], { env: { ...world.env, TURNKEEPER_WARM: 'wait' }, cwd: world.repo });
+      const child = spawn(installedHookCommand(), ['hook'], { env: { ...world.env, TURNKEEPER_WARM: 'wait' }, cwd: world.repo });
       let stdout = '';
       let stderr = '';
       child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -160,6 +160,9 @@ describe('the warm hook server', () => {
     const gone = join(world.root, 'removed-worktree');
     const input = JSON.stringify({ ...JSON.parse(payload.codexPrompt(world, 'sess-gone', 'turn-1', '#todo:fix-login')), cwd: gone });
     // The shell enters the directory, removes it and becomes the hook: its process starts where nothing is.
+    // The native client, as the shim execs it: through the shim itself, /bin/sh (dash) prints
+    // "sh: 0: getcwd() failed" at its start-up, before any line of the shim runs (docs/decisions.md,
+    // "A hook in a removed directory"), as the shell an agent runs its hook command with does.
     const inGone = (warm: string) =>
       spawnSync('sh', ['-c', 'mkdir -p "$0" && cd "$0" && rmdir "$0" && exec "$@"', gone, WARM_CLIENT, process.execPath, CLI, 'hook'], {
         input,
@@ -211,7 +214,7 @@ describe('the warm hook server', () => {
     const pid = running.child.pid!;
     const isStopped = () => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.startsWith('T');
     const claim = (session: string) => {
-      const child = spawn(WARM_CLIENT, [process.execPath, CLI, 'hook'], { env: { ...world.env, ...fault, TURNKEEPER_WARM: 'wait' }, cwd: world.repo });
+      const child = spawn(installedHookCommand(), ['hook'], { env: { ...world.env, ...fault, TURNKEEPER_WARM: 'wait' }, cwd: world.repo });
       let stdout = '';
       let stderr = '';
       child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -373,7 +376,7 @@ describe('a team store through the warm hook server', () => {
     const pid = running.child.pid!;
     const isStopped = () => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.startsWith('T');
     const claim = (session: string) => {
-      const child = spawn(WARM_CLIENT, [process.execPath, CLI, 'hook'], { env: { ...world.env, ...env, TURNKEEPER_WARM: 'wait' }, cwd: world.repo });
+      const child = spawn(installedHookCommand(), ['hook'], { env: { ...world.env, ...env, TURNKEEPER_WARM: 'wait' }, cwd: world.repo });
       let stdout = '';
       let stderr = '';
       child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));

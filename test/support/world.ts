@@ -3,7 +3,8 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { shimPath, writeShim } from '../../src/agents/shim';
 import { openSqliteAuthority, type SqliteAuthority } from '../../src/ledger/open';
 import { resolveGoal } from '../../src/checkout/goal';
 
@@ -12,8 +13,8 @@ export const CLI = resolve(__dirname, '../../dist/cli.js');
 /**
  * The warm hook path's native client (native/client/hook_client.c, built by scripts/build-native.mjs).
  * The `warm` test project (vitest.config.ts) sets TURNKEEPER_TEST_HOOK_PATH=warm: then every hook a
- * test runs through these helpers goes through the client to a hook server, as the shim sends an
- * agent's, with TURNKEEPER_WARM=wait (the client starts the server and waits for it, and says on
+ * test runs through these helpers runs the command `hooks install` writes (the shim, which execs this
+ * client: installedHookCommand below) and goes to a hook server, with TURNKEEPER_WARM=wait (the client starts the server and waits for it, and says on
  * stderr whenever it ran the cold hook instead), so the same assertions hold on both paths.
  */
 export const WARM_CLIENT = resolve(__dirname, `../../native/prebuilds/${process.platform}-${process.arch}/turnkeeper-hook`);
@@ -32,15 +33,34 @@ function withoutWarmNotes(stderr: string): string {
   );
 }
 
+let installedShim: string | undefined;
+
+/**
+ * The command `hooks install` writes into every agent's config: the shim `bin/turnkeeper` (which execs
+ * the warm client beside it for a hook), written by the product's own writeShim into a home of this
+ * test process (once, under the run's temporary root, which globalSetup removes). An absolute
+ * TURNKEEPER_HOME in a hook's environment wins over the shim's own, as it does for an agent started
+ * with one, so each test's hooks serve that test's home.
+ */
+export function installedHookCommand(): string {
+  if (installedShim === undefined) {
+    const runRoot = process.env.TURNKEEPER_HOME ? dirname(process.env.TURNKEEPER_HOME) : tmpdir();
+    const home = mkdtempSync(join(runRoot, 'installed-'));
+    writeShim(home, { runtime: process.execPath, script: CLI, home });
+    installedShim = shimPath(home);
+  }
+  return installedShim;
+}
+
 /** The process that runs `turnkeeper <args>` as this test run's path does: file, argv and environment. */
 export function cliProcess(args: readonly string[], env: NodeJS.ProcessEnv): { file: string; argv: string[]; env: NodeJS.ProcessEnv } {
   if (!WARM_TESTS || args[0] !== 'hook') return { file: process.execPath, argv: [CLI, ...args], env };
-  return {
-    file: WARM_CLIENT,
-    argv: [process.execPath, CLI, ...args],
-    // A short idle: the servers of finished tests' homes go (their removed socket ends them sooner).
-    env: { TURNKEEPER_WARM: 'wait', TURNKEEPER_HOOK_SERVER_IDLE_MS: '20000', ...env },
-  };
+  // A short idle: the servers of finished tests' homes go (their removed socket ends them sooner).
+  const warmEnv = { TURNKEEPER_WARM: 'wait', TURNKEEPER_HOOK_SERVER_IDLE_MS: '20000', ...env };
+  // Without an absolute home of its own, a hook through the shim would use the shim's: the native
+  // client then runs as the shim would exec it, with the test's environment as it is.
+  if (!env.TURNKEEPER_HOME || !isAbsolute(env.TURNKEEPER_HOME)) return { file: WARM_CLIENT, argv: [process.execPath, CLI, ...args], env: warmEnv };
+  return { file: installedHookCommand(), argv: [...args], env: warmEnv };
 }
 
 export interface CliResult {
