@@ -191,7 +191,7 @@ const SERVER_CLOCK = 'SELECT (extract(epoch FROM clock_timestamp()) * 1000)::int
  * The lock of the chain head for a hook's append at commit, in a queue that moves. Every write of
  * every machine takes the head in turn, so under a burst a write waits for all the writes before it:
  * 64 claims on two busy cores made a queue of about 4 s, and the last in it passed the write's bound
- * (the busy timeout) while the head moved the whole time (CI at f067326: two claims and a refusal
+ * (the busy timeout) while the head moved the whole time (CI at f067326: two refusals and a claim
  * answered [store_unavailable]). So a hook waits for the head as long as it moves, until its own
  * deadline (`remainingMs`, the statement's bound from here on), and gives up as a SQLite writer past
  * its busy timeout does when the head has not moved for `stillMs`: a holder that stopped (a stopped
