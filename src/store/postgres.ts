@@ -199,26 +199,28 @@ const SERVER_CLOCK = 'SELECT (extract(epoch FROM clock_timestamp()) * 1000)::int
  * lock_timeout in a subtransaction; a lock taken there is kept when it commits. What follows the lock
  * (the append, COMMIT) has the busy timeout again: a server slow at a statement is not a queue.
  */
-const lockHeadFollowingTheQueue = (stillMs: number, remainingMs: number): string =>
-  `SET LOCAL statement_timeout = ${Math.max(1, Math.floor(remainingMs))}; DO $head$ DECLARE
+function lockHeadFollowingTheQueue(stillMs: number, remainingMs: number): string {
+  const still = Math.max(1, Math.floor(stillMs));
+  return `SET LOCAL statement_timeout = ${Math.max(1, Math.floor(remainingMs))}; DO $head$ DECLARE
   seen int8 := (SELECT seq FROM turnkeeper.receipt_head WHERE id = 1);
   moved int8;
 BEGIN
   LOOP
     BEGIN
-      PERFORM set_config('lock_timeout', '${Math.max(1, Math.floor(stillMs))}', true);
+      PERFORM set_config('lock_timeout', '${still}', true);
       PERFORM 1 FROM turnkeeper.lock_chain_head();
       PERFORM set_config('lock_timeout', '0', true);
       RETURN;
     EXCEPTION WHEN lock_not_available THEN
       moved := (SELECT seq FROM turnkeeper.receipt_head WHERE id = 1);
       IF moved IS NOT DISTINCT FROM seen THEN
-        RAISE EXCEPTION 'the receipt chain''s head did not move for ${Math.max(1, Math.floor(stillMs))} ms' USING ERRCODE = 'lock_not_available';
+        RAISE EXCEPTION 'the receipt chain''s head did not move for ${still} ms' USING ERRCODE = 'lock_not_available';
       END IF;
       seen := moved;
     END;
   END LOOP;
-END $head$; SET LOCAL statement_timeout = ${Math.max(1, Math.floor(stillMs))}`;
+END $head$; SET LOCAL statement_timeout = ${still}`;
+}
 
 /**
  * The append function called with nothing to append, in the BEGIN of a session's first write. A fresh
@@ -302,6 +304,36 @@ export function loadPg(): typeof import('pg') {
   return pgModule;
 }
 
+/**
+ * Calls `onSilence` once `silenceMs` pass with no heard() since the last one (armed by the first).
+ * A process that waited long for the CPU runs its due timers before it reads its sockets: the
+ * silence is judged one read of them later (setImmediate runs after the poll phase), so an answer
+ * that is already here counts (test/unit/silence-watch.test.ts). stop() disarms it, a check already
+ * due included.
+ */
+export function silenceWatch(silenceMs: number, onSilence: () => void): { heard(): void; stop(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  let heard = 0;
+  return {
+    heard() {
+      clearTimeout(timer);
+      heard += 1;
+      const heardWhenArmed = heard;
+      timer = setTimeout(
+        () =>
+          setImmediate(() => {
+            if (heard === heardWhenArmed) onSilence();
+          }),
+        silenceMs,
+      );
+    },
+    stop() {
+      clearTimeout(timer);
+      heard += 1;
+    },
+  };
+}
+
 /** Connects one client (no pool: a hook is one short process; the extension keeps one client; `store init` reads a role's grants on one of its own). */
 export async function connectClient(options: PostgresOptions): Promise<Client> {
   const pg = loadPg();
@@ -335,23 +367,9 @@ export async function connectClient(options: PostgresOptions): Promise<Client> {
   const noAnswer = setTimeout(() => {
     if (!answered) stream?.destroy(new Error(`no answer within ${answerMs} ms`));
   }, answerMs);
-  let silence: NodeJS.Timeout | undefined;
-  let heard = 0;
-  const quiet = (): void => {
-    clearTimeout(silence);
-    heard += 1;
-    const heardWhenSet = heard;
-    // connection.stream: the TLS socket once pg has upgraded to it. A process that waited long for
-    // the CPU runs its due timers before it reads its sockets: the silence is judged after one more
-    // read of them (setImmediate runs after the poll phase), so an answer that is already here counts.
-    silence = setTimeout(
-      () =>
-        setImmediate(() => {
-          if (heard === heardWhenSet) connection?.stream?.destroy(new Error(`the server said nothing for ${silenceMs} ms while connecting`));
-        }),
-      silenceMs,
-    );
-  };
+  // connection.stream: the TLS socket once pg has upgraded to it.
+  const silence = silenceWatch(silenceMs, () => connection?.stream?.destroy(new Error(`the server said nothing for ${silenceMs} ms while connecting`)));
+  const quiet = (): void => silence.heard();
   const overTls = (): void => void connection?.stream?.on('data', quiet);
   if (wholeMs > silenceMs && stream) {
     stream.once('connect', quiet);
@@ -368,8 +386,7 @@ export async function connectClient(options: PostgresOptions): Promise<Client> {
     });
   } finally {
     clearTimeout(noAnswer);
-    clearTimeout(silence);
-    heard += 1; // a silence check already due finds the connect over
+    silence.stop();
     stream?.off('data', quiet);
     connection?.stream?.off('data', quiet);
     connection?.off('sslconnect', overTls);
@@ -1083,8 +1100,16 @@ export class PostgresRows implements StorePort {
             appendingAtCommit > 0 && this.hardDeadline !== Infinity
               ? { stillMs: this.transactionTimeoutMs, remainingMs: this.hardDeadline - performance.now() }
               : undefined;
-          if (followQueue) this.deadline = this.hardDeadline;
-          const answers = await this.statementOfWrite<QueryResultRow>(this.commitText(followQueue), []);
+          let answers;
+          try {
+            if (followQueue) this.deadline = this.hardDeadline;
+            answers = await this.statementOfWrite<QueryResultRow>(this.commitText(followQueue), []);
+          } finally {
+            // Time in a queue that moved is not the write's to lose: an attempt made again after it
+            // (a decision that moved while it waited: 40001) gets the busy timeout afresh, within the
+            // deadline, and its BEGIN bounds its statements by that again, not by the deadline.
+            if (followQueue) this.deadline = Math.min(performance.now() + this.transactionTimeoutMs, this.hardDeadline);
+          }
           const all = (Array.isArray(answers) ? answers : [answers]) as unknown as { command: string; rows: Record<string, unknown>[] }[];
           const commit = all.at(-1)!;
           if (commit.command !== 'COMMIT') throw Object.assign(new Error(`the server rolled the transaction back (${commit.command})`), { code: '25P02' });
