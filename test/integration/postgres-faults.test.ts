@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { contextOf, runCli, type CliRun } from '../support/world';
-import { freeLoopbackPort, pgEnv, usePostgres } from '../support/postgres';
+import { freeLoopbackPort, holdInTransaction, pgEnv, usePostgres } from '../support/postgres';
 import { startProxy, type TcpProxy } from '../support/tcpProxy';
 import { filesUnder, makeMachine, untilAllReadStdin } from '../support/teamMachine';
 import { codexPrompt, outcome, spawnMachine } from '../support/burst';
@@ -428,12 +428,8 @@ describe('a stalled network', () => {
     const fresh = makeNode(viaPort(url, proxy.port));
     // The test holds the Todo's row lock, so the hook's claim waits inside its transaction; the
     // network stalls while it waits, and the lock is let go: the server answers, the hook never hears.
-    const holder = new pg.Client({ connectionString: url });
-    holder.on('error', () => undefined);
-    await holder.connect();
+    const holder = await holdInTransaction(url, "SELECT 1 FROM turnkeeper.todos WHERE id = 'fix-login' FOR UPDATE");
     try {
-      await holder.query('BEGIN');
-      await holder.query("SELECT 1 FROM turnkeeper.todos WHERE id = 'fix-login' FOR UPDATE");
       const running = fresh.run(['hook'], { input: fresh.prompt('s-midstall', 't1', '#todo:fix-login') });
       // Statistics views are a snapshot inside a transaction: ask from outside the holder's.
       const waiting = async () =>
@@ -445,7 +441,7 @@ describe('a stalled network', () => {
       }
       proxy.mode('stall');
       const stalledAt = Date.now();
-      await holder.query('ROLLBACK');
+      await holder.release();
       const run = await running;
       const afterStall = Date.now() - stalledAt;
       console.log(`stall in the claim transaction: hook process ${run.ms} ms, ${afterStall} ms of it after the stall`);
@@ -455,7 +451,7 @@ describe('a stalled network', () => {
       expect(run.ms).toBeLessThanOrEqual(HOOK_BOUND_MS);
       expectOnlyHookFiles(fresh);
     } finally {
-      await holder.end().catch(() => undefined);
+      await holder.release();
     }
     // The hook's connection went with it: its transaction never committed.
     proxy.mode('forward');
@@ -467,12 +463,8 @@ describe('a stalled network', () => {
 describe('a claim that waits for a row lock', () => {
   /** Holds the Todo's row lock from another connection while `during` runs (then lets it go). */
   async function withTodoLocked<T>(url: string, during: (waiting: () => Promise<void>) => Promise<T>): Promise<T> {
-    const holder = new pg.Client({ connectionString: url });
-    holder.on('error', () => undefined);
-    await holder.connect();
+    const holder = await holdInTransaction(url, "SELECT 1 FROM turnkeeper.todos WHERE id = 'fix-login' FOR UPDATE");
     try {
-      await holder.query('BEGIN');
-      await holder.query("SELECT 1 FROM turnkeeper.todos WHERE id = 'fix-login' FOR UPDATE");
       return await during(async () => {
         const deadline = Date.now() + 20_000;
         while (Number(await server().psql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'turnkeeper' AND wait_event_type = 'Lock'")) === 0) {
@@ -481,8 +473,7 @@ describe('a claim that waits for a row lock', () => {
         }
       });
     } finally {
-      await holder.query('ROLLBACK').catch(() => undefined);
-      await holder.end().catch(() => undefined);
+      await holder.release();
     }
   }
 

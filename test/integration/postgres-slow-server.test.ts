@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { contextOf, runCli, type CliRun } from '../support/world';
-import { usePostgres } from '../support/postgres';
+import { holdInTransaction, usePostgres } from '../support/postgres';
 import { makeMachine, type TeamMachine } from '../support/teamMachine';
 import { buildReceipt } from '../../src/core/receipts';
 import { openPostgresRows } from '../../src/store/postgres';
@@ -282,12 +282,8 @@ describe('the queue at the chain head', () => {
     const todo = `stuck-${++cases}`;
     expect((await run(['todo', 'add', 'Stuck head', '--id', todo])).code).toBe(0);
     const before = await headAndLast();
-    const holder = new pg.Client({ connectionString: url });
-    holder.on('error', () => undefined);
-    await holder.connect();
+    const holder = await holdInTransaction(url, 'SELECT * FROM turnkeeper.lock_chain_head()');
     try {
-      await holder.query('BEGIN');
-      await holder.query('SELECT * FROM turnkeeper.lock_chain_head()');
       const hook = await run(['hook'], prompt(`s-stuck-${cases}`, todo), claimsOnly);
       console.log(`a head held by an open transaction: hook process ${hook.ms} ms`);
       expect(contextOf(hook.stdout) ?? '').toContain('[store_unavailable]');
@@ -295,8 +291,7 @@ describe('the queue at the chain head', () => {
       // Given up at the bound, not at the hook's deadline (14 s).
       expect(hook.ms).toBeLessThan(6000);
     } finally {
-      await holder.query('ROLLBACK').catch(() => undefined);
-      await holder.end().catch(() => undefined);
+      await holder.release();
     }
     expect(Number((await admin.query<{ n: string }>('SELECT count(*) AS n FROM turnkeeper.leases WHERE todo = $1', [todo])).rows[0]!.n)).toBe(0);
     expect(await headAndLast()).toStrictEqual(before);

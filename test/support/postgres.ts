@@ -26,6 +26,7 @@ import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import { cleanEnv, guardService, quoteShell, runAs, serviceDir } from './serviceProcess';
 
 const PG_ADMIN_USER = 'tk_admin';
@@ -362,4 +363,28 @@ function pgEnvScratch(): string {
 export function pgEnv(url: string, extra: Record<string, string> = {}): Record<string, string> {
   const dir = pgEnvScratch();
   return { HOME: path.join(dir, 'home'), TURNKEEPER_HOME: path.join(dir, 'tkhome'), TURNKEEPER_STORE: url, ...extra };
+}
+
+/**
+ * A transaction held open on a connection of its own at `url`, after `sql` ran in it (a lock taken,
+ * as another session holds it): release() rolls it back and closes the connection, once.
+ */
+export async function holdInTransaction(url: string, sql: string): Promise<{ release(): Promise<void> }> {
+  const holder = new pg.Client({ connectionString: url });
+  holder.on('error', () => undefined);
+  await holder.connect();
+  let released: Promise<void> | undefined;
+  const release = () =>
+    (released ??= (async () => {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      await holder.end().catch(() => undefined);
+    })());
+  try {
+    await holder.query('BEGIN');
+    await holder.query(sql);
+  } catch (error) {
+    await release();
+    throw error;
+  }
+  return { release };
 }
