@@ -73,6 +73,7 @@ const WARM_MORE = [
   'test/integration/home-ownership.test.ts',
   'test/integration/goal-change.test.ts',
   'test/integration/migration.test.ts',
+  'test/integration/postgres-slow-server.test.ts',
 ];
 // The same on the warm path for the files that load the machine on purpose (64 racing hooks): alone,
 // after the serial and e2e groups. Beside the serial project (as it ran before) its 64 racing hooks
