@@ -155,16 +155,23 @@ export class Workbench {
     throw new Error(`no notification matching ${pattern} within ${timeoutMs} ms; on screen: ${JSON.stringify(seen)}`);
   }
 
-  async clearNotifications(): Promise<void> {
+  /**
+   * Closes the toasts on screen. A toast may go by itself while we close another (VS Code hides
+   * some after a few seconds), so this counts again before each close instead of trusting one
+   * count: a stale count left `hover()` waiting 30 s for a toast that was already gone.
+   */
+  async clearNotifications(timeoutMs = 15_000): Promise<void> {
     const toasts = this.page.locator('.notifications-toasts .notification-toast');
-    for (let i = await toasts.count(); i > 0; i--) {
-      await toasts.first().hover();
-      await toasts
-        .first()
-        .locator('.codicon-notifications-clear, .codicon-close')
-        .first()
-        .click()
-        .catch(() => undefined);
+    const deadline = Date.now() + timeoutMs;
+    while ((await toasts.count()) > 0) {
+      if (Date.now() > deadline) throw new Error(`toasts still on screen after ${timeoutMs} ms: ${JSON.stringify(await this.notifications())}`);
+      const toast = toasts.first();
+      try {
+        await toast.hover({ timeout: 2_000 });
+        await toast.locator('.codicon-notifications-clear, .codicon-close').first().click({ timeout: 2_000 });
+      } catch {
+        // Gone while we reached for it: count again.
+      }
     }
   }
 
