@@ -25,8 +25,10 @@ const SERIAL = [
 ];
 
 // Real agents headless, each against its own stand-in model, home and ports, with no terminal and no
-// machine-wide process search: two at a time, after the serial group (the same vitest run). The TUI
-// files (tmux, /proc), the VS Code run and the load tests stay in `serial`.
+// machine-wide process search: two at a time, in the same vitest run as `serial` but never beside it.
+// Order in that run (vitest's groupSpecs): `e2e` (groupOrder 1), then `warm-serial` (2), then `serial`
+// last: a project of one worker with the default groupOrder 0 is vitest's "sequential" group, which
+// it always runs after the numbered ones. The TUI files (tmux, /proc) and the load tests stay in `serial`.
 const E2E_PARALLEL = [
   'test/e2e/claude-launch.test.ts',
   'test/e2e/claude.test.ts',
@@ -76,7 +78,7 @@ const WARM_MORE = [
   'test/integration/postgres-slow-server.test.ts',
 ];
 // The same on the warm path for the files that load the machine on purpose (64 racing hooks): alone,
-// after the serial and e2e groups. Beside the serial project (as it ran before) its 64 racing hooks
+// between the e2e and serial groups (see the order above). Beside the serial project (as it ran before) its 64 racing hooks
 // shared the two cores with whichever load test ran then, the 64-hook bursts included.
 const WARM_SERIAL = ['test/integration/races.test.ts'];
 
@@ -93,7 +95,7 @@ export default defineConfig({
       { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: SERIAL, maxWorkers: 2 } },
       { extends: true, test: { name: 'serial', include: SERIAL, exclude: E2E_PARALLEL, fileParallelism: false, maxWorkers: 1 } },
       { extends: true, test: { name: 'e2e', include: E2E_PARALLEL, maxWorkers: 2, sequence: { groupOrder: 1 } } },
-      // `warm` runs beside `fast` (one vitest run: the same two workers); `warm-serial` after the rest.
+      // `warm` runs beside `fast` (one vitest run: the same two workers); `warm-serial` alone, between `e2e` and `serial`.
       { extends: true, test: { name: 'warm', include: WARM, maxWorkers: 2, env: { TURNKEEPER_TEST_HOOK_PATH: 'warm' } } },
       { extends: true, test: { name: 'warm-more', include: WARM_MORE, maxWorkers: 2, env: { TURNKEEPER_TEST_HOOK_PATH: 'warm' } } },
       {
