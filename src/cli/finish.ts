@@ -3,7 +3,7 @@
 import { FINISH_STRATEGIES, type FinishStrategy } from '../checkout/worktrees';
 import { finishTodo } from '../launcher/finish';
 import { leaseView } from '../doctor/status';
-import { EXIT, goalFrom, openStore, parse, printJson, releaseRequester, todoIdArg, UsageError, type Io } from './io';
+import { EXIT, goalFrom, openStore, parse, printJson, releaseRequester, todoIdArg, unknownTodo, UsageError, type Io } from './io';
 
 const FLAGS = [...FINISH_STRATEGIES.map((strategy) => `--${strategy}`), '--remove-worktree'];
 
@@ -37,11 +37,7 @@ export async function finishCommand(args: string[], io: Io): Promise<number> {
   const goal = goalFrom(io, values.goal);
   const request = releaseRequester(io, values, usage);
   const store = await openStore(io, false);
-  if (!store) {
-    if (values.json) printJson(io, { ok: false, reason: 'unknown_todo', todo: id, goal });
-    else io.err(`Todo ${id} does not exist in ${goal} (turnkeeper todo list)\n`);
-    return EXIT.refused;
-  }
+  if (!store) return unknownTodo(io, values.json, undefined, goal, id);
   try {
     const result = await finishTodo({
       store,

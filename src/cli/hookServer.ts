@@ -32,7 +32,7 @@ import { launchBackend } from '../launcher/backends';
 import { writeFileAtomic } from '../files/atomicFile';
 import { shimPath } from '../agents/shim';
 import { runHookCommand } from './hookCommand';
-import { EXIT, parse, UsageError, type Io } from './io';
+import { EXIT, parse, unknownSubcommand, type Io } from './io';
 
 export const REQUEST_MAGIC = 'TKW1';
 export const RESPONSE_MAGIC = 'TKR1';
@@ -561,5 +561,5 @@ export async function hookServerCommand(args: string[], io: Io): Promise<number>
     else io.out(pid === undefined ? 'hook server: not running\n' : `hook server: stopped (pid ${pid})\n`);
     return EXIT.done;
   }
-  throw new UsageError(`unknown hook-server action ${JSON.stringify(action)}\nusage: ${USAGE}`);
+  throw unknownSubcommand('hook-server', action, ['serve', 'status', 'stop'], USAGE);
 }

@@ -5,14 +5,14 @@ import type { Scope } from '../agents/install';
 import { agentHooksStatus, doctorReport, installAgentHooks, uninstallAgentHooks } from '../doctor/installation';
 import { findExecutable } from '../agents/executables';
 import { witnessSentence } from '../ledger/witness';
-import { EXIT, placementFrom, openStore, parse, printJson, UsageError, type Io } from './io';
+import { EXIT, placementFrom, openStore, parse, printJson, unknownSubcommand, UsageError, type Io } from './io';
 import { launchProcessState, runningProcesses } from '../launcher/liveness';
 import { hookServerSentence, hookServerState } from './hookServer';
 
 export function hooksCommand(args: string[], io: Io): number {
   const usage = `turnkeeper hooks install|uninstall|status --agent ${AGENTS.join('|')} [--scope user|project] [--json]`;
   const [sub, ...rest] = args;
-  if (sub !== 'install' && sub !== 'uninstall' && sub !== 'status') throw new UsageError(`usage: ${usage}`);
+  if (sub !== 'install' && sub !== 'uninstall' && sub !== 'status') throw unknownSubcommand('hooks', sub, ['install', 'uninstall', 'status'], usage);
   const { values } = parse(
     rest,
     { agent: { type: 'string' }, scope: { type: 'string' }, goal: { type: 'string' }, json: { type: 'boolean' } },

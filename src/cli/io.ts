@@ -7,9 +7,10 @@ import { openAuthority } from '../ledger/open';
 import { placementOf, resolveGoal, type ResolvedGoal } from '../checkout/goal';
 import { GoalError } from '../core/goal';
 import { terminalSafe } from '../core/terminal';
+import { didYouMean, nearestTodoIds } from '../core/suggest';
 import { isOwner, isTodoId, TODO_ID_RULE } from '../core/ids';
 import { callerOwner, requesterOf } from '../config/settings';
-import type { StatusChangeRequest } from '../store/authority';
+import { StoreUnavailableError, type StatusChangeRequest } from '../store/authority';
 
 export interface Io {
   readonly env: Env;
@@ -65,12 +66,55 @@ export function parse<T extends Options>(args: string[], options: T, positionals
   try {
     parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
   } catch (error) {
-    throw new UsageError(`${(error as Error).message}\nusage: ${positionals.usage}`);
+    throw new UsageError(`${parseArgsProblem(error as Error & { code?: string }, options)}\nusage: ${positionals.usage}`);
   }
   if (parsed.positionals.length < positionals.min || parsed.positionals.length > positionals.max) {
     throw new UsageError(`usage: ${positionals.usage}`);
   }
   return parsed;
+}
+
+/**
+ * What parseArgs refused, in one sentence: an unknown flag with the flags near it (`--limt`: did you
+ * mean --limit?), instead of Node's advice about positionals that start with a dash; its other
+ * messages (a missing value, a value given to a boolean) say it well enough as they are.
+ */
+function parseArgsProblem(error: Error & { code?: string }, options: Options): string {
+  const unknown = error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /^Unknown option '([^']+)'/.exec(error.message)?.[1] : undefined;
+  if (unknown === undefined) return error.message;
+  const flags = Object.entries(options).flatMap(([name, option]) => [`--${name}`, ...(option.short ? [`-${option.short}`] : [])]);
+  return `unknown option ${unknown}${didYouMean(unknown, flags)}`;
+}
+
+/**
+ * A subcommand `command` does not have (`todo ad`): a usage error that names it and the subcommands
+ * near it, then the command's usage.
+ */
+export function unknownSubcommand(command: string, given: string | undefined, subcommands: readonly string[], usage: string): UsageError {
+  if (given === undefined) return new UsageError(`turnkeeper ${command} needs a subcommand: ${subcommands.join(', ')}\nusage: ${usage}`);
+  return new UsageError(`unknown subcommand ${JSON.stringify(given)} of turnkeeper ${command}${didYouMean(given, subcommands)}\nusage: ${usage}`);
+}
+
+/**
+ * A Todo id the Goal does not have: one sentence naming the Todo ids near it (a typo of `fix-login`
+ * gets "did you mean fix-login?"), or JSON with the same `suggestions`; exit 1. `store` is still
+ * open (undefined when none exists yet: nothing to suggest).
+ */
+export async function unknownTodo(io: Io, json: boolean | undefined, store: Authority | undefined, goal: string, id: string): Promise<number> {
+  let suggestions: string[] = [];
+  try {
+    if (store)
+      suggestions = nearestTodoIds(
+        id,
+        (await store.listTodos(goal)).map((todo) => todo.id),
+      );
+  } catch (error) {
+    // A suggestion is a courtesy: a store that cannot answer now gives none, the refusal stands.
+    if (!(error instanceof StoreUnavailableError)) throw error;
+  }
+  if (json) printJson(io, { ok: false, reason: 'unknown_todo', todo: id, goal, suggestions });
+  else io.err(`Todo ${id} does not exist in Goal ${goal}${didYouMean(id, suggestions)}; turnkeeper todo list names them\n`);
+  return EXIT.refused;
 }
 
 export async function openStore(io: Io, create: boolean): Promise<Authority | undefined> {

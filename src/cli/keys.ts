@@ -1,7 +1,7 @@
 // `turnkeeper keys show|trust`: this installation's signing key and the teammates' keys it trusts
 // (docs/receipts.md, "Keys"). The private key is never printed.
 import { keysDir, publicKeyPem, readPublicKey, signingKey, trustKey, trustedKeysPath, verifierKey } from '../ledger/keys';
-import { EXIT, parse, printJson, UsageError, type Io } from './io';
+import { EXIT, parse, printJson, unknownSubcommand, UsageError, type Io } from './io';
 
 const USAGE = 'turnkeeper keys show [--pem] [--json] | turnkeeper keys trust <file|key> [--json]';
 
@@ -9,7 +9,7 @@ export function keysCommand(args: string[], io: Io): number {
   const [sub, ...rest] = args;
   if (sub === 'show') return show(rest, io);
   if (sub === 'trust') return trust(rest, io);
-  throw new UsageError(`usage: ${USAGE}`);
+  throw unknownSubcommand('keys', sub, ['show', 'trust'], USAGE);
 }
 
 function show(args: string[], io: Io): number {

@@ -2,6 +2,7 @@
 // dispatches, maps errors to exit codes, and keeps `hook` free of anything that is not on its path.
 import { AGENTS } from '../core/ids';
 import { terminalSafe } from '../core/terminal';
+import { didYouMean } from '../core/suggest';
 import type { Io } from './io';
 import { readStdin, writer } from './stdio';
 
@@ -147,7 +148,12 @@ export async function main(argv: string[], rawIo: Io): Promise<number> {
     return code === 'usage' ? 2 : 1;
   };
   const load = COMMANDS[name];
-  if (!load) return fail('usage', `unknown command ${JSON.stringify(name)}${json ? '; turnkeeper --help lists the commands' : `\n${USAGE}`}`);
+  // Two lines, not the whole usage: the nearest command names, and where the rest are listed.
+  if (!load)
+    return fail(
+      'usage',
+      `unknown command ${JSON.stringify(name)}${didYouMean(name, Object.keys(COMMANDS))}${json ? '; ' : '\n'}turnkeeper --help lists the commands`,
+    );
   if (ownArgs(args).includes('--help') || ownArgs(args).includes('-h')) {
     io.out(commandHelp(name));
     return 0;

@@ -2,14 +2,14 @@
 // server's is never created by a hook) and print what was created.
 import { describeSelection, initializeStore, openAuthority, selectStore } from '../ledger/open';
 import { TodoExistsError } from '../store/authority';
-import { EXIT, parse, printJson, UsageError, type Io } from './io';
+import { EXIT, parse, printJson, unknownSubcommand, UsageError, type Io } from './io';
 
 const USAGE = 'turnkeeper store init [--hook-role <role>] [--json]  |  store copy --to <postgres://…|sqlite:<path>> [--json]';
 
 export async function storeCommand(args: string[], io: Io): Promise<number> {
   const [sub, ...rest] = args;
   if (sub === 'copy') return storeCopy(rest, io);
-  if (sub !== 'init') throw new UsageError(`usage: ${USAGE}`);
+  if (sub !== 'init') throw unknownSubcommand('store', sub, ['init', 'copy'], USAGE);
   const { values } = parse(rest, { 'hook-role': { type: 'string' }, json: { type: 'boolean' } }, { min: 0, max: 0, usage: USAGE });
   const selection = selectStore(io.env);
   if (values['hook-role'] !== undefined && selection.kind !== 'postgres')

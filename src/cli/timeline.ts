@@ -3,7 +3,7 @@
 // first, from the Todo's own receipts (the (goal, todo, seq) index; renewals and the claim's other
 // receipts are left out). `show <captureId>` stays the capture's view (inspect.ts).
 import { parseReceipt, turnPaths, type ReceiptDetailValue, type ReceiptDocument } from '../core/receipts';
-import { EXIT, goalFrom, openStore, printJson, type Io } from './io';
+import { EXIT, goalFrom, openStore, printJson, unknownTodo, type Io } from './io';
 
 /** The kinds a timeline shows. */
 const TIMELINE_KINDS = new Set(['lease_acquired', 'launch_committed', 'turn_ended', 'lease_released', 'todo_status_changed', 'claim_refused']);
@@ -33,11 +33,10 @@ export async function todoTimelineCommand(todo: string, json: boolean, io: Io): 
   const store = await openStore(io, false);
   const rows = store ? await store.receiptsOfTodo(goal, todo, TIMELINE_READ) : [];
   const known = store ? await store.getTodo(goal, todo) : undefined;
-  store?.close();
-  if (!known) {
-    if (json) printJson(io, { ok: false, reason: 'unknown_todo', todo, goal });
-    else io.err(`no Todo ${todo} in Goal ${goal} (turnkeeper todo list names them)\n`);
-    return EXIT.refused;
+  try {
+    if (!known) return await unknownTodo(io, json, store, goal, todo);
+  } finally {
+    store?.close();
   }
   const entries: TimelineEntry[] = [];
   for (const row of [...rows].reverse()) {

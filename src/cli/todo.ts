@@ -3,7 +3,20 @@ import { todoIdFromTitle } from '../core/ids';
 import { GoalChangedError, TodoDependencyError, TodoExistsError, type Authority, type Todo, type TodoDependency } from '../store/authority';
 import { leaseView } from '../doctor/status';
 import { finishCommand, isFinishArgs } from './finish';
-import { EXIT, goalFrom, openStore, parse, placementFrom, printJson, releaseRequester, todoIdArg, UsageError, type Io } from './io';
+import {
+  EXIT,
+  goalFrom,
+  openStore,
+  parse,
+  placementFrom,
+  printJson,
+  releaseRequester,
+  todoIdArg,
+  unknownSubcommand,
+  unknownTodo,
+  UsageError,
+  type Io,
+} from './io';
 
 export async function todoCommand(args: string[], io: Io): Promise<number> {
   const [sub, ...rest] = args;
@@ -22,7 +35,7 @@ export async function todoCommand(args: string[], io: Io): Promise<number> {
     case 'unblock':
       return todoUnblock(rest, io);
     default:
-      throw new UsageError('usage: turnkeeper todo add|list|done|reopen|block|unblock …');
+      throw unknownSubcommand('todo', sub, ['add', 'list', 'done', 'reopen', 'block', 'unblock'], 'turnkeeper todo add|list|done|reopen|block|unblock …');
   }
 }
 
@@ -174,13 +187,9 @@ async function todoDone(args: string[], io: Io): Promise<number> {
   let result;
   try {
     result = store ? await store.setTodoStatus(goal, id, 'done', Date.now(), request) : undefined;
+    if (!result) return await unknownTodo(io, values.json, store, goal, id);
   } finally {
     store?.close();
-  }
-  if (!result) {
-    if (values.json) printJson(io, { ok: false, reason: 'unknown_todo', todo: id, goal });
-    else io.err(`Todo ${id} does not exist in ${goal} (turnkeeper todo list)\n`);
-    return EXIT.refused;
   }
   if (result.kind === 'already_done') {
     if (values.json) printJson(io, { ok: false, reason: 'already_done', todo: id, goal });
@@ -219,11 +228,7 @@ async function todoReopen(args: string[], io: Io): Promise<number> {
   const store = await openStore(io, false);
   try {
     const todo = store ? await store.getTodo(goal, id) : undefined;
-    if (!store || !todo) {
-      if (values.json) printJson(io, { ok: false, reason: 'unknown_todo', todo: id, goal });
-      else io.err(`Todo ${id} does not exist in ${goal} (turnkeeper todo list)\n`);
-      return EXIT.refused;
-    }
+    if (!store || !todo) return await unknownTodo(io, values.json, store, goal, id);
     if (todo.status === 'open') {
       // Nothing to do, and nothing written: reopening an open Todo is not an event.
       if (values.json) printJson(io, { ok: true, todo, changed: false });
@@ -269,7 +274,7 @@ async function todoBlock(args: string[], io: Io): Promise<number> {
   const store = await openStore(io, false);
   try {
     const todo = store ? await store.getTodo(goal, id) : undefined;
-    if (!store || !todo) return unknownTodo(io, values.json, id, goal);
+    if (!store || !todo) return await unknownTodo(io, values.json, store, goal, id);
     if (todo.status === 'done') {
       if (values.json) printJson(io, { ok: false, reason: 'todo_not_open', todo: id, goal, status: todo.status });
       else io.err(`Todo ${id} is done; reopen it first if it is not: turnkeeper todo reopen ${id}\n`);
@@ -329,7 +334,7 @@ async function todoUnblock(args: string[], io: Io): Promise<number> {
   const store = await openStore(io, false);
   try {
     const todo = store ? await store.getTodo(goal, id) : undefined;
-    if (!store || !todo) return unknownTodo(io, values.json, id, goal);
+    if (!store || !todo) return await unknownTodo(io, values.json, store, goal, id);
     if (after.length > 0) return await dropDependencies(io, store, todo, after, values.json);
     if (todo.status !== 'blocked') {
       const waitingOn = (await store.dependenciesOfLive(goal)).filter((edge) => edge.todo === id && edge.status !== 'done').map((edge) => edge.dependency);
@@ -360,10 +365,4 @@ async function dropDependencies(io: Io, store: Authority, todo: Todo, after: rea
     io.out(result.waitingOn.length > 0 ? `it still waits on ${result.waitingOn.join(', ')}\n` : `it waits on nothing now\n`);
   }
   return EXIT.done;
-}
-
-function unknownTodo(io: Io, json: boolean | undefined, id: string, goal: string): number {
-  if (json) printJson(io, { ok: false, reason: 'unknown_todo', todo: id, goal });
-  else io.err(`Todo ${id} does not exist in ${goal} (turnkeeper todo list)\n`);
-  return EXIT.refused;
 }

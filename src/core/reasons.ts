@@ -114,7 +114,7 @@ export const REASONS: Readonly<Record<ReasonCode, ReasonEntry>> = {
     explain: (f) => `Todo ${q(f.todo)} does not exist in this workspace.${hasSuggestions(f) ? ` Did you mean ${either(f.suggestions)}?` : ''}`,
     recover: (f) =>
       hasSuggestions(f)
-        ? `send the prompt again with #todo:${f.suggestions[0]!}   # or add it: turnkeeper todo add "<title>" --id ${q(f.todo)}`
+        ? `${f.command ?? `send the prompt again with #todo:${f.suggestions[0]!}`}   # or add it: turnkeeper todo add "<title>" --id ${q(f.todo)}`
         : `turnkeeper todo add "<title>" --id ${q(f.todo)}   # or: turnkeeper todo list`,
     notice: (f) =>
       `No Todo ${q(f.todo)} here; nothing was claimed. ${hasSuggestions(f) ? `Did you mean ${either(f.suggestions.map((id) => `#todo:${id}`))}?` : 'List them: turnkeeper todo list'}`,

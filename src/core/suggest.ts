@@ -1,5 +1,6 @@
-// "Did you mean": the Todo ids close to one that does not exist (spec §2 "Output"). Pure: the hook
-// reads the Goal's open Todo ids only when a claim names an unknown one, and asks here.
+// "Did you mean": the Todo ids close to one that does not exist (spec §2 "Output"), and the commands,
+// subcommands and flags close to one the command line does not know (spec §8). Pure: the hook reads
+// the Goal's open Todo ids only when a claim names an unknown one, and asks here.
 
 /** At most this many suggestions, nearest first. */
 const MAX_SUGGESTIONS = 3;
@@ -39,6 +40,20 @@ export function editDistance(a: string, b: string, limit: number): number {
 
 /** The ids of `candidates` within suggestionLimit of `wanted`, nearest first (then alphabetically), at most three. */
 export function nearestTodoIds(wanted: string, candidates: Iterable<string>): string[] {
+  return nearest(wanted, candidates);
+}
+
+/**
+ * " (did you mean status?)", " (did you mean add or list?)": the words of `candidates` near `wanted`
+ * (a mistyped command, subcommand or flag), or "" when none is near enough to be a typo.
+ */
+export function didYouMean(wanted: string, candidates: Iterable<string>): string {
+  const near = nearest(wanted, candidates);
+  if (near.length === 0) return '';
+  return ` (did you mean ${near.length === 1 ? near[0]! : `${near.slice(0, -1).join(', ')} or ${near.at(-1)!}`}?)`;
+}
+
+function nearest(wanted: string, candidates: Iterable<string>): string[] {
   const near: { id: string; distance: number }[] = [];
   for (const id of new Set(candidates)) {
     const limit = suggestionLimit(wanted, id);

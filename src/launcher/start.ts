@@ -8,7 +8,8 @@ import { randomBytes } from 'node:crypto';
 import type { Agent } from '../core/ids';
 import { isoTime } from '../core/lease';
 import { renderGuidance, type GuidanceFacts, type ReasonCode } from '../core/reasons';
-import type { Authority, StartCommitRefusal, StartCommitResult } from '../store/authority';
+import { StoreUnavailableError, type Authority, type StartCommitRefusal, type StartCommitResult } from '../store/authority';
+import { nearestTodoIds } from '../core/suggest';
 import { PROFILES } from '../agents/profiles/index';
 import { resolveGoal, type ResolvedGoal } from '../checkout/goal';
 import { START_MARK } from '../ledger/starts';
@@ -46,7 +47,25 @@ export async function checkStart(
     { ...startScope(goal, todoId), ...(record ? { refusalDetail: { [START_MARK]: true, agent } } : {}), isLive: isLaunchLive },
     now,
   );
-  return result.kind === 'refused' ? startRefusal(result, goal, todoId, agent) : { ok: true };
+  if (result.kind !== 'refused') return { ok: true };
+  return startRefusal(result, goal, todoId, agent, result.reason === 'unknown_todo' ? await openTodoIdsNear(store, goal.id, todoId) : []);
+}
+
+/**
+ * "Did you mean": the Goal's open Todo ids near an unknown one, as the hook offers them
+ * (src/core/suggest.ts). Asked only after the refusal; a store that fails the read gives none.
+ */
+async function openTodoIdsNear(store: Authority, goal: string, todo: string): Promise<string[]> {
+  try {
+    const todos = await store.listTodos(goal);
+    return nearestTodoIds(
+      todo,
+      todos.filter((row) => row.status === 'open').map((row) => row.id),
+    );
+  } catch (error) {
+    if (error instanceof StoreUnavailableError) return [];
+    throw error;
+  }
 }
 
 const startScope = (goal: ResolvedGoal, todo: string) => ({ goal: goal.id, todo, place: goal.commonDir ?? goal.checkout });
@@ -57,11 +76,13 @@ function startRefusal(
   goal: ResolvedGoal,
   todo: string,
   agent: Agent,
+  suggestions: readonly string[] = [],
 ): Extract<StartCheck, { ok: false }> {
   const { holder, previous } = refusal;
   const facts: GuidanceFacts = {
     todo,
     agent,
+    ...(suggestions.length > 0 ? { suggestions, command: `turnkeeper start ${suggestions[0]!} --agent ${agent}` } : {}),
     ...(refusal.status ? { status: refusal.status } : {}),
     ...(refusal.reason === 'todo_blocked' ? { waitingOn: refusal.waitingOn, blockReason: refusal.blockReason } : {}),
     ...(refusal.previousGoal ? { previousGoal: refusal.previousGoal, goal: goal.id, checkout: goal.checkout } : {}),

@@ -1,7 +1,7 @@
 // "Did you mean" (spec §2 "Output"): the distance, the threshold, the order and the cap, each with a
 // control just past its edge.
 import { describe, expect, it } from 'vitest';
-import { editDistance, nearestTodoIds } from '../../src/core/suggest';
+import { didYouMean, editDistance, nearestTodoIds } from '../../src/core/suggest';
 
 describe('editDistance (optimal string alignment, bounded)', () => {
   it('counts insertions, deletions, substitutions and adjacent swaps as one edit each', () => {
@@ -42,5 +42,18 @@ describe('nearestTodoIds', () => {
     const ids = ['fix-adds', 'fix-add', 'fix-and', 'fix-ab', 'fix-at', 'fix-ad-x'];
     expect(nearestTodoIds('fix-ad', ids)).toStrictEqual(['fix-ab', 'fix-add', 'fix-and']);
     expect(nearestTodoIds('fix-ad', ['fix-add', 'fix-add'])).toStrictEqual(['fix-add']);
+  });
+});
+
+describe('didYouMean (commands, subcommands, flags)', () => {
+  it('names the near words in a parenthesis, nearest first, with the same threshold; "" when none is near', () => {
+    expect(didYouMean('stauts', ['status', 'start', 'show', 'store'])).toBe(' (did you mean status or start?)');
+    expect(didYouMean('--limt', ['--limit', '--json', '--all'])).toBe(' (did you mean --limit?)');
+    expect(didYouMean('ad', ['add', 'list', 'done'])).toBe(' (did you mean add?)');
+    expect(didYouMean('x', ['ax', 'xy', 'zz'])).toBe(' (did you mean ax or xy?)');
+    expect(didYouMean('ab', ['ab4', 'ab3', 'ab2', 'ab1'])).toBe(' (did you mean ab1, ab2 or ab3?)');
+    // Control: past the threshold, nothing.
+    expect(didYouMean('frobnicate', ['status', 'start'])).toBe('');
+    expect(didYouMean('stauts', [])).toBe('');
   });
 });
