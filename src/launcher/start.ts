@@ -87,9 +87,7 @@ function startRefusal(
     ...(refusal.reason === 'todo_blocked' ? { waitingOn: refusal.waitingOn, blockReason: refusal.blockReason } : {}),
     ...(refusal.previousGoal ? { previousGoal: refusal.previousGoal, goal: goal.id, checkout: goal.checkout } : {}),
     ...(holder ? { holder: holder.owner, epoch: holder.epoch, expiresAt: isoTime(holder.expiresAt), checkout: refusal.holderCheckout } : {}),
-    ...(previous
-      ? { detail: `the start of launch receipt #${previous.seq}, pid ${previous.pid ?? '?'} on ${previous.host ?? '?'}, has not claimed it yet` }
-      : {}),
+    ...(previous ? { detail: `launch receipt #${previous.seq}, pid ${previous.pid ?? '?'} on ${previous.host ?? '?'}` } : {}),
   };
   return { ok: false, reason: refusal.reason, facts, guidance: renderGuidance(refusal.reason, facts) };
 }

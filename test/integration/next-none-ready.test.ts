@@ -1,0 +1,48 @@
+// `turnkeeper next` when nothing is ready (spec §8): it says which case it is, in the words a person
+// acts on (no Todo yet, every one done, how many are held or wait and how many are blocked), and the
+// Goal by its name. Called in-process (main(argv, io)); the claim that holds a Todo is a real hook's.
+import { afterAll, describe, expect, it } from 'vitest';
+import { basename } from 'node:path';
+import { makeWorld, payload } from '../support/world';
+import { runMain } from '../support/inProcessCli';
+
+const world = makeWorld('tk-next-none');
+afterAll(() => world.cleanup());
+const cli = (...argv: string[]) => runMain(argv, { env: world.env, cwd: world.repo });
+const ok = async (...argv: string[]) => {
+  const run = await cli(...argv);
+  expect(run.code, `${argv.join(' ')}: ${run.stderr}`).toBe(0);
+  return run;
+};
+/** The Goal's display name: the repository folder's, as `goal` prints it (docs/goals.md). */
+const name = basename(world.repo);
+
+describe('next with nothing ready', () => {
+  it('says there is no Todo yet, and how to add one', async () => {
+    expect((await ok('next')).stdout).toBe(`no Todos in Goal ${name} yet: turnkeeper todo add "<title>"\n`);
+  });
+
+  it('counts the open ones held or waiting and the blocked ones; the JSON stays []', async () => {
+    await ok('todo', 'add', 'Fix login', '--id', 'fix-login');
+    await ok('todo', 'add', 'Write docs', '--id', 'write-docs', '--after', 'fix-login');
+    await ok('todo', 'add', 'Ship it', '--id', 'ship-it');
+    // Control: before any hold, the ready ones are listed.
+    expect((await ok('next')).stdout).toMatch(/^fix-login +Fix login\nship-it +Ship it\n/);
+    // A real claim holds fix-login (write-docs waits on it); a person blocks ship-it.
+    const claim = await runMain(['hook'], { env: world.env, cwd: world.repo, input: payload.codexPrompt(world, 's1', 't1', 'please work on #todo:fix-login') });
+    expect(claim.stdout).toContain('Turnkeeper: Todo fix-login');
+    await ok('todo', 'block', 'ship-it', '--reason', 'waiting for the release window');
+    expect((await ok('next')).stdout).toBe(
+      `no ready Todos in Goal ${name}: 2 open ones are held or wait on another Todo, 1 is blocked (turnkeeper todo list)\n`,
+    );
+    expect(JSON.parse((await ok('next', '--json')).stdout)).toStrictEqual([]);
+  });
+
+  it('says every Todo is done, and how many', async () => {
+    await ok('todo', 'done', 'fix-login', '--force', '--reason', 'test: done by hand');
+    await ok('todo', 'done', 'write-docs');
+    await ok('todo', 'unblock', 'ship-it');
+    await ok('todo', 'done', 'ship-it');
+    expect((await ok('next')).stdout).toBe(`every Todo of Goal ${name} is done (3): turnkeeper todo add "<title>" for the next one\n`);
+  });
+});
