@@ -4,6 +4,7 @@
 // (port.ts `readyTodos`) from the rows as they are, so two machines marking Todos done at once never
 // leave a stale "blocked" behind.
 import type { Authority } from '../store/authority';
+import { oneLine } from '../core/terminal';
 import { EXIT, goalFrom, openStore, parse, printJson, resolveGoalFrom, UsageError, type Io } from './io';
 
 /** How many ready Todos `next` shows unless told (`--limit`). */
@@ -30,7 +31,7 @@ export async function nextCommand(args: string[], io: Io): Promise<number> {
   if (values.json) printJson(io, ready);
   else if (ready.length === 0) io.out(`${none}\n`);
   else {
-    for (const todo of ready) io.out(`${todo.id.padEnd(24)} ${todo.title}\n`);
+    for (const todo of ready) io.out(`${todo.id.padEnd(24)} ${oneLine(todo.title)}\n`);
     io.out(`start one: turnkeeper start ${ready[0]!.id} --agent <agent>, or prompt an agent with "#todo:${ready[0]!.id}"\n`);
   }
   // On stderr, so that --json stays the array.

@@ -1,5 +1,6 @@
 // `turnkeeper todo add|list|done|reopen|block|unblock`
 import { todoIdFromTitle } from '../core/ids';
+import { oneLine } from '../core/terminal';
 import { GoalChangedError, TodoDependencyError, TodoExistsError, type Authority, type Todo, type TodoDependency } from '../store/authority';
 import { leaseView } from '../doctor/status';
 import { finishCommand, isFinishArgs } from './finish';
@@ -141,7 +142,7 @@ async function todoList(args: string[], io: Io): Promise<number> {
   else if (todos.length === 0 && !olderDone) io.out(`no Todos${goal ? ` in ${goal}` : ''}; add one: turnkeeper todo add "<title>"\n`);
   else
     for (const todo of shown)
-      io.out(`${todo.state.padEnd(7)} ${todo.id.padEnd(24)} ${todo.title}${blockedNote(todo)}${values.all ? `  (${todo.goal})` : ''}\n`);
+      io.out(`${todo.state.padEnd(7)} ${todo.id.padEnd(24)} ${oneLine(todo.title)}${blockedNote(todo)}${values.all ? `  (${todo.goal})` : ''}\n`);
   // On stderr, so that --json stays the array it was: older done Todos exist and were left out.
   if (olderDone) io.err(`older done Todos not shown (the newest ${doneShown} are): turnkeeper todo list --limit all, or --limit <n>\n`);
   return EXIT.done;
@@ -160,7 +161,7 @@ function withDependencies(todo: Todo, edges: readonly TodoDependency[]): ListedT
 }
 const blockedNote = (todo: ListedTodo): string =>
   [
-    todo.status === 'blocked' ? `blocked${todo.blockReason ? `: ${todo.blockReason}` : ''}` : '',
+    todo.status === 'blocked' ? `blocked${todo.blockReason ? `: ${oneLine(todo.blockReason)}` : ''}` : '',
     todo.waitingOn?.length ? `waits on ${todo.waitingOn.join(', ')}` : '',
   ]
     .filter(Boolean)

@@ -27,3 +27,10 @@ const visible = (char: string): string => {
  * DEL, C1 and bidi controls, inside strings, and they become `\uXXXX` escapes.
  */
 export const terminalSafe = (text: string): string => text.replace(UNSAFE, visible);
+
+/**
+ * Stored text on a row of a list (a Todo's title, a block's reason): one line, its line breaks shown
+ * as `\n` like the other escapes, so a title with a newline neither breaks the list nor passes for
+ * two rows. The text itself is kept as it was written; only its display is one line.
+ */
+export const oneLine = (text: string): string => text.replace(/\r?\n/g, '\\n');

@@ -1,12 +1,15 @@
-// `turnkeeper next` when nothing is ready (spec §8): it says which case it is, in the words a person
-// acts on (no Todo yet, every one done, how many are held or wait and how many are blocked), and the
-// Goal by its name. Called in-process (main(argv, io)); the claim that holds a Todo is a real hook's.
+// What the everyday commands say (spec §8), called in-process (main(argv, io)); the claim that holds a
+// Todo is a real hook's:
+// - `turnkeeper next` when nothing is ready says which case it is, in the words a person acts on (no
+//   Todo yet, every one done, how many are held or wait and how many are blocked), and the Goal by
+//   its name;
+// - a title with a line break stays one row in `todo list` and `next`, and is stored as written.
 import { afterAll, describe, expect, it } from 'vitest';
 import { basename } from 'node:path';
 import { makeWorld, payload } from '../support/world';
 import { runMain } from '../support/inProcessCli';
 
-const world = makeWorld('tk-next-none');
+const world = makeWorld('tk-cli-everyday');
 afterAll(() => world.cleanup());
 const cli = (...argv: string[]) => runMain(argv, { env: world.env, cwd: world.repo });
 const ok = async (...argv: string[]) => {
@@ -44,5 +47,18 @@ describe('next with nothing ready', () => {
     await ok('todo', 'unblock', 'ship-it');
     await ok('todo', 'done', 'ship-it');
     expect((await ok('next')).stdout).toBe(`every Todo of Goal ${name} is done (3): turnkeeper todo add "<title>" for the next one\n`);
+  });
+});
+
+describe('a title with a line break', () => {
+  it('is one row in todo list and next, its break shown as \\n; stored as written (control: the JSON)', async () => {
+    await ok('todo', 'add', 'Line one\nline two', '--id', 'two-lines');
+    await ok('todo', 'block', 'two-lines', '--reason', 'first\nsecond');
+    const list = (await ok('todo', 'list')).stdout.split('\n').filter((line) => line.includes('two-lines'));
+    expect(list).toStrictEqual(['blocked two-lines                Line one\\nline two  (blocked: first\\nsecond)']);
+    await ok('todo', 'unblock', 'two-lines');
+    expect((await ok('next')).stdout.split('\n')[0]).toBe('two-lines                Line one\\nline two');
+    const stored = JSON.parse((await ok('todo', 'list', '--json')).stdout) as { id: string; title: string }[];
+    expect(stored.find((todo) => todo.id === 'two-lines')?.title).toBe('Line one\nline two');
   });
 });
