@@ -3,6 +3,7 @@
 import { AGENTS } from '../core/ids';
 import { terminalSafe } from '../core/terminal';
 import { didYouMean } from '../core/suggest';
+import { HELP, type CommandHelp } from './help';
 import type { Io } from './io';
 import { readStdin, writer } from './stdio';
 
@@ -76,10 +77,28 @@ exit codes: 0 done, 1 refused (the output names the reason), 2 usage error; with
 {"ok":false,"error":{"code","message"}} on stdout
 `;
 
-/** The usage lines of one command (`turnkeeper <command> --help`). */
+/** The usage lines of one command's forms, from USAGE. */
+export function usageLinesOf(name: string): string[] {
+  return USAGE.split('\n')
+    .filter((line) => line.startsWith(`  ${name} `) || line === `  ${name}`)
+    .map((line) => `turnkeeper ${line.trimStart()}`);
+}
+
+/** `turnkeeper <command> --help`: what it does (./help.ts), its usage lines, each flag's meaning, examples. */
 export function commandHelp(name: string): string {
-  const lines = USAGE.split('\n').filter((line) => line.startsWith(`  ${name} `) || line === `  ${name}`);
-  return `usage:\n${lines.map((line) => `  turnkeeper ${line.trimStart()}`).join('\n')}\n(turnkeeper --help lists every command)\n`;
+  const help: CommandHelp | undefined = HELP[name];
+  const flags = Object.entries(help?.flags ?? {});
+  const width = Math.max(0, ...flags.map(([flag]) => flag.length));
+  return [
+    ...(help ? [`turnkeeper ${name}: ${help.what}`, ''] : []),
+    'usage:',
+    ...usageLinesOf(name).map((line) => `  ${line}`),
+    ...(flags.length > 0 ? ['', 'flags:', ...flags.map(([flag, meaning]) => `  ${flag.padEnd(width)}  ${meaning}`)] : []),
+    ...(help && help.examples.length > 0 ? ['', 'examples:', ...help.examples.map((example) => `  ${example}`)] : []),
+    '',
+    '(turnkeeper --help lists every command)',
+    '',
+  ].join('\n');
 }
 
 /** The flags before a `--` (what follows it belongs to the agent that resume starts). */

@@ -6,6 +6,9 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CLI, makeWorld, payload } from '../support/world';
+import { runMain } from '../support/inProcessCli';
+import { HELP } from '../../src/cli/help';
+import { usageLinesOf } from '../../src/cli/main';
 
 const world = makeWorld('tk-cli-help');
 afterAll(() => world.cleanup());
@@ -43,6 +46,21 @@ describe('turnkeeper --help and --version', () => {
     expect(world.dbExists()).toBe(false);
     // Control: the same command with a flag it does not know is a usage error.
     expect(world.cli(['status', '--bogus']).code).toBe(2);
+  });
+
+  it('says for every command what it does, what each flag of its usage means, and an example (in-process)', async () => {
+    const commands = [...new Set(forms.map((form) => form[0]!))];
+    expect(Object.keys(HELP).sort()).toStrictEqual([...commands].sort());
+    for (const command of commands) {
+      const help = await runMain([command, '--help'], { env: world.env, cwd: world.repo });
+      expect(help.code, command).toBe(0);
+      expect(help.stdout, command).toMatch(new RegExp(`^turnkeeper ${command}: [A-Z].+\\.\n`));
+      const usage = usageLinesOf(command).join('\n');
+      const flagsSection = help.stdout.split('\nflags:\n')[1]?.split('\n\n')[0] ?? '';
+      for (const flag of new Set(usage.match(/--[a-z][a-z-]*/g) ?? []))
+        expect(flagsSection, `${command} --help: ${flag}`).toMatch(new RegExp(`^  ${flag} +\\S`, 'm'));
+      expect(help.stdout, command).toMatch(/\nexamples:\n {2}\S/);
+    }
   });
 
   it('prints the version of the package it runs from', () => {
