@@ -65,7 +65,21 @@ if (!process.argv.includes('--force') && existsSync(prebuild) && statSync(prebui
   console.log(`building the launcher addon against the headers of Node ${headers.version} in ${headers.dir}`);
   rmSync(join(native, 'build'), { recursive: true, force: true });
   const bin = resolve('node_modules', '.bin', 'prebuildify');
-  execFileSync(process.execPath, [bin, '--napi', '--strip', '--target', `node@${headers.version}`], { cwd: native, stdio: 'inherit', env });
+  // node-gyp's forty lines of "gyp info" are noise on success (the demo's first screen was them):
+  // they are kept, and printed only when the build fails, with its error.
+  const started = Date.now();
+  try {
+    execFileSync(process.execPath, [bin, '--napi', '--strip', '--target', `node@${headers.version}`], {
+      cwd: native,
+      stdio: 'pipe',
+      env,
+      maxBuffer: 64 * 1024 * 1024,
+    });
+  } catch (error) {
+    process.stderr.write(`${error.stdout ?? ''}${error.stderr ?? ''}`);
+    fail(`building the launcher addon failed (${error.status === null ? error.signal : `exit ${error.status}`}): node-gyp's output is above`);
+  }
+  console.log(`  compiled in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   // What node-gyp actually configured: the proof that no other headers were used.
   const config = readFileSync(join(native, 'build', 'config.gypi'), 'utf8');
   const used = /"nodedir":\s*"([^"]*)"/.exec(config)?.[1];
