@@ -8,7 +8,7 @@
 // Creating a worktree runs git's checkout, so the repository's post-checkout hook runs; a merge runs
 // its merge hooks. The person asked for exactly that (start --worktree, todo done --merge), as if they
 // had typed the git command: documented in docs/spec.md §7, not suppressed.
-import { existsSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, realpathSync, rmdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import type { Env } from '../core/env';
@@ -422,6 +422,7 @@ export async function removeFinished(env: Env, plan: FinishPlan, mergedHead: str
     if (remove.status === 0) worktreeRemoved = true;
     else kept.push(`worktree ${plan.worktree} kept: ${(remove.stderr.trim() || remove.stdout.trim()).split('\n')[0] ?? 'git worktree remove failed'}`);
   }
+  if (worktreeRemoved && plan.worktree) removeEmptyWorktreesFolder(plan.main, plan.worktree);
   const now = await branchHeadOf(env, at, plan.branch);
   // A branch that is gone was deleted by this finish's interrupted run (it existed when it was planned).
   let branchDeleted = plan.removeWorktree && plan.strategy !== 'keep-branch' && now === undefined;
@@ -438,6 +439,21 @@ export async function removeFinished(env: Env, plan: FinishPlan, mergedHead: str
   const head = (await mustGit(env, at, ['rev-parse', '--verify', 'HEAD^{commit}'])).trim();
   const tree = (await mustGit(env, at, ['rev-parse', '--verify', 'HEAD^{tree}'])).trim();
   return { after: { head, tree }, merged: mergedHead !== null, worktreeRemoved, branchDeleted, mergedHead, kept };
+}
+
+/**
+ * The folder that holds the Todos' worktrees at the default place (`<repo>.worktrees`, beside the
+ * main checkout), removed once its last worktree is: the finish leaves nothing it made behind. Only
+ * that folder, only when empty (rmdir refuses one that is not: a file someone put there keeps it).
+ */
+function removeEmptyWorktreesFolder(main: string, worktree: string): void {
+  const folder = dirname(worktree);
+  if (folder !== join(dirname(main), `${basename(main)}.worktrees`)) return;
+  try {
+    rmdirSync(folder);
+  } catch {
+    // not empty, or already gone: either way nothing to do
+  }
 }
 
 /** A branch's commit, or undefined when there is no such branch. */

@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { FINISH_FAULT_POINTS } from '../../src/store/faults';
 import Database from 'better-sqlite3';
 import { parseReceipt, type ReceiptDocument } from '../../src/core/receipts';
@@ -259,6 +259,16 @@ describe('todo done --merge | --squash | --rebase | --keep-branch', () => {
     expect(existsSync(join(copy, '.git', 'MERGE_HEAD'))).toBe(true);
   });
 
+  it('control: the <repo>.worktrees folder stays while another Todo has its worktree there', () => {
+    todoWorktreeWithCommit();
+    const other = join(dirname(defaultPath()), 'other-todo');
+    git(world.repo, 'worktree', 'add', '-q', '-b', 'todo/other-todo', other);
+    const finished = done('--merge', '--remove-worktree');
+    expect(finished.code, finished.stderr + finished.stdout).toBe(0);
+    expect(existsSync(defaultPath())).toBe(false);
+    expect(readdirSync(dirname(defaultPath()))).toStrictEqual(['other-todo']);
+  });
+
   it('a dirty worktree is refused [worktree_dirty] with nothing changed; clean, --merge merges, records todo_finished and releases the lease', () => {
     const { capture, branchHead } = todoWorktreeWithCommit();
     writeFileSync(join(defaultPath(), 'notes.txt'), 'untracked work\n');
@@ -286,6 +296,8 @@ describe('todo done --merge | --squash | --rebase | --keep-branch', () => {
     expect(git(world.repo, 'rev-parse', 'HEAD^1', 'HEAD^2').trim().split('\n')).toStrictEqual([headBefore, branchHead]);
     expect(readFileSync(join(world.repo, 'login.txt'), 'utf8')).toBe('fixed\n');
     expect(existsSync(defaultPath())).toBe(false);
+    // Its last worktree gone, the <repo>.worktrees folder the start made is gone too.
+    expect(existsSync(dirname(defaultPath()))).toBe(false);
     expect(git(world.repo, 'branch', '--list', 'todo/fix-login').trim()).toBe('');
 
     const docs = receiptDocs();
