@@ -3,6 +3,7 @@ import { todoIdFromTitle } from '../core/ids';
 import { oneLine } from '../core/terminal';
 import { GoalChangedError, TodoDependencyError, TodoExistsError, type Authority, type Todo, type TodoDependency } from '../store/authority';
 import { leaseView } from '../doctor/status';
+import { placementOf } from '../checkout/goal';
 import { finishCommand, isFinishArgs } from './finish';
 import {
   EXIT,
@@ -12,6 +13,7 @@ import {
   placementFrom,
   printJson,
   releaseRequester,
+  resolveGoalFrom,
   todoIdArg,
   unknownSubcommand,
   unknownTodo,
@@ -110,11 +112,13 @@ async function todoList(args: string[], io: Io): Promise<number> {
   const doneShown = values.limit === 'all' ? undefined : Number(values.limit ?? DONE_TODOS_SHOWN);
   if (doneShown !== undefined && (!Number.isSafeInteger(doneShown) || doneShown < 0))
     throw new UsageError(`--limit takes a whole number from 0, or all\nusage: ${usage}`);
-  const goal = values.all ? undefined : goalFrom(io, values.goal);
+  const resolved = values.all ? undefined : resolveGoalFrom(io, values.goal);
+  const goal = resolved ? placementOf(resolved).goal : undefined;
   const store = await openStore(io, false);
   let todos: Todo[];
   let edges: TodoDependency[] = [];
   let olderDone = false;
+  let ownGoalNote = '';
   try {
     // Open and blocked Todos all, done ones the newest `doneShown` (one indexed query each, issue 19),
     // in the list order of before (Goal, creation, id).
@@ -133,18 +137,23 @@ async function todoList(args: string[], io: Io): Promise<number> {
       (a, b) => (a.goal < b.goal ? -1 : a.goal > b.goal ? 1 : 0) || a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
     );
     if (store) edges = await store.dependenciesOfLive(goal);
+    // A checkout whose origin names no Goal (a local path) has its own; with other Goals in the store,
+    // one of them may be another clone of it, whose Todos are not listed here: say why.
+    if (store && resolved?.originSkipped && !values.json && (await store.listGoals()).some((row) => row.id !== goal))
+      ownGoalNote = `note: these are this checkout's own Todos: ${resolved.originSkipped}, so another clone of the repository has a Goal of its own; to share one: turnkeeper goal init, and commit the .turnkeeper.json it writes\n`;
   } finally {
     store?.close();
   }
   // An open Todo with an undone dependency is shown blocked: derived from the edges as read now, never stored.
   const shown = todos.map((todo) => withDependencies(todo, edges));
   if (values.json) printJson(io, shown);
-  else if (todos.length === 0 && !olderDone) io.out(`no Todos${goal ? ` in ${goal}` : ''}; add one: turnkeeper todo add "<title>"\n`);
+  else if (todos.length === 0 && !olderDone) io.out(`no Todos${resolved ? ` in Goal ${resolved.displayName}` : ''}; add one: turnkeeper todo add "<title>"\n`);
   else
     for (const todo of shown)
       io.out(`${todo.state.padEnd(7)} ${todo.id.padEnd(24)} ${oneLine(todo.title)}${blockedNote(todo)}${values.all ? `  (${todo.goal})` : ''}\n`);
   // On stderr, so that --json stays the array it was: older done Todos exist and were left out.
   if (olderDone) io.err(`older done Todos not shown (the newest ${doneShown} are): turnkeeper todo list --limit all, or --limit <n>\n`);
+  if (ownGoalNote) io.err(ownGoalNote);
   return EXIT.done;
 }
 

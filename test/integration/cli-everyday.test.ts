@@ -3,9 +3,11 @@
 // - `turnkeeper next` when nothing is ready says which case it is, in the words a person acts on (no
 //   Todo yet, every one done, how many are held or wait and how many are blocked), and the Goal by
 //   its name;
-// - a title with a line break stays one row in `todo list` and `next`, and is stored as written.
+// - a title with a line break stays one row in `todo list` and `next`, and is stored as written;
+// - `todo list` in a clone whose origin is a local path (its own Goal) says so once another Goal exists.
 import { afterAll, describe, expect, it } from 'vitest';
-import { basename } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { basename, join } from 'node:path';
 import { makeWorld, payload } from '../support/world';
 import { runMain } from '../support/inProcessCli';
 
@@ -60,5 +62,35 @@ describe('a title with a line break', () => {
     expect((await ok('next')).stdout.split('\n')[0]).toBe('two-lines                Line one\\nline two');
     const stored = JSON.parse((await ok('todo', 'list', '--json')).stdout) as { id: string; title: string }[];
     expect(stored.find((todo) => todo.id === 'two-lines')?.title).toBe('Line one\nline two');
+  });
+});
+
+describe('two clones of a repository whose origin is a local path', () => {
+  it("todo list says its Todos are this checkout's own once the store holds another Goal, and how to share one (control: alone, no note)", async () => {
+    const upstream = join(world.root, 'upstream');
+    execFileSync('git', ['clone', '-q', '--bare', world.repo, upstream]);
+    const clones = ['one', 'two'].map((name) => {
+      const dir = join(world.root, 'clones', name, 'app');
+      execFileSync('git', ['clone', '-q', upstream, dir]);
+      return dir;
+    });
+    const home = join(world.root, 'clones-home');
+    const env = { ...world.env, TURNKEEPER_HOME: home };
+    const inClone = (dir: string, ...argv: string[]) => runMain(argv, { env, cwd: dir });
+    expect((await inClone(clones[0]!, 'todo', 'add', 'Fix login', '--id', 'fix-login')).code).toBe(0);
+    // Control: one Goal in the store, nothing to explain.
+    const alone = await inClone(clones[0]!, 'todo', 'list');
+    expect(alone.stdout).toMatch(/^open +fix-login/);
+    expect(alone.stderr).toBe('');
+    // The second clone is a Goal of its own: its list is empty, and says why.
+    const other = await inClone(clones[1]!, 'todo', 'list');
+    expect(other.stdout).toBe('no Todos in Goal app; add one: turnkeeper todo add "<title>"\n');
+    expect(other.stderr).toMatch(
+      /^note: these are this checkout's own Todos: the origin URL is a local path.*; to share one: turnkeeper goal init, and commit the \.turnkeeper\.json it writes\n$/,
+    );
+    // --json stays the array alone.
+    const json = await inClone(clones[1]!, 'todo', 'list', '--json');
+    expect(JSON.parse(json.stdout)).toStrictEqual([]);
+    expect(json.stderr).toBe('');
   });
 });
