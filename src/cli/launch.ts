@@ -10,6 +10,9 @@ import { WorktreeError, type TodoWorktree } from '../checkout/worktrees';
 import { WorktreeConfigError } from '../config/homeConfig';
 import { resolve } from 'node:path';
 import { storePath } from '../store/location';
+import { constants } from 'node:os';
+import type { Authority } from '../store/authority';
+import { startOfCapture } from '../ledger/starts';
 import { EXIT, openStore, parse, placementFrom, printJson, todoIdArg, UsageError, type Io } from './io';
 
 export async function attestCommand(args: string[], io: Io): Promise<number> {
@@ -63,11 +66,43 @@ function splitAgentArgs(argv: string[]): { args: string[]; extraArgs: string[] }
  * a headless agent gets end-of-file on stdin at once (it would read more prompt from a pipe), and
  * the exit is awaited.
  */
-function followLaunch(io: Io, launch: RunningLaunch): Promise<{ code: number | null; signal: number | null }> {
+function followLaunch(io: Io, launch: RunningLaunch): Promise<AgentExit> {
   launch.stdout?.on('data', (chunk: Buffer) => io.err(chunk.toString()));
   launch.stderr?.on('data', (chunk: Buffer) => io.err(chunk.toString()));
   launch.stdin?.destroy();
   return launch.exited;
+}
+
+type AgentExit = { code: number | null; signal: number | null };
+
+/** "on SIGKILL", "with code 3". */
+function howItEnded(exit: AgentExit): string {
+  if (exit.signal === null) return `with code ${exit.code ?? '?'}`;
+  const name = Object.entries(constants.signals).find(([, number]) => number === exit.signal)?.[0];
+  return `on ${name ?? `signal ${exit.signal}`}`;
+}
+
+/**
+ * What a start or resume says when its agent ended other than by exiting 0 (spec §7): how it ended,
+ * and what is left to do. A capture it holds (the one its first prompt claimed, or the one resumed)
+ * is picked up with `resume`; with none, nothing is held and the start is run again. The command
+ * then exits 1: a launch whose agent died is not a success a script may take for one.
+ */
+function agentEndedReport(agent: string, exit: AgentExit, todo: string, capture: string | null): { ended: string; recover: string; sentence: string } {
+  const ended = howItEnded(exit);
+  if (capture !== null) {
+    const recover = `turnkeeper resume ${capture}`;
+    return { ended, recover, sentence: `turnkeeper: ${agent} ended ${ended} while it held ${todo} (capture ${capture}); pick its turn up: ${recover}` };
+  }
+  const recover = `turnkeeper start ${todo} --agent ${agent}`;
+  return { ended, recover, sentence: `turnkeeper: ${agent} ended ${ended} before it claimed ${todo}; nothing is held. Start it again: ${recover}` };
+}
+
+/** The capture of `todo` that the start with launch receipt `launchSeq` claimed and still holds, if any. */
+async function captureOfStart(store: Authority, goal: string, todo: string, launchSeq: number): Promise<string | null> {
+  const lease = (await store.activeLeases(goal)).find((row) => row.todo === todo);
+  if (!lease) return null;
+  return (await startOfCapture(store, lease))?.seq === launchSeq ? lease.capture : null;
 }
 
 export async function resumeCommand(argv: string[], io: Io): Promise<number> {
@@ -133,6 +168,9 @@ export async function resumeCommand(argv: string[], io: Io): Promise<number> {
     const { launch } = result;
     if (!values.json) io.err(`turnkeeper: launch receipt #${launch.receipt.seq} committed; ${result.agent} is running (pid ${launch.pid})\n`);
     const exit = await followLaunch(io, launch);
+    const died = exit.signal !== null || exit.code !== 0;
+    const lease = died ? await store.leaseOfCapture(captureId) : undefined;
+    const report = died && lease ? agentEndedReport(result.agent, exit, lease.todo, lease.status === 'active' ? captureId : null) : undefined;
     if (values.json) {
       printJson(io, {
         ok: true,
@@ -143,9 +181,10 @@ export async function resumeCommand(argv: string[], io: Io): Promise<number> {
         receipt: launch.receipt,
         digest: result.attestation.digest,
         exit,
+        ...(report ? { ended: report.ended, recover: report.recover } : {}),
       });
-    }
-    return EXIT.done;
+    } else if (report) io.err(`${report.sentence}\n`);
+    return died ? EXIT.refused : EXIT.done;
   } finally {
     store.close();
   }
@@ -173,7 +212,7 @@ export async function startCommand(argv: string[], io: Io): Promise<number> {
   // Interactive by default (the user types the first prompt); --prompt alone runs one headless turn.
   const mode = values.prompt !== undefined && !values.interactive ? 'headless' : 'interactive';
   if (values.json && mode === 'interactive') throw new UsageError(`--json runs the agent headless: give --prompt (without --interactive)\nusage: ${usage}`);
-  placementFrom(io, undefined); // a checkout that names its repository wrongly is a usage error, said before anything opens
+  const here = placementFrom(io, undefined); // a checkout that names its repository wrongly is a usage error, said before anything opens
   const store = await openStore(io, false);
   try {
     const options = {
@@ -212,6 +251,8 @@ export async function startCommand(argv: string[], io: Io): Promise<number> {
     if (!values.json)
       io.err(`turnkeeper: launch receipt #${launch.receipt.seq} committed; ${result.agent} is running on ${todo} (pid ${launch.pid}, turn ${result.turn})\n`);
     const exit = await followLaunch(io, launch);
+    const died = exit.signal !== null || exit.code !== 0;
+    const report = died && store ? agentEndedReport(result.agent, exit, todo, await captureOfStart(store, here.goal, todo, launch.receipt.seq)) : undefined;
     if (values.json) {
       printJson(io, {
         ok: true,
@@ -225,9 +266,10 @@ export async function startCommand(argv: string[], io: Io): Promise<number> {
         digest: result.attestation.digest,
         ...(worktree ? { worktree: worktree.path, branch: worktree.branch, worktreeCreated: worktree.created } : {}),
         exit,
+        ...(report ? { ended: report.ended, recover: report.recover } : {}),
       });
-    }
-    return EXIT.done;
+    } else if (report) io.err(`${report.sentence}\n`);
+    return report ? EXIT.refused : EXIT.done;
   } finally {
     store?.close();
   }

@@ -26,6 +26,19 @@ afterEach(() => world.cleanup());
 const dryRun = (...extra: string[]) => world.cli(['resume', captureId, '--dry-run', '--json', '--agent-bin', '/bin/true', ...extra]);
 const decision = (run: { stdout: string }) => JSON.parse(run.stdout) as { ok: boolean; reason?: string; decision: string; digest?: string; argv?: string[] };
 
+describe('a resumed agent that fails', () => {
+  it('exit 1, how it ended, and the resume command of the capture it still holds (control: an agent that exits 0 gives 0 and no sentence)', () => {
+    const failed = world.cli(['resume', captureId, '--agent-bin', '/bin/false']);
+    expect(failed.code, failed.stderr).toBe(1);
+    expect(failed.stderr).toContain(
+      `turnkeeper: codex ended with code 1 while it held fix-login (capture ${captureId}); pick its turn up: turnkeeper resume ${captureId}\n`,
+    );
+    const control = world.cli(['resume', captureId, '--agent-bin', '/bin/true']);
+    expect(control.code, control.stderr).toBe(0);
+    expect(control.stderr).not.toContain('pick its turn up');
+  });
+});
+
 describe('resume eligibility', () => {
   it('control: a live capture with its transcript and unchanged workspace resumes (dry run)', () => {
     const run = dryRun();

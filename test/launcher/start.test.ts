@@ -453,4 +453,38 @@ describe('turnkeeper start (the command)', () => {
     expect(control.code, control.stderr).toBe(0);
     expect(readMarker(s.markers, 'victim')).toBeDefined();
   });
+
+  it('an agent killed before its first prompt: exit 1, how it ended, nothing held, the start to run again (control: exit 0 above)', async () => {
+    const running = world.cliAsync(['start', 'fix-login', '--agent', 'codex', '--agent-bin', s.victim, '--prompt', 'fix it'], {
+      env: { TK_MARKER_DIR: s.markers, TK_MODE: 'sleep' },
+    });
+    expect(await waitFor(() => readMarker(s.markers, 'victim') !== undefined)).toBe(true);
+    process.kill(readMarker(s.markers, 'victim')!.pid, 'SIGKILL');
+    const run = await running;
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(
+      'turnkeeper: codex ended on SIGKILL before it claimed fix-login; nothing is held. Start it again: turnkeeper start fix-login --agent codex\n',
+    );
+  });
+
+  it('an agent killed while it holds the Todo: exit 1, and in the JSON how it ended and the resume command of the capture its prompt claimed', async () => {
+    const running = world.cliAsync(['start', 'fix-login', '--agent', 'codex', '--agent-bin', s.victim, '--prompt', 'fix it', '--json'], {
+      env: { TK_MARKER_DIR: s.markers, TK_MODE: 'sleep' },
+    });
+    expect(await waitFor(() => readMarker(s.markers, 'victim') !== undefined)).toBe(true);
+    const pid = readMarker(s.markers, 'victim')!.pid;
+    const claim = hook(payload.codexPrompt(world, 'sess-k', 'turn-1', 'fix the login form'), launchVariables(environOf(pid)));
+    expect(contextOf(claim.stdout), claim.stderr).toMatch(/^Turnkeeper: Todo fix-login .*epoch 1/);
+    const capture = (await receipts('capture_bound')).at(-1)!.capture!;
+    process.kill(pid, 'SIGKILL');
+    const run = await running;
+    expect(run.code).toBe(1);
+    expect(JSON.parse(run.stdout)).toMatchObject({
+      ok: true,
+      decision: 'launched',
+      exit: { code: null, signal: 9 },
+      ended: 'on SIGKILL',
+      recover: `turnkeeper resume ${capture}`,
+    });
+  });
 });
