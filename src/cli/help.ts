@@ -2,6 +2,7 @@
 // an example, beside the usage lines main.ts keeps for every form. One entry per command; the test
 // (test/integration/cli-help.test.ts) checks that every flag a command's usage names has a
 // line here, so a new flag cannot ship without its meaning.
+import { AGENTS } from '../core/ids';
 
 export interface CommandHelp {
   /** One sentence: what the command is for. */
@@ -11,6 +12,9 @@ export interface CommandHelp {
   /** Commands a person would type, first the most common. */
   readonly examples: readonly string[];
 }
+
+/** The agents the examples name: the first two Turnkeeper knows (facts about agents live in their profiles). */
+const [FIRST, SECOND] = AGENTS;
 
 /** Flags that mean the same on every command that takes them. */
 const JSON_FLAG = { '--json': 'print one JSON document (errors too: {"ok":false,"error":{…}}) instead of text' };
@@ -26,9 +30,9 @@ export const HELP: Readonly<Record<string, CommandHelp>> = {
     what: "Runs one agent hook: reads the agent's JSON event on stdin, claims or refuses, answers on stdout. Agents run it; `hooks install` sets it up. It always exits 0.",
     flags: {
       '--agent': 'which agent sent the event (default: recognised from the event itself)',
-      '--event': "the event's name, for agents whose events do not carry it (Copilot's)",
+      '--event': "the event's name, for agents whose events do not carry it (the installed command gives it)",
     },
-    examples: ['echo \'{"hook_event_name":"UserPromptSubmit",…}\' | turnkeeper hook --agent codex'],
+    examples: [`echo '{"hook_event_name":"UserPromptSubmit",…}' | turnkeeper hook --agent ${FIRST}`],
   },
   'hook-server': {
     what: 'The warm hook server: one per home, started by the first hook and gone when idle, so later hooks answer in milliseconds. `status` says whether it runs, `stop` ends it, `serve` runs it in the foreground.',
@@ -118,7 +122,7 @@ export const HELP: Readonly<Record<string, CommandHelp>> = {
   attest: {
     what: 'What the native launcher would run for this agent binary (the resolved file, its interpreter and closure) and its digest.',
     flags: { ...JSON_FLAG },
-    examples: ['turnkeeper attest "$(command -v codex)"'],
+    examples: [`turnkeeper attest "$(command -v ${FIRST})"`],
   },
   closures: {
     what: 'The attested snapshots of script-shaped agents (Node and Bun packages) and the disk they use; `prune` removes those nothing uses.',
@@ -152,7 +156,7 @@ export const HELP: Readonly<Record<string, CommandHelp>> = {
       '--allow-loader-env': 'let this loader variable (NODE_OPTIONS, LD_PRELOAD, …) through to the agent; repeat for several',
       ...JSON_FLAG,
     },
-    examples: ['turnkeeper start fix-login --agent codex', 'turnkeeper start fix-login --agent claude --worktree'],
+    examples: [`turnkeeper start fix-login --agent ${FIRST}`, `turnkeeper start fix-login --agent ${SECOND} --worktree`],
   },
   hooks: {
     what: "Installs, removes or shows Turnkeeper's hooks in an agent's own configuration, for this user or this project.",
@@ -162,7 +166,7 @@ export const HELP: Readonly<Record<string, CommandHelp>> = {
       ...GOAL_FLAG,
       ...JSON_FLAG,
     },
-    examples: ['turnkeeper hooks install --agent codex', 'turnkeeper hooks status'],
+    examples: [`turnkeeper hooks install --agent ${FIRST}`, 'turnkeeper hooks status'],
   },
   doctor: {
     what: 'What is installed and what each agent will do with it: hooks, trust, versions, the store, the warm server; each problem with its fix.',
