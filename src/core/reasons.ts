@@ -54,6 +54,8 @@ export interface GuidanceFacts {
   readonly blockReason?: string | null | undefined;
   /** Open Todo ids of the Goal close to an unknown one, nearest first (src/core/suggest.ts). */
   readonly suggestions?: readonly string[] | undefined;
+  /** `lease_held`: the holder's agent, launched by Turnkeeper, is gone (spec §9 "Live status"): its capture is resumed, not taken over. */
+  readonly holderGone?: 'exited' | 'crashed' | undefined;
 }
 
 interface ReasonEntry {
@@ -90,8 +92,13 @@ export const REASONS: Readonly<Record<ReasonCode, ReasonEntry>> = {
   lease_held: {
     conflict: true,
     explain: (f) =>
-      `Todo ${q(f.todo)} is leased to ${q(f.holder, 'another agent')} (epoch ${q(f.epoch, '?')})${f.checkout ? ` in ${f.checkout}` : ''} until ${q(f.expiresAt, '?')}. This turn did not claim it; work on something else or wait.`,
-    recover: (f) => `turnkeeper status   # if the holder is gone for good: turnkeeper release ${q(f.todo)} --force --reason "<why>"`,
+      f.holderGone
+        ? `Todo ${q(f.todo)} is leased to ${q(f.holder, 'another agent')} (epoch ${q(f.epoch, '?')})${f.checkout ? ` in ${f.checkout}` : ''}, whose agent has ${f.holderGone === 'crashed' ? 'crashed mid-turn' : 'exited'}; the lease is kept for it, so nothing was started.`
+        : `Todo ${q(f.todo)} is leased to ${q(f.holder, 'another agent')} (epoch ${q(f.epoch, '?')})${f.checkout ? ` in ${f.checkout}` : ''} until ${q(f.expiresAt, '?')}. This turn did not claim it; work on something else or wait.`,
+    recover: (f) =>
+      f.holderGone && f.capture
+        ? `turnkeeper resume ${f.capture}   # pick its turn up; or take the Todo over: turnkeeper release ${q(f.todo)} --force --reason "<why>"`
+        : `turnkeeper status   # if the holder is gone for good: turnkeeper release ${q(f.todo)} --force --reason "<why>"`,
     notice: (f) => `Todo ${q(f.todo)} is held by ${q(f.holder, 'another agent')}; nothing was claimed. See: turnkeeper status`,
   },
   lease_expired_hold: {

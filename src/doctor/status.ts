@@ -2,8 +2,8 @@
 import { captureState, type CaptureState } from '../core/capture';
 import { digestTextBulk } from '../core/canonical';
 import { isExpired, isoTime, type Lease } from '../core/lease';
-import type { Authority, LaunchReceipt, StoredCapture } from '../store/authority';
-import { liveStatusOf, type LaunchProcessState, type LiveStatus } from '../ledger/live';
+import type { Authority, StoredCapture } from '../store/authority';
+import { launchOfLease, liveStatusOf, type LaunchProcessState, type LiveStatus } from '../ledger/live';
 
 // The live-state rule lives in src/ledger/live.ts (a finish asks it too); its types are named here for the shells.
 export type { LaunchProcessState, LiveStatus } from '../ledger/live';
@@ -246,10 +246,7 @@ async function liveStatuses(store: Authority, leases: readonly Lease[], processS
   const launches = processState ? await store.launches() : [];
   for (const lease of active) {
     const session = await store.getSession(lease.owner);
-    const launch = launches
-      .filter((l) => l.capture === lease.capture || (l.capture === null && l.todo === lease.todo && (l.goal === undefined || l.goal === lease.goal)))
-      .reduce<LaunchReceipt | undefined>((newest, l) => (newest === undefined || l.seq > newest.seq ? l : newest), undefined);
-    const status = liveStatusOf(session, launch, processState);
+    const status = liveStatusOf(session, launchOfLease(launches, lease), processState);
     if (status) out.set(lease, status);
   }
   return out;

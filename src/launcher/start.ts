@@ -6,7 +6,7 @@
 // (src/hook/hook.ts, rule 3 for starts). The launch plumbing is shared with resume (plumbing.ts).
 import { randomBytes } from 'node:crypto';
 import type { Agent } from '../core/ids';
-import { isoTime } from '../core/lease';
+import { isoTime, type Lease } from '../core/lease';
 import { renderGuidance, type GuidanceFacts, type ReasonCode } from '../core/reasons';
 import { StoreUnavailableError, type Authority, type StartCommitRefusal, type StartCommitResult } from '../store/authority';
 import { nearestTodoIds } from '../core/suggest';
@@ -15,7 +15,8 @@ import { resolveGoal, type ResolvedGoal } from '../checkout/goal';
 import { START_MARK } from '../ledger/starts';
 import type { Attestation } from './attest';
 import type { RunningLaunch } from './launch';
-import { isLaunchLive } from './liveness';
+import { isLaunchLive, launchProcessState } from './liveness';
+import { launchOfLease, liveStatusOf } from '../ledger/live';
 import { CommitRefused, type LaunchRefusal, type Refusal } from './refusals';
 import { attestAgent, launchDetail, launchEnvironment, newLaunchId, recordQuietly, runLaunch, type LaunchOptions } from './plumbing';
 
@@ -48,7 +49,19 @@ export async function checkStart(
     now,
   );
   if (result.kind !== 'refused') return { ok: true };
-  return startRefusal(result, goal, todoId, agent, result.reason === 'unknown_todo' ? await openTodoIdsNear(store, goal.id, todoId) : []);
+  const suggestions = result.reason === 'unknown_todo' ? await openTodoIdsNear(store, goal.id, todoId) : [];
+  const gone = result.reason === 'lease_held' && result.holder ? await holderGone(store, result.holder) : undefined;
+  return startRefusal(result, goal, todoId, agent, suggestions, gone);
+}
+
+/**
+ * Whether the holder's agent, one Turnkeeper launched, is gone (spec §9 "Live status", the rule
+ * `status` shows): then its capture is resumed rather than its lease taken over. Undefined for a
+ * holder that runs, or one started by hand (nothing says whether it still runs).
+ */
+async function holderGone(store: Authority, holder: Lease): Promise<'exited' | 'crashed' | undefined> {
+  const state = liveStatusOf(await store.getSession(holder.owner), launchOfLease(await store.launches(), holder), launchProcessState)?.state;
+  return state === 'exited' || state === 'crashed' ? state : undefined;
 }
 
 /**
@@ -77,6 +90,7 @@ function startRefusal(
   todo: string,
   agent: Agent,
   suggestions: readonly string[] = [],
+  gone?: 'exited' | 'crashed',
 ): Extract<StartCheck, { ok: false }> {
   const { holder, previous } = refusal;
   const facts: GuidanceFacts = {
@@ -87,6 +101,7 @@ function startRefusal(
     ...(refusal.reason === 'todo_blocked' ? { waitingOn: refusal.waitingOn, blockReason: refusal.blockReason } : {}),
     ...(refusal.previousGoal ? { previousGoal: refusal.previousGoal, goal: goal.id, checkout: goal.checkout } : {}),
     ...(holder ? { holder: holder.owner, epoch: holder.epoch, expiresAt: isoTime(holder.expiresAt), checkout: refusal.holderCheckout } : {}),
+    ...(holder && gone ? { holderGone: gone, capture: holder.capture } : {}),
     ...(previous ? { detail: `launch receipt #${previous.seq}, pid ${previous.pid ?? '?'} on ${previous.host ?? '?'}` } : {}),
   };
   return { ok: false, reason: refusal.reason, facts, guidance: renderGuidance(refusal.reason, facts) };

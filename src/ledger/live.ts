@@ -1,7 +1,7 @@
 // A session's live state (spec §9 "Live status"), one rule for everyone who asks: status and the
 // editor (each active lease's holder) and a finish that would remove a worktree (each session working
 // in it). Whether a launched process still runs is the launcher's to say: passed in as processState.
-import { isoTime } from '../core/lease';
+import { isoTime, type Lease } from '../core/lease';
 import type { Authority, LaunchReceipt, PreviousLaunch, SessionRecord, SessionState } from '../store/authority';
 
 /**
@@ -70,6 +70,16 @@ export async function liveSessionsIn(
  * its stop event, or the launch's commit when no hook fired since). Otherwise the stored state, since
  * it was set. A process of another machine (`unknown`) keeps the stored state.
  */
+/**
+ * The launch that speaks for an active lease: the newest of its capture (a resume), or of its Todo
+ * with no capture (a start, which claims at its first prompt).
+ */
+export function launchOfLease(launches: readonly LaunchReceipt[], lease: Lease): LaunchReceipt | undefined {
+  return launches
+    .filter((l) => l.capture === lease.capture || (l.capture === null && l.todo === lease.todo && (l.goal === undefined || l.goal === lease.goal)))
+    .reduce<LaunchReceipt | undefined>((newest, l) => (newest === undefined || l.seq > newest.seq ? l : newest), undefined);
+}
+
 export function liveStatusOf(
   session: SessionRecord | undefined,
   launch: LaunchReceipt | undefined,

@@ -454,6 +454,28 @@ describe('turnkeeper start (the command)', () => {
     expect(readMarker(s.markers, 'victim')).toBeDefined();
   });
 
+  it("a start refused [lease_held] because the holder's launched agent crashed names its resume (control: while it runs, status and release)", async () => {
+    const first = await start({ markers: markerDir('holder'), mode: 'sleep' });
+    if (!first.ok) throw new Error(first.guidance);
+    const claim = hook(payload.codexPrompt(world, 'sess-h', 'turn-1', 'fix the login form'), launchVariables(environOf(first.launch.pid)));
+    expect(contextOf(claim.stdout), claim.stderr).toMatch(/^Turnkeeper: Todo fix-login /);
+    const capture = (await receipts('capture_bound')).at(-1)!.capture!;
+    const again = () =>
+      JSON.parse(cli('fix-login', '--agent', 'codex', '--agent-bin', s.victim, '--prompt', 'fix it', '--json').stdout) as { reason: string; guidance: string };
+    // Control: its agent still runs, so the lease is someone's at work.
+    const running = again();
+    expect(running.reason).toBe('lease_held');
+    expect(running.guidance).toContain('Recover: turnkeeper status   # if the holder is gone for good: turnkeeper release fix-login --force');
+    first.launch.kill('SIGKILL');
+    await first.launch.exited;
+    const crashed = again();
+    expect(crashed.reason).toBe('lease_held');
+    expect(crashed.guidance).toContain('whose agent has crashed mid-turn; the lease is kept for it, so nothing was started.');
+    expect(crashed.guidance).toContain(
+      `Recover: turnkeeper resume ${capture}   # pick its turn up; or take the Todo over: turnkeeper release fix-login --force --reason "<why>"`,
+    );
+  });
+
   it('an agent killed before its first prompt: exit 1, how it ended, nothing held, the start to run again (control: exit 0 above)', async () => {
     const running = world.cliAsync(['start', 'fix-login', '--agent', 'codex', '--agent-bin', s.victim, '--prompt', 'fix it'], {
       env: { TK_MARKER_DIR: s.markers, TK_MODE: 'sleep' },
