@@ -50,6 +50,8 @@ export async function finishCommand(args: string[], io: Io): Promise<number> {
       branch: values.branch,
       request,
     });
+    // An unknown Todo is said as every command says it: with the Todo ids near it.
+    if (!result.ok && result.reason === 'unknown_todo') return await unknownTodo(io, values.json, store, goal, id);
     if (!result.ok) {
       if (values.json)
         printJson(io, { ok: false, reason: result.reason, todo: id, goal, detail: result.detail, ...(result.lease ? { lease: leaseView(result.lease) } : {}) });

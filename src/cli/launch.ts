@@ -11,7 +11,7 @@ import { WorktreeConfigError } from '../config/homeConfig';
 import { resolve } from 'node:path';
 import { storePath } from '../store/location';
 import { constants } from 'node:os';
-import type { Authority } from '../store/authority';
+import { StoreUnavailableError, type Authority } from '../store/authority';
 import { startOfCapture } from '../ledger/starts';
 import { EXIT, openStore, parse, placementFrom, printJson, todoIdArg, UsageError, type Io } from './io';
 
@@ -88,21 +88,53 @@ function howItEnded(exit: AgentExit): string {
  * is picked up with `resume`; with none, nothing is held and the start is run again. The command
  * then exits 1: a launch whose agent died is not a success a script may take for one.
  */
-function agentEndedReport(agent: string, exit: AgentExit, todo: string, capture: string | null): { ended: string; recover: string; sentence: string } {
+function agentEndedReport(
+  agent: string,
+  exit: AgentExit,
+  todo: string,
+  capture: string | null | undefined,
+): { ended: string; recover: string; sentence: string } {
   const ended = howItEnded(exit);
+  if (capture === undefined) {
+    // The store did not answer: whether it holds the Todo is not known, so nothing is said of it.
+    const recover = 'turnkeeper status';
+    return { ended, recover, sentence: `turnkeeper: ${agent} ended ${ended}; what it holds of ${todo}: ${recover}` };
+  }
   if (capture !== null) {
     const recover = `turnkeeper resume ${capture}`;
     return { ended, recover, sentence: `turnkeeper: ${agent} ended ${ended} while it held ${todo} (capture ${capture}); pick its turn up: ${recover}` };
   }
   const recover = `turnkeeper start ${todo} --agent ${agent}`;
-  return { ended, recover, sentence: `turnkeeper: ${agent} ended ${ended} before it claimed ${todo}; nothing is held. Start it again: ${recover}` };
+  return { ended, recover, sentence: `turnkeeper: ${agent} ended ${ended}; it holds nothing of ${todo}. Start it again: ${recover}` };
 }
 
-/** The capture of `todo` that the start with launch receipt `launchSeq` claimed and still holds, if any. */
-async function captureOfStart(store: Authority, goal: string, todo: string, launchSeq: number): Promise<string | null> {
-  const lease = (await store.activeLeases(goal)).find((row) => row.todo === todo);
-  if (!lease) return null;
-  return (await startOfCapture(store, lease))?.seq === launchSeq ? lease.capture : null;
+/**
+ * The capture of `todo` that the start with launch receipt `launchSeq` claimed and still holds, null
+ * when there is none, undefined when the store did not answer (the agent has run: its report must not fail).
+ */
+async function captureOfStart(store: Authority, goal: string, todo: string, launchSeq: number): Promise<string | null | undefined> {
+  try {
+    const lease = (await store.activeLeases(goal)).find((row) => row.todo === todo);
+    if (!lease) return null;
+    return (await startOfCapture(store, lease))?.seq === launchSeq ? lease.capture : null;
+  } catch (error) {
+    if (error instanceof StoreUnavailableError) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * What a resumed capture holds now: its Todo, and the capture itself while its lease is active (null
+ * once released); the capture undefined when the store did not answer.
+ */
+async function heldByCapture(store: Authority, captureId: string): Promise<[todo: string, capture: string | null | undefined]> {
+  try {
+    const lease = await store.leaseOfCapture(captureId);
+    return [lease?.todo ?? captureId, lease?.status === 'active' ? captureId : null];
+  } catch (error) {
+    if (error instanceof StoreUnavailableError) return [captureId, undefined];
+    throw error;
+  }
 }
 
 export async function resumeCommand(argv: string[], io: Io): Promise<number> {
@@ -169,8 +201,7 @@ export async function resumeCommand(argv: string[], io: Io): Promise<number> {
     if (!values.json) io.err(`turnkeeper: launch receipt #${launch.receipt.seq} committed; ${result.agent} is running (pid ${launch.pid})\n`);
     const exit = await followLaunch(io, launch);
     const died = exit.signal !== null || exit.code !== 0;
-    const lease = died ? await store.leaseOfCapture(captureId) : undefined;
-    const report = died && lease ? agentEndedReport(result.agent, exit, lease.todo, lease.status === 'active' ? captureId : null) : undefined;
+    const report = died ? agentEndedReport(result.agent, exit, ...(await heldByCapture(store, captureId))) : undefined;
     if (values.json) {
       printJson(io, {
         ok: true,
@@ -269,7 +300,7 @@ export async function startCommand(argv: string[], io: Io): Promise<number> {
         ...(report ? { ended: report.ended, recover: report.recover } : {}),
       });
     } else if (report) io.err(`${report.sentence}\n`);
-    return report ? EXIT.refused : EXIT.done;
+    return died ? EXIT.refused : EXIT.done;
   } finally {
     store?.close();
   }

@@ -70,12 +70,13 @@ describe('a mistyped Todo id', () => {
     expect((await cli('todo', 'add', 'Write docs', '--id', 'write-docs')).code).toBe(0);
   });
 
-  it('todo done, reopen and show name the Todo ids near it; exit 1, nothing changed', async () => {
+  it('todo done (a finish too), reopen and show name the Todo ids near it; exit 1, nothing changed', async () => {
     const before = (await cli('receipts', '--json')).stdout;
     for (const argv of [
       ['todo', 'done', 'fix-lgoin'],
       ['todo', 'reopen', 'fix-lgoin'],
       ['show', 'fix-lgoin'],
+      ['todo', 'done', 'fix-lgoin', '--merge'],
     ]) {
       const run = await cli(...argv);
       expect(run.code, argv.join(' ')).toBe(1);

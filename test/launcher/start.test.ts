@@ -485,7 +485,7 @@ describe('turnkeeper start (the command)', () => {
     const run = await running;
     expect(run.code).toBe(1);
     expect(run.stderr).toContain(
-      'turnkeeper: codex ended on SIGKILL before it claimed fix-login; nothing is held. Start it again: turnkeeper start fix-login --agent codex\n',
+      'turnkeeper: codex ended on SIGKILL; it holds nothing of fix-login. Start it again: turnkeeper start fix-login --agent codex\n',
     );
   });
 
