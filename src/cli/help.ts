@@ -54,7 +54,7 @@ export const HELP: Readonly<Record<string, CommandHelp>> = {
       '--rebase': "rebase the Todo's branch onto the main checkout's branch and fast-forward it, then mark it done",
       '--keep-branch': 'mark it done and merge nothing',
       '--remove-worktree': "remove the Todo's worktree, and its branch once all of it is merged (a commit made meanwhile is kept)",
-      '--branch': "the Todo's branch (default: todo/<id>)",
+      '--branch': "the Todo's branch (default: todo/<id>, or the branchPrefix of worktrees in config.json)",
       ...GOAL_FLAG,
       ...JSON_FLAG,
     },
@@ -149,7 +149,7 @@ export const HELP: Readonly<Record<string, CommandHelp>> = {
       '--agent': 'which agent to start',
       '--worktree':
         "run it in a worktree of its own, on the Todo's branch (default: <repo>.worktrees/<id> beside the repository; worktrees.location in config.json)",
-      '--branch': "the worktree's branch (default: todo/<id>)",
+      '--branch': "the worktree's branch (default: todo/<id>, or the branchPrefix of worktrees in config.json)",
       '--prompt': "the first prompt: the agent runs headless on it, unless --interactive (default: the agent's own UI, you type it)",
       '--interactive': "the agent's own UI in this terminal, --prompt as its first prompt",
       '--agent-bin': 'the agent binary to run (default: found on PATH or in the settings)',
