@@ -81,13 +81,18 @@ export function treeStateOf(
     if (code !== 'ENOENT' || path !== join(gitDir, 'index')) return { head, tree: null };
   }
   try {
-    // Fail safe: `add` runs only once git itself says it uses the temporary index. A runner that
-    // stopped passing the variable on would otherwise stage into the person's own index.
+    // Fail safe: `add` runs only once git itself said it uses the index GIT_INDEX_FILE names (asked
+    // with HEAD, in one run). A runner that stopped passing the variable on would otherwise stage
+    // into the person's own index.
+    if (!git.usesIndexFile()) return { head, tree: null };
     const temporary = { GIT_INDEX_FILE: index };
-    if (git.run(['rev-parse', '--git-path', 'index'], temporary)?.trim() !== index) return { head, tree: null };
-    const listed = git.run(['ls-files', '--stage', '-v', '-z'], temporary);
+    // The index's entries and the untracked files in one run: `add -u` below changes neither which
+    // paths are untracked nor the flags read here. Untracked files: only a .gitignore hides one.
+    // `$GIT_DIR/info/exclude` and core.excludesFile are not in the tree, so a line the agent adds there
+    // would hide a file with no trace in the turn.
+    const listed = git.run(['ls-files', '--stage', '-v', '--others', '--exclude-per-directory=.gitignore', '-z'], temporary);
     if (listed === null) return { head, tree: null };
-    const { submodules, assumed, skipped } = indexFlagsOf(listed, checkout);
+    const { submodules, assumed, skipped, untracked } = indexEntriesOf(listed, checkout);
     // The flags that hide a change from `add` are cleared in the copy (the stat cache stays, so only
     // files whose stat changed are hashed): assume-unchanged, and skip-worktree on a file that is
     // there (a sparse checkout's absent files keep theirs). update-index clears one kind per run.
@@ -97,11 +102,10 @@ export function treeStateOf(
     if (skipped.length > 0 && git.run(['update-index', '-z', '--no-skip-worktree', '--stdin'], temporary, nul(skipped)) === null) return { head, tree: null };
     const excluded = submodules.map((path) => `:(exclude,literal)${path}`);
     if (git.run(['add', '-u', '--', '.', ...excluded], temporary) === null || !inBudget()) return { head, tree: null };
-    // Untracked files: only a .gitignore hides one. `$GIT_DIR/info/exclude` and core.excludesFile are
-    // not in the tree, so a line the agent adds there would hide a file with no trace in the turn.
-    const untracked = git.run(['ls-files', '--others', '-z', '--exclude-per-directory=.gitignore'], temporary);
-    if (untracked === null || !inBudget()) return { head, tree: null };
-    if (untracked !== '' && git.run(['--literal-pathspecs', 'add', '-f', '--pathspec-from-file=-', '--pathspec-file-nul'], temporary, untracked) === null)
+    if (
+      untracked.length > 0 &&
+      git.run(['--literal-pathspecs', 'add', '-f', '--pathspec-from-file=-', '--pathspec-file-nul'], temporary, nul(untracked)) === null
+    )
       return { head, tree: null };
     return { head, tree: objectId(git.run(['write-tree'], temporary)) };
   } finally {
@@ -110,15 +114,20 @@ export function treeStateOf(
 }
 
 /**
- * What `ls-files --stage -v -z` says of each entry: the submodules (mode 160000), and the paths whose
- * flags hide a change: assume-unchanged (a lower-case tag) and skip-worktree (S) on a file present in
- * `checkout`.
+ * What `ls-files --stage -v --others -z` says: the untracked files (tagged `?`, no stage data), the
+ * submodules (mode 160000), and the paths whose flags hide a change: assume-unchanged (a lower-case
+ * tag) and skip-worktree (S) on a file present in `checkout`.
  */
-function indexFlagsOf(listed: string, checkout: string): { submodules: string[]; assumed: string[]; skipped: string[] } {
+function indexEntriesOf(listed: string, checkout: string): { submodules: string[]; assumed: string[]; skipped: string[]; untracked: string[] } {
   const submodules: string[] = [];
   const assumed = new Set<string>();
   const skipped = new Set<string>();
+  const untracked: string[] = [];
   for (const entry of listed.split('\0')) {
+    if (entry.startsWith('? ')) {
+      untracked.push(entry.slice(2));
+      continue;
+    }
     const tab = entry.indexOf('\t');
     if (tab < 0) continue;
     const [tag = '', mode] = entry.slice(0, tab).split(' ');
@@ -127,7 +136,7 @@ function indexFlagsOf(listed: string, checkout: string): { submodules: string[];
     if (tag !== tag.toUpperCase()) assumed.add(path);
     if (tag.toUpperCase() === 'S' && lstatSync(join(checkout, path), { throwIfNoEntry: false }) !== undefined) skipped.add(path);
   }
-  return { submodules, assumed: [...assumed], skipped: [...skipped] };
+  return { submodules, assumed: [...assumed], skipped: [...skipped], untracked };
 }
 
 /** The paths between two trees (`git diff-tree`, plumbing: no diff drivers, no renames), or null when either is unknown or git failed. */

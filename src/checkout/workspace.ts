@@ -207,23 +207,47 @@ export interface CheckoutGit {
   run(args: readonly string[], env?: Readonly<Record<string, string>>, input?: string): string | null;
   /** HEAD's object id, read once per session (a claim's preconditions and its turn base share it); null before the first commit or when git fails. */
   head(): string | null;
+  /**
+   * Whether git, run as this session runs it, uses the index GIT_INDEX_FILE names: asked in the same
+   * run as HEAD (`rev-parse --git-path index`), so the check costs no process of its own. A turn's
+   * tree is staged into a temporary index only once this is true (./turnChanges.ts): a runner or a
+   * git in front of the real one that dropped the variable would stage into the person's own index.
+   */
+  usesIndexFile(): boolean;
 }
+
+/**
+ * The index the session's HEAD run names in GIT_INDEX_FILE: a path git only prints back
+ * (`rev-parse --git-path index` neither reads nor creates it). Any path shows whether the variable
+ * reaches git; this one names nothing.
+ */
+const INDEX_FILE_PROBE = '/nonexistent/turnkeeper-index-probe';
 
 /** A hardened git for `checkout` whose runs share `budgetMs` of wall time; undefined without a git outside the checkout. */
 export function checkoutGit(checkout: string, budgetMs: number, env: GitCallerEnv = process.env): CheckoutGit | undefined {
   const run = startRun(checkout, env, budgetMs);
   if (run === undefined) return undefined;
   let filters: string[] | null | undefined;
-  let head: string | null | undefined;
+  let headRun: { head: string | null; usesIndexFile: boolean } | undefined;
+  // One run for both: the index path on its first line, HEAD on the second (none, and exit 1, before
+  // the first commit). rev-parse runs no filter: no need to list them for it.
+  const readHead = (): { head: string | null; usesIndexFile: boolean } => {
+    const result = git(run, ['rev-parse', '--git-path', 'index', '--verify', '-q', 'HEAD'], { GIT_INDEX_FILE: INDEX_FILE_PROBE });
+    const [path = '', id = ''] = result === null || result.status > 1 ? [] : result.stdout.split('\n');
+    return { head: (result?.status === 0 && /^([0-9a-f]{40}|[0-9a-f]{64})$/.exec(id)?.[1]) || null, usesIndexFile: path === INDEX_FILE_PROBE };
+  };
   return {
     run(args, env, input) {
       filters ??= disabledFilters(run);
       return filters === null ? null : gitOk(run, [...filters, ...args], env, input);
     },
     head() {
-      // rev-parse runs no filter: no need to list them for it.
-      head ??= /^([0-9a-f]{40}|[0-9a-f]{64})$/.exec(gitOk(run, ['rev-parse', '--verify', '-q', 'HEAD'])?.trim() ?? '')?.[1] ?? null;
-      return head;
+      headRun ??= readHead();
+      return headRun.head;
+    },
+    usesIndexFile() {
+      headRun ??= readHead();
+      return headRun.usesIndexFile;
     },
   };
 }

@@ -222,7 +222,7 @@ describe('rule 6: claim', () => {
     store.close();
   });
 
-  it('a claim runs git for its preconditions and its turn base only, and records the branch read from HEAD', async () => {
+  it('a claim runs git for its preconditions and its turn base only (six runs), a tool call runs none, and the branch is read from HEAD', async () => {
     addTodo('fix-login');
     execFileSync('git', ['-C', world.repo, 'checkout', '-q', '-b', 'team/login']);
     // A git in front of the real one that counts its runs.
@@ -234,19 +234,17 @@ describe('rule 6: claim', () => {
     const claimed = hook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login'), { PATH: `${bin}:${process.env.PATH ?? '/usr/bin:/bin'}` });
     expect(contextOf(claimed.stdout)).toMatch(/· epoch 1$/m);
     const runs = readFileSync(log, 'utf8').trim().split('\n');
-    // The claim's preconditions (HEAD, the filter drivers to disable, status), then the turn's base
-    // (spec §5 "turn_ended") in the same git session, so HEAD and the drivers are not read again: a
-    // check that git uses the temporary index, the submodules and hiding flags to handle (none here),
-    // tracked changes, untracked files no .gitignore hides (none here), and the tree built in it.
+    // The claim's preconditions (HEAD with the check that git uses the index GIT_INDEX_FILE names,
+    // the filter drivers to disable, status), then the turn's base (spec §5 "turn_ended") in the same
+    // git session, so HEAD and the drivers are not read again: the submodules, hiding flags and
+    // untracked files no .gitignore hides (none here) in one listing, tracked changes, and the tree.
     const subcommands = runs.map((line) => line.replace(/^--no-pager --no-optional-locks -c core\.fsmonitor=false -c core\.hooksPath=\/dev\/null -C \S+ /, ''));
     expect(subcommands).toEqual([
-      'rev-parse --verify -q HEAD',
+      'rev-parse --git-path index --verify -q HEAD',
       'config --null --get-regexp ^filter\\.',
       'status --porcelain=v1 -z --untracked-files=all --ignore-submodules=dirty',
-      'rev-parse --git-path index',
-      'ls-files --stage -v -z',
+      'ls-files --stage -v --others --exclude-per-directory=.gitignore -z',
       'add -u -- .',
-      'ls-files --others -z --exclude-per-directory=.gitignore',
       'write-tree',
     ]);
     expect(runs.some((line) => line.includes('symbolic-ref'))).toBe(false);
@@ -254,9 +252,26 @@ describe('rule 6: claim', () => {
     const replayed = hook(payload.codexPrompt(world, 'sess-a', 'turn-1', '#todo:fix-login'), { PATH: `${bin}:${process.env.PATH ?? '/usr/bin:/bin'}` });
     expect(contextOf(replayed.stdout)).toBe(contextOf(claimed.stdout));
     expect(readFileSync(log, 'utf8').trim().split('\n')).toHaveLength(runs.length);
+    // Tool calls never look at the working tree: the holder's PreToolUse and PostToolUse run no git,
+    // however large the repository (issue 32).
+    const counted = { PATH: `${bin}:${process.env.PATH ?? '/usr/bin:/bin'}` };
+    const tool = { tool_name: 'Bash', tool_use_id: 'call-1', tool_input: { command: 'ls' } };
+    expect(hook(payload.codex(world, 'PreToolUse', 'sess-a', 'turn-1', tool), counted).code).toBe(0);
+    expect(hook(payload.codex(world, 'PostToolUse', 'sess-a', 'turn-1', { ...tool, tool_response: 'ok' }), counted).code).toBe(0);
+    expect(readFileSync(log, 'utf8').trim().split('\n')).toHaveLength(runs.length);
+    // Its stop builds the tree after the turn (HEAD, the drivers, the listing, tracked changes, the
+    // tree) and the paths between it and the base: six runs for a turn that changed a tracked file.
+    const tracked = execFileSync('git', ['-C', world.repo, 'ls-files', '-z'], { encoding: 'utf8' }).split('\0')[0]!;
+    writeFileSync(join(world.repo, tracked), 'changed by the turn\n', { flag: 'a' });
+    expect(hook(payload.codex(world, 'Stop', 'sess-a', 'turn-1', { stop_hook_active: false }), counted).code).toBe(0);
+    const stopRuns = readFileSync(log, 'utf8').trim().split('\n').slice(runs.length);
+    expect(
+      stopRuns.map((line) => line.replace(/^--no-pager --no-optional-locks -c core\.fsmonitor=false -c core\.hooksPath=\/dev\/null -C \S+ /, '').split(' ')[0]),
+    ).toEqual(['rev-parse', 'config', 'ls-files', 'add', 'write-tree', 'diff-tree']);
     // Control: the holder's next Turn records its own base (git runs again).
-    hook(payload.codexPrompt(world, 'sess-a', 'turn-2', 'go on'), { PATH: `${bin}:${process.env.PATH ?? '/usr/bin:/bin'}` });
-    expect(readFileSync(log, 'utf8').trim().split('\n').length).toBeGreaterThan(runs.length);
+    const beforeNext = runs.length + stopRuns.length;
+    hook(payload.codexPrompt(world, 'sess-a', 'turn-2', 'go on'), counted);
+    expect(readFileSync(log, 'utf8').trim().split('\n').length).toBeGreaterThan(beforeNext);
     const store = await world.store();
     const [capture] = await store.listCaptures();
     store.close();
