@@ -36,19 +36,29 @@ export async function readStdin(limit: number): Promise<Buffer> {
 /**
  * Writes through fd 1/2 directly (no stdio stream objects). A non-blocking pipe that is full (EAGAIN)
  * hands the rest to the stream, which writes it when the pipe drains; `lost` hears of a failure then.
+ * A reader that closed the pipe (EPIPE: `turnkeeper receipts | head -1`) wanted no more: what is
+ * left is dropped, and that is no error, so the command's exit status stays its own (a `todo done`
+ * piped to `head` still says whether it was done). Node ignores SIGPIPE, so the write fails instead.
  */
 export function writer(fd: 1 | 2, lost: () => void): (text: string) => void {
+  let readerGone = false;
+  const closedByReader = (error: unknown): boolean => {
+    if ((error as NodeJS.ErrnoException).code === 'EPIPE') readerGone = true;
+    return readerGone;
+  };
   return (text) => {
+    if (readerGone) return;
     const { writeSync } = process.getBuiltinModule('node:fs');
     const bytes = Buffer.from(text, 'utf8');
     let offset = 0;
     try {
       while (offset < bytes.length) offset += writeSync(fd, bytes, offset);
     } catch (error) {
+      if (closedByReader(error)) return;
       if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') throw error;
       const stream = fd === 1 ? process.stdout : process.stderr;
       // Without a listener a failed stream write would crash the process with exit 1.
-      if (stream.listenerCount('error') === 0) stream.on('error', lost);
+      if (stream.listenerCount('error') === 0) stream.on('error', (streamError) => closedByReader(streamError) || lost());
       // Only what was not written yet: the bytes before EAGAIN are already out.
       stream.write(bytes.subarray(offset));
     }
