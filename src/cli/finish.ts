@@ -3,7 +3,9 @@
 import { FINISH_STRATEGIES, type FinishStrategy } from '../checkout/worktrees';
 import { finishTodo } from '../launcher/finish';
 import { leaseView } from '../doctor/status';
-import { EXIT, goalFrom, openStore, parse, printJson, releaseRequester, todoIdArg, unknownTodo, UsageError, type Io } from './io';
+import { EXIT, goalFrom, goneNote, openStore, parse, printJson, releaseRequester, todoIdArg, unknownTodo, UsageError, type Io } from './io';
+import { withGoneHolder } from '../ledger/live';
+import { launchProcessState } from '../launcher/liveness';
 
 const FLAGS = [...FINISH_STRATEGIES.map((strategy) => `--${strategy}`), '--remove-worktree'];
 
@@ -39,6 +41,8 @@ export async function finishCommand(args: string[], io: Io): Promise<number> {
   const store = await openStore(io, false);
   if (!store) return unknownTodo(io, values.json, undefined, goal, id);
   try {
+    // The holder's launched agent gone from this machine: its lease ends with no flag (spec §2 "Release").
+    const asked = await withGoneHolder(store, { goal, todo: id }, request, launchProcessState);
     const result = await finishTodo({
       store,
       goal,
@@ -48,7 +52,7 @@ export async function finishCommand(args: string[], io: Io): Promise<number> {
       strategy,
       removeWorktree: values['remove-worktree'] ?? false,
       branch: values.branch,
-      request,
+      request: asked,
     });
     // An unknown Todo is said as every command says it: with the Todo ids near it.
     if (!result.ok && result.reason === 'unknown_todo') return await unknownTodo(io, values.json, store, goal, id);
@@ -84,7 +88,7 @@ export async function finishCommand(args: string[], io: Io): Promise<number> {
         .filter(Boolean)
         .join(', ');
       io.out(
-        `Todo ${id} is done: ${merged}${removed ? `; ${removed}` : ''}${released ? `; released the lease of ${released.owner} (epoch ${released.epoch})` : ''}\n`,
+        `Todo ${id} is done: ${merged}${removed ? `; ${removed}` : ''}${released ? `; released the lease of ${released.owner} (epoch ${released.epoch})${goneNote(released, asked)}` : ''}\n`,
       );
       for (const line of outcome.kept) io.out(`${line}\n`);
     }

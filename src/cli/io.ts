@@ -9,6 +9,7 @@ import { GoalError } from '../core/goal';
 import { terminalSafe } from '../core/terminal';
 import { didYouMean, nearestTodoIds } from '../core/suggest';
 import { isOwner, isTodoId, TODO_ID_RULE } from '../core/ids';
+import { holderIsGone, type Lease } from '../core/lease';
 import { callerOwner, requesterOf } from '../config/settings';
 import { StoreUnavailableError, type StatusChangeRequest } from '../store/authority';
 
@@ -150,3 +151,7 @@ export function placementFrom(io: Io, dir: string | undefined): Placement & { re
  * JSON, parses to the same values, and is safe on a terminal.
  */
 export const printJson = (io: Io, value: unknown): void => io.out(terminalSafe(JSON.stringify(value, null, 2)) + '\n');
+
+/** What a release of a gone holder's lease adds to `todo done`'s line: whose agent was gone, and how. */
+export const goneNote = (released: Lease, request: StatusChangeRequest): string =>
+  request.holderGone && holderIsGone(released, request.holderGone) ? `, whose launched agent ${request.holderGone.state}` : '';

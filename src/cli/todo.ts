@@ -3,6 +3,8 @@ import { todoIdFromTitle } from '../core/ids';
 import { oneLine } from '../core/terminal';
 import { GoalChangedError, TodoDependencyError, TodoExistsError, type Authority, type Todo, type TodoDependency } from '../store/authority';
 import { leaseView } from '../doctor/status';
+import { withGoneHolder } from '../ledger/live';
+import { launchProcessState } from '../launcher/liveness';
 import { placementOf } from '../checkout/goal';
 import { finishCommand, isFinishArgs } from './finish';
 import {
@@ -19,6 +21,7 @@ import {
   unknownTodo,
   UsageError,
   type Io,
+  goneNote,
 } from './io';
 
 export async function todoCommand(args: string[], io: Io): Promise<number> {
@@ -180,7 +183,8 @@ const blockedNote = (todo: ListedTodo): string =>
 /**
  * `todo done <id>`: the Todo is done, and its active lease released in the same step. Someone else's
  * lease is released only as `turnkeeper release` would: the caller is identified the same way (the
- * agent's environment, `--owner`, TURNKEEPER_OWNER), and anyone but the holder needs `--force --reason`.
+ * agent's environment, `--owner`, TURNKEEPER_OWNER), and anyone but the holder needs `--force --reason`,
+ * unless the holder is an agent launched on this machine whose process is gone (src/ledger/live.ts).
  */
 async function todoDone(args: string[], io: Io): Promise<number> {
   const usage = 'turnkeeper todo done <id> [--owner <agent:session>] [--force --reason <why>] [--goal <dir>] [--json]';
@@ -195,8 +199,11 @@ async function todoDone(args: string[], io: Io): Promise<number> {
   const request = releaseRequester(io, values, usage);
   const store = await openStore(io, false);
   let result;
+  let asked = request;
   try {
-    result = store ? await store.setTodoStatus(goal, id, 'done', Date.now(), request) : undefined;
+    // The holder's launched agent gone from this machine: its lease ends with no flag (spec §2 "Release").
+    if (store) asked = await withGoneHolder(store, { goal, todo: id }, request, launchProcessState);
+    result = store ? await store.setTodoStatus(goal, id, 'done', Date.now(), asked) : undefined;
     if (!result) return await unknownTodo(io, values.json, store, goal, id);
   } finally {
     store?.close();
@@ -217,7 +224,10 @@ async function todoDone(args: string[], io: Io): Promise<number> {
     return EXIT.refused;
   }
   if (values.json) printJson(io, { ok: true, todo: result.todo, released: result.released ?? null });
-  else io.out(`Todo ${id} is done${result.released ? `; released the lease of ${result.released.owner} (epoch ${result.released.epoch})` : ''}\n`);
+  else
+    io.out(
+      `Todo ${id} is done${result.released ? `; released the lease of ${result.released.owner} (epoch ${result.released.epoch})${goneNote(result.released, asked)}` : ''}\n`,
+    );
   return EXIT.done;
 }
 

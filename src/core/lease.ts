@@ -101,10 +101,18 @@ export type ReleaseDecision =
 /** An Owner releases its own lease; anyone else needs `force` and a reason that goes into the receipt. */
 export function decideRelease(
   active: Lease | undefined,
-  request: { readonly by?: Owner | undefined; readonly force: boolean; readonly reason?: string | undefined },
+  request: {
+    readonly by?: Owner | undefined;
+    readonly force: boolean;
+    readonly reason?: string | undefined;
+    readonly holderGone?: { readonly owner: Owner; readonly epoch: number } | undefined;
+  },
 ): ReleaseDecision {
   if (!active) return { kind: 'refuse', why: 'no_active_lease' };
   if (request.by !== undefined && request.by === active.owner) return { kind: 'release', lease: { ...active, status: 'released' } };
+  // The holder is an agent launched here whose process is gone: the person who launched it may end
+  // its lease without force (spec §2 "Release"). Only that lease: a claim since has another epoch.
+  if (holderIsGone(active, request.holderGone)) return { kind: 'release', lease: { ...active, status: 'released' } };
   if (!request.force) return { kind: 'refuse', why: 'not_owner' };
   if (!request.reason || request.reason.trim() === '') return { kind: 'refuse', why: 'force_needs_reason' };
   return { kind: 'release', lease: { ...active, status: 'released' } };
@@ -119,5 +127,9 @@ export function isFenced(sessionLease: Pick<Lease, 'status' | 'epoch'> | undefin
   if (sessionLease.status !== 'active') return true;
   return currentEpochOfTodo !== undefined && currentEpochOfTodo !== sessionLease.epoch;
 }
+
+/** Whether `gone` names `active` itself: its owner and its epoch. */
+export const holderIsGone = (active: Lease, gone: { readonly owner: Owner; readonly epoch: number } | undefined): boolean =>
+  gone !== undefined && gone.owner === active.owner && gone.epoch === active.epoch;
 
 export const isoTime = (ms: number): string => new Date(ms).toISOString();

@@ -16,7 +16,7 @@ import { START_MARK } from '../ledger/starts';
 import type { Attestation } from './attest';
 import type { RunningLaunch } from './launch';
 import { isLaunchLive, launchProcessState } from './liveness';
-import { launchOfLease, liveStatusOf } from '../ledger/live';
+import { goneHolder } from '../ledger/live';
 import { CommitRefused, type LaunchRefusal, type Refusal } from './refusals';
 import { attestAgent, launchDetail, launchEnvironment, newLaunchId, recordQuietly, runLaunch, type LaunchOptions } from './plumbing';
 
@@ -54,14 +54,9 @@ export async function checkStart(
   return startRefusal(result, goal, todoId, agent, suggestions, gone);
 }
 
-/**
- * Whether the holder's agent, one Turnkeeper launched, is gone (spec §9 "Live status", the rule
- * `status` shows): then its capture is resumed rather than its lease taken over. Undefined for a
- * holder that runs, or one started by hand (nothing says whether it still runs).
- */
+/** Whether the holder's launched agent is gone (src/ledger/live.ts): then its capture is resumed rather than its lease taken over. */
 async function holderGone(store: Authority, holder: Lease): Promise<'exited' | 'crashed' | undefined> {
-  const state = liveStatusOf(await store.getSession(holder.owner), launchOfLease(await store.launches(), holder), launchProcessState)?.state;
-  return state === 'exited' || state === 'crashed' ? state : undefined;
+  return (await goneHolder(store, holder, launchProcessState))?.state;
 }
 
 /**

@@ -8,6 +8,7 @@ import {
   decideClaim,
   decideRelease,
   decideRenewal,
+  holderIsGone,
   isExpired,
   type ClaimDecision,
   type ClaimRequest,
@@ -312,10 +313,11 @@ export class Ledger implements Authority {
         if (decision.kind === 'refuse')
           return { kind: 'refused', why: decision.why === 'force_needs_reason' ? decision.why : 'not_owner', todo, lease: active };
         const byHolder = request.by === active.owner;
+        const gone = !byHolder && !request.force && holderIsGone(active, request.holderGone) ? request.holderGone : undefined;
         record = {
-          reason: request.reason?.trim() || `todo_${status}`,
-          forced: !byHolder,
-          identifiedBy: byHolder ? request.identifiedBy : 'force',
+          reason: request.reason?.trim() || (gone ? `todo_${status}: its launched agent ${gone.state}` : `todo_${status}`),
+          forced: !byHolder && !gone,
+          identifiedBy: byHolder ? request.identifiedBy : gone ? 'holder_gone' : 'force',
           requestedBy: request.by,
           requester: request.requester,
         };
@@ -561,16 +563,19 @@ export class Ledger implements Authority {
       const decision = decideRelease(active, request);
       if (decision.kind === 'refuse') return { kind: 'refused', why: decision.why, lease: active };
       const byHolder = request.by !== undefined && request.by === active?.owner;
+      const gone = !byHolder && !request.force && holderIsGone(active!, request.holderGone) ? request.holderGone : undefined;
       const forced = request.force && !byHolder;
       const asked = byHolder
         ? request.identifiedBy === 'agent_environment'
           ? 'released by its owner'
           : `released by a self-declared owner (${request.identifiedBy})`
-        : 'forced release';
+        : gone
+          ? `its launched agent ${gone.state}`
+          : 'forced release';
       const record: ReleaseRecord = {
         reason: request.reason?.trim() || asked,
         forced,
-        identifiedBy: forced ? 'force' : request.identifiedBy,
+        identifiedBy: forced ? 'force' : gone ? 'holder_gone' : request.identifiedBy,
         requestedBy: request.by,
         requester: request.requester,
       };

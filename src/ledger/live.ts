@@ -2,7 +2,8 @@
 // editor (each active lease's holder) and a finish that would remove a worktree (each session working
 // in it). Whether a launched process still runs is the launcher's to say: passed in as processState.
 import { isoTime, type Lease } from '../core/lease';
-import type { Authority, LaunchReceipt, PreviousLaunch, SessionRecord, SessionState } from '../store/authority';
+import { startOfCapture } from './starts';
+import type { Authority, HolderGone, LaunchReceipt, PreviousLaunch, SessionRecord, SessionState, StatusChangeRequest } from '../store/authority';
 
 /**
  * A claimed Todo's live state (spec §9 "Live status"): the holder's own hooks say `working`, `waiting`
@@ -65,12 +66,6 @@ export async function liveSessionsIn(
 }
 
 /**
- * The rule, for a session and the launch of its lease: a launched process that is gone is `crashed`
- * when the session's last state is `working` or `waiting` (since its last hook), else `exited` (since
- * its stop event, or the launch's commit when no hook fired since). Otherwise the stored state, since
- * it was set. A process of another machine (`unknown`) keeps the stored state.
- */
-/**
  * The launch that speaks for an active lease: the newest of its capture (a resume), or of its Todo
  * with no capture (a start, which claims at its first prompt).
  */
@@ -80,6 +75,12 @@ export function launchOfLease(launches: readonly LaunchReceipt[], lease: Lease):
     .reduce<LaunchReceipt | undefined>((newest, l) => (newest === undefined || l.seq > newest.seq ? l : newest), undefined);
 }
 
+/**
+ * The rule, for a session and the launch of its lease: a launched process that is gone is `crashed`
+ * when the session's last state is `working` or `waiting` (since its last hook), else `exited` (since
+ * its stop event, or the launch's commit when no hook fired since). Otherwise the stored state, since
+ * it was set. A process of another machine (`unknown`) keeps the stored state.
+ */
 export function liveStatusOf(
   session: SessionRecord | undefined,
   launch: LaunchReceipt | undefined,
@@ -98,4 +99,46 @@ export function liveStatusOf(
   }
   if (!session || session.state === null) return undefined;
   return { state: session.state, since: isoTime(session.stateAt ?? session.lastHookAt), lastHookAt: isoTime(session.lastHookAt), ...launchView };
+}
+
+/**
+ * Whether an active lease's holder is an agent Turnkeeper launched on this machine whose process is
+ * gone (`exited` or `crashed`, the rule above): then its capture is resumed rather than its lease taken
+ * over (`start`), and the person may end it without force (`todo done`). Undefined for a holder that
+ * runs, one of another machine, or one started by hand (nothing says whether it still runs).
+ */
+export async function goneHolder(store: Authority, lease: Lease, processState: LaunchProcessState): Promise<HolderGone | undefined> {
+  const launch = launchOfLease(await store.launches(), lease);
+  if (!launch || !(await launchedHolder(store, lease, launch))) return undefined;
+  const state = liveStatusOf(await store.getSession(lease.owner), launch, processState)?.state;
+  if (state !== 'exited' && state !== 'crashed') return undefined;
+  return { owner: lease.owner, epoch: lease.epoch, state, launch: launch.launch };
+}
+
+/**
+ * Whether the launch is the holder itself, not only a launch of its Todo: a resume of the lease's
+ * capture, or the start whose agent's hook claimed it (its `launch_hooked` names the capture or the
+ * holder). A session started by hand that claimed the Todo after a start's agent quit is its own.
+ */
+async function launchedHolder(store: Authority, lease: Lease, launch: LaunchReceipt): Promise<boolean> {
+  if (launch.capture !== null) return launch.capture === lease.capture;
+  return (await startOfCapture(store, lease))?.seq === launch.seq;
+}
+
+/**
+ * A `todo done` (plain or a finish) by someone other than the holder, without --force: when the
+ * Todo's holder is a launched agent gone from this machine, the request names it, and the store lets
+ * it end that lease (src/core/lease.ts decideRelease); otherwise the request as it was.
+ */
+export async function withGoneHolder(
+  store: Authority,
+  todo: { readonly goal: string; readonly todo: string },
+  request: StatusChangeRequest,
+  processState: LaunchProcessState,
+): Promise<StatusChangeRequest> {
+  if (request.force) return request;
+  const active = (await store.listLeases()).find((lease) => lease.goal === todo.goal && lease.todo === todo.todo && lease.status === 'active');
+  if (!active || active.owner === request.by) return request;
+  const gone = await goneHolder(store, active, processState);
+  return gone ? { ...request, holderGone: gone } : request;
 }

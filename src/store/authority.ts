@@ -180,7 +180,20 @@ export type RenewResult = { readonly kind: 'renewed'; readonly lease: Lease } | 
  * (CODEX_THREAD_ID, …), a self-declaration (`--owner`, TURNKEEPER_OWNER: anyone can type it), a
  * forced release, or a Todo status change. The receipt records this, never more than was proven.
  */
-export type RequesterIdentification = 'agent_environment' | 'self_declared' | 'force' | 'todo_status' | 'unidentified';
+export type RequesterIdentification = 'agent_environment' | 'self_declared' | 'force' | 'holder_gone' | 'todo_status' | 'unidentified';
+
+/**
+ * The holder of a Todo's active lease is an agent Turnkeeper launched on this machine, and its process
+ * is gone (spec §9 "Live status": `exited` or `crashed`), as the launcher of the one asking saw it.
+ * It speaks for that lease only (its owner and epoch): a lease claimed again since is another's.
+ */
+export interface HolderGone {
+  readonly owner: Owner;
+  readonly epoch: number;
+  readonly state: 'exited' | 'crashed';
+  /** The launch receipt's id of the agent that is gone. */
+  readonly launch: string | null;
+}
 
 export interface ReleaseRequest {
   readonly goal: string;
@@ -191,6 +204,8 @@ export interface ReleaseRequest {
   readonly requester?: string | undefined;
   readonly force: boolean;
   readonly reason?: string | undefined;
+  /** Set by `todo done` when the holder's launched agent is gone: no `force` is needed then. */
+  readonly holderGone?: HolderGone | undefined;
 }
 export type ReleaseResult =
   | { readonly kind: 'released'; readonly lease: Lease }

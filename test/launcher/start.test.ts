@@ -476,6 +476,28 @@ describe('turnkeeper start (the command)', () => {
     );
   });
 
+  it('todo done of a Todo whose launched agent is gone needs no --force, and says so in its receipt (control: while the agent runs it does)', async () => {
+    const first = await start({ markers: markerDir('done-holder'), mode: 'sleep' });
+    if (!first.ok) throw new Error(first.guidance);
+    const claim = hook(payload.codexPrompt(world, 'sess-d', 'turn-1', 'fix the login form'), launchVariables(environOf(first.launch.pid)));
+    expect(contextOf(claim.stdout), claim.stderr).toMatch(/^Turnkeeper: Todo fix-login /);
+    // Control: its agent still runs, so the lease is someone's at work and a flag is needed.
+    const running = world.cli(['todo', 'done', 'fix-login']);
+    expect(running.code).toBe(1);
+    expect(running.stderr).toContain('turnkeeper todo done fix-login --force --reason "<why>"');
+    first.launch.kill('SIGKILL');
+    await first.launch.exited;
+    const done = world.cli(['todo', 'done', 'fix-login']);
+    expect(done.stderr).toBe('');
+    expect(done.code).toBe(0);
+    expect(done.stdout).toBe('Todo fix-login is done; released the lease of codex:sess-d (epoch 1), whose launched agent crashed\n');
+    expect((await receipts('lease_released')).at(-1)!.detail).toMatchObject({
+      forced: false,
+      identifiedBy: 'holder_gone',
+      reason: 'todo_done: its launched agent crashed',
+    });
+  });
+
   it('an agent killed before its first prompt: exit 1, how it ended, nothing held, the start to run again (control: exit 0 above)', async () => {
     const running = world.cliAsync(['start', 'fix-login', '--agent', 'codex', '--agent-bin', s.victim, '--prompt', 'fix it'], {
       env: { TK_MARKER_DIR: s.markers, TK_MODE: 'sleep' },

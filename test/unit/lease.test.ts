@@ -104,6 +104,14 @@ describe('lease decisions', () => {
     expect(decideRelease(lease, { by: 'codex:a', force: false }).kind).toBe('release');
   });
 
+  it('releases a lease whose launched holder is gone without force: that lease only, by owner and epoch', () => {
+    const lease = acquiredLease({ goal: 'g', todo: 't', owner: 'codex:a', capture: 'c', epoch: 2 }, 0, TTL);
+    expect(decideRelease(lease, { force: false, holderGone: { owner: 'codex:a', epoch: 2 } }).kind).toBe('release');
+    // A claim since (another epoch) or another holder is not the one that went: refused as without it.
+    expect(decideRelease(lease, { force: false, holderGone: { owner: 'codex:a', epoch: 1 } })).toStrictEqual({ kind: 'refuse', why: 'not_owner' });
+    expect(decideRelease(lease, { force: false, holderGone: { owner: 'codex:b', epoch: 2 } })).toStrictEqual({ kind: 'refuse', why: 'not_owner' });
+  });
+
   it('fences a session whose lease was released or taken over, and nobody else', () => {
     expect(isFenced(undefined, undefined)).toBe(false);
     expect(isFenced({ status: 'active', epoch: 2 }, 2)).toBe(false);
