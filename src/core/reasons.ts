@@ -187,7 +187,7 @@ export const REASONS: Readonly<Record<ReasonCode, ReasonEntry>> = {
   },
   precondition_changed: {
     conflict: false,
-    explain: (f) => `The workspace changed since capture ${q(f.capture, '?')} was taken (${q(f.detail, 'git HEAD or status differs')}).`,
+    explain: (f) => `The workspace of capture ${q(f.capture, '?')} changed since its session left it (${q(f.detail, 'git HEAD or status differs')}).`,
     recover: (f) => `turnkeeper resume ${q(f.capture, '<captureId>')} --accept-drift`,
   },
   lease_fenced: {

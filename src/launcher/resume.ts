@@ -9,7 +9,10 @@ import type { Lease } from '../core/lease';
 import { renderGuidance, type GuidanceFacts, type ReasonCode } from '../core/reasons';
 import type { Preconditions, ReadyDocument } from '../core/ready';
 import type { Authority, LaunchCommitResult, StoredCapture } from '../store/authority';
-import { preconditionsOf } from '../checkout/workspace';
+import { checkoutGit, preconditionsOf } from '../checkout/workspace';
+import { changesBetween, treeStateOf } from '../checkout/turnChanges';
+import { resolveGoal } from '../checkout/goal';
+import { parseReceipt } from '../core/receipts';
 import { releaseAttestation, type Attestation } from './attest';
 import { launchArgv, type RunningLaunch } from './launch';
 import { isLaunchLive } from './liveness';
@@ -97,14 +100,9 @@ export async function checkResume(store: Authority, captureId: string, options: 
   if (!existsSync(capture.checkout)) {
     return refuse('checkout_missing', { checkout: capture.checkout, command: recreateCommand(capture, readyDocument.preconditions.gitHead) });
   }
-  const now = (options.workspace ?? preconditionsOf)(capture.checkout);
-  const then = readyDocument.preconditions;
-  const drift =
-    now.gitHead !== then.gitHead
-      ? `git HEAD moved from ${then.gitHead ?? 'none'} to ${now.gitHead ?? 'none'}`
-      : now.statusDigest !== then.statusDigest
-        ? 'git status differs from capture time'
-        : undefined;
+  // '' from the recorded state: the checkout is as the session left it. Undefined: nothing recorded.
+  const sinceRecorded = await driftSinceRecorded(store, capture, lease);
+  const drift = sinceRecorded === undefined ? driftSinceCapture(capture, readyDocument, options) : sinceRecorded || undefined;
   if (drift && !options.acceptDrift) return refuse('precondition_changed', { detail: drift });
   const session = await store.getSession(lease.owner);
   const transcriptPath = session?.transcriptPath ?? null;
@@ -112,6 +110,75 @@ export async function checkResume(store: Authority, captureId: string, options: 
     return refuse('transcript_missing', { detail: transcriptPath ? `${transcriptPath} is gone` : 'the session never reported a transcript' });
   }
   return { ok: true, plan: { capture, lease, ready: readyDocument, transcriptPath, drift } };
+}
+
+/** At capture time: HEAD and a digest of `git status` (the ready capture's preconditions). */
+function driftSinceCapture(capture: StoredCapture, ready: ReadyDocument, options: CheckOptions): string | undefined {
+  const now = (options.workspace ?? preconditionsOf)(capture.checkout);
+  const then = ready.preconditions;
+  if (now.gitHead !== then.gitHead) return `git HEAD moved from ${then.gitHead ?? 'none'} to ${now.gitHead ?? 'none'}`;
+  return now.statusDigest !== then.statusDigest ? 'git status differs from capture time' : undefined;
+}
+
+/** How many of the Todo's newest receipts are searched for the capture's last turn end. */
+const TURN_END_LOOKBACK = 500;
+/** Wall time the tree of now and its diff may take: a resume is a person waiting, not a hook. */
+const DRIFT_GIT_BUDGET_MS = 8000;
+/** How many changed paths a drift names. */
+const DRIFT_PATHS = 5;
+
+/**
+ * Drift measured from the state the session left, as its hooks recorded it (spec §7 "Resume"): the tree and HEAD of its last `turn_ended` of this lease, else the base its claim's turn
+ * recorded. What the agent did in a turn that ended is its own work, not drift; what changed after,
+ * or in a turn that never ended (killed mid-turn, nothing recorded it), is, and is named with its
+ * paths. Undefined when the checkout is what was recorded, and also when nothing was recorded (no tree:
+ * outside git, or git failed): then the capture-time check decides.
+ */
+async function driftSinceRecorded(store: Authority, capture: StoredCapture, lease: Lease): Promise<string | undefined> {
+  const recorded = await recordedState(store, capture, lease);
+  if (!recorded) return undefined;
+  let gitDir: string | null;
+  try {
+    gitDir = resolveGoal(capture.checkout).gitDir;
+  } catch {
+    return undefined;
+  }
+  const git = checkoutGit(capture.checkout, DRIFT_GIT_BUDGET_MS);
+  const now = treeStateOf(capture.checkout, gitDir, process.env, Date.now, git);
+  if (now.tree === null) return undefined;
+  if (now.tree === recorded.tree && now.head === recorded.head) return '';
+  const parts: string[] = [];
+  if (now.head !== recorded.head) parts.push(`git HEAD moved from ${short(recorded.head)} to ${short(now.head)}`);
+  const changes = changesBetween(capture.checkout, recorded.tree, now.tree, process.env, git);
+  if (changes && changes.count > 0) {
+    const named = changes.paths.slice(0, DRIFT_PATHS).map((line) => line.replace('\t', ' '));
+    const more = changes.count > named.length ? `, and ${changes.count - named.length} more` : '';
+    parts.push(`${changes.count} ${changes.count === 1 ? 'path' : 'paths'} changed: ${named.join(', ')}${more}`);
+  } else if (now.tree !== recorded.tree) parts.push('the working tree differs');
+  return `since ${recorded.what} (${recorded.at}), ${parts.join('; ')}`;
+}
+
+const short = (head: string | null): string => head?.slice(0, 12) ?? 'none';
+
+/** The session's last recorded tree: its last turn end of this lease, else its claim's turn base. */
+async function recordedState(
+  store: Authority,
+  capture: StoredCapture,
+  lease: Lease,
+): Promise<{ readonly tree: string; readonly head: string | null; readonly at: string; readonly what: string } | undefined> {
+  for (const row of await store.receiptsOfTodo(capture.goal, capture.todo, TURN_END_LOOKBACK)) {
+    if (!row.doc.includes('"turn_ended"')) continue;
+    const doc = parseReceipt(row.doc);
+    if (doc?.kind !== 'turn_ended' || doc.capture !== capture.id || doc.lease?.epoch !== lease.epoch) continue;
+    const tree = doc.detail?.treeAfter;
+    const head = doc.detail?.headAfter;
+    // The newest turn end decides: one that recorded no tree leaves nothing to compare.
+    if (typeof tree !== 'string') return undefined;
+    return { tree, head: typeof head === 'string' ? head : null, at: doc.at, what: 'its last turn ended' };
+  }
+  const base = (await store.getSession(lease.owner))?.turnBase;
+  if (!base?.tree || base.turn !== capture.turn) return undefined;
+  return { tree: base.tree, head: base.head, at: new Date(base.at).toISOString(), what: 'its turn began' };
 }
 
 /** What the person reads before accepting a plan's drift: the precondition_changed guidance, as a refusal would give it. */

@@ -10,11 +10,11 @@
 //   draws its prompt; a prompt typed into it, naming no Todo, claims the started Todo through Claude's
 //   own UserPromptSubmit hook, and the model receives the ready capture's text;
 // - start → prompt → claim → Bash tool call (it writes a file) → quit with Ctrl-C twice →
-//   `turnkeeper resume --interactive` in a new terminal: the tool's change is a drift resume names
-//   (and starts nothing), `--accept-drift` reopens Claude on the same session (its history carries
+//   `turnkeeper resume --interactive` in a new terminal: the tool's change is the session's own work
+//   (no drift), a file written by hand after the turn ended is a drift resume names (and starts nothing), `--accept-drift` reopens Claude on the same session (its history carries
 //   the first prompt), whose next typed prompt is told it still holds the same capture's lease.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeWorld, CLI, type World } from '../support/world';
 import { lastToolResult, messageText, startAnthropicMock, type AnthropicMock, type AnthropicRequest } from '../support/anthropicMock';
@@ -173,12 +173,24 @@ describe('the interactive Claude Code in a terminal, started by turnkeeper start
     expect(readyLine('fix-tool').exec(claudeAfterPrompt(first, typed))?.[1]).toBe(lease.capture);
     expect(claudeAfterPrompt(first, typed)).toContain('lynx-2287');
 
-    // The tool changed the checkout since the capture: resume says so and how to go on, and starts nothing.
+    // The tool's change was the session's own work, recorded by its turn's end (turn_ended, written by
+    // its stop hook): no drift, the resume would go on with no flag.
+    let turnEnded = false;
+    for (const until = Date.now() + 30_000; !turnEnded && Date.now() < until; await new Promise((resolve) => setTimeout(resolve, 200)))
+      turnEnded = (await receiptDocs(world)).some((doc) => doc.kind === 'turn_ended' && doc.capture === lease.capture);
+    expect(turnEnded, 'the turn that ran the tool never recorded its end').toBe(true);
+    const own = world.cli(['resume', lease.capture, '--dry-run', '--json', '--agent-bin', CLAUDE]);
+    expect(JSON.parse(own.stdout), own.stdout + own.stderr).toMatchObject({ ok: true, decision: 'dry_run' });
+    // A change nobody recorded, after the turn ended: resume names it and how to go on, and starts nothing.
+    writeFileSync(join(world.repo, 'by-hand.txt'), 'a person wrote this\n');
     const before = mock.requests.length;
     const refused = terminal([process.execPath, CLI, 'resume', lease.capture, '--interactive', '--agent-bin', CLAUDE]);
     await refused.waitForText(/--accept-drift/, 60_000);
     expect(await waitFor(() => refused.exited(), 10_000, 100)).toBe(true);
-    expect(refused.screen()).toContain(`Turnkeeper [precondition_changed]: The workspace changed since capture ${lease.capture} was taken`);
+    expect(refused.screen()).toContain(`Turnkeeper [precondition_changed]: The workspace of capture ${lease.capture} changed since its session left it`);
+    // The paths it names (the terminal wraps the line; the JSON does not).
+    const named = world.cli(['resume', lease.capture, '--dry-run', '--json', '--agent-bin', CLAUDE]);
+    expect(named.stdout).toMatch(/since its last turn ended \([^)]+\), 1 path changed: A by-hand\.txt/);
     expect(mock.requests.length).toBe(before);
 
     const resumed = terminal([process.execPath, CLI, 'resume', lease.capture, '--interactive', '--accept-drift', '--agent-bin', CLAUDE]);

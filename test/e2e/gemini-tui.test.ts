@@ -11,11 +11,12 @@
 //   ready capture's text;
 // - start → prompt → claim → shell tool call, allowed in Gemini's own confirmation as a person allows
 //   it (it writes a file) → quit with Ctrl-C twice → `turnkeeper resume --interactive` in a new
-//   terminal: the tool's change is a drift resume names (and starts nothing), `--accept-drift` reopens
+//   terminal: the tool's change is the session's own work (no drift), a file written by hand after the
+//   turn ended is a drift resume names (and starts nothing), `--accept-drift` reopens
 //   Gemini on the same session (its history carries the first prompt), whose next typed prompt gets
 //   the same capture's stored bytes, lease unchanged.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeWorld, CLI, type World } from '../support/world';
 import { asHookContext, contentsText, lastFunctionResponse, lastUserText, startGeminiMock, type GeminiMock, type GeminiRequest } from '../support/geminiMock';
@@ -183,12 +184,24 @@ describe('the interactive Gemini CLI in a terminal, started by turnkeeper start 
     expect(readyLine('fix-tool').exec(lastUserText(first))?.[1]).toBe(lease.capture);
     expect(lastUserText(first)).toContain('lynx-2287');
 
-    // The tool changed the checkout since the capture: resume says so and how to go on, and starts nothing.
+    // The tool's change was the session's own work, recorded by its turn's end (turn_ended, written by
+    // its stop hook): no drift, the resume would go on with no flag.
+    let turnEnded = false;
+    for (const until = Date.now() + 30_000; !turnEnded && Date.now() < until; await new Promise((resolve) => setTimeout(resolve, 200)))
+      turnEnded = (await receiptDocs(world)).some((doc) => doc.kind === 'turn_ended' && doc.capture === lease.capture);
+    expect(turnEnded, 'the turn that ran the tool never recorded its end').toBe(true);
+    const own = world.cli(['resume', lease.capture, '--dry-run', '--json', '--agent-bin', GEMINI]);
+    expect(JSON.parse(own.stdout), own.stdout + own.stderr).toMatchObject({ ok: true, decision: 'dry_run' });
+    // A change nobody recorded, after the turn ended: resume names it and how to go on, and starts nothing.
+    writeFileSync(join(world.repo, 'by-hand.txt'), 'a person wrote this\n');
     const before = mock.requests.length;
     const refused = terminal([process.execPath, CLI, 'resume', lease.capture, '--interactive', '--agent-bin', GEMINI]);
     await refused.waitForText(/--accept-drift/, 60_000);
     expect(await waitFor(() => refused.exited(), 10_000, 100)).toBe(true);
-    expect(refused.screen()).toContain(`Turnkeeper [precondition_changed]: The workspace changed since capture ${lease.capture} was taken`);
+    expect(refused.screen()).toContain(`Turnkeeper [precondition_changed]: The workspace of capture ${lease.capture} changed since its session left it`);
+    // The paths it names (the terminal wraps the line; the JSON does not).
+    const named = world.cli(['resume', lease.capture, '--dry-run', '--json', '--agent-bin', GEMINI]);
+    expect(named.stdout).toMatch(/since its last turn ended \([^)]+\), 1 path changed: A by-hand\.txt/);
     expect(mock.requests.length).toBe(before);
 
     const hookedBefore = (await receiptDocs(world)).filter((doc) => doc.kind === 'launch_hooked').length;

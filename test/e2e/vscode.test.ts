@@ -24,6 +24,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { like } from '../support/matchers';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
@@ -314,19 +315,24 @@ describe('trusted workspace', () => {
   it('resumes the captured turn from the palette: drift named first, then Codex relaunched on its session in the editor terminal, still holding the same lease', async () => {
     const lease = activeLease('start-me');
     const session = lease.owner.slice('codex:'.length);
+    // The tool's file was the session's own work once its turn ended (turn_ended): not drift. A file a
+    // person writes after it is, and the product asks before resuming, naming it.
+    await expect
+      .poll(() => receipts().some((receipt) => receipt.doc.kind === 'turn_ended' && receipt.doc.capture === lease.capture), { timeout: 30_000 })
+      .toBe(true);
+    writeFileSync(join(world.repo, 'by-hand.txt'), 'a person wrote this\n');
     await workbench.runCommand('Turnkeeper: Resume Captured Turn');
     const offered = await workbench.quickPickRows(`resumable: ${lease.capture}`);
     // The other held capture is resumable too; the released one is offered, marked with its refusal.
     expect(offered.join('\n')).toContain(`resumable: ${captureOf['fix-login']}`);
     expect(offered.join('\n')).toMatch(/old-spike.*\[capture_released\]/);
     await workbench.pickQuickItem(lease.capture);
-    // The tool's file changed the checkout since the capture: the product asks before resuming.
     const drift = await workbench.answerDialog(/workspace changed since this turn was captured/, 'Resume Anyway');
-    expect(drift).toContain('git status differs from capture time');
+    expect(drift).toMatch(/since its last turn ended \([^)]+\), 1 path changed: A by-hand\.txt/);
     const committed = () => receipts().filter((receipt) => receipt.doc.kind === 'launch_committed' && receipt.doc.capture === lease.capture);
     await expect.poll(() => committed().length, { timeout: 30_000 }).toBe(1);
     const [{ seq, doc }] = committed() as [Receipt];
-    expect(doc.detail).toMatchObject({ agent: 'codex', driftAccepted: 'git status differs from capture time' });
+    expect(doc.detail).toMatchObject({ agent: 'codex', driftAccepted: like.stringMatching(/1 path changed: A by-hand\.txt$/) });
     const pid = doc.detail!.pid as number;
     // Codex's own resume of that session (on its embedded app server: --no-daemon, src/agents/profiles/codex.ts).
     expect(argvOf(pid).slice(1)).toEqual(['resume', '--no-daemon', session]);

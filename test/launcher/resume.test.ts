@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { like } from '../support/matchers';
 import { appendFileSync, closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { execFileSync } from 'node:child_process';
 import { join, relative } from 'node:path';
 import { scriptRuntime } from '../../src/launcher/attest';
 import { resolveAgentBinary } from '../../src/launcher/plumbing';
@@ -67,10 +68,34 @@ describe('resume eligibility', () => {
     expect(decision(dryRun())).toMatchObject({ ok: false, reason: 'ready_corrupted' });
   });
 
-  it('workspace drift: [precondition_changed] unless --accept-drift', () => {
+  it('workspace drift in a turn that never ended (killed mid-turn): [precondition_changed] naming the path, unless --accept-drift', () => {
     appendFileSync(join(world.repo, 'README.md'), 'changed by the agent\n');
-    expect(decision(dryRun())).toMatchObject({ ok: false, reason: 'precondition_changed' });
+    const refused = dryRun();
+    expect(decision(refused)).toMatchObject({ ok: false, reason: 'precondition_changed' });
+    expect(refused.stdout).toMatch(/since its turn began \(\d{4}-[^)]+\), 1 path changed: M README\.md/);
     expect(decision(dryRun('--accept-drift'))).toMatchObject({ ok: true, decision: 'dry_run' });
+  });
+
+  it("the session's own work is no drift: a turn that ended after changing a file and committing resumes with no flag; a change after it is named (control)", () => {
+    const git = (...args: string[]) =>
+      execFileSync('git', ['-C', world.repo, '-c', 'user.email=t@example.invalid', '-c', 'user.name=t', ...args], { encoding: 'utf8' });
+    appendFileSync(join(world.repo, 'README.md'), 'changed by the agent\n');
+    writeFileSync(join(world.repo, 'CHANGELOG.md'), 'the agent wrote this\n');
+    git('add', 'README.md');
+    git('commit', '-qm', 'the agent commits');
+    const stop = world.cli(['hook'], { input: payload.codex(world, 'Stop', 'sess-r', 'turn-1', { stop_hook_active: false }) });
+    expect(stop.code, stop.stderr).toBe(0);
+    // HEAD moved and the status differs from capture time, both by the turn that ended: resumable.
+    expect(decision(dryRun())).toMatchObject({ ok: true, decision: 'dry_run' });
+    // Control: a change nobody recorded, after the turn ended.
+    writeFileSync(join(world.repo, 'by-hand.txt'), 'a person wrote this\n');
+    const refused = dryRun();
+    expect(decision(refused)).toMatchObject({ ok: false, reason: 'precondition_changed' });
+    expect(refused.stdout).toMatch(/since its last turn ended \(\d{4}-[^)]+\), 1 path changed: A by-hand\.txt/);
+    // A commit after it moves HEAD: named too.
+    git('add', 'by-hand.txt');
+    git('commit', '-qm', 'a person commits');
+    expect(dryRun().stdout).toMatch(/git HEAD moved from [0-9a-f]{12} to [0-9a-f]{12}; 1 path changed: A by-hand\.txt/);
   });
 
   it('a transcript the agent has lost: [transcript_missing]', () => {
