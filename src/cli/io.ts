@@ -19,6 +19,8 @@ export interface Io {
   readonly out: (text: string) => void;
   readonly err: (text: string) => void;
   readonly readStdin: (limit: number) => Promise<Buffer>;
+  /** Whether a person is at a terminal: stdin and stdout are both one (absent: no). */
+  readonly atTerminal?: () => boolean;
 }
 
 export const EXIT = { done: 0, refused: 1, usage: 2 } as const;

@@ -52,6 +52,7 @@ const LAUNCH_OPTIONS = {
   json: { type: 'boolean' },
   'agent-bin': { type: 'string' },
   interactive: { type: 'boolean' },
+  headless: { type: 'boolean' },
   prompt: { type: 'string' },
   'allow-loader-env': { type: 'string', multiple: true },
 } as const;
@@ -137,9 +138,21 @@ async function heldByCapture(store: Authority, captureId: string): Promise<[todo
   }
 }
 
+/**
+ * How a resume runs its agent: as asked (--interactive, --headless); else headless when the caller
+ * reads a machine's answer (--json) or gave the prompt (--prompt, one turn, as `start` does); else
+ * interactive for a person at a terminal (stdin and stdout both one) and headless for a pipe or CI.
+ */
+function resumeMode(values: { interactive?: boolean; headless?: boolean; json?: boolean; prompt?: string }, io: Io, usage: string): 'interactive' | 'headless' {
+  if (values.interactive && values.headless) throw new UsageError(`give --interactive or --headless, not both\nusage: ${usage}`);
+  if (values.interactive) return 'interactive';
+  if (values.headless || values.json || values.prompt !== undefined) return 'headless';
+  return io.atTerminal?.() ? 'interactive' : 'headless';
+}
+
 export async function resumeCommand(argv: string[], io: Io): Promise<number> {
   const usage =
-    'turnkeeper resume <captureId> [--dry-run] [--json] [--accept-drift] [--recreate-worktree] [--agent-bin <path>] [--interactive] [--prompt <text>] [--allow-loader-env <name>]… [-- <agent args>]';
+    'turnkeeper resume <captureId> [--dry-run] [--json] [--accept-drift] [--recreate-worktree] [--agent-bin <path>] [--interactive | --headless] [--prompt <text>] [--allow-loader-env <name>]… [-- <agent args>]';
   const { args, extraArgs } = splitAgentArgs(argv);
   const { values, positionals } = parse(
     args,
@@ -179,7 +192,7 @@ export async function resumeCommand(argv: string[], io: Io): Promise<number> {
       acceptDrift: values['accept-drift'] ?? false,
       dryRun: values['dry-run'] ?? false,
       agentBin: values['agent-bin'],
-      mode: values.interactive ? 'interactive' : 'headless',
+      mode: resumeMode(values, io, usage),
       // With --json our stdout carries the decision, so the agent's output goes to stderr.
       stdio: values.json ? 'pipe' : 'inherit',
       prompt: values.prompt,
@@ -230,7 +243,7 @@ function optionalWorktreeValue(args: string[]): string[] {
 }
 
 export async function startCommand(argv: string[], io: Io): Promise<number> {
-  const usage = `turnkeeper start <todo> --agent ${AGENTS.join('|')} [--worktree [<path>]] [--branch <name>] [--prompt <text>] [--interactive] [--json] [--agent-bin <path>] [--allow-loader-env <name>]… [-- <agent args>]`;
+  const usage = `turnkeeper start <todo> --agent ${AGENTS.join('|')} [--worktree [<path>]] [--branch <name>] [--prompt <text>] [--interactive | --headless] [--json] [--agent-bin <path>] [--allow-loader-env <name>]… [-- <agent args>]`;
   const { args, extraArgs } = splitAgentArgs(argv);
   const { values, positionals } = parse(
     optionalWorktreeValue(args),
@@ -241,6 +254,8 @@ export async function startCommand(argv: string[], io: Io): Promise<number> {
   const todo = todoIdArg(positionals[0]!, usage);
   if (!isAgent(values.agent)) throw new UsageError(`--agent must be one of ${AGENTS.join(', ')}\nusage: ${usage}`);
   // Interactive by default (the user types the first prompt); --prompt alone runs one headless turn.
+  if (values.interactive && values.headless) throw new UsageError(`give --interactive or --headless, not both\nusage: ${usage}`);
+  if (values.headless && values.prompt === undefined) throw new UsageError(`--headless runs one turn: give its --prompt\nusage: ${usage}`);
   const mode = values.prompt !== undefined && !values.interactive ? 'headless' : 'interactive';
   if (values.json && mode === 'interactive') throw new UsageError(`--json runs the agent headless: give --prompt (without --interactive)\nusage: ${usage}`);
   const here = placementFrom(io, undefined); // a checkout that names its repository wrongly is a usage error, said before anything opens

@@ -64,8 +64,8 @@ const USAGE = `usage: turnkeeper <command> [options]       every command takes -
   attest <path> [--json]                      what the native launcher would run, and its digest
   closures [--json]                           attested snapshots of script-shaped agents and their disk use
   closures prune [--all] [--json]             remove snapshots no installation or running agent uses
-  resume <captureId> [--dry-run] [--json] [--accept-drift] [--recreate-worktree] [--agent-bin <path>] [--interactive] [--prompt <text>] [--allow-loader-env <name>]… [-- <agent args>]
-  start <todo> --agent ${AGENT_LIST} [--worktree [<path>]] [--branch <name>] [--prompt <text>] [--interactive] [--json] [--agent-bin <path>] [--allow-loader-env <name>]… [-- <agent args>]
+  resume <captureId> [--dry-run] [--json] [--accept-drift] [--recreate-worktree] [--agent-bin <path>] [--interactive | --headless] [--prompt <text>] [--allow-loader-env <name>]… [-- <agent args>]
+  start <todo> --agent ${AGENT_LIST} [--worktree [<path>]] [--branch <name>] [--prompt <text>] [--interactive | --headless] [--json] [--agent-bin <path>] [--allow-loader-env <name>]… [-- <agent args>]
   hooks install|uninstall|status [--agent ${AGENT_LIST}] [--scope user|project] [--goal <dir>] [--json]
   doctor [--goal <dir>] [--json]              what is installed, and what each agent will do with it
   goal [--dir <dir>] [--json]                 which Goal (repository) this directory belongs to, and why
@@ -201,6 +201,11 @@ export function runCli(): void {
     out: writer(1, lost),
     err: writer(2, lost),
     readStdin,
+    // node:tty's isatty, not process.stdin.isTTY: reading that would load the stream machinery.
+    atTerminal: () => {
+      const { isatty } = process.getBuiltinModule('node:tty');
+      return isatty(0) && isatty(1);
+    },
   };
   main(argv, io).then(
     (code) => {

@@ -245,7 +245,7 @@ async function resumeCapturedTurn(ctx: Ctx, given: string | undefined): Promise<
   if (check.plan.drift !== undefined) {
     const accept = t('Resume Anyway');
     const answer = await vscode.window.showWarningMessage(
-      t('The workspace changed since this turn was captured.'),
+      t('The workspace changed since this session left it.'),
       { modal: true, detail: driftGuidance(check.plan) },
       accept,
     );

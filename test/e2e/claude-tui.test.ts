@@ -193,7 +193,8 @@ describe('the interactive Claude Code in a terminal, started by turnkeeper start
     expect(named.stdout).toMatch(/since its last turn ended \([^)]+\), 1 path changed: A by-hand\.txt/);
     expect(mock.requests.length).toBe(before);
 
-    const resumed = terminal([process.execPath, CLI, 'resume', lease.capture, '--interactive', '--accept-drift', '--agent-bin', CLAUDE]);
+    // No --interactive: a person at a terminal gets the agent's own UI by default.
+    const resumed = terminal([process.execPath, CLI, 'resume', lease.capture, '--accept-drift', '--agent-bin', CLAUDE]);
     await resumed.waitForText(TUI_READY, 60_000);
     const next = 'go on with it';
     const at = mock.requests.length;

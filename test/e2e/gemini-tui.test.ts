@@ -205,7 +205,8 @@ describe('the interactive Gemini CLI in a terminal, started by turnkeeper start 
     expect(mock.requests.length).toBe(before);
 
     const hookedBefore = (await receiptDocs(world)).filter((doc) => doc.kind === 'launch_hooked').length;
-    const resumed = terminal([process.execPath, CLI, 'resume', lease.capture, '--interactive', '--accept-drift', '--agent-bin', GEMINI]);
+    // No --interactive: a person at a terminal gets the agent's own UI by default.
+    const resumed = terminal([process.execPath, CLI, 'resume', lease.capture, '--accept-drift', '--agent-bin', GEMINI]);
     // A resumed Gemini can draw its idle prompt before its SessionStart hook has run, and keys that
     // arrive while the hook runs stay in the input box (seen once in CI: "go on with it" never sent).
     // Ready once that hook has recorded the launch (launch_hooked, its first hook event's receipt) and

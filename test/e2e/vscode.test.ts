@@ -327,7 +327,7 @@ describe('trusted workspace', () => {
     expect(offered.join('\n')).toContain(`resumable: ${captureOf['fix-login']}`);
     expect(offered.join('\n')).toMatch(/old-spike.*\[capture_released\]/);
     await workbench.pickQuickItem(lease.capture);
-    const drift = await workbench.answerDialog(/workspace changed since this turn was captured/, 'Resume Anyway');
+    const drift = await workbench.answerDialog(/workspace changed since this session left it/, 'Resume Anyway');
     expect(drift).toMatch(/since its last turn ended \([^)]+\), 1 path changed: A by-hand\.txt/);
     const committed = () => receipts().filter((receipt) => receipt.doc.kind === 'launch_committed' && receipt.doc.capture === lease.capture);
     await expect.poll(() => committed().length, { timeout: 30_000 }).toBe(1);

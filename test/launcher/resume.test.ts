@@ -9,6 +9,7 @@ import { join, relative } from 'node:path';
 import { scriptRuntime } from '../../src/launcher/attest';
 import { resolveAgentBinary } from '../../src/launcher/plumbing';
 import { contextOf, makeWorld, payload, type World } from '../support/world';
+import { runMain } from '../support/inProcessCli';
 
 let world: World;
 let captureId: string;
@@ -37,6 +38,33 @@ describe('a resumed agent that fails', () => {
     const control = world.cli(['resume', captureId, '--agent-bin', '/bin/true']);
     expect(control.code, control.stderr).toBe(0);
     expect(control.stderr).not.toContain('pick its turn up');
+  });
+});
+
+describe('how a resume runs its agent', () => {
+  // In-process (main(argv, io)), so the terminal is the Io's to say; codex's headless resume is
+  // `codex exec resume <session>`, its interactive one `codex resume --no-daemon <session>` (its profile).
+  const plan = async (atTerminal: boolean, ...flags: string[]) => {
+    const run = await runMain(['resume', captureId, '--dry-run', '--agent-bin', '/bin/true', ...flags], { env: world.env, cwd: world.repo, atTerminal });
+    expect(run.code, run.stderr).toBe(0);
+    return /with: \S+ (.*)\n/.exec(run.stdout)![1]!;
+  };
+
+  it('at a terminal: the interactive agent; in a pipe or CI: headless (the default each way, and each flag overrides it)', async () => {
+    expect(await plan(true)).toMatch(/^resume --no-daemon sess-r$/);
+    expect(await plan(false)).toMatch(/^exec resume sess-r /);
+    expect(await plan(true, '--headless')).toMatch(/^exec resume sess-r /);
+    expect(await plan(false, '--interactive')).toMatch(/^resume --no-daemon sess-r$/);
+    // A prompt given, or a machine reading JSON: one headless turn, at a terminal too.
+    expect(await plan(true, '--prompt', 'go on')).toMatch(/^exec resume sess-r /);
+    const json = await runMain(['resume', captureId, '--dry-run', '--json', '--agent-bin', '/bin/true'], { env: world.env, cwd: world.repo, atTerminal: true });
+    expect((JSON.parse(json.stdout) as { argv: string[] }).argv.slice(1, 3)).toStrictEqual(['exec', 'resume']);
+  });
+
+  it('--interactive and --headless together are a usage error, and nothing runs', async () => {
+    const both = await runMain(['resume', captureId, '--interactive', '--headless', '--agent-bin', '/bin/true'], { env: world.env, cwd: world.repo });
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('give --interactive or --headless, not both');
   });
 });
 

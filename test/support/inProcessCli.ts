@@ -10,8 +10,11 @@ export interface InProcessRun {
   readonly stderr: string;
 }
 
-/** Runs `turnkeeper <argv>` in-process with exactly `env` and `cwd` (nothing of process.env), `input` on its stdin. */
-export async function runMain(argv: readonly string[], options: { env: Record<string, string>; cwd: string; input?: string }): Promise<InProcessRun> {
+/** Runs `turnkeeper <argv>` in-process with exactly `env` and `cwd` (nothing of process.env), `input` on its stdin, at a terminal or not (default: not). */
+export async function runMain(
+  argv: readonly string[],
+  options: { env: Record<string, string>; cwd: string; input?: string; atTerminal?: boolean },
+): Promise<InProcessRun> {
   let stdout = '';
   let stderr = '';
   const input = Buffer.from(options.input ?? '');
@@ -21,6 +24,7 @@ export async function runMain(argv: readonly string[], options: { env: Record<st
     out: (text) => void (stdout += text),
     err: (text) => void (stderr += text),
     readStdin: (limit) => Promise.resolve(input.subarray(0, limit)),
+    atTerminal: () => options.atTerminal ?? false,
   });
   return { code, stdout, stderr };
 }
