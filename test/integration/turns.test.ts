@@ -4,7 +4,7 @@
 // digests are checked against plain git run in a copy of the checkout.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { appendFileSync, cpSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
@@ -21,6 +21,7 @@ beforeEach(() => {
 });
 afterEach(() => world.cleanup());
 
+const spawnSyncQuiet = (file: string, args: string[]) => spawnSync(file, args, { stdio: 'ignore' });
 const git = (repo: string, ...args: string[]): string => execFileSync('git', ['-C', repo, ...args], { encoding: 'utf8' }).trim();
 
 /** The tree `git add -A` stages, computed by plain git in a throwaway copy of the checkout. */
@@ -225,6 +226,55 @@ describe('the turn receipt', () => {
     // Control: a capture id is still the capture's view.
     const capture = (JSON.parse(world.cli(['status', '--json']).stdout) as { captures: { id: string }[] }).captures[0]!.id;
     expect(JSON.parse(world.cli(['show', capture, '--json']).stdout)).toMatchObject({ ok: true, captureId: capture });
+  });
+
+  it('show names the commits of a turn that only committed, and a turn that began with no end recorded', () => {
+    hook('UserPromptSubmit', PROMPT);
+    // The turn edits a file and commits it: the path changed, and HEAD moved by one commit.
+    writeFileSync(join(world.repo, 'a.txt'), 'a, fixed\n');
+    git(world.repo, 'add', 'a.txt');
+    // Its commit carries a signature header (made by hand, no key needed), so a `git log` that shows
+    // signatures runs the signature program on it.
+    const signed = [
+      `tree ${git(world.repo, 'write-tree')}`,
+      `parent ${git(world.repo, 'rev-parse', 'HEAD')}`,
+      'author t <t@example.invalid> 1700000000 +0000',
+      'committer t <t@example.invalid> 1700000000 +0000',
+      'gpgsig -----BEGIN PGP SIGNATURE-----',
+      ' ',
+      ' aGVsbG8=',
+      ' -----END PGP SIGNATURE-----',
+      '',
+      'fix the login form',
+      '',
+    ].join('\n');
+    const id = execFileSync('git', ['-C', world.repo, 'hash-object', '-t', 'commit', '-w', '--stdin'], { input: signed, encoding: 'utf8' }).trim();
+    git(world.repo, 'update-ref', 'HEAD', id);
+    const commit = git(world.repo, 'rev-parse', '--short=7', 'HEAD');
+    // A config that names a signature program: `git log` alone would run it (the control below).
+    const marker = join(world.root, 'gpg-ran');
+    writeFileSync(join(world.root, 'gpg.sh'), `#!/bin/sh\ntouch '${marker}'\nexit 1\n`, { mode: 0o755 });
+    git(world.repo, 'config', 'log.showSignature', 'true');
+    git(world.repo, 'config', 'gpg.program', join(world.root, 'gpg.sh'));
+    hook('Stop', { stop_hook_active: false });
+    hook('UserPromptSubmit', { prompt: 'go on', prompt_id: 'prompt-2' });
+
+    const text = world.cli(['show', 'fix-login']).stdout;
+    expect(text).toMatch(/turn prompt-1 ended \(claude:sess-turns\): 1 path changed/);
+    expect(text).toMatch(new RegExp(`HEAD [0-9a-f]{12} -> [0-9a-f]{12}: 1 commit\\n +${commit}[0-9a-f]* fix the login form`));
+    expect(text).toMatch(/turn prompt-2 began \(claude:sess-turns\) and has no end recorded/);
+    const json = JSON.parse(world.cli(['show', 'fix-login', '--json']).stdout) as {
+      entries: { kind: string; commits?: { id: string; subject: string }[] }[];
+      openTurn: { turn: string } | null;
+    };
+    expect(json.entries.find((entry) => entry.kind === 'turn_ended')!.commits).toStrictEqual([
+      { id: expect.stringMatching(new RegExp(`^${commit}`)) as string, subject: 'fix the login form' },
+    ]);
+    expect(json.openTurn).toMatchObject({ turn: 'prompt-2' });
+    expect(readdirSync(world.root)).not.toContain('gpg-ran');
+    // Control: plain `git log` of the same range runs the program the checkout's config names.
+    spawnSyncQuiet('git', ['-C', world.repo, 'log', '-1']);
+    expect(readdirSync(world.root)).toContain('gpg-ran');
   });
 
   it('a session that holds no lease gets no turn receipt (control: the holder does)', async () => {
