@@ -8,10 +8,14 @@
 // Creating a worktree runs git's checkout, so the repository's post-checkout hook runs; a merge runs
 // its merge hooks. The person asked for exactly that (start --worktree, todo done --merge), as if they
 // had typed the git command: documented in docs/spec.md §7, not suppressed.
+import { counted } from '../core/terminal';
 import { existsSync, mkdtempSync, realpathSync, rmdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import type { Env } from '../core/env';
+
+/** How many paths a refusal names before it counts the rest. */
+const NAMED_PATHS = 5;
 
 /** Why a worktree operation was refused; the message says what to do. */
 export type WorktreeErrorCode =
@@ -291,11 +295,18 @@ export async function planFinish(
     throw new WorktreeError('main_not_ready', `branch ${branch} is checked out in the main checkout ${main.path}: there is nothing to merge it into`);
   if (worktree && !worktree.missing) {
     const changes = await changesOf(env, worktree.path, false);
-    if (changes !== '')
+    if (changes !== '') {
+      // Named, so the person knows what to commit or discard: `git status --porcelain` lines, the path after the two status letters.
+      const paths = changes
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => line.slice(3));
+      const named = paths.slice(0, NAMED_PATHS).join(', ') + (paths.length > NAMED_PATHS ? `, and ${paths.length - NAMED_PATHS} more` : '');
       throw new WorktreeError(
         'worktree_dirty',
-        `the Todo's worktree ${worktree.path} has changes (${changes.split('\n').filter(Boolean).length} paths): commit or discard them first; nothing was changed`,
+        `the Todo's worktree ${worktree.path} has changes in ${counted(paths.length, 'path')} (${named}): commit or discard them first; nothing was changed`,
       );
+    }
   }
   if (main.branch === null) throw new WorktreeError('main_not_ready', `the main checkout ${main.path} is detached: check out the branch to merge into`);
   if ((await changesOf(env, main.path, true)) !== '')
@@ -323,7 +334,7 @@ export async function planFinish(
       const files = merge.stdout.split('\n').slice(1).filter(Boolean);
       throw new WorktreeError(
         'merge_conflict',
-        `merging ${branch} into ${main.branch} would conflict in ${files.length} file(s) (${files.slice(0, 5).join(', ')}): nothing was changed; merge ${main.branch} into ${branch} in its worktree and resolve, then finish again`,
+        `merging ${branch} into ${main.branch} would conflict in ${counted(files.length, 'file')} (${files.slice(0, 5).join(', ')}): nothing was changed; merge ${main.branch} into ${branch} in its worktree and resolve, then finish again`,
       );
     }
     if (merge.status !== 0) throw new WorktreeError('git_failed', `git merge-tree failed: ${merge.stderr.trim() || `exit ${merge.status}`}`);

@@ -2,6 +2,7 @@
 // "Finish"): the CLI's shell over src/launcher/finish.ts. Plain `todo done <id>` stays in ./todo.ts.
 import { FINISH_STRATEGIES, type FinishStrategy } from '../checkout/worktrees';
 import { finishTodo } from '../launcher/finish';
+import { counted } from '../core/terminal';
 import { leaseView } from '../doctor/status';
 import { EXIT, goalFrom, goneNote, openStore, parse, printJson, releaseRequester, todoIdArg, unknownTodo, UsageError, type Io } from './io';
 import { withGoneHolder } from '../ledger/live';
@@ -82,7 +83,7 @@ export async function finishCommand(args: string[], io: Io): Promise<number> {
     else {
       const verb = { merge: 'merged', squash: 'squashed', rebase: 'rebased', 'keep-branch': 'kept' }[strategy];
       const merged = outcome.merged
-        ? `${verb} ${plan.branch} (${plan.ahead} commit(s)) into ${plan.into}, now ${outcome.after.head.slice(0, 12)}`
+        ? `${verb} ${plan.branch} (${counted(plan.ahead, 'commit')}) into ${plan.into}, now ${outcome.after.head.slice(0, 12)}`
         : `nothing merged (${strategy === 'keep-branch' ? 'branch kept' : `${plan.branch} has no commits beyond ${plan.into}`})`;
       const removed = [outcome.worktreeRemoved ? `removed worktree ${plan.worktree}` : '', outcome.branchDeleted ? `deleted branch ${plan.branch}` : '']
         .filter(Boolean)

@@ -552,7 +552,9 @@ async function finishTodoCommand(ctx: Ctx, given: string | undefined): Promise<v
   const { plan, outcome } = result;
   void vscode.window.showInformationMessage(
     outcome.merged
-      ? t('Todo {0} is done: {1} of {2} into {3} ({4} commits)', picked.id, strategy, plan.branch, plan.into, plan.ahead)
+      ? plan.ahead === 1
+        ? t('Todo {0} is done: {1} of {2} into {3} (1 commit)', picked.id, strategy, plan.branch, plan.into)
+        : t('Todo {0} is done: {1} of {2} into {3} ({4} commits)', picked.id, strategy, plan.branch, plan.into, plan.ahead)
       : t('Todo {0} is done; nothing was merged', picked.id),
   );
 }

@@ -488,7 +488,7 @@ describe('trusted workspace', () => {
       await refusal.waitFor({ state: 'visible', timeout: 30_000 });
       await page.screenshot({ path: join(IMAGES, 'finish-refused.png') });
       const message = await workbench.answerDialog(/did not finish/, 'OK');
-      expect(message).toContain(`the Todo's worktree ${worktree()} has changes (1 paths)`);
+      expect(message).toContain(`the Todo's worktree ${worktree()} has changes in 1 path (notes.txt)`);
       expect(repositoryState()).toEqual(before);
       expect(receipts().length).toBe(receiptsBefore);
       expect(todoStatus()).toBe('open');
@@ -501,7 +501,7 @@ describe('trusted workspace', () => {
       const commit = git(worktree(), 'rev-parse', 'HEAD');
       const into = git(world.repo, 'branch', '--show-current');
       await finishFromPalette();
-      await workbench.waitForNotification(new RegExp(`Todo ${todo} is done: merge of ${branch} into ${into} \\(1 commits\\)`));
+      await workbench.waitForNotification(new RegExp(`Todo ${todo} is done: merge of ${branch} into ${into} \\(1 commit\\)`));
       // The main branch has the agent's commit, under a merge commit that names the Todo.
       expect(execFileSync('git', ['-C', world.repo, 'merge-base', '--is-ancestor', commit, 'HEAD']).length).toBe(0);
       expect(git(world.repo, 'log', '-1', '--format=%s%n%P')).toBe(`Merge Todo ${todo} (${branch}): Ship it\n${mainBefore} ${commit}`);

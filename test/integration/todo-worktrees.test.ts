@@ -276,6 +276,8 @@ describe('todo done --merge | --squash | --rebase | --keep-branch', () => {
     const refused = done('--merge', '--remove-worktree');
     expect(refused.code).toBe(1);
     expect(refused.json).toMatchObject({ ok: false, reason: 'worktree_dirty' });
+    // It names what to commit or discard.
+    expect(String(refused.json.detail)).toContain('has changes in 1 path (notes.txt)');
     expect(snapshot(world.repo, defaultPath())).toStrictEqual(before);
     expect(todoStatus()).toBe('open');
 
