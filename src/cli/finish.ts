@@ -2,7 +2,7 @@
 // "Finish"): the CLI's shell over src/launcher/finish.ts. Plain `todo done <id>` stays in ./todo.ts.
 import { FINISH_STRATEGIES, type FinishStrategy } from '../checkout/worktrees';
 import { finishTodo } from '../launcher/finish';
-import { counted } from '../core/terminal';
+import { counted, terminalSafe } from '../core/terminal';
 import { leaseView } from '../doctor/status';
 import { EXIT, goalFrom, goneNote, openStore, parse, printJson, releaseRequester, todoIdArg, unknownTodo, UsageError, type Io } from './io';
 import { withGoneHolder } from '../ledger/live';
@@ -60,7 +60,7 @@ export async function finishCommand(args: string[], io: Io): Promise<number> {
     if (!result.ok) {
       if (values.json)
         printJson(io, { ok: false, reason: result.reason, todo: id, goal, detail: result.detail, ...(result.lease ? { lease: leaseView(result.lease) } : {}) });
-      else io.err(`refused [${result.reason}]: ${result.detail}\n`);
+      else io.err(`refused [${result.reason}]: ${terminalSafe(result.detail)}\n`);
       return EXIT.refused;
     }
     const { plan, outcome, released } = result;

@@ -145,6 +145,7 @@ async function heldByCapture(store: Authority, captureId: string): Promise<[todo
  */
 function resumeMode(values: { interactive?: boolean; headless?: boolean; json?: boolean; prompt?: string }, io: Io, usage: string): 'interactive' | 'headless' {
   if (values.interactive && values.headless) throw new UsageError(`give --interactive or --headless, not both\nusage: ${usage}`);
+  if (values.interactive && values.json) throw new UsageError(`--json runs the agent headless: leave out --interactive\nusage: ${usage}`);
   if (values.interactive) return 'interactive';
   if (values.headless || values.json || values.prompt !== undefined) return 'headless';
   return io.atTerminal?.() ? 'interactive' : 'headless';

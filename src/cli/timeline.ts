@@ -5,7 +5,7 @@
 import { parseReceipt, turnPaths, type ReceiptDetailValue, type ReceiptDocument } from '../core/receipts';
 import { EXIT, goalFrom, openStore, printJson, unknownTodo, type Io } from './io';
 import { checkoutGit, type CheckoutGit } from '../checkout/workspace';
-import { terminalSafe } from '../core/terminal';
+import { counted, terminalSafe } from '../core/terminal';
 import type { Authority } from '../store/authority';
 
 /** The kinds a timeline shows. */
@@ -105,8 +105,11 @@ async function openTurnOf(store: Authority, goal: string, todo: string): Promise
  * the checkout's config names.
  */
 function commitsOf(git: CheckoutGit | undefined, before: unknown, after: unknown): { id: string; subject: string }[] | undefined {
-  if (typeof before !== 'string' || typeof after !== 'string' || before === after || !git) return undefined;
-  const out = git.run(['log', '--no-show-signature', '--no-decorate', `--max-count=${COMMITS_SHOWN}`, '--format=%h%x09%s', `${before}..${after}`, '--']);
+  // Object ids only: a receipt's text reaches git's command line, and `--output=<file>` is an option too.
+  const id = /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/;
+  if (typeof before !== 'string' || typeof after !== 'string' || before === after || !git || !id.test(before) || !id.test(after)) return undefined;
+  // One more than is shown, to tell "10" from "more than 10".
+  const out = git.run(['log', '--no-show-signature', '--no-decorate', `--max-count=${COMMITS_SHOWN + 1}`, '--format=%h%x09%s', `${before}..${after}`, '--']);
   if (out === null) return undefined;
   return out
     .split('\n')
@@ -150,10 +153,15 @@ function timelineLine(entry: TimelineEntry): string {
           : '';
       const moved = typeof d.headBefore === 'string' && typeof d.headAfter === 'string' && d.headBefore !== d.headAfter;
       const commitList = entry.commits ?? [];
+      const listed = commitList.slice(0, COMMITS_SHOWN);
       const commits = moved
         ? `\n      HEAD ${String(d.headBefore).slice(0, 12)} -> ${String(d.headAfter).slice(0, 12)}` +
-          (commitList.length > 0 ? `: ${commitList.length}${commitList.length === COMMITS_SHOWN ? '+' : ''} commit${commitList.length === 1 ? '' : 's'}` : '') +
-          commitList.map((commit) => `\n        ${commit.id} ${terminalSafe(commit.subject)}`).join('')
+          (commitList.length > COMMITS_SHOWN
+            ? `: more than ${COMMITS_SHOWN} commits`
+            : commitList.length > 0
+              ? `: ${counted(commitList.length, 'commit')}`
+              : '') +
+          listed.map((commit) => `\n        ${commit.id} ${terminalSafe(commit.subject)}`).join('')
         : '';
       const shown = (entry.paths ?? []).slice(0, PATHS_SHOWN).map((path) => `\n      ${path.replace('\t', '  ')}`);
       const more = changed !== undefined && changed > shown.length && shown.length > 0 ? `\n      … ${changed - shown.length} more` : '';

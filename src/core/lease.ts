@@ -112,7 +112,7 @@ export function decideRelease(
   if (request.by !== undefined && request.by === active.owner) return { kind: 'release', lease: { ...active, status: 'released' } };
   // The holder is an agent launched here whose process is gone: the person who launched it may end
   // its lease without force (spec §2 "Release"). Only that lease: a claim since has another epoch.
-  if (holderIsGone(active, request.holderGone)) return { kind: 'release', lease: { ...active, status: 'released' } };
+  if (!request.force && holderIsGone(active, request.holderGone)) return { kind: 'release', lease: { ...active, status: 'released' } };
   if (!request.force) return { kind: 'refuse', why: 'not_owner' };
   if (!request.reason || request.reason.trim() === '') return { kind: 'refuse', why: 'force_needs_reason' };
   return { kind: 'release', lease: { ...active, status: 'released' } };

@@ -28,12 +28,12 @@ const visible = (char: string): string => {
  */
 export const terminalSafe = (text: string): string => text.replace(UNSAFE, visible);
 
+/** A count and its noun, in the singular for one: `counted(1, 'path')` is "1 path", `counted(2, 'path')` "2 paths". */
+export const counted = (count: number, noun: string): string => `${count} ${count === 1 ? noun : `${noun}s`}`;
+
 /**
  * Stored text on a row of a list (a Todo's title, a block's reason): one line, its line breaks shown
  * as `\n` like the other escapes, so a title with a newline neither breaks the list nor passes for
  * two rows. The text itself is kept as it was written; only its display is one line.
  */
-/** A count and its noun, in the singular for one: `counted(1, 'path')` is "1 path", `counted(2, 'path')` "2 paths". */
-export const counted = (count: number, noun: string): string => `${count} ${count === 1 ? noun : `${noun}s`}`;
-
 export const oneLine = (text: string): string => text.replace(/\r?\n/g, '\\n');

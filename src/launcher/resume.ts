@@ -100,9 +100,12 @@ export async function checkResume(store: Authority, captureId: string, options: 
   if (!existsSync(capture.checkout)) {
     return refuse('checkout_missing', { checkout: capture.checkout, command: recreateCommand(capture, readyDocument.preconditions.gitHead) });
   }
-  // '' from the recorded state: the checkout is as the session left it. Undefined: nothing recorded.
-  const sinceRecorded = await driftSinceRecorded(store, capture, lease);
-  const drift = sinceRecorded === undefined ? driftSinceCapture(capture, readyDocument, options) : sinceRecorded || undefined;
+  // As at capture time: no drift (two git runs per checkout, cached by a caller checking many). Else
+  // what the session's hooks recorded decides: '' is the checkout as the session left it, undefined
+  // that nothing was recorded (or it could not be read), and the capture-time drift stands.
+  const sinceCapture = driftSinceCapture(capture, readyDocument, options);
+  const sinceRecorded = sinceCapture === undefined ? undefined : await driftSinceRecordedOrNone(store, capture, lease);
+  const drift = sinceRecorded === undefined ? sinceCapture : sinceRecorded || undefined;
   if (drift && !options.acceptDrift) return refuse('precondition_changed', { detail: drift });
   const session = await store.getSession(lease.owner);
   const transcriptPath = session?.transcriptPath ?? null;
@@ -158,6 +161,15 @@ async function driftSinceRecorded(store: Authority, capture: StoredCapture, leas
   return `since ${recorded.what} (${recorded.at}), ${parts.join('; ')}`;
 }
 
+/** driftSinceRecorded, failing to "nothing recorded" (a store read or a file git cannot stat): the capture-time check then decides. */
+async function driftSinceRecordedOrNone(store: Authority, capture: StoredCapture, lease: Lease): Promise<string | undefined> {
+  try {
+    return await driftSinceRecorded(store, capture, lease);
+  } catch {
+    return undefined;
+  }
+}
+
 const short = (head: string | null): string => head?.slice(0, 12) ?? 'none';
 
 /** The session's last recorded tree: its last turn end of this lease, else its claim's turn base. */
@@ -172,7 +184,10 @@ async function recordedState(
     if (doc?.kind !== 'turn_ended' || doc.capture !== capture.id || doc.lease?.epoch !== lease.epoch) continue;
     const tree = doc.detail?.treeAfter;
     const head = doc.detail?.headAfter;
-    // The newest turn end decides: one that recorded no tree leaves nothing to compare.
+    // One with no base (a stop that no prompt of the session began: a payload sent on its own) ends
+    // no turn the session worked: passed over. Else the newest turn end decides, and one that recorded
+    // no tree leaves nothing to compare.
+    if (typeof doc.detail?.treeBefore !== 'string') continue;
     if (typeof tree !== 'string') return undefined;
     return { tree, head: typeof head === 'string' ? head : null, at: doc.at, what: 'its last turn ended' };
   }

@@ -126,9 +126,10 @@ async function launchedHolder(store: Authority, lease: Lease, launch: LaunchRece
 }
 
 /**
- * A `todo done` (plain or a finish) by someone other than the holder, without --force: when the
- * Todo's holder is a launched agent gone from this machine, the request names it, and the store lets
- * it end that lease (src/core/lease.ts decideRelease); otherwise the request as it was.
+ * A `todo done` (plain or a finish) by someone other than the holder, without --force and not from
+ * an agent's session: when the Todo's holder is a launched agent that exited from this machine
+ * between turns, the request names it, and the store lets it end that lease (src/core/lease.ts
+ * decideRelease); otherwise the request as it was.
  */
 export async function withGoneHolder(
   store: Authority,
@@ -136,9 +137,13 @@ export async function withGoneHolder(
   request: StatusChangeRequest,
   processState: LaunchProcessState,
 ): Promise<StatusChangeRequest> {
-  if (request.force) return request;
+  // An agent's own session asking (its environment identified it) is not the person who launched
+  // the holder; --force --reason is its way, recorded as such.
+  if (request.force || request.identifiedBy === 'agent_environment') return request;
   const active = (await store.listLeases()).find((lease) => lease.goal === todo.goal && lease.todo === todo.todo && lease.status === 'active');
   if (!active || active.owner === request.by) return request;
+  // Exited between turns only: one gone mid-turn (crashed) is resumed first, and a session the
+  // person went on with by hand (its hooks are not the launch's) reads as crashed while it works.
   const gone = await goneHolder(store, active, processState);
-  return gone ? { ...request, holderGone: gone } : request;
+  return gone?.state === 'exited' ? { ...request, holderGone: gone } : request;
 }

@@ -120,6 +120,10 @@ describe('resume eligibility', () => {
     const refused = dryRun();
     expect(decision(refused)).toMatchObject({ ok: false, reason: 'precondition_changed' });
     expect(refused.stdout).toMatch(/since its last turn ended \(\d{4}-[^)]+\), 1 path changed: A by-hand\.txt/);
+    // A stop that no prompt began (a payload sent on its own: turn_ended with no base) records the
+    // tree with that file in it, and still absorbs nothing.
+    expect(world.cli(['hook'], { input: payload.codex(world, 'Stop', 'sess-r', 'turn-1', { stop_hook_active: false }) }).code).toBe(0);
+    expect(decision(dryRun())).toMatchObject({ ok: false, reason: 'precondition_changed' });
     // A commit after it moves HEAD: named too.
     git('add', 'by-hand.txt');
     git('commit', '-qm', 'a person commits');

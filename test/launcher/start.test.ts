@@ -476,7 +476,7 @@ describe('turnkeeper start (the command)', () => {
     );
   });
 
-  it('todo done of a Todo whose launched agent is gone needs no --force, and says so in its receipt (control: while the agent runs it does)', async () => {
+  it('todo done of a Todo whose launched agent exited needs no --force, and says so in its receipt (control: while the agent runs it does; gone mid-turn it does)', async () => {
     const first = await start({ markers: markerDir('done-holder'), mode: 'sleep' });
     if (!first.ok) throw new Error(first.guidance);
     const claim = hook(payload.codexPrompt(world, 'sess-d', 'turn-1', 'fix the login form'), launchVariables(environOf(first.launch.pid)));
@@ -485,16 +485,23 @@ describe('turnkeeper start (the command)', () => {
     const running = world.cli(['todo', 'done', 'fix-login']);
     expect(running.code).toBe(1);
     expect(running.stderr).toContain('turnkeeper todo done fix-login --force --reason "<why>"');
+    // Gone mid-turn (crashed): its turn is resumed first, or the lease released with a reason.
+    const launchEnv = launchVariables(environOf(first.launch.pid));
     first.launch.kill('SIGKILL');
     await first.launch.exited;
+    const crashed = world.cli(['todo', 'done', 'fix-login']);
+    expect(crashed.code).toBe(1);
+    expect(crashed.stderr).toContain('--force --reason');
+    // Its turn's stop arrives (the session's last state is between turns): it exited.
+    expect(hook(payload.codex(world, 'Stop', 'sess-d', 'turn-1', { stop_hook_active: false }), launchEnv).code).toBe(0);
     const done = world.cli(['todo', 'done', 'fix-login']);
     expect(done.stderr).toBe('');
     expect(done.code).toBe(0);
-    expect(done.stdout).toBe('Todo fix-login is done; released the lease of codex:sess-d (epoch 1), whose launched agent crashed\n');
+    expect(done.stdout).toBe('Todo fix-login is done; released the lease of codex:sess-d (epoch 1), whose launched agent exited\n');
     expect((await receipts('lease_released')).at(-1)!.detail).toMatchObject({
       forced: false,
       identifiedBy: 'holder_gone',
-      reason: 'todo_done: its launched agent crashed',
+      reason: 'todo_done: its launched agent exited',
     });
   });
 

@@ -110,6 +110,8 @@ describe('lease decisions', () => {
     // A claim since (another epoch) or another holder is not the one that went: refused as without it.
     expect(decideRelease(lease, { force: false, holderGone: { owner: 'codex:a', epoch: 1 } })).toStrictEqual({ kind: 'refuse', why: 'not_owner' });
     expect(decideRelease(lease, { force: false, holderGone: { owner: 'codex:b', epoch: 2 } })).toStrictEqual({ kind: 'refuse', why: 'not_owner' });
+    // Under --force it is a forced release, which needs its reason as ever.
+    expect(decideRelease(lease, { force: true, holderGone: { owner: 'codex:a', epoch: 2 } })).toStrictEqual({ kind: 'refuse', why: 'force_needs_reason' });
   });
 
   it('fences a session whose lease was released or taken over, and nobody else', () => {
