@@ -26,6 +26,7 @@ import {
   installHooksWithCli,
   killAll,
   presentationOf,
+  expectOwnTurnIsNoDrift,
   receiptDocs,
   REPO_ROOT,
   statusOf,
@@ -175,12 +176,7 @@ describe('the interactive Claude Code in a terminal, started by turnkeeper start
 
     // The tool's change was the session's own work, recorded by its turn's end (turn_ended, written by
     // its stop hook): no drift, the resume would go on with no flag.
-    let turnEnded = false;
-    for (const until = Date.now() + 30_000; !turnEnded && Date.now() < until; await new Promise((resolve) => setTimeout(resolve, 200)))
-      turnEnded = (await receiptDocs(world)).some((doc) => doc.kind === 'turn_ended' && doc.capture === lease.capture);
-    expect(turnEnded, 'the turn that ran the tool never recorded its end').toBe(true);
-    const own = world.cli(['resume', lease.capture, '--dry-run', '--json', '--agent-bin', CLAUDE]);
-    expect(JSON.parse(own.stdout), own.stdout + own.stderr).toMatchObject({ ok: true, decision: 'dry_run' });
+    await expectOwnTurnIsNoDrift(world, lease.capture, CLAUDE);
     // A change nobody recorded, after the turn ended: resume names it and how to go on, and starts nothing.
     writeFileSync(join(world.repo, 'by-hand.txt'), 'a person wrote this\n');
     const before = mock.requests.length;

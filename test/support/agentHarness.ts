@@ -332,3 +332,17 @@ export function claudeAfterPrompt(req: AnthropicRequest, prompt: string): string
 export function claudeWorkingDirectory(req: AnthropicRequest): string | undefined {
   return [...claudeVisibleText(req).matchAll(/Primary working directory: (\S+)/g)].at(-1)?.[1];
 }
+
+/**
+ * A turn's own work is no drift (spec §7 "Resume"): waits until the capture's turn has recorded its
+ * end (`turn_ended`, written by the agent's stop hook, a moment after its answer shows), then a
+ * dry-run resume of the capture with no flag is accepted.
+ */
+export async function expectOwnTurnIsNoDrift(world: World, capture: string, agentBin: string): Promise<void> {
+  let ended = false;
+  for (const until = Date.now() + 30_000; !ended && Date.now() < until; await new Promise((resolve) => setTimeout(resolve, 200)))
+    ended = (await receiptDocs(world)).some((doc) => doc.kind === 'turn_ended' && doc.capture === capture);
+  expect(ended, 'the turn never recorded its end').toBe(true);
+  const own = world.cli(['resume', capture, '--dry-run', '--json', '--agent-bin', agentBin]);
+  expect(JSON.parse(own.stdout), own.stdout + own.stderr).toMatchObject({ ok: true, decision: 'dry_run' });
+}
